@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs every Debian package gaptrain needs to build, test and run.
+# Idempotent: a no-op when all are present. Without root (and without sudo)
+# it names what is missing and the command that installs it.
+set -euo pipefail
+
+PACKAGES=(
+  # Build
+  bazel-bootstrap g++ protobuf-compiler protobuf-compiler-grpc
+  # Libraries
+  libgrpc++-dev libprotobuf-dev libtorch-dev prometheus-cpp-dev libspdlog-dev
+  libfmt-dev libyaml-cpp-dev libboost-dev nlohmann-json3-dev libssl-dev
+  zlib1g-dev
+  # Fast BLAS for LibTorch (reference BLAS makes an MLP step ~17x slower)
+  libopenblas0-pthread
+  # Tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+echo "bootstrap: installing ${#missing[@]} Debian packages: ${missing[*]}" >&2
+if [[ $(id -u) -eq 0 ]]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  SUDO=(sudo -n)
+else
+  echo "bootstrap: missing packages and no root access. Run as root:" >&2
+  echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+if ! "${SUDO[@]}" apt-get update -q >/dev/null; then
+  echo "bootstrap: 'apt-get update' failed; check the Debian package sources" >&2
+  exit 1
+fi
+if ! "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; then
+  echo "bootstrap: 'apt-get install ${missing[*]}' failed" >&2
+  exit 1
+fi
+echo "bootstrap: done" >&2

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs every test: installs what is missing, `bazel test //...`, then prints
+# "N passed, N failed" counted over GoogleTest cases (a target that fails to
+# build, crashes or times out counts as one failure). Exits non-zero on any
+# failure. Extra arguments go to `bazel test`.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/bootstrap.sh || exit 1
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+bazel test //... --keep_going --test_summary=short "$@" 2>&1 | tee "$log"
+bazel_rc=${PIPESTATUS[0]}
+
+testlogs=$(bazel info bazel-testlogs 2>/dev/null)
+passed=0
+failed=0
+targets=0
+# Summary lines look like: "//services/master:update_engine_test   (cached) PASSED in 0.4s"
+while IFS='|' read -r target status; do
+  targets=$((targets + 1))
+  xml="$testlogs/${target#//}"
+  xml="${xml/://}/test.xml"
+  if [[ "$status" == PASSED || "$status" == FAILED ]] && [[ -f "$xml" ]]; then
+    # <testsuites tests="12" failures="1" disabled="0" errors="0" ...>
+    header=$(grep -m1 -o '<testsuites [^>]*>' "$xml")
+    tests=$(sed -n 's/.* tests="\([0-9]*\)".*/\1/p' <<<"$header")
+    fails=$(sed -n 's/.* failures="\([0-9]*\)".*/\1/p' <<<"$header")
+    errors=$(sed -n 's/.* errors="\([0-9]*\)".*/\1/p' <<<"$header")
+    disabled=$(sed -n 's/.* disabled="\([0-9]*\)".*/\1/p' <<<"$header")
+    bad=$(( ${fails:-0} + ${errors:-0} ))
+    good=$(( ${tests:-0} - ${disabled:-0} - bad ))
+    # A target that failed without a failing case (crash after the cases ran).
+    if [[ "$status" == FAILED && $bad -eq 0 ]]; then bad=1; fi
+    passed=$((passed + good))
+    failed=$((failed + bad))
+  else
+    failed=$((failed + 1))  # FAILED TO BUILD, NO STATUS, TIMEOUT, ...
+  fi
+done < <(sed -n -E 's#^(//[^ ]+)[[:space:]]+(\(cached\)[[:space:]]+)?(PASSED|FAILED TO BUILD|FAILED|NO STATUS|TIMEOUT|FLAKY|INCOMPLETE|SKIPPED)( in .*)?$#\1|\3#p' "$log")
+
+echo
+echo "test targets: $targets"
+echo "$passed passed, $failed failed"
+if [[ $failed -gt 0 || $bazel_rc -ne 0 || $targets -eq 0 ]]; then
+  exit 1
+fi

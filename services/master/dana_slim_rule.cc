@@ -1,0 +1,20 @@
+#include "services/master/dana_slim_rule.h"
+
+#include "services/master/tensor_ranges.h"
+
+namespace gaptrain {
+
+void DanaSlimRule::Apply(const PushContext& push, ParameterStore* store, ApplyStats* stats) {
+  float* __restrict x = store->params();
+  const float* __restrict u = push.gradient;
+  const float lr = static_cast<float>(push.learning_rate);
+  ForEachRange(store->layout(), config().num_threads,
+               [&](size_t begin, size_t end, GapAccumulator*) {
+#pragma omp simd
+                 for (size_t j = begin; j < end; ++j) x[j] -= lr * u[j];
+               },
+               nullptr);
+  stats->outcome = ApplyStats::Outcome::kApplied;
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,71 @@
+#include "services/master/dana_zero_rule.h"
+
+#include "services/master/kernel_util.h"
+#include "services/master/tensor_ranges.h"
+
+namespace gaptrain {
+
+void DanaAddWorker(WorkerId worker, ParameterStore* store) {
+  store->AddBuffer(WorkerStateName(worker, kWorkerMomentum), DType::kFloat32);
+}
+
+void DanaRemoveWorker(WorkerId worker, ParameterStore* store) {
+  const std::string name = WorkerStateName(worker, kWorkerMomentum);
+  FlatBuffer* vi = store->buffer(name);
+  if (vi == nullptr) return;
+  float* __restrict s = store->buffer(kMomentumSumBuffer)->f32();
+  const float* __restrict v = vi->f32();
+  for (size_t j = 0; j < store->size(); ++j) s[j] -= v[j];
+  store->RemoveBuffer(name);
+}
+
+void DanaWriteLookAhead(const RuleConfig& config, double learning_rate,
+                        const ParameterStore& store, float* __restrict out) {
+  const float* __restrict theta = store.params();
+  const float* __restrict s = store.buffer(kMomentumSumBuffer)->f32();
+  const float k = static_cast<float>(learning_rate) * config.momentum;
+  for (size_t j = 0; j < store.size(); ++j) out[j] = theta[j] - k * s[j];
+}
+
+void DanaZeroRule::InitState(ParameterStore* store) const {
+  EnsureBuffer(store, kMomentumSumBuffer);
+}
+
+void DanaZeroRule::AddWorker(WorkerId worker, ParameterStore* store) const {
+  DanaAddWorker(worker, store);
+}
+
+void DanaZeroRule::RemoveWorker(WorkerId worker, ParameterStore* store) const {
+  DanaRemoveWorker(worker, store);
+}
+
+void DanaZeroRule::WriteReply(WorkerId, double learning_rate, const ParameterStore& store,
+                              float* out) const {
+  DanaWriteLookAhead(config(), learning_rate, store, out);
+}
+
+void DanaZeroRule::Apply(const PushContext& push, ParameterStore* store, ApplyStats* stats) {
+  float* __restrict theta = store->params();
+  float* __restrict s = store->buffer(kMomentumSumBuffer)->f32();
+  float* __restrict vi = store->buffer(WorkerStateName(push.worker, kWorkerMomentum))->f32();
+  const float* __restrict g = push.gradient;
+  const float lr = static_cast<float>(push.learning_rate);
+  const float mom = config().momentum;
+  const float wd = config().weight_decay;
+  ForEachRange(store->layout(), config().num_threads,
+               [&](size_t begin, size_t end, GapAccumulator*) {
+#pragma omp simd
+                 for (size_t j = begin; j < end; ++j) {
+                   const float d = g[j] + wd * theta[j];
+                   const float v_old = vi[j];
+                   const float v_new = mom * v_old + d;
+                   theta[j] -= lr * v_new;
+                   s[j] += v_new - v_old;
+                   vi[j] = v_new;
+                 }
+               },
+               nullptr);
+  stats->outcome = ApplyStats::Outcome::kApplied;
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,114 @@
+// Pieces shared by the rules' fused kernels: the momentum step every rule
+// ends with, the per-element Gap, dispatch from runtime config to template
+// instances (so inner loops carry no branches), and the store names of the
+// rules' state.
+
+#ifndef GAPTRAIN_SERVICES_MASTER_KERNEL_UTIL_H_
+#define GAPTRAIN_SERVICES_MASTER_KERNEL_UTIL_H_
+
+#include <cmath>
+#include <cstddef>
+#include <type_traits>
+
+#include "services/common/bfloat16.h"
+#include "services/master/parameter_store.h"
+#include "services/master/rule_config.h"
+#include "services/master/update_rule.h"
+
+namespace gaptrain {
+
+// Store names of rule state (docs/algorithms.md lists them with their sizes).
+inline constexpr char kMomentumBuffer[] = "momentum";          // v
+inline constexpr char kStepSquareBuffer[] = "gap/step_sq_avg";  // r
+inline constexpr char kMomentumSumBuffer[] = "dana/momentum_sum";  // S
+inline constexpr char kMeanSquareBuffer[] = "dc/mean_square";
+inline constexpr char kGradientSumBuffer[] = "sync/gradient_sum";
+inline constexpr char kWorkerMomentum[] = "momentum";  // worker/<id>/momentum
+inline constexpr char kWorkerCopy[] = "copy";          // worker/<id>/copy
+inline constexpr char kGapFeedsScalar[] = "gap/feeds";      // k
+inline constexpr char kGapEtaMaxScalar[] = "gap/eta_max";   // η_max
+inline constexpr char kSyncCountScalar[] = "sync/count";
+
+// Blocks of this many elements keep float partial sums accurate and let
+// the compiler vectorise the reductions.
+inline constexpr size_t kStatsBlock = 2048;
+
+enum class StepKind { kPlain, kHeavyBall, kNesterov };
+
+inline StepKind StepKindOf(const RuleConfig& c) {
+  if (c.momentum == 0.0f) return StepKind::kPlain;
+  return c.nesterov ? StepKind::kNesterov : StepKind::kHeavyBall;
+}
+
+// The ASGD step for element j given d: v ← γv + d; θ ← θ − η·v (heavy ball)
+// or θ ← θ − η(d + γv) (Nesterov) or θ ← θ − η·d (plain, v unused).
+// Returns the momentum of this step (d for plain).
+template <StepKind K>
+inline float MomentumStep(float d, float* v, float* theta, size_t j, float lr,
+                          float momentum) {
+  if constexpr (K == StepKind::kPlain) {
+    theta[j] -= lr * d;
+    return d;
+  } else {
+    float v_new = momentum * v[j] + d;
+    v[j] = v_new;
+    theta[j] -= lr * (K == StepKind::kNesterov ? d + momentum * v_new : v_new);
+    return v_new;
+  }
+}
+
+// Calls fn(std::integral_constant<StepKind, K>{}) for the config's step.
+template <class Fn>
+void DispatchStep(StepKind kind, Fn&& fn) {
+  switch (kind) {
+    case StepKind::kPlain:
+      fn(std::integral_constant<StepKind, StepKind::kPlain>{});
+      break;
+    case StepKind::kHeavyBall:
+      fn(std::integral_constant<StepKind, StepKind::kHeavyBall>{});
+      break;
+    case StepKind::kNesterov:
+      fn(std::integral_constant<StepKind, StepKind::kNesterov>{});
+      break;
+  }
+}
+
+// Calls fn(const float*) or fn(const bf16_t*) for the worker copy.
+template <class Fn>
+void DispatchCopy(const WorkerCopyView& copy, Fn&& fn) {
+  if (copy.dtype == DType::kBfloat16) {
+    fn(copy.bf16());
+  } else {
+    fn(copy.f32());
+  }
+}
+
+// Per-push constants of the Gap: G = 1 + |θ − θ⁽ⁱ⁾| / C with
+// C = η_max(√(r·bias_correction) + ε). `enabled` is 0 before r has been
+// fed (k = 0), making G = 1.
+struct GapParams {
+  float eta_max = 0.0f;
+  float bias_correction = 0.0f;  // 1 / (1 − β^k)
+  float epsilon = 0.0f;
+  float enabled = 0.0f;
+  float beta = 0.0f;
+};
+
+inline float GapOf(float theta, float copy, float r, const GapParams& p) {
+  float c = p.eta_max * (std::sqrt(r * p.bias_correction) + p.epsilon);
+  return 1.0f + (p.enabled * std::fabs(theta - copy)) / c;
+}
+
+// Raises η_max to `learning_rate` and derives this push's GapParams from
+// the number of r feeds so far (both kept as store scalars).
+GapParams BeginGapStep(const RuleConfig& config, double learning_rate,
+                       ParameterStore* store);
+// Counts the r feed the kernel just made.
+void EndGapStep(ParameterStore* store);
+
+// Adds an fp32 buffer of P elements named `name` unless the store has it.
+FlatBuffer* EnsureBuffer(ParameterStore* store, const char* name);
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_MASTER_KERNEL_UTIL_H_

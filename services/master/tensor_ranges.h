@@ -1,0 +1,51 @@
+// ForEachRange: runs a rule's fused kernel over [0, P), split over threads by
+// contiguous ranges and cut at tensor boundaries so each piece's Gap
+// statistics land in its tensor's accumulator.
+
+#ifndef GAPTRAIN_SERVICES_MASTER_TENSOR_RANGES_H_
+#define GAPTRAIN_SERVICES_MASTER_TENSOR_RANGES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "services/master/apply_stats.h"
+#include "services/master/parameter_layout.h"
+
+namespace gaptrain {
+
+// Running sums of G over some parameters; kernels add one block at a time.
+struct GapAccumulator {
+  double gap_sum = 0.0;
+  double penalty_sum = 0.0;  // Σ 1/G
+  double gap_max = 1.0;
+  uint64_t penalised = 0;    // count of G >= kPenalisedGap
+  uint64_t count = 0;
+
+  void AddBlock(float block_gap_sum, float block_penalty_sum, float block_gap_max,
+                uint64_t block_penalised, size_t block_count) {
+    gap_sum += block_gap_sum;
+    penalty_sum += block_penalty_sum;
+    if (block_gap_max > gap_max) gap_max = block_gap_max;
+    penalised += block_penalised;
+    count += block_count;
+  }
+  void Merge(const GapAccumulator& o);
+  GapStats ToStats() const;
+};
+
+// fn(begin, end, acc) processes elements [begin, end), all in one tensor,
+// adding its Gap sums to *acc (kernels without a Gap ignore it).
+using RangeKernel = std::function<void(size_t begin, size_t end, GapAccumulator* acc)>;
+
+// Runs `kernel` over every element of `layout` exactly once, on up to
+// `num_threads` threads (fewer for small models: a thread is worth it only
+// for a large enough range). With `stats`, fills stats->per_tensor and
+// stats->gap and sets has_gap and penalty_mean.
+void ForEachRange(const ParameterLayout& layout, int num_threads,
+                  const RangeKernel& kernel, ApplyStats* stats);
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_MASTER_TENSOR_RANGES_H_

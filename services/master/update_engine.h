@@ -1,0 +1,131 @@
+// UpdateEngine: the master's model and update logic, without the network.
+// It owns the ParameterStore and the job's UpdateRule and offers the verbs a
+// parameter server needs: Join, Leave, Pull, Push. Every push is validated
+// before anything is touched: a rejected push leaves the store
+// bit-identical, is counted by reason, and returns a Status that names the
+// problem.
+//
+// Not thread-safe: the master service serialises calls (one mutex), and
+// keeps network I/O outside it.
+
+#ifndef GAPTRAIN_SERVICES_MASTER_UPDATE_ENGINE_H_
+#define GAPTRAIN_SERVICES_MASTER_UPDATE_ENGINE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "services/common/status.h"
+#include "services/master/apply_stats.h"
+#include "services/master/learning_rate_schedule.h"
+#include "services/master/parameter_store.h"
+#include "services/master/rule_config.h"
+#include "services/master/update_rule.h"
+
+namespace gaptrain {
+
+// A gradient as it arrives from worker `worker`.
+struct PushRequest {
+  WorkerId worker = 0;
+  uint64_t base_version = 0;  // s: the version the worker pulled
+  const float* gradient = nullptr;
+  size_t gradient_size = 0;
+  // gapSource echo: the worker's copy θ⁽ⁱ⁾ (fp32 or bf16), echo_size values.
+  WorkerCopyView echo;
+  size_t echo_size = 0;
+};
+
+enum class RejectReason {
+  kUnknownWorker,  // never joined, or left
+  kWrongSize,      // gradient or echo length is not P
+  kNonFinite,      // NaN or Inf in the gradient or echo
+  kFutureVersion,  // base version ahead of the master
+  kTooStale,       // τ above maxStaleness
+  kNoWorkerCopy,   // snapshot of another version, or echo missing
+  kDuplicate,      // sync: a second gradient for the same step
+  kNumReasons,
+};
+
+// Metric label of a reason: "unknown_worker", "wrong_size", ...
+const char* RejectReasonName(RejectReason reason);
+
+class UpdateEngine {
+ public:
+  struct Options {
+    RuleConfig rule;
+    ScheduleConfig schedule;
+  };
+
+  // Validates `options` and creates an engine over a zero-filled model of
+  // `layout`; write initial parameters through mutable_store().
+  static Status Create(ParameterLayout layout, const Options& options,
+                       std::unique_ptr<UpdateEngine>* engine);
+
+  UpdateEngine(const UpdateEngine&) = delete;
+  UpdateEngine& operator=(const UpdateEngine&) = delete;
+
+  // Membership. Join creates the worker's rule state (AlreadyExists if it is
+  // a member); Leave releases it (NotFound if it is not). In sync mode a
+  // Leave may complete the pending step: `stats` (optional) then reports it.
+  Status Join(WorkerId worker);
+  Status Leave(WorkerId worker, ApplyStats* stats = nullptr);
+  bool IsMember(WorkerId worker) const { return workers_.count(worker) != 0; }
+  size_t num_workers() const { return workers_.size(); }
+
+  // Writes the point `worker` should compute on (out_size must be P) and
+  // its version; with gapSource snapshot it also records that copy.
+  Status Pull(WorkerId worker, float* out, size_t out_size, uint64_t* version);
+
+  // Validates and applies one gradient.
+  Status Push(const PushRequest& request, ApplyStats* stats);
+
+  uint64_t version() const { return store_.version(); }
+  // η of the next update.
+  double learning_rate() const { return schedule_.At(store_.version()); }
+
+  const ParameterStore& store() const { return store_; }
+  ParameterStore* mutable_store() { return &store_; }
+  const RuleConfig& rule_config() const { return rule_->config(); }
+  const LearningRateSchedule& schedule() const { return schedule_; }
+
+  uint64_t rejected(RejectReason reason) const {
+    return rejected_[static_cast<size_t>(reason)];
+  }
+  uint64_t applied() const { return applied_; }
+  uint64_t discarded_late() const { return discarded_late_; }
+
+ private:
+  struct WorkerRecord {
+    bool has_copy = false;        // snapshot recorded by a pull
+    uint64_t copy_version = 0;    // version of that snapshot
+    bool has_pushed = false;      // sync duplicate detection
+    uint64_t last_push_base = 0;
+  };
+
+  UpdateEngine(ParameterLayout layout, const Options& options);
+
+  // True when the engine records each pull as the worker's copy θ⁽ⁱ⁾.
+  bool keeps_snapshots() const;
+  // Counts a rejection and passes its status through.
+  Status Reject(RejectReason reason, Status status);
+  // Every check a push must pass; on success *copy is θ⁽ⁱ⁾ when needed.
+  Status ValidatePush(const PushRequest& request, const WorkerRecord& record,
+                      WorkerCopyView* copy);
+  // The rule applied an update: advance the version.
+  void CompleteStep();
+  static void ResetStats(ApplyStats* stats);
+
+  ParameterStore store_;
+  std::unique_ptr<UpdateRule> rule_;
+  LearningRateSchedule schedule_;
+  std::map<WorkerId, WorkerRecord> workers_;
+  std::array<uint64_t, static_cast<size_t>(RejectReason::kNumReasons)> rejected_{};
+  uint64_t applied_ = 0;
+  uint64_t discarded_late_ = 0;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_MASTER_UPDATE_ENGINE_H_
