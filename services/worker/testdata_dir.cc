@@ -1,0 +1,91 @@
+#include "services/worker/testdata_dir.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <vector>
+
+namespace gaptrain {
+namespace {
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// realpath(3), or "" when `path` does not resolve.
+std::string RealPath(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) == nullptr) return "";
+  return buf;
+}
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string Env(const char* name) {
+  const char* v = ::getenv(name);
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+}  // namespace
+
+Status FindSharedDataDir(std::string* dir) {
+  dir->clear();
+  const std::string from_env = Env("GAPTRAIN_DATA_DIR");
+  if (!from_env.empty()) {
+    std::string real = RealPath(from_env);
+    if (real.empty() || !IsDirectory(real)) {
+      return Status::NotFound("GAPTRAIN_DATA_DIR=" + from_env + " is not a directory");
+    }
+    *dir = real;
+    return Status::OK();
+  }
+
+  // The runfile README.md is a symlink (possibly through the sandbox's own
+  // links) to <workspace>/README.md.
+  std::vector<std::string> candidates;
+  const std::string srcdir = Env("TEST_SRCDIR");
+  const std::string workspace = Env("TEST_WORKSPACE");
+  if (!srcdir.empty()) {
+    candidates.push_back(srcdir + "/" + (workspace.empty() ? "gaptrain" : workspace) +
+                         "/README.md");
+  }
+  char cwd[PATH_MAX];
+  if (::getcwd(cwd, sizeof(cwd)) != nullptr) candidates.push_back(std::string(cwd) + "/README.md");
+
+  std::string tried;
+  for (const std::string& candidate : candidates) {
+    std::string readme = RealPath(candidate);
+    if (readme.empty()) {
+      tried += "\n  " + candidate + " (does not resolve)";
+      continue;
+    }
+    const std::string data = DirName(DirName(readme)) + "/shared/data";
+    std::string real = RealPath(data);
+    if (!real.empty() && IsDirectory(real)) {
+      *dir = real;
+      return Status::OK();
+    }
+    tried += "\n  " + candidate + " -> " + readme + ", but " + data + " is not a directory";
+  }
+  if (candidates.empty()) tried = "\n  (neither TEST_SRCDIR nor the current directory is known)";
+  return Status::NotFound(
+      "shared data directory not found: set GAPTRAIN_DATA_DIR to the directory holding "
+      "mnist/ and fashion-mnist/, or declare data = [\"//:README.md\"] so that "
+      "<workspace>/../shared/data can be found. Tried:" + tried);
+}
+
+std::string SharedDataDir() {
+  std::string dir;
+  if (!FindSharedDataDir(&dir).ok()) return "";
+  return dir;
+}
+
+}  // namespace gaptrain

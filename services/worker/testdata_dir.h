@@ -1,0 +1,32 @@
+// SharedDataDir: where tests find the real datasets (the directory holding
+// mnist/ and fashion-mnist/, see ../shared/data/SOURCES.md).
+//
+// The environment variable GAPTRAIN_DATA_DIR wins when set (pass it to Bazel
+// tests with --test_env=GAPTRAIN_DATA_DIR=...). Otherwise the workspace root
+// is found by resolving the runfiles symlink of the workspace's README.md,
+// so a test using this must declare data = ["//:README.md"]; the datasets
+// are then <workspace>/../shared/data. Works inside Bazel's sandbox, whose
+// runfiles symlinks still lead back to the source tree.
+//
+// Tests must fail, not skip, when the data is missing: check the Status of
+// FindSharedDataDir and print it.
+
+#ifndef GAPTRAIN_SERVICES_WORKER_TESTDATA_DIR_H_
+#define GAPTRAIN_SERVICES_WORKER_TESTDATA_DIR_H_
+
+#include <string>
+
+#include "services/common/status.h"
+
+namespace gaptrain {
+
+// Sets *dir to the shared data directory (an absolute path without a
+// trailing slash). The error says what was tried.
+Status FindSharedDataDir(std::string* dir);
+
+// FindSharedDataDir's directory, or "" when it cannot be found.
+std::string SharedDataDir();
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_WORKER_TESTDATA_DIR_H_
