@@ -2,208 +2,13 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <fstream>
-#include <set>
 #include <sstream>
+
+#include "services/common/yaml_fields.h"
 
 namespace gaptrain {
 namespace {
-
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : " | ") + s;
-  return out;
-}
-
-// Reads the fields of one YAML mapping at `path`, remembering the first
-// error and which keys were read, so Finish() can reject unknown ones.
-class Fields {
- public:
-  Fields(const YAML::Node& node, std::string path, Status* status)
-      : node_(node), path_(std::move(path)), status_(status) {
-    if (status_->ok() && node_ && !node_.IsNull() && !node_.IsMap()) {
-      Fail(path_, "must be a mapping");
-    }
-  }
-
-  std::string PathOf(const std::string& key) const {
-    return path_.empty() ? key : path_ + "." + key;
-  }
-
-  // Returns the sub-mapping `key` (an undefined node when absent).
-  YAML::Node Map(const std::string& key) {
-    YAML::Node n = Get(key);
-    if (n && !n.IsNull() && !n.IsMap()) {
-      Fail(PathOf(key), "must be a mapping");
-      return YAML::Node(YAML::NodeType::Undefined);
-    }
-    return n;
-  }
-
-  void Read(const std::string& key, std::string* out) {
-    YAML::Node n = Scalar(key);
-    if (n) *out = n.Scalar();
-  }
-
-  void Read(const std::string& key, bool* out) {
-    YAML::Node n = Scalar(key);
-    if (!n) return;
-    const std::string& s = n.Scalar();
-    if (s == "true" || s == "True" || s == "TRUE") {
-      *out = true;
-    } else if (s == "false" || s == "False" || s == "FALSE") {
-      *out = false;
-    } else {
-      Fail(PathOf(key), "must be true or false, got " + Quote(s));
-    }
-  }
-
-  void Read(const std::string& key, double* out) {
-    YAML::Node n = Scalar(key);
-    if (!n) return;
-    const std::string& s = n.Scalar();
-    char* end = nullptr;
-    errno = 0;
-    double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
-      Fail(PathOf(key), "must be a number, got " + Quote(s));
-      return;
-    }
-    *out = v;
-  }
-
-  void Read(const std::string& key, uint64_t* out) {
-    YAML::Node n = Scalar(key);
-    if (!n) return;
-    const std::string& s = n.Scalar();
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-    if (s.empty() || s[0] == '-' || *end != '\0' || errno == ERANGE) {
-      Fail(PathOf(key), "must be a non-negative integer, got " + Quote(s));
-      return;
-    }
-    *out = v;
-  }
-
-  void Read(const std::string& key, uint32_t* out) {
-    uint64_t v = *out;
-    Read(key, &v);
-    if (v > UINT32_MAX) {
-      Fail(PathOf(key), "must be at most " + std::to_string(UINT32_MAX));
-      return;
-    }
-    *out = static_cast<uint32_t>(v);
-  }
-
-  void Read(const std::string& key, std::vector<double>* out) {
-    YAML::Node n = Get(key);
-    if (!n || n.IsNull()) return;
-    if (!n.IsSequence()) {
-      Fail(PathOf(key), "must be a list of numbers");
-      return;
-    }
-    std::vector<double> values;
-    for (size_t i = 0; i < n.size(); ++i) {
-      const std::string item = PathOf(key) + "[" + std::to_string(i) + "]";
-      if (!n[i].IsScalar()) return Fail(item, "must be a number");
-      char* end = nullptr;
-      const std::string& s = n[i].Scalar();
-      double v = std::strtod(s.c_str(), &end);
-      if (s.empty() || *end != '\0' || !std::isfinite(v)) {
-        return Fail(item, "must be a number, got " + Quote(s));
-      }
-      values.push_back(v);
-    }
-    *out = values;
-  }
-
-  void Read(const std::string& key, std::map<std::string, std::string>* out) {
-    YAML::Node n = Map(key);
-    if (!n || n.IsNull()) return;
-    for (const auto& kv : n) {
-      if (!kv.second.IsScalar()) {
-        return Fail(PathOf(key) + "." + kv.first.Scalar(), "must be a string");
-      }
-      (*out)[kv.first.Scalar()] = kv.second.Scalar();
-    }
-  }
-
-  // Keeps a whole sub-tree as YAML text (pod templates, simulation).
-  void ReadRaw(const std::string& key, std::string* out) {
-    YAML::Node n = Map(key);
-    if (!n || n.IsNull()) return;
-    YAML::Emitter e;
-    e << n;
-    *out = e.c_str();
-  }
-
-  void Ignore(const std::string& key) { known_.insert(key); }
-
-  // Rejects any key that was not read.
-  void Finish() {
-    if (!status_->ok() || !node_ || !node_.IsMap()) return;
-    for (const auto& kv : node_) {
-      const std::string key = kv.first.Scalar();
-      if (known_.count(key) == 0) {
-        std::vector<std::string> names(known_.begin(), known_.end());
-        return Fail(PathOf(key), "unknown field (known here: " + Join(names) + ")");
-      }
-    }
-  }
-
-  void Fail(const std::string& path, const std::string& why) {
-    if (status_->ok()) *status_ = Status::InvalidArgument(path + ": " + why);
-  }
-
- private:
-  YAML::Node Get(const std::string& key) {
-    known_.insert(key);
-    if (!status_->ok() || !node_ || !node_.IsMap()) {
-      return YAML::Node(YAML::NodeType::Undefined);
-    }
-    return node_[key];
-  }
-
-  YAML::Node Scalar(const std::string& key) {
-    YAML::Node n = Get(key);
-    if (!n || n.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
-    if (!n.IsScalar()) {
-      Fail(PathOf(key), "must be a single value");
-      return YAML::Node(YAML::NodeType::Undefined);
-    }
-    return n;
-  }
-
-  YAML::Node node_;
-  std::string path_;
-  Status* status_;
-  std::set<std::string> known_;
-};
-
-// Records the first failed check.
-class Checker {
- public:
-  explicit Checker(Status* status) : status_(status) {}
-  void Require(bool ok, const std::string& path, const std::string& why) {
-    if (!ok && status_->ok()) *status_ = Status::InvalidArgument(path + ": " + why);
-  }
-  void OneOf(const std::string& value, const std::vector<std::string>& choices,
-             const std::string& path) {
-    for (const std::string& c : choices) {
-      if (value == c) return;
-    }
-    Require(false, path, "must be one of " + Join(choices) + ", got " + Quote(value));
-  }
-
- private:
-  Status* status_;
-};
 
 std::string Num(double v) {
   std::ostringstream s;
@@ -212,21 +17,21 @@ std::string Num(double v) {
 }
 
 void ReadSpec(const YAML::Node& spec_node, TrainingJob* job, Status* status) {
-  Fields spec(spec_node, "spec", status);
+  YamlFields spec(spec_node, "spec", status);
 
-  Fields model(spec.Map("model"), "spec.model", status);
+  YamlFields model(spec.Map("model"), "spec.model", status);
   model.Read("builtin", &job->model.builtin);
   model.Read("torchscript", &job->model.torchscript);
   model.Finish();
 
-  Fields data(spec.Map("data"), "spec.data", status);
+  YamlFields data(spec.Map("data"), "spec.data", status);
   data.Read("format", &job->data.format);
   data.Read("path", &job->data.path);
   data.Read("shuffleSeed", &job->data.shuffle_seed);
   data.Finish();
 
   TrainingSpec& t = job->training;
-  Fields training(spec.Map("training"), "spec.training", status);
+  YamlFields training(spec.Map("training"), "spec.training", status);
   training.Read("batchSize", &t.batch_size);
   training.Read("epochs", &t.epochs);
   training.Read("maxUpdates", &t.max_updates);
@@ -235,13 +40,13 @@ void ReadSpec(const YAML::Node& spec_node, TrainingJob* job, Status* status) {
   training.Read("mode", &t.mode);
 
   OptimizerSpec& o = t.optimizer;
-  Fields optimizer(training.Map("optimizer"), "spec.training.optimizer", status);
+  YamlFields optimizer(training.Map("optimizer"), "spec.training.optimizer", status);
   optimizer.Read("learningRate", &o.learning_rate);
   optimizer.Read("momentum", &o.momentum);
   optimizer.Read("nesterov", &o.nesterov);
   optimizer.Read("weightDecay", &o.weight_decay);
   optimizer.Read("warmupEpochs", &o.warmup_epochs);
-  Fields decay(optimizer.Map("decay"), "spec.training.optimizer.decay", status);
+  YamlFields decay(optimizer.Map("decay"), "spec.training.optimizer.decay", status);
   decay.Read("type", &o.decay.type);
   decay.Read("atFractions", &o.decay.at_fractions);
   decay.Read("factor", &o.decay.factor);
@@ -249,7 +54,7 @@ void ReadSpec(const YAML::Node& spec_node, TrainingJob* job, Status* status) {
   optimizer.Finish();
 
   StalenessSpec& st = t.staleness;
-  Fields staleness(training.Map("staleness"), "spec.training.staleness", status);
+  YamlFields staleness(training.Map("staleness"), "spec.training.staleness", status);
   staleness.Read("rule", &st.rule);
   staleness.Read("gapSource", &st.gap_source);
   staleness.Read("gapPrecision", &st.gap_precision);
@@ -261,13 +66,13 @@ void ReadSpec(const YAML::Node& spec_node, TrainingJob* job, Status* status) {
   staleness.Read("dcAdaptive", &st.dc_adaptive);
   staleness.Finish();
 
-  Fields sync(training.Map("sync"), "spec.training.sync", status);
+  YamlFields sync(training.Map("sync"), "spec.training.sync", status);
   sync.Read("backupWorkers", &t.sync.backup_workers);
   sync.Finish();
   training.Finish();
 
   WorkersSpec& w = job->workers;
-  Fields workers(spec.Map("workers"), "spec.workers", status);
+  YamlFields workers(spec.Map("workers"), "spec.workers", status);
   workers.Read("replicas", &w.replicas);
   workers.Read("minReplicas", &w.min_replicas);
   workers.Read("maxReplicas", &w.max_replicas);
@@ -276,8 +81,8 @@ void ReadSpec(const YAML::Node& spec_node, TrainingJob* job, Status* status) {
   workers.ReadRaw("template", &w.template_yaml);
   workers.Finish();
 
-  Fields master(spec.Map("master"), "spec.master", status);
-  Fields checkpoint(master.Map("checkpoint"), "spec.master.checkpoint", status);
+  YamlFields master(spec.Map("master"), "spec.master", status);
+  YamlFields checkpoint(master.Map("checkpoint"), "spec.master.checkpoint", status);
   checkpoint.Read("intervalSeconds", &job->master.checkpoint.interval_seconds);
   checkpoint.Read("keep", &job->master.checkpoint.keep);
   checkpoint.Read("path", &job->master.checkpoint.path);
@@ -286,13 +91,13 @@ void ReadSpec(const YAML::Node& spec_node, TrainingJob* job, Status* status) {
   master.ReadRaw("template", &job->master.template_yaml);
   master.Finish();
 
-  Fields coordinator(spec.Map("coordinator"), "spec.coordinator", status);
+  YamlFields coordinator(spec.Map("coordinator"), "spec.coordinator", status);
   coordinator.Read("leaseSeconds", &job->coordinator.lease_seconds);
   coordinator.ReadRaw("template", &job->coordinator.template_yaml);
   coordinator.Finish();
 
   RunPolicySpec& r = job->run_policy;
-  Fields run_policy(spec.Map("runPolicy"), "spec.runPolicy", status);
+  YamlFields run_policy(spec.Map("runPolicy"), "spec.runPolicy", status);
   run_policy.Read("backoffLimit", &r.backoff_limit);
   run_policy.Read("activeDeadlineSeconds", &r.active_deadline_seconds);
   run_policy.Read("ttlSecondsAfterFinished", &r.ttl_seconds_after_finished);
@@ -305,7 +110,7 @@ void ReadSpec(const YAML::Node& spec_node, TrainingJob* job, Status* status) {
 }
 
 void Validate(const TrainingJob& job, Status* status) {
-  Checker c(status);
+  FieldChecker c(status);
   const TrainingSpec& t = job.training;
   const OptimizerSpec& o = t.optimizer;
   const StalenessSpec& st = t.staleness;
@@ -316,7 +121,7 @@ void Validate(const TrainingJob& job, Status* status) {
   for (char ch : job.name) {
     bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
     c.Require(ok, "metadata.name",
-              "must consist of lower-case letters, digits and '-', got " + Quote(job.name));
+              "must consist of lower-case letters, digits and '-', got " + Quoted(job.name));
     if (!ok) break;
   }
 
@@ -410,16 +215,16 @@ Status ParseTrainingJob(const std::string& yaml_text, const std::string& source,
   TrainingJob parsed;
   Status status;
   try {
-    Fields top(root, "", &status);
+    YamlFields top(root, "", &status);
     std::string api_version, kind;
     top.Read("apiVersion", &api_version);
     top.Read("kind", &kind);
-    Checker c(&status);
+    FieldChecker c(&status);
     c.Require(api_version == "gaptrain.io/v1alpha1", "apiVersion",
-              "must be gaptrain.io/v1alpha1, got " + Quote(api_version));
-    c.Require(kind == "TrainingJob", "kind", "must be TrainingJob, got " + Quote(kind));
+              "must be gaptrain.io/v1alpha1, got " + Quoted(api_version));
+    c.Require(kind == "TrainingJob", "kind", "must be TrainingJob, got " + Quoted(kind));
 
-    Fields metadata(top.Map("metadata"), "metadata", &status);
+    YamlFields metadata(top.Map("metadata"), "metadata", &status);
     metadata.Read("name", &parsed.name);
     metadata.Read("namespace", &parsed.namespace_name);
     metadata.Read("labels", &parsed.labels);

@@ -1,0 +1,30 @@
+// gaptrain: the command-line entry point. Wires subcommands only.
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/simulator/simulate_command.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gaptrain COMMAND [ARGS]\n"
+    "commands:\n"
+    "  simulate -f JOB.yaml   N virtual workers with real gradients and update rules:\n"
+    "                         compare rules, worker counts and learning rates\n"
+    "Run 'gaptrain COMMAND --help' for a command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "simulate") return gaptrain::SimulateCommand(args);
+  std::fprintf(stderr, "gaptrain: unknown command '%s'\n%s", command.c_str(), kUsage);
+  return 2;
+}

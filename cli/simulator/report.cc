@@ -1,0 +1,204 @@
+#include "cli/simulator/report.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace gaptrain {
+namespace {
+
+// The configuration a curve or table row stands for: everything but N and
+// the seed.
+std::string ConfigName(const SimulationRun& r) {
+  std::ostringstream s;
+  s << r.rule << " lr=" << r.learning_rate << " m=" << r.momentum;
+  if (r.rule == "sync") s << " b=" << r.backup_workers;
+  return s.str();
+}
+
+std::string FileSafe(std::string s) {
+  for (char& c : s) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-')) c = '_';
+  }
+  return s;
+}
+
+// Runs grouped by configuration and N, in first-seen order of configuration.
+struct Groups {
+  std::vector<std::string> configs;
+  std::set<uint32_t> workers;
+  std::map<std::pair<std::string, uint32_t>, std::vector<const RunResult*>> runs;
+};
+
+Groups Group(const std::vector<RunResult>& results) {
+  Groups g;
+  for (const RunResult& r : results) {
+    std::string config = ConfigName(r.run);
+    if (g.runs.count({config, r.run.workers}) == 0 &&
+        std::find(g.configs.begin(), g.configs.end(), config) == g.configs.end()) {
+      g.configs.push_back(config);
+    }
+    g.workers.insert(r.run.workers);
+    g.runs[{config, r.run.workers}].push_back(&r);
+  }
+  return g;
+}
+
+bool MakeDirs(const std::string& path) {
+  std::string partial;
+  std::stringstream parts(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') partial = "/";
+  while (std::getline(parts, part, '/')) {
+    if (part.empty()) continue;
+    partial += part + "/";
+    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status WriteResultsCsv(const std::string& path, const std::vector<RunResult>& results) {
+  std::ofstream out(path);
+  if (!out) return Status::Unavailable(path + ": cannot write");
+  out << "rule,workers,learning_rate,momentum,backup_workers,seed,diverged,virtual_time,"
+         "updates,epoch,test_accuracy,test_loss,mean_staleness,mean_gap,mean_penalty\n";
+  for (const RunResult& r : results) {
+    for (const EvalPoint& p : r.points) {
+      out << r.run.rule << ',' << r.run.workers << ',' << r.run.learning_rate << ','
+          << r.run.momentum << ',' << r.run.backup_workers << ',' << r.run.seed << ','
+          << (r.diverged ? 1 : 0) << ',' << p.virtual_time << ',' << p.updates << ','
+          << p.epoch << ',' << p.accuracy << ',' << p.loss << ',' << p.mean_staleness << ','
+          << p.mean_gap << ',' << p.mean_penalty << '\n';
+    }
+  }
+  out.close();
+  if (!out) return Status::Unavailable(path + ": write failed");
+  return Status::OK();
+}
+
+std::string SummaryTable(const std::vector<RunResult>& results) {
+  Groups g = Group(results);
+  std::ostringstream s;
+  s << "| configuration |";
+  for (uint32_t n : g.workers) s << " N=" << n << " |";
+  s << "\n|---|";
+  for (size_t i = 0; i < g.workers.size(); ++i) s << "---|";
+  s << "\n";
+  for (const std::string& config : g.configs) {
+    s << "| " << config << " |";
+    for (uint32_t n : g.workers) {
+      auto it = g.runs.find({config, n});
+      if (it == g.runs.end()) {
+        s << " |";
+        continue;
+      }
+      std::vector<double> acc;
+      size_t diverged = 0;
+      for (const RunResult* r : it->second) {
+        if (r->diverged) {
+          ++diverged;
+        } else {
+          acc.push_back(100.0 * r->points.back().accuracy);
+        }
+      }
+      char cell[64];
+      if (diverged > 0) {
+        std::snprintf(cell, sizeof cell, " diverged (%zu/%zu) |", diverged, it->second.size());
+      } else {
+        double mean = 0, var = 0;
+        for (double a : acc) mean += a;
+        mean /= acc.size();
+        for (double a : acc) var += (a - mean) * (a - mean);
+        double sd = acc.size() > 1 ? std::sqrt(var / (acc.size() - 1)) : 0;
+        std::snprintf(cell, sizeof cell, " %.2f ± %.2f |", mean, sd);
+      }
+      s << cell;
+    }
+    s << "\n";
+  }
+  return s.str();
+}
+
+Status PlotResults(const std::string& dir, const std::vector<RunResult>& results) {
+  const std::string data_dir = dir + "/curves";
+  if (!MakeDirs(data_dir)) return Status::Unavailable(data_dir + ": cannot create");
+  Groups g = Group(results);
+  const std::string script_path = dir + "/plot.gp";
+  std::ofstream gp(script_path);
+  if (!gp) return Status::Unavailable(script_path + ": cannot write");
+  gp << "set terminal pngcairo size 1400,560 font ',10'\n"
+        "set grid\nset key bottom right\n";
+
+  for (uint32_t n : g.workers) {
+    std::vector<std::pair<std::string, std::string>> curves;  // title, file
+    for (const std::string& config : g.configs) {
+      auto it = g.runs.find({config, n});
+      if (it == g.runs.end()) continue;
+      // Mean over seeds, point by point, over the points all seeds have.
+      size_t points = SIZE_MAX;
+      for (const RunResult* r : it->second) points = std::min(points, r->points.size());
+      if (points == 0 || points == SIZE_MAX) continue;
+      const std::string file =
+          data_dir + "/" + FileSafe(config) + "_N" + std::to_string(n) + ".dat";
+      std::ofstream dat(file);
+      dat << "# epoch virtual_time test_accuracy (mean over " << it->second.size()
+          << " seeds)\n";
+      for (size_t i = 0; i < points; ++i) {
+        double epoch = 0, time = 0, acc = 0;
+        for (const RunResult* r : it->second) {
+          epoch += r->points[i].epoch;
+          time += r->points[i].virtual_time;
+          acc += r->points[i].accuracy;
+        }
+        double k = static_cast<double>(it->second.size());
+        dat << epoch / k << ' ' << time / k << ' ' << acc / k << '\n';
+      }
+      curves.push_back({config, file});
+    }
+    if (curves.empty()) continue;
+    gp << "set output '" << dir << "/accuracy_N" << n << ".png'\n"
+       << "set multiplot layout 1,2 title 'N = " << n << " workers'\n";
+    for (int panel = 0; panel < 2; ++panel) {
+      gp << "set xlabel '" << (panel == 0 ? "epoch" : "virtual time") << "'\n"
+         << "set ylabel 'test accuracy'\nplot ";
+      for (size_t i = 0; i < curves.size(); ++i) {
+        gp << (i ? ", " : "") << "'" << curves[i].second << "' using "
+           << (panel == 0 ? "1" : "2") << ":3 with linespoints pt 7 ps 0.4 title '"
+           << curves[i].first << "'";
+      }
+      gp << "\n";
+    }
+    gp << "unset multiplot\n";
+  }
+  gp.close();
+
+  std::string command = "gnuplot '" + script_path + "' 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return Status::Unavailable("cannot start gnuplot");
+  std::string output;
+  char buf[256];
+  while (fgets(buf, sizeof buf, pipe) != nullptr) output += buf;
+  int rc = pclose(pipe);
+  if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
+    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 127) {
+      return Status::FailedPrecondition(
+          "gnuplot not found: install it with 'apt-get install gnuplot-nox' "
+          "(scripts/bootstrap.sh does)");
+    }
+    return Status::Internal("gnuplot failed on " + script_path + ": " + output);
+  }
+  return Status::OK();
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,32 @@
+// What `gaptrain simulate` writes: a CSV row per evaluation, a Markdown
+// table of final accuracy (mean ± standard deviation over seeds, diverged
+// runs marked), and PNG plots drawn by gnuplot.
+
+#ifndef GAPTRAIN_CLI_SIMULATOR_REPORT_H_
+#define GAPTRAIN_CLI_SIMULATOR_REPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "cli/simulator/simulator.h"
+#include "services/common/status.h"
+
+namespace gaptrain {
+
+// Header: rule,workers,learning_rate,momentum,backup_workers,seed,diverged,
+// virtual_time,updates,epoch,test_accuracy,test_loss,mean_staleness,
+// mean_gap,mean_penalty.
+Status WriteResultsCsv(const std::string& path, const std::vector<RunResult>& results);
+
+// Rows: rule with lr, momentum (and b for sync); columns: N. A cell is the
+// final accuracy in percent, "mean ± std" over seeds, or "diverged (k/n)".
+std::string SummaryTable(const std::vector<RunResult>& results);
+
+// One PNG per N, `<dir>/accuracy_N<n>.png`: test accuracy against epoch
+// and against virtual time, a line per configuration (mean over seeds).
+// Needs gnuplot on PATH; the error says how to install it.
+Status PlotResults(const std::string& dir, const std::vector<RunResult>& results);
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_CLI_SIMULATOR_REPORT_H_
