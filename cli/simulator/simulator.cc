@@ -114,13 +114,17 @@ class Simulation {
         result_(result),
         times_(spec.time_shape, spec.mean_batch_time, run.seed) {}
 
-  Status Run() {
+  Status Run(std::vector<float>* final_parameters) {
     Clock::time_point start = Clock::now();
     GAPTRAIN_RETURN_IF_ERROR(Init());
     Status s = sync_ ? RunSync() : RunAsync();
     if (!s.ok()) return s;
     if (result_->points.empty() || result_->points.back().updates != engine_->version()) {
       Evaluate();
+    }
+    if (final_parameters != nullptr) {
+      const float* theta = engine_->store().params();
+      final_parameters->assign(theta, theta + p_);
     }
     result_->seconds_total = SecondsSince(start);
     return Status::OK();
@@ -174,7 +178,7 @@ class Simulation {
     std::memcpy(engine_->mutable_store()->params(), model_->parameters(), p_ * sizeof(float));
 
     stream_ = std::make_unique<BatchStream>(data_.train, job.training.batch_size,
-                                            job.data.shuffle_seed + run_.seed);
+                                            SimulationShuffleSeed(job_, run_));
     const size_t image = data_.train.image_size();
     images_.resize(static_cast<size_t>(job.training.batch_size) * image);
     labels_.resize(job.training.batch_size);
@@ -462,12 +466,17 @@ Status LoadSimulationData(const TrainingJob& job, const SimulationSpec& spec,
   return Status::OK();
 }
 
+uint64_t SimulationShuffleSeed(const TrainingJob& job, const SimulationRun& run) {
+  return job.data.shuffle_seed + run.seed;
+}
+
 Status RunSimulation(const TrainingJob& job, const SimulationSpec& spec,
                      const SimulationRun& run, const SimulationData& data,
-                     const ProgressCallback& progress, RunResult* result) {
+                     const ProgressCallback& progress, RunResult* result,
+                     std::vector<float>* final_parameters) {
   *result = RunResult();
   Simulation simulation(job, spec, run, data, progress, result);
-  return simulation.Run();
+  return simulation.Run(final_parameters);
 }
 
 }  // namespace gaptrain

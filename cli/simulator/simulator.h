@@ -83,10 +83,18 @@ using ProgressCallback = std::function<void(const SimulationProgress&)>;
 
 // Runs one simulation; `job` supplies the model, data and optimizer, `run`
 // overrides rule, N, learning rate, momentum and seed. Thread-safe across
-// concurrent calls (one Model per call). `progress` may be empty.
+// concurrent calls (one Model per call). `progress` may be empty. With
+// `final_parameters`, it receives the master's θ at the end.
 Status RunSimulation(const TrainingJob& job, const SimulationSpec& spec,
                      const SimulationRun& run, const SimulationData& data,
-                     const ProgressCallback& progress, RunResult* result);
+                     const ProgressCallback& progress, RunResult* result,
+                     std::vector<float>* final_parameters = nullptr);
+
+// The training order the simulator uses: minibatches of `batch_size` from
+// EpochPermutation(job.data.shuffle_seed + run.seed, epoch), consumed in
+// sequence by whichever worker finishes next (the last batch of an epoch
+// may be short).
+uint64_t SimulationShuffleSeed(const TrainingJob& job, const SimulationRun& run);
 
 }  // namespace gaptrain
 

@@ -1,0 +1,90 @@
+// Model: an image classifier (a built-in mlp, lenet5 or resnet20, or a
+// user's TorchScript module) whose parameters and gradients are views into
+// two flat float buffers laid out as the master's ParameterLayout. A pull
+// writes straight into parameters(); a gradient leaves from gradients()
+// without a gather copy.
+//
+// LibTorch stays behind this header (pimpl), so including it is cheap.
+// Not thread-safe; one Model per thread. Thread counts of the math
+// libraries are process-wide: see compute_threads.h.
+
+#ifndef GAPTRAIN_SERVICES_WORKER_MODEL_H_
+#define GAPTRAIN_SERVICES_WORKER_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "services/common/status.h"
+#include "services/master/parameter_layout.h"
+
+namespace gaptrain {
+
+// The shape of one input image and the number of classes.
+struct ModelInput {
+  int64_t channels = 1;
+  int64_t height = 28;
+  int64_t width = 28;
+  int64_t num_classes = 10;
+};
+
+class Model {
+ public:
+  // "mlp" (784-256-128-10 style, sized from the input), "lenet5" (LeCun's
+  // 5-layer CNN; padding makes it work on 28x28 and 32x32) or "resnet20"
+  // (He et al.'s CIFAR ResNet, 3x3 stages of 16/32/64, BatchNorm).
+  // Parameters are initialised with LibTorch's defaults from `seed`.
+  static Status CreateBuiltin(const std::string& name, const ModelInput& input,
+                              uint64_t seed, std::unique_ptr<Model>* model);
+
+  // A scripted module saved with torch.jit.save; forward(x) must map a
+  // [B, C, H, W] float batch to [B, num_classes] logits. The error says
+  // what does not fit (file, forward signature, output shape).
+  static Status LoadTorchScript(const std::string& path, const ModelInput& input,
+                                std::unique_ptr<Model>* model);
+
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ParameterLayout& layout() const;
+  const ModelInput& input() const;
+
+  // The P parameters; writing here changes the module's weights.
+  float* parameters();
+  const float* parameters() const;
+  // The P gradients of the last ComputeGradient.
+  const float* gradients() const;
+
+  // Training step on one batch ([batch, C, H, W] normalised images, labels
+  // in [0, num_classes)): forward in training mode (BatchNorm updates its
+  // running statistics), cross-entropy, backward. Returns the mean loss;
+  // gradients() then holds its gradient (without weight decay). No
+  // exception escapes: a LibTorch error (e.g. a label out of range) is
+  // printed to stderr and returns NaN with all gradients 0.
+  float ComputeGradient(const float* images, const int64_t* labels, int64_t batch);
+
+  // Forward in evaluation mode (BatchNorm uses running statistics): adds
+  // the batch's summed cross-entropy to *loss_sum and its correct
+  // predictions to *correct. On a LibTorch error, adds NaN to *loss_sum.
+  void Evaluate(const float* images, const int64_t* labels, int64_t batch, double* loss_sum,
+                int64_t* correct);
+
+  // BatchNorm running statistics (and any other module buffers), flattened
+  // in a fixed order (named_buffers()); empty for models without
+  // BatchNorm. Integer buffers (num_batches_tracked) travel as floats,
+  // exact below 2^24. A worker sends them so the evaluator can use the
+  // trained statistics.
+  size_t num_buffer_values() const;
+  void CopyBuffersTo(float* out) const;
+  void CopyBuffersFrom(const float* in);
+
+ private:
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_WORKER_MODEL_H_
