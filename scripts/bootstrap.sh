@@ -13,8 +13,10 @@ PACKAGES=(
   zlib1g-dev
   # Fast BLAS for LibTorch (reference BLAS makes an MLP step ~17x slower)
   libopenblas0-pthread
-  # Tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # Plots of `gaptrain simulate`
+  gnuplot-nox
+  # Tests and benchmarks (python3-torch scripts the TorchScript test model)
+  libgtest-dev libgmock-dev libbenchmark-dev python3-torch
 )
 
 missing=()
