@@ -14,8 +14,8 @@ namespace gaptrain {
 
 using bf16_t = uint16_t;
 
-// Round to nearest, ties to even. Finite inputs only (NaN may become Inf;
-// the engine rejects non-finite values before they reach here).
+// Round to nearest, ties to even. Finite inputs only: a NaN may come out
+// as Inf, NaN or ±0 (the engine rejects non-finite values first).
 inline bf16_t FloatToBf16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof bits);

@@ -55,7 +55,9 @@ GapParams BeginGapStep(const RuleConfig& config, double learning_rate,
   p.beta = static_cast<float>(config.gap_beta);
   if (feeds > 0) {
     p.enabled = 1.0f;
-    p.bias_correction = static_cast<float>(1.0 / (1.0 - std::pow(config.gap_beta, feeds)));
+    // The kernels feed r with the float β; correct with that same β.
+    const double beta = p.beta;
+    p.bias_correction = static_cast<float>(1.0 / (1.0 - std::pow(beta, feeds)));
   }
   return p;
 }
