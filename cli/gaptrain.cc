@@ -1,6 +1,9 @@
 // gaptrain: the command-line entry point. Wires subcommands only.
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,14 @@ int main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  // `bazel run` starts us in the runfiles tree; relative paths in flags and
+  // job files mean the user's directory.
+  if (const char* dir = std::getenv("BUILD_WORKING_DIRECTORY"); dir != nullptr) {
+    if (chdir(dir) != 0) {
+      std::fprintf(stderr, "gaptrain: cannot enter %s\n", dir);
+      return 1;
+    }
   }
   const std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);

@@ -32,6 +32,7 @@ const char* RejectReasonName(RejectReason reason) {
     case RejectReason::kTooStale: return "too_stale";
     case RejectReason::kNoWorkerCopy: return "no_worker_copy";
     case RejectReason::kDuplicate: return "duplicate";
+    case RejectReason::kMalformed: return "malformed";
     case RejectReason::kNumReasons: break;
   }
   return "unknown";
@@ -42,15 +43,55 @@ Status UpdateEngine::Create(ParameterLayout layout, const Options& options,
   GAPTRAIN_RETURN_IF_ERROR(options.rule.Validate());
   GAPTRAIN_RETURN_IF_ERROR(options.schedule.Validate());
   if (layout.size() == 0) return Status::InvalidArgument("model: has no parameters");
-  engine->reset(new UpdateEngine(std::move(layout), options));
+  engine->reset(new UpdateEngine(std::make_unique<ParameterStore>(std::move(layout)), options));
   return Status::OK();
 }
 
-UpdateEngine::UpdateEngine(ParameterLayout layout, const Options& options)
-    : store_(std::move(layout)),
+Status UpdateEngine::Restore(std::unique_ptr<ParameterStore> store,
+                             const std::vector<WorkerId>& members, const Options& options,
+                             std::unique_ptr<UpdateEngine>* engine) {
+  GAPTRAIN_RETURN_IF_ERROR(options.rule.Validate());
+  GAPTRAIN_RETURN_IF_ERROR(options.schedule.Validate());
+  if (store == nullptr || store->size() == 0) {
+    return Status::InvalidArgument("restore: the checkpoint holds no parameters");
+  }
+  for (const auto& [name, buffer] : store->buffers()) {
+    if (buffer.size() != store->size()) {
+      return Status::DataLoss("restore: state '" + name + "' has " +
+                              std::to_string(buffer.size()) + " values, the model has " +
+                              std::to_string(store->size()));
+    }
+  }
+  std::unique_ptr<UpdateEngine> e(new UpdateEngine(std::move(store), options));
+  for (WorkerId w : members) {
+    if (e->IsMember(w)) continue;
+    e->workers_[w] = WorkerRecord();
+    // Per-worker buffers the checkpoint has are kept; missing ones are created.
+    bool has_state = false;
+    for (const char* what : {kWorkerMomentum, kWorkerCopy}) {
+      has_state = has_state || e->store_->buffer(WorkerStateName(w, what)) != nullptr;
+    }
+    if (!has_state) {
+      e->workers_.erase(w);
+      GAPTRAIN_RETURN_IF_ERROR(e->Join(w));
+    }
+  }
+  *engine = std::move(e);
+  return Status::OK();
+}
+
+UpdateEngine::UpdateEngine(std::unique_ptr<ParameterStore> store, const Options& options)
+    : store_(std::move(store)),
       rule_(CreateUpdateRule(options.rule)),
       schedule_(options.schedule) {
-  rule_->InitState(&store_);
+  rule_->InitState(store_.get());
+}
+
+std::vector<WorkerId> UpdateEngine::members() const {
+  std::vector<WorkerId> ids;
+  ids.reserve(workers_.size());
+  for (const auto& [id, record] : workers_) ids.push_back(id);
+  return ids;
 }
 
 bool UpdateEngine::keeps_snapshots() const {
@@ -61,19 +102,19 @@ bool UpdateEngine::keeps_snapshots() const {
 Status UpdateEngine::Join(WorkerId worker) {
   if (IsMember(worker)) return Status::AlreadyExists(Worker(worker) + " has already joined");
   workers_[worker] = WorkerRecord();
-  rule_->AddWorker(worker, &store_);
+  rule_->AddWorker(worker, store_.get());
   if (keeps_snapshots()) {
     DType dtype = rule_->config().gap_precision == GapPrecision::kBfloat16 ? DType::kBfloat16
                                                                            : DType::kFloat32;
-    store_.AddBuffer(WorkerStateName(worker, kWorkerCopy), dtype);
+    store_->AddBuffer(WorkerStateName(worker, kWorkerCopy), dtype);
   }
   return Status::OK();
 }
 
 Status UpdateEngine::Leave(WorkerId worker, ApplyStats* stats) {
   if (!IsMember(worker)) return Status::NotFound(Worker(worker) + " is not a member");
-  rule_->RemoveWorker(worker, &store_);
-  store_.RemoveBuffer(WorkerStateName(worker, kWorkerCopy));
+  rule_->RemoveWorker(worker, store_.get());
+  store_->RemoveBuffer(WorkerStateName(worker, kWorkerCopy));
   workers_.erase(worker);
 
   ApplyStats local;
@@ -81,7 +122,7 @@ Status UpdateEngine::Leave(WorkerId worker, ApplyStats* stats) {
   ResetStats(s);
   s->outcome = ApplyStats::Outcome::kAccumulated;
   const double lr = learning_rate();
-  if (rule_->OnMembershipChange(workers_.size(), lr, &store_, s)) {
+  if (rule_->OnMembershipChange(workers_.size(), lr, store_.get(), s)) {
     s->learning_rate = lr;
     CompleteStep();
   }
@@ -91,30 +132,41 @@ Status UpdateEngine::Leave(WorkerId worker, ApplyStats* stats) {
 Status UpdateEngine::Pull(WorkerId worker, float* out, size_t out_size, uint64_t* version) {
   auto it = workers_.find(worker);
   if (it == workers_.end()) return Status::NotFound(Worker(worker) + " has not joined");
-  if (out_size != store_.size()) {
+  if (out_size != store_->size()) {
     return Status::InvalidArgument("pull buffer has " + std::to_string(out_size) +
-                                   " values, the model has " + std::to_string(store_.size()));
+                                   " values, the model has " + std::to_string(store_->size()));
   }
-  rule_->WriteReply(worker, learning_rate(), store_, out);
+  rule_->WriteReply(worker, learning_rate(), *store_, out);
   if (keeps_snapshots()) {
-    store_.buffer(WorkerStateName(worker, kWorkerCopy))->CopyFrom(out);
+    store_->buffer(WorkerStateName(worker, kWorkerCopy))->CopyFrom(out);
     it->second.has_copy = true;
-    it->second.copy_version = store_.version();
+    it->second.copy_version = store_->version();
   }
-  *version = store_.version();
+  *version = store_->version();
   return Status::OK();
 }
 
 Status UpdateEngine::Reject(RejectReason reason, Status status) {
   ++rejected_[static_cast<size_t>(reason)];
+  last_reject_ = reason;
   return status;
+}
+
+bool UpdateEngine::NeedsPull(WorkerId worker, int64_t known_version) const {
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || known_version < 0 ||
+      static_cast<uint64_t>(known_version) != store_->version()) {
+    return true;
+  }
+  return keeps_snapshots() &&
+         !(it->second.has_copy && it->second.copy_version == store_->version());
 }
 
 Status UpdateEngine::ValidatePush(const PushRequest& request, const WorkerRecord& record,
                                   WorkerCopyView* copy) {
   const RuleConfig& config = rule_->config();
-  const size_t p = store_.size();
-  const uint64_t version = store_.version();
+  const size_t p = store_->size();
+  const uint64_t version = store_->version();
   const std::string who = Worker(request.worker);
 
   if (request.gradient == nullptr || request.gradient_size != p) {
@@ -156,7 +208,7 @@ Status UpdateEngine::ValidatePush(const PushRequest& request, const WorkerRecord
                                      std::to_string(record.copy_version)
                                : " but has never pulled")));
       }
-      const FlatBuffer* snapshot = store_.buffer(WorkerStateName(request.worker, kWorkerCopy));
+      const FlatBuffer* snapshot = store_->buffer(WorkerStateName(request.worker, kWorkerCopy));
       copy->dtype = snapshot->dtype();
       copy->data = snapshot->data();
     } else {
@@ -176,7 +228,7 @@ Status UpdateEngine::ValidatePush(const PushRequest& request, const WorkerRecord
       if (bad != p) {
         return Reject(RejectReason::kNonFinite,
                       Status::InvalidArgument(who + ": echoed copy " +
-                                              DescribeIndex(store_.layout(), bad) +
+                                              DescribeIndex(store_->layout(), bad) +
                                               " is not finite"));
       }
       *copy = request.echo;
@@ -188,32 +240,38 @@ Status UpdateEngine::ValidatePush(const PushRequest& request, const WorkerRecord
     float value = request.gradient[bad];
     return Reject(RejectReason::kNonFinite,
                   Status::InvalidArgument(who + ": gradient " +
-                                          DescribeIndex(store_.layout(), bad) + " is " +
+                                          DescribeIndex(store_->layout(), bad) + " is " +
                                           (std::isnan(value) ? "NaN" : "Inf")));
   }
   return Status::OK();
 }
 
-Status UpdateEngine::Push(const PushRequest& request, ApplyStats* stats) {
+Status UpdateEngine::Push(const PushRequest& request, ApplyStats* stats, RejectReason* reason) {
   auto it = workers_.find(request.worker);
+  Status valid;
+  PushContext push;
   if (it == workers_.end()) {
-    return Reject(RejectReason::kUnknownWorker,
-                  Status::NotFound(Worker(request.worker) + " has not joined"));
+    valid = Reject(RejectReason::kUnknownWorker,
+                   Status::NotFound(Worker(request.worker) + " has not joined"));
+  } else {
+    valid = ValidatePush(request, it->second, &push.copy);
+  }
+  if (!valid.ok()) {
+    if (reason != nullptr) *reason = last_reject_;
+    return valid;
   }
   WorkerRecord& record = it->second;
 
-  PushContext push;
-  GAPTRAIN_RETURN_IF_ERROR(ValidatePush(request, record, &push.copy));
   push.worker = request.worker;
   push.gradient = request.gradient;
   push.base_version = request.base_version;
-  push.staleness = store_.version() - request.base_version;
+  push.staleness = store_->version() - request.base_version;
   push.learning_rate = learning_rate();
   push.live_workers = workers_.size();
 
   ResetStats(stats);
   stats->staleness = push.staleness;
-  rule_->Apply(push, &store_, stats);
+  rule_->Apply(push, store_.get(), stats);
 
   switch (stats->outcome) {
     case ApplyStats::Outcome::kApplied:
@@ -232,7 +290,7 @@ Status UpdateEngine::Push(const PushRequest& request, ApplyStats* stats) {
 }
 
 void UpdateEngine::CompleteStep() {
-  store_.set_version(store_.version() + 1);
+  store_->set_version(store_->version() + 1);
   ++applied_;
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "services/common/status.h"
 #include "services/master/apply_stats.h"
@@ -45,6 +46,7 @@ enum class RejectReason {
   kTooStale,       // τ above maxStaleness
   kNoWorkerCopy,   // snapshot of another version, or echo missing
   kDuplicate,      // sync: a second gradient for the same step
+  kMalformed,      // the wire stream was inconsistent (counted by the service)
   kNumReasons,
 };
 
@@ -63,6 +65,15 @@ class UpdateEngine {
   static Status Create(ParameterLayout layout, const Options& options,
                        std::unique_ptr<UpdateEngine>* engine);
 
+  // Resumes from a store read back from a checkpoint, with `members` as the
+  // joined workers. Shared rule state the store lacks is created zeroed;
+  // per-worker state a member lacks is created as on Join. Members must
+  // pull again before their next push (their old snapshots' versions are
+  // not trusted). Fails if the store's buffers do not fit the model.
+  static Status Restore(std::unique_ptr<ParameterStore> store,
+                        const std::vector<WorkerId>& members, const Options& options,
+                        std::unique_ptr<UpdateEngine>* engine);
+
   UpdateEngine(const UpdateEngine&) = delete;
   UpdateEngine& operator=(const UpdateEngine&) = delete;
 
@@ -73,20 +84,28 @@ class UpdateEngine {
   Status Leave(WorkerId worker, ApplyStats* stats = nullptr);
   bool IsMember(WorkerId worker) const { return workers_.count(worker) != 0; }
   size_t num_workers() const { return workers_.size(); }
+  std::vector<WorkerId> members() const;
 
   // Writes the point `worker` should compute on (out_size must be P) and
   // its version; with gapSource snapshot it also records that copy.
   Status Pull(WorkerId worker, float* out, size_t out_size, uint64_t* version);
 
-  // Validates and applies one gradient.
-  Status Push(const PushRequest& request, ApplyStats* stats);
+  // False when `worker` already holds the current reply: it is a member,
+  // `known_version` is the current version, and (with snapshots) the
+  // engine recorded its copy at that version. A pull can then skip the
+  // payload.
+  bool NeedsPull(WorkerId worker, int64_t known_version) const;
 
-  uint64_t version() const { return store_.version(); }
+  // Validates and applies one gradient. On rejection, *reason (optional)
+  // says why.
+  Status Push(const PushRequest& request, ApplyStats* stats, RejectReason* reason = nullptr);
+
+  uint64_t version() const { return store_->version(); }
   // η of the next update.
-  double learning_rate() const { return schedule_.At(store_.version()); }
+  double learning_rate() const { return schedule_.At(store_->version()); }
 
-  const ParameterStore& store() const { return store_; }
-  ParameterStore* mutable_store() { return &store_; }
+  const ParameterStore& store() const { return *store_; }
+  ParameterStore* mutable_store() { return store_.get(); }
   const RuleConfig& rule_config() const { return rule_->config(); }
   const LearningRateSchedule& schedule() const { return schedule_; }
 
@@ -104,11 +123,12 @@ class UpdateEngine {
     uint64_t last_push_base = 0;
   };
 
-  UpdateEngine(ParameterLayout layout, const Options& options);
+  UpdateEngine(std::unique_ptr<ParameterStore> store, const Options& options);
 
   // True when the engine records each pull as the worker's copy θ⁽ⁱ⁾.
   bool keeps_snapshots() const;
-  // Counts a rejection and passes its status through.
+  // Counts a rejection, remembers it for Push's caller, and passes its
+  // status through.
   Status Reject(RejectReason reason, Status status);
   // Every check a push must pass; on success *copy is θ⁽ⁱ⁾ when needed.
   Status ValidatePush(const PushRequest& request, const WorkerRecord& record,
@@ -117,13 +137,14 @@ class UpdateEngine {
   void CompleteStep();
   static void ResetStats(ApplyStats* stats);
 
-  ParameterStore store_;
+  std::unique_ptr<ParameterStore> store_;
   std::unique_ptr<UpdateRule> rule_;
   LearningRateSchedule schedule_;
   std::map<WorkerId, WorkerRecord> workers_;
   std::array<uint64_t, static_cast<size_t>(RejectReason::kNumReasons)> rejected_{};
   uint64_t applied_ = 0;
   uint64_t discarded_late_ = 0;
+  RejectReason last_reject_ = RejectReason::kNumReasons;
 };
 
 }  // namespace gaptrain

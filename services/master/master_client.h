@@ -1,0 +1,64 @@
+// MasterClient: a worker's (or a test's) typed view of the master's gRPC
+// API. It splits pushes into chunks, reassembles pulls into a flat buffer,
+// and attaches the job token to every call. Errors come back as Status
+// with the server's code and message. Thread-compatible: one client per
+// thread, or external locking.
+
+#ifndef GAPTRAIN_SERVICES_MASTER_MASTER_CLIENT_H_
+#define GAPTRAIN_SERVICES_MASTER_MASTER_CLIENT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proto/gaptrain.grpc.pb.h"
+#include "services/common/status.h"
+
+namespace gaptrain {
+
+class MasterClient {
+ public:
+  struct Options {
+    std::string token;
+    proto::WireType wire_type = proto::FLOAT32;  // pulls and gradients
+    uint32_t chunk_values = 256 * 1024;
+    double deadline_seconds = 60;  // per call
+  };
+
+  MasterClient(std::shared_ptr<grpc::Channel> channel, Options options);
+
+  Status Describe(proto::DescribeResponse* response);
+
+  struct PullResult {
+    uint64_t version = 0;
+    bool modified = false;  // false: `out` is untouched, the known version is current
+  };
+  // Writes the parameters into out[0, n) unless `known_version` (-1: none)
+  // is current. n must be the model's size.
+  Status Pull(uint32_t worker, int64_t known_version, float* out, size_t n, PullResult* result);
+
+  // Sends a gradient of n values computed on `base_version`; `echo`
+  // (optional, n values of `echo_type`) is the worker's copy for
+  // gapSource echo.
+  Status Push(uint32_t worker, uint64_t base_version, const float* gradient, size_t n,
+              float loss, proto::PushResponse* response, const void* echo = nullptr,
+              proto::WireType echo_type = proto::FLOAT32);
+
+  Status SetMembers(const std::vector<uint32_t>& workers, proto::SetMembersResponse* response);
+  Status Checkpoint(proto::CheckpointResponse* response);
+
+ private:
+  void Prepare(grpc::ClientContext* context) const;
+
+  std::unique_ptr<proto::Master::Stub> stub_;
+  Options options_;
+};
+
+Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_MASTER_MASTER_CLIENT_H_

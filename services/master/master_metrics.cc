@@ -1,0 +1,178 @@
+#include "services/master/master_metrics.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+namespace gaptrain {
+namespace {
+
+// Per-tensor Gap and penalty are exported as exponential moving averages
+// over pushes: a scrape sees recent behaviour, not one push's noise.
+constexpr double kTensorSmoothing = 0.05;
+
+prometheus::Histogram* Histogram(prometheus::Registry& r, const std::string& name,
+                                 const std::string& help,
+                                 const prometheus::Histogram::BucketBoundaries& buckets) {
+  return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add({}, buckets);
+}
+
+prometheus::Counter* Counter(prometheus::Registry& r, const std::string& name,
+                             const std::string& help) {
+  return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+}
+
+prometheus::Gauge* Gauge(prometheus::Registry& r, const std::string& name,
+                         const std::string& help) {
+  return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+}
+
+}  // namespace
+
+MasterMetrics::MasterMetrics(std::shared_ptr<prometheus::Registry> registry,
+                             const ParameterLayout& layout)
+    : registry_(std::move(registry)) {
+  prometheus::Registry& r = *registry_;
+  staleness_ = Histogram(r, "gaptrain_master_staleness",
+                         "Staleness tau of each push: updates applied since the worker pulled.",
+                         {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  gap_ = Histogram(r, "gaptrain_master_gap",
+                   "Mean Gap G = 1 + |theta - theta_i| / C of each push (Gap rules).",
+                   {1, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100, 1000});
+  penalty_ = Histogram(r, "gaptrain_master_penalty_factor",
+                       "Mean factor each push's gradient was scaled by (1 = none).",
+                       {0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 0.99, 1});
+  push_seconds_ = Histogram(r, "gaptrain_master_push_duration_seconds",
+                            "Push latency from the first chunk to the reply.",
+                            prometheus::Histogram::BucketBoundaries{
+                                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                1, 2.5, 5});
+  pull_seconds_ = Histogram(r, "gaptrain_master_pull_duration_seconds",
+                            "Pull latency until the last chunk is written.",
+                            prometheus::Histogram::BucketBoundaries{
+                                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                1, 2.5, 5});
+  auto& pushes = prometheus::BuildCounter()
+                     .Name("gaptrain_master_pushes_total")
+                     .Help("Pushes by outcome: applied, accumulated (sync), discarded_late "
+                           "(sync), rejected (see gaptrain_master_pushes_rejected_total).")
+                     .Register(r);
+  applied_ = &pushes.Add({{"outcome", "applied"}});
+  accumulated_ = &pushes.Add({{"outcome", "accumulated"}});
+  discarded_late_ = &pushes.Add({{"outcome", "discarded_late"}});
+  auto& rejected = prometheus::BuildCounter()
+                       .Name("gaptrain_master_pushes_rejected_total")
+                       .Help("Pushes rejected before touching the model, by reason.")
+                       .Register(r);
+  for (size_t i = 0; i < rejected_.size(); ++i) {
+    rejected_[i] = &rejected.Add({{"reason", RejectReasonName(static_cast<RejectReason>(i))}});
+  }
+  auto& pulls = prometheus::BuildCounter()
+                    .Name("gaptrain_master_pulls_total")
+                    .Help("Pulls; not_modified when the worker already held the version.")
+                    .Register(r);
+  pulls_ = &pulls.Add({{"result", "sent"}});
+  pulls_not_modified_ = &pulls.Add({{"result", "not_modified"}});
+  received_bytes_ = Counter(r, "gaptrain_master_received_bytes_total",
+                            "Gradient and echo payload bytes received.");
+  sent_bytes_ = Counter(r, "gaptrain_master_sent_bytes_total", "Parameter payload bytes sent.");
+  version_ = Gauge(r, "gaptrain_master_model_version", "Model version (updates applied).");
+  learning_rate_ = Gauge(r, "gaptrain_master_learning_rate", "Learning rate of the next update.");
+  live_workers_ = Gauge(r, "gaptrain_master_live_workers", "Workers the master holds state for.");
+  checkpoints_ = Counter(r, "gaptrain_master_checkpoints_total", "Checkpoints written.");
+  checkpoint_failures_ = Counter(r, "gaptrain_master_checkpoint_failures_total",
+                                 "Checkpoint attempts that failed.");
+  last_checkpoint_time_ = Gauge(r, "gaptrain_master_last_checkpoint_timestamp_seconds",
+                                "Unix time of the last checkpoint written.");
+  checkpoint_seconds_ = Histogram(r, "gaptrain_master_checkpoint_duration_seconds",
+                                  "Time to write a checkpoint.",
+                                  {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60});
+
+  tensor_gap_family_ = &prometheus::BuildGauge()
+                            .Name("gaptrain_master_tensor_gap")
+                            .Help("Mean Gap per tensor (moving average over pushes).")
+                            .Register(r);
+  tensor_penalty_family_ = &prometheus::BuildGauge()
+                                .Name("gaptrain_master_tensor_penalty_factor")
+                                .Help("Mean penalty factor per tensor (moving average).")
+                                .Register(r);
+  for (const TensorSpec& t : layout.tensors()) {
+    tensor_gap_.push_back(&tensor_gap_family_->Add({{"tensor", t.name}}));
+    tensor_penalty_.push_back(&tensor_penalty_family_->Add({{"tensor", t.name}}));
+  }
+  tensor_gap_avg_.assign(layout.num_tensors(), 1.0);
+  tensor_penalty_avg_.assign(layout.num_tensors(), 1.0);
+  worker_staleness_family_ = &prometheus::BuildGauge()
+                                  .Name("gaptrain_master_worker_staleness")
+                                  .Help("Staleness of each live worker's last push.")
+                                  .Register(r);
+}
+
+void MasterMetrics::RecordPush(WorkerId worker, const ApplyStats& stats, double seconds) {
+  push_seconds_->Observe(seconds);
+  switch (stats.outcome) {
+    case ApplyStats::Outcome::kApplied: applied_->Increment(); break;
+    case ApplyStats::Outcome::kAccumulated: accumulated_->Increment(); break;
+    case ApplyStats::Outcome::kDiscardedLate:
+      discarded_late_->Increment();
+      return;
+  }
+  staleness_->Observe(static_cast<double>(stats.staleness));
+  penalty_->Observe(stats.penalty_mean);
+  if (stats.has_gap) gap_->Observe(stats.gap.gap_mean);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = worker_staleness_.find(worker);
+  if (it == worker_staleness_.end()) {
+    it = worker_staleness_
+             .emplace(worker, &worker_staleness_family_->Add({{"worker", std::to_string(worker)}}))
+             .first;
+  }
+  it->second->Set(static_cast<double>(stats.staleness));
+  if (stats.has_gap && stats.per_tensor.size() == tensor_gap_.size()) {
+    const double a = have_tensor_avg_ ? kTensorSmoothing : 1.0;
+    for (size_t t = 0; t < tensor_gap_.size(); ++t) {
+      tensor_gap_avg_[t] += a * (stats.per_tensor[t].gap_mean - tensor_gap_avg_[t]);
+      tensor_penalty_avg_[t] += a * (stats.per_tensor[t].penalty_mean - tensor_penalty_avg_[t]);
+      tensor_gap_[t]->Set(tensor_gap_avg_[t]);
+      tensor_penalty_[t]->Set(tensor_penalty_avg_[t]);
+    }
+    have_tensor_avg_ = true;
+  }
+}
+
+void MasterMetrics::RecordRejected(RejectReason reason) {
+  rejected_[static_cast<size_t>(reason)]->Increment();
+}
+
+void MasterMetrics::RecordPull(double seconds, bool had_payload) {
+  pull_seconds_->Observe(seconds);
+  (had_payload ? pulls_ : pulls_not_modified_)->Increment();
+}
+
+void MasterMetrics::SetModel(uint64_t version, double learning_rate, size_t live_workers) {
+  version_->Set(static_cast<double>(version));
+  learning_rate_->Set(learning_rate);
+  live_workers_->Set(static_cast<double>(live_workers));
+}
+
+void MasterMetrics::RecordCheckpoint(double unix_seconds, double seconds) {
+  checkpoints_->Increment();
+  last_checkpoint_time_->Set(unix_seconds);
+  checkpoint_seconds_->Observe(seconds);
+}
+
+void MasterMetrics::SetMembers(const std::vector<WorkerId>& members) {
+  std::set<WorkerId> live(members.begin(), members.end());
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = worker_staleness_.begin(); it != worker_staleness_.end();) {
+    if (live.count(it->first) == 0) {
+      worker_staleness_family_->Remove(it->second);
+      it = worker_staleness_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,92 @@
+// MasterService: the master's gRPC API (proto/gaptrain.proto, service
+// Master) over an UpdateEngine. Five verbs: Describe, Pull, Push,
+// SetMembers, Checkpoint.
+//
+// Concurrency: one mutex guards the engine. A pull copies the reply into a
+// per-thread buffer under the mutex, then streams it without the mutex, so
+// a pull always sees whole updates and a slow reader never blocks others.
+// A push is received and decoded into a per-thread buffer without the
+// mutex, and takes the mutex only to apply: applying is never serialised
+// behind network I/O. A push whose stream ends early is never applied.
+//
+// Every RPC must carry "authorization: Bearer <token>" when a token is
+// configured; otherwise it fails with UNAUTHENTICATED.
+
+#ifndef GAPTRAIN_SERVICES_MASTER_MASTER_SERVICE_H_
+#define GAPTRAIN_SERVICES_MASTER_MASTER_SERVICE_H_
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "proto/gaptrain.grpc.pb.h"
+#include "services/common/status.h"
+#include "services/master/master_metrics.h"
+#include "services/master/update_engine.h"
+
+namespace gaptrain {
+
+// Maps a gaptrain Status onto gRPC (the codes are numbered alike).
+grpc::Status ToGrpcStatus(const Status& status);
+
+class MasterService final : public proto::Master::Service {
+ public:
+  struct Options {
+    std::string job_name;
+    std::string token;  // empty: no authentication (tests, trusted loopback)
+    // Values per Pull chunk unless the client asks; at most kMaxChunkValues.
+    uint32_t default_chunk_values = 256 * 1024;  // 1 MiB of fp32
+  };
+  static constexpr uint32_t kMaxChunkValues = 1024 * 1024;  // 4 MiB of fp32
+  // The gRPC receive limit a server must set: a chunk of kMaxChunkValues
+  // fp32 values plus as many echoed values, and the header.
+  static constexpr int kMaxMessageBytes = 2 * 4 * kMaxChunkValues + (64 << 10);
+
+  // Writes a checkpoint and reports where; wired by the master process.
+  using CheckpointFn = std::function<Status(std::string* path, uint64_t* version)>;
+
+  MasterService(std::unique_ptr<UpdateEngine> engine, Options options,
+                std::shared_ptr<MasterMetrics> metrics);
+
+  void set_checkpoint_fn(CheckpointFn fn) { checkpoint_fn_ = std::move(fn); }
+
+  // Runs `fn` with the engine under the mutex (checkpoints, summaries).
+  void WithEngine(const std::function<void(UpdateEngine*)>& fn);
+
+  grpc::Status Describe(grpc::ServerContext* context, const proto::DescribeRequest* request,
+                        proto::DescribeResponse* response) override;
+  grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
+                    grpc::ServerWriter<proto::ParameterChunk>* writer) override;
+  grpc::Status Push(grpc::ServerContext* context,
+                    grpc::ServerReader<proto::GradientChunk>* reader,
+                    proto::PushResponse* response) override;
+  grpc::Status SetMembers(grpc::ServerContext* context, const proto::SetMembersRequest* request,
+                          proto::SetMembersResponse* response) override;
+  grpc::Status Checkpoint(grpc::ServerContext* context, const proto::CheckpointRequest* request,
+                          proto::CheckpointResponse* response) override;
+
+ private:
+  grpc::Status Authorize(grpc::ServerContext* context) const;
+  grpc::Status RejectMalformed(const std::string& message);
+  // Receives a whole push into `gradient` (and `echo`): every check on the
+  // stream itself; none of the engine's.
+  grpc::Status ReceivePush(grpc::ServerReader<proto::GradientChunk>* reader,
+                           std::vector<float>* gradient, std::vector<char>* echo,
+                           PushRequest* request, float* loss);
+
+  const Options options_;
+  const std::shared_ptr<MasterMetrics> metrics_;
+  const size_t num_values_;      // P, fixed for the engine's lifetime
+  const bool needs_echo_;
+  const proto::WireType echo_type_;
+  CheckpointFn checkpoint_fn_;
+
+  std::mutex mu_;  // guards engine_
+  std::unique_ptr<UpdateEngine> engine_;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_MASTER_MASTER_SERVICE_H_

@@ -1,0 +1,361 @@
+#include "services/master/master_service.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "services/common/bfloat16.h"
+#include "services/master/master_client.h"
+
+namespace gaptrain {
+namespace {
+
+constexpr char kToken[] = "s3cret-job-token";
+
+ParameterLayout Layout(size_t size) {
+  ParameterLayout layout;
+  EXPECT_TRUE(layout.Add("fc.weight", {static_cast<int64_t>(size - size / 4)}).ok());
+  EXPECT_TRUE(layout.Add("fc.bias", {static_cast<int64_t>(size / 4)}).ok());
+  return layout;
+}
+
+// A master on 127.0.0.1:<ephemeral> with one client.
+class MasterServer {
+ public:
+  MasterServer(size_t size, RuleConfig rule, double lr = 1.0) {
+    UpdateEngine::Options options;
+    options.rule = rule;
+    options.schedule.learning_rate = lr;
+    std::unique_ptr<UpdateEngine> engine;
+    Status s = UpdateEngine::Create(Layout(size), options, &engine);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    metrics_ = std::make_shared<MasterMetrics>(std::make_shared<prometheus::Registry>(),
+                                               engine->store().layout());
+    MasterService::Options service_options;
+    service_options.job_name = "test-job";
+    service_options.token = kToken;
+    service_ = std::make_unique<MasterService>(std::move(engine), service_options, metrics_);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.SetMaxReceiveMessageSize(MasterService::kMaxMessageBytes);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    EXPECT_NE(port_, 0);
+  }
+  ~MasterServer() { server_->Shutdown(); }
+
+  std::shared_ptr<grpc::Channel> Channel() {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(64 << 20);
+    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port_),
+                                     grpc::InsecureChannelCredentials(), args);
+  }
+  MasterClient Client(proto::WireType wire = proto::FLOAT32, uint32_t chunk = 4096,
+                      const std::string& token = kToken) {
+    MasterClient::Options o;
+    o.token = token;
+    o.wire_type = wire;
+    o.chunk_values = chunk;
+    return MasterClient(Channel(), o);
+  }
+  uint64_t Version() {
+    uint64_t v = 0;
+    service_->WithEngine([&](UpdateEngine* e) { v = e->version(); });
+    return v;
+  }
+  std::vector<float> Params() {
+    std::vector<float> p;
+    service_->WithEngine([&](UpdateEngine* e) {
+      p.assign(e->store().params(), e->store().params() + e->store().size());
+    });
+    return p;
+  }
+
+  MasterService* service() { return service_.get(); }
+
+ private:
+  std::shared_ptr<MasterMetrics> metrics_;
+  std::unique_ptr<MasterService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+RuleConfig PlainSgd() { return RuleConfig(); }  // ASGD, no momentum, no decay
+
+TEST(MasterServiceTest, DescribeReportsLayoutRuleAndVersion) {
+  RuleConfig rule;
+  rule.kind = RuleKind::kGapAware;
+  rule.gap_source = GapSource::kEcho;
+  rule.gap_precision = GapPrecision::kBfloat16;
+  MasterServer master(1000, rule);
+  MasterClient client = master.Client();
+  proto::DescribeResponse d;
+  ASSERT_TRUE(client.Describe(&d).ok());
+  EXPECT_EQ(d.job_name(), "test-job");
+  EXPECT_EQ(d.rule(), "gap-aware");
+  EXPECT_EQ(d.layout().tensors_size(), 2);
+  EXPECT_EQ(d.layout().tensors(0).name(), "fc.weight");
+  EXPECT_EQ(d.version(), 0u);
+  EXPECT_TRUE(d.needs_echo());
+  EXPECT_EQ(d.echo_type(), proto::BFLOAT16);
+}
+
+TEST(MasterServiceTest, EveryRpcNeedsTheJobToken) {
+  MasterServer master(100, PlainSgd());
+  proto::DescribeResponse d;
+  for (const std::string token : {"", "wrong-token"}) {
+    MasterClient client = master.Client(proto::FLOAT32, 4096, token);
+    EXPECT_EQ(client.Describe(&d).code(), Status::Code::kUnauthenticated) << token;
+    proto::SetMembersResponse m;
+    EXPECT_EQ(client.SetMembers({1}, &m).code(), Status::Code::kUnauthenticated);
+    std::vector<float> buf(100), g(100, 1.0f);
+    MasterClient::PullResult r;
+    EXPECT_EQ(client.Pull(1, -1, buf.data(), 100, &r).code(), Status::Code::kUnauthenticated);
+    proto::PushResponse p;
+    EXPECT_EQ(client.Push(1, 0, g.data(), 100, 0, &p).code(), Status::Code::kUnauthenticated);
+  }
+  EXPECT_EQ(master.Version(), 0u);
+  EXPECT_TRUE(master.Client().Describe(&d).ok());
+}
+
+TEST(MasterServiceTest, PullPushAndNotModified) {
+  MasterServer master(10000, PlainSgd(), /*lr=*/0.5);
+  MasterClient client = master.Client(proto::FLOAT32, 3000);  // 4 chunks
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({7}, &m).ok());
+  ASSERT_EQ(m.joined_size(), 1);
+
+  std::vector<float> theta(10000, -1.0f);
+  MasterClient::PullResult r;
+  ASSERT_TRUE(client.Pull(7, -1, theta.data(), theta.size(), &r).ok());
+  EXPECT_TRUE(r.modified);
+  EXPECT_EQ(r.version, 0u);
+  EXPECT_EQ(theta[9999], 0.0f);
+
+  std::vector<float> g(10000);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(i % 7);
+  proto::PushResponse p;
+  ASSERT_TRUE(client.Push(7, 0, g.data(), g.size(), 2.5f, &p).ok());
+  EXPECT_EQ(p.outcome(), proto::PushResponse::APPLIED);
+  EXPECT_EQ(p.version(), 1u);
+
+  ASSERT_TRUE(client.Pull(7, 0, theta.data(), theta.size(), &r).ok());
+  EXPECT_TRUE(r.modified);
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(theta[i], -0.5f * g[i]) << i;
+
+  std::fill(theta.begin(), theta.end(), 42.0f);
+  ASSERT_TRUE(client.Pull(7, 1, theta.data(), theta.size(), &r).ok());
+  EXPECT_FALSE(r.modified);
+  EXPECT_EQ(r.version, 1u);
+  EXPECT_EQ(theta[0], 42.0f);  // untouched
+}
+
+// Every push adds the same -1 to every parameter, so the final model is
+// known whatever the order, and any pulled model must be uniform: a pull
+// that saw half an update would hold two different values.
+TEST(MasterServiceTest, ConcurrentPushesAndPullsSeeWholeUpdates) {
+  constexpr size_t kSize = 200000;
+  constexpr int kThreads = 8;
+  constexpr int kPushesPerThread = 40;
+  MasterServer master(kSize, PlainSgd(), /*lr=*/1.0);
+  std::vector<uint32_t> ids;
+  for (int t = 0; t < kThreads; ++t) ids.push_back(t + 1);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(master.Client().SetMembers(ids, &m).ok());
+
+  std::atomic<int> torn{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      MasterClient client = master.Client(proto::FLOAT32, /*chunk=*/5000);
+      std::vector<float> theta(kSize), ones(kSize, 1.0f);
+      for (int i = 0; i < kPushesPerThread; ++i) {
+        MasterClient::PullResult r;
+        if (!client.Pull(t + 1, -1, theta.data(), kSize, &r).ok()) ++errors;
+        for (size_t j = 1; j < kSize; ++j) {
+          if (theta[j] != theta[0]) {
+            ++torn;
+            break;
+          }
+        }
+        proto::PushResponse p;
+        if (!client.Push(t + 1, r.version, ones.data(), kSize, 0, &p).ok()) ++errors;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_EQ(master.Version(), uint64_t{kThreads * kPushesPerThread});
+  std::vector<float> final_params = master.Params();
+  for (size_t j = 0; j < kSize; j += 997) {
+    ASSERT_EQ(final_params[j], -static_cast<float>(kThreads * kPushesPerThread));
+  }
+}
+
+TEST(MasterServiceTest, ChunkedTransferOf50MillionParameters) {
+  constexpr size_t kSize = 50'000'000;
+  MasterServer master(kSize, PlainSgd(), /*lr=*/0.25);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(master.Client().SetMembers({1}, &m).ok());
+  MasterClient client = master.Client(proto::FLOAT32, /*chunk=*/1 << 20);
+  std::vector<float> g(kSize);
+  for (size_t i = 0; i < kSize; ++i) g[i] = static_cast<float>(i % 1024);
+  proto::PushResponse p;
+  ASSERT_TRUE(client.Push(1, 0, g.data(), kSize, 0, &p).ok());
+  std::vector<float> theta(kSize);
+  MasterClient::PullResult r;
+  ASSERT_TRUE(client.Pull(1, -1, theta.data(), kSize, &r).ok());
+  EXPECT_EQ(r.version, 1u);
+  for (size_t i = 0; i < kSize; i += 4999) ASSERT_EQ(theta[i], -0.25f * g[i]) << i;
+  EXPECT_EQ(theta[kSize - 1], -0.25f * g[kSize - 1]);
+
+  // bf16 on the wire halves the traffic; values come back rounded.
+  MasterClient half = master.Client(proto::BFLOAT16, 1 << 20);
+  ASSERT_TRUE(half.Pull(1, -1, theta.data(), kSize, &r).ok());
+  for (size_t i = 0; i < kSize; i += 4999) {
+    ASSERT_EQ(theta[i], Bf16ToFloat(FloatToBf16(-0.25f * g[i]))) << i;
+  }
+}
+
+TEST(MasterServiceTest, SyncWithBackupAndAMemberLeavingMidStep) {
+  RuleConfig rule;
+  rule.kind = RuleKind::kSync;
+  rule.backup_workers = 1;
+  MasterServer master(1000, rule, /*lr=*/1.0);
+  MasterClient client = master.Client();
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1, 2, 3}, &m).ok());  // a step needs 2 gradients
+
+  std::vector<float> g1(1000, 2.0f), g3(1000, 4.0f);
+  proto::PushResponse p;
+  ASSERT_TRUE(client.Push(1, 0, g1.data(), 1000, 0, &p).ok());
+  EXPECT_EQ(p.outcome(), proto::PushResponse::ACCUMULATED);
+  EXPECT_EQ(client.Push(1, 0, g1.data(), 1000, 0, &p).code(), Status::Code::kAlreadyExists);
+
+  // Worker 2 is preempted: with 2 live workers and 1 backup, one gradient
+  // is enough, and the pending step completes without waiting.
+  ASSERT_TRUE(client.SetMembers({1, 3}, &m).ok());
+  ASSERT_EQ(m.left_size(), 1);
+  EXPECT_EQ(m.left(0), 2u);
+  EXPECT_EQ(m.version(), 1u);
+  EXPECT_EQ(master.Params()[0], -2.0f);
+
+  // Worker 3's gradient for step 0 arrives late: discarded, not an error.
+  ASSERT_TRUE(client.Push(3, 0, g3.data(), 1000, 0, &p).ok());
+  EXPECT_EQ(p.outcome(), proto::PushResponse::DISCARDED_LATE);
+  EXPECT_EQ(master.Version(), 1u);
+}
+
+TEST(MasterServiceTest, BadPushesAreRejectedAndNeverApplied) {
+  MasterServer master(1000, PlainSgd());
+  MasterClient client = master.Client(proto::FLOAT32, 300);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1}, &m).ok());
+  const std::vector<float> before = master.Params();
+  std::vector<float> g(1000, 1.0f);
+  proto::PushResponse p;
+
+  EXPECT_EQ(client.Push(1, 0, g.data(), 999, 0, &p).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(client.Push(9, 0, g.data(), 1000, 0, &p).code(), Status::Code::kNotFound);
+  EXPECT_EQ(client.Push(1, 5, g.data(), 1000, 0, &p).code(), Status::Code::kOutOfRange);
+  g[555] = std::nanf("");
+  Status nan = client.Push(1, 0, g.data(), 1000, 0, &p);
+  EXPECT_EQ(nan.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(nan.message().find("fc.weight"), std::string::npos) << nan.message();
+  g[555] = 1.0f;
+
+  // Hand-made malformed streams.
+  auto push_chunks = [&](const std::vector<proto::GradientChunk>& chunks, bool cancel_early) {
+    auto stub = proto::Master::NewStub(master.Channel());
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", std::string("Bearer ") + kToken);
+    proto::PushResponse response;
+    auto writer = stub->Push(&context, &response);
+    for (const auto& c : chunks) writer->Write(c);
+    if (cancel_early) {
+      context.TryCancel();
+    } else {
+      writer->WritesDone();
+    }
+    return writer->Finish();
+  };
+  proto::GradientChunk c;
+  c.set_worker_id(1);
+  c.set_total_values(1000);
+  c.set_values(std::string(400 * 4, '\0'));
+  proto::GradientChunk gap = c;
+  gap.set_offset(500);  // skips values 400..499
+  EXPECT_EQ(push_chunks({c, gap}, false).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  proto::GradientChunk other_worker = c;
+  other_worker.set_offset(400);
+  other_worker.set_worker_id(2);
+  EXPECT_EQ(push_chunks({c, other_worker}, false).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  proto::GradientChunk odd = c;
+  odd.set_values(std::string(10, '\0'));  // 2.5 floats
+  EXPECT_EQ(push_chunks({odd}, false).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  proto::GradientChunk too_long = c;
+  too_long.set_values(std::string(1200 * 4, '\0'));
+  EXPECT_EQ(push_chunks({too_long}, false).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // The stream ends after 400 of 1000 values: never applied.
+  EXPECT_EQ(push_chunks({c}, false).error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_FALSE(push_chunks({c}, true).ok());
+  // Bigger than the server's message limit.
+  proto::GradientChunk huge = c;
+  huge.set_values(std::string(MasterService::kMaxMessageBytes + (1 << 20), '\0'));
+  EXPECT_EQ(push_chunks({huge}, false).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  EXPECT_EQ(master.Version(), 0u);
+  EXPECT_EQ(master.Params(), before);
+  ASSERT_TRUE(client.Push(1, 0, g.data(), 1000, 0, &p).ok());  // still serving
+  EXPECT_EQ(master.Version(), 1u);
+}
+
+TEST(MasterServiceTest, GapAwareWithEchoedCopy) {
+  RuleConfig rule;
+  rule.kind = RuleKind::kGapAware;
+  rule.momentum = 0.9f;
+  rule.gap_source = GapSource::kEcho;
+  rule.gap_precision = GapPrecision::kBfloat16;
+  MasterServer master(1000, rule, 0.1);
+  MasterClient client = master.Client();
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1, 2}, &m).ok());
+  std::vector<float> theta(1000), g(1000, 0.5f);
+  std::vector<bf16_t> echo(1000);
+  MasterClient::PullResult r;
+  proto::PushResponse p;
+  ASSERT_TRUE(client.Pull(1, -1, theta.data(), 1000, &r).ok());
+  EXPECT_EQ(client.Push(1, r.version, g.data(), 1000, 0, &p).code(),
+            Status::Code::kInvalidArgument);  // echo missing
+  for (int step = 0; step < 5; ++step) {
+    ASSERT_TRUE(client.Pull(1, -1, theta.data(), 1000, &r).ok());
+    FloatsToBf16(theta.data(), 1000, echo.data());
+    ASSERT_TRUE(client.Push(2, r.version, g.data(), 1000, 0, &p, nullptr).code() ==
+                    Status::Code::kInvalidArgument);
+    ASSERT_TRUE(client.Push(1, r.version, g.data(), 1000, 0, &p, echo.data(), proto::BFLOAT16)
+                    .ok());
+  }
+  EXPECT_EQ(master.Version(), 5u);
+}
+
+TEST(MasterServiceTest, CheckpointWithoutDirectoryIsAClearError) {
+  MasterServer master(100, PlainSgd());
+  proto::CheckpointResponse c;
+  Status s = master.Client().Checkpoint(&c);
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  master.service()->set_checkpoint_fn([](std::string* path, uint64_t* version) {
+    *path = "/ckpt/x";
+    *version = 3;
+    return Status::OK();
+  });
+  ASSERT_TRUE(master.Client().Checkpoint(&c).ok());
+  EXPECT_EQ(c.path(), "/ckpt/x");
+}
+
+}  // namespace
+}  // namespace gaptrain
