@@ -1,0 +1,60 @@
+#include "services/master/checkpoint_torch.h"
+
+// Narrow LibTorch headers only: <torch/torch.h> costs about 30 s per
+// translation unit.
+#include <ATen/core/Dict.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/ops/empty.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <cstring>
+#include <exception>
+#include <memory>
+
+#include "services/master/checkpoint.h"
+
+namespace gaptrain {
+
+Status StoreTensors(const ParameterStore& store,
+                    std::vector<std::pair<std::string, at::Tensor>>* tensors) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  try {
+    out.reserve(store.layout().num_tensors());
+    for (const TensorSpec& spec : store.layout().tensors()) {
+      at::Tensor t = at::empty(spec.shape, at::TensorOptions().dtype(at::kFloat));
+      std::memcpy(t.data_ptr<float>(), store.params() + spec.offset, spec.size * sizeof(float));
+      out.emplace_back(spec.name, std::move(t));
+    }
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("creating tensors: ") + e.what());
+  }
+  *tensors = std::move(out);
+  return Status::OK();
+}
+
+Status LoadCheckpointTensors(const std::string& path,
+                             std::vector<std::pair<std::string, at::Tensor>>* tensors) {
+  std::unique_ptr<ParameterStore> store;
+  GAPTRAIN_RETURN_IF_ERROR(ReadCheckpoint(path, &store, nullptr));
+  Status s = StoreTensors(*store, tensors);
+  if (!s.ok()) return Status(s.code(), path + ": " + s.message());
+  return Status::OK();
+}
+
+Status ExportCheckpointForTorch(const std::string& checkpoint_path, const std::string& out_path) {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  GAPTRAIN_RETURN_IF_ERROR(LoadCheckpointTensors(checkpoint_path, &tensors));
+  std::vector<char> bytes;
+  try {
+    c10::Dict<std::string, at::Tensor> dict;  // keeps insertion (layout) order
+    dict.reserve(tensors.size());
+    for (auto& [name, tensor] : tensors) dict.insert(name, std::move(tensor));
+    tensors.clear();
+    bytes = torch::jit::pickle_save(c10::IValue(std::move(dict)));
+  } catch (const std::exception& e) {
+    return Status::Internal(out_path + ": serialising the parameters: " + e.what());
+  }
+  return WriteFileAtomically(out_path, bytes.data(), bytes.size());
+}
+
+}  // namespace gaptrain
