@@ -1,5 +1,6 @@
 #include "services/master/parameter_store.h"
 
+#include <cstring>
 #include <utility>
 
 namespace gaptrain {
@@ -10,6 +11,18 @@ std::string WorkerStateName(WorkerId worker, const char* what) {
 
 ParameterStore::ParameterStore(ParameterLayout layout)
     : layout_(std::move(layout)), params_(DType::kFloat32, layout_.size()) {}
+
+std::unique_ptr<ParameterStore> ParameterStore::Clone() const {
+  auto copy = std::make_unique<ParameterStore>(layout_);
+  std::memcpy(copy->params(), params(), params_.bytes());
+  copy->version_ = version_;
+  copy->scalars_ = scalars_;
+  for (const auto& [name, b] : buffers_) {
+    FlatBuffer* c = copy->AddBuffer(name, b.dtype());
+    std::memcpy(c->data(), b.data(), b.bytes());
+  }
+  return copy;
+}
 
 FlatBuffer* ParameterStore::AddBuffer(const std::string& name, DType dtype) {
   FlatBuffer& b = buffers_[name];

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "services/master/flat_buffer.h"
@@ -34,6 +35,9 @@ class ParameterStore {
 
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
+
+  // A deep copy: taken under the owner's lock, written to disk without it.
+  std::unique_ptr<ParameterStore> Clone() const;
 
   const ParameterLayout& layout() const { return layout_; }
   size_t size() const { return layout_.size(); }  // P

@@ -1,0 +1,53 @@
+// gaptrain-master: the parameter server of one TrainingJob. Wiring only:
+// flags, the job file, MasterProcess, and SIGTERM/SIGINT for a clean stop
+// with a final checkpoint.
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "services/common/training_job.h"
+#include "services/master/master_options.h"
+#include "services/master/master_process.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
+    std::fputs(gaptrain::MasterUsage(), stdout);
+    return 0;
+  }
+  gaptrain::MasterOptions options;
+  gaptrain::Status s = gaptrain::ParseMasterFlags(args, &options);
+  if (!s.ok()) {
+    std::fprintf(stderr, "gaptrain-master: %s\n%s", s.message().c_str(), gaptrain::MasterUsage());
+    return 2;
+  }
+  gaptrain::TrainingJob job;
+  s = gaptrain::LoadTrainingJob(options.job_file, &job);
+  if (!s.ok()) {
+    std::fprintf(stderr, "gaptrain-master: %s\n", s.message().c_str());
+    return 2;
+  }
+
+  // Signals are taken by sigwait below, never by another thread.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::unique_ptr<gaptrain::MasterProcess> master;
+  s = gaptrain::MasterProcess::Start(options, job, &master);
+  if (!s.ok()) {
+    spdlog::critical("cannot start: {}", s.ToString());
+    return 1;
+  }
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  spdlog::info("{}: stopping with a final checkpoint", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  master->Shutdown();
+  return 0;
+}

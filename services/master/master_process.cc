@@ -1,0 +1,258 @@
+#include "services/master/master_process.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "services/common/metrics_endpoint.h"
+#include "services/master/job_config.h"
+#include "services/worker/dataset.h"
+#include "services/worker/model.h"
+
+namespace gaptrain {
+namespace {
+
+Status ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  *out = text.str();
+  return Status::OK();
+}
+
+// The training set's size and image shape: from flags when given, else by
+// reading the dataset named in the job.
+Status DescribeData(const MasterOptions& options, const TrainingJob& job, uint64_t* samples,
+                    ModelInput* input) {
+  DatasetFormat format;
+  GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
+  if (format == DatasetFormat::kCifar10Bin) {
+    *input = ModelInput{3, 32, 32, 10};
+  } else {
+    *input = ModelInput{1, 28, 28, 10};
+  }
+  if (options.train_samples > 0) {
+    *samples = options.train_samples;
+    return Status::OK();
+  }
+  Dataset train;
+  Status s = LoadDataset(format, job.data.path, Split::kTrain, &train);
+  if (!s.ok()) {
+    return Status(s.code(), s.message() + " (the master reads the training set's size and "
+                                          "shape; or pass --train-samples)");
+  }
+  *samples = train.size();
+  *input = ModelInput{train.channels, train.height, train.width, train.num_classes};
+  return Status::OK();
+}
+
+Status InitialModel(const MasterOptions& options, const TrainingJob& job,
+                    const ModelInput& input, std::unique_ptr<Model>* model) {
+  if (!job.model.torchscript.empty()) return Model::LoadTorchScript(job.model.torchscript, input, model);
+  return Model::CreateBuiltin(job.model.builtin, input, options.model_seed, model);
+}
+
+}  // namespace
+
+Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job,
+                            std::unique_ptr<MasterProcess>* process) {
+  std::unique_ptr<MasterProcess> p(new MasterProcess());
+  p->job_ = job;
+
+  uint64_t samples = 0;
+  ModelInput input;
+  GAPTRAIN_RETURN_IF_ERROR(DescribeData(options, job, &samples, &input));
+  std::unique_ptr<Model> model;
+  GAPTRAIN_RETURN_IF_ERROR(InitialModel(options, job, input, &model));
+
+  UpdateEngine::Options engine_options;
+  GAPTRAIN_RETURN_IF_ERROR(RuleConfigFromJob(job, &engine_options.rule));
+  const bool sync = engine_options.rule.kind == RuleKind::kSync;
+  const double per_step =
+      sync ? std::max<uint32_t>(1, job.workers.replicas - job.training.sync.backup_workers) : 1;
+  const double updates_per_epoch =
+      static_cast<double>(samples) / (job.training.batch_size * per_step);
+  engine_options.schedule = ScheduleFromJob(job, updates_per_epoch, job.workers.replicas);
+
+  // Resume from the newest valid checkpoint, or start from the model.
+  const std::string dir =
+      options.checkpoint_dir.empty() ? job.master.checkpoint.path : options.checkpoint_dir;
+  p->checkpoints_ = std::make_unique<CheckpointDirectory>(dir, job.master.checkpoint.keep);
+  std::unique_ptr<ParameterStore> restored;
+  CheckpointMeta meta;
+  std::string restored_path;
+  std::vector<std::string> skipped;
+  Status r = p->checkpoints_->RestoreNewest(&restored, &meta, &restored_path, &skipped);
+  for (const std::string& s : skipped) spdlog::error("skipped invalid checkpoint {}", s);
+  std::unique_ptr<UpdateEngine> engine;
+  if (r.ok()) {
+    const std::string rule = RuleKindName(engine_options.rule.kind);
+    if (meta.rule != rule) {
+      return Status::FailedPrecondition(
+          restored_path + " was written with rule " + meta.rule + ", the job now says " + rule +
+          "; move " + dir + " away to start over");
+    }
+    if (restored->layout() != model->layout()) {
+      return Status::FailedPrecondition(restored_path +
+                                        " holds a different model layout than the job's model; "
+                                        "move " + dir + " away to start over");
+    }
+    GAPTRAIN_RETURN_IF_ERROR(
+        UpdateEngine::Restore(std::move(restored), meta.workers, engine_options, &engine));
+    spdlog::info("restored {} at version {} with {} workers", restored_path, engine->version(),
+                 meta.workers.size());
+  } else if (r.code() == Status::Code::kNotFound || r.code() == Status::Code::kDataLoss) {
+    if (r.code() == Status::Code::kDataLoss) {
+      spdlog::error("no valid checkpoint in {}: starting from the initial model", dir);
+    }
+    GAPTRAIN_RETURN_IF_ERROR(UpdateEngine::Create(model->layout(), engine_options, &engine));
+    std::memcpy(engine->mutable_store()->params(), model->parameters(),
+                model->layout().size() * sizeof(float));
+    spdlog::info("starting {} from the initial {} model ({} parameters), rule {}", job.name,
+                 job.model.torchscript.empty() ? job.model.builtin : job.model.torchscript,
+                 model->layout().size(), RuleKindName(engine_options.rule.kind));
+  } else {
+    return r;
+  }
+  model.reset();
+
+  p->metrics_ = std::make_shared<MasterMetrics>(std::make_shared<prometheus::Registry>(),
+                                                engine->store().layout());
+  MasterService::Options service_options;
+  service_options.job_name = job.name;
+  service_options.token = options.token;
+  p->service_ = std::make_unique<MasterService>(std::move(engine), service_options, p->metrics_);
+  MasterProcess* raw = p.get();
+  p->service_->set_checkpoint_fn(
+      [raw](std::string* path, uint64_t* version) { return raw->CheckpointNow(path, version); });
+
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    GAPTRAIN_RETURN_IF_ERROR(ReadFile(options.tls_key, &pair.private_key));
+    GAPTRAIN_RETURN_IF_ERROR(ReadFile(options.tls_cert, &pair.cert_chain));
+    ssl.pem_key_cert_pairs.push_back(pair);
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, credentials, &p->grpc_port_);
+  builder.SetMaxReceiveMessageSize(MasterService::kMaxMessageBytes);
+  builder.RegisterService(p->service_.get());
+  p->server_ = builder.BuildAndStart();
+  if (p->server_ == nullptr || p->grpc_port_ == 0) {
+    return Status::Unavailable("--listen: cannot serve gRPC on " + options.listen);
+  }
+
+  GAPTRAIN_RETURN_IF_ERROR(HttpServer::Start(options.http_address, options.http_port, &p->http_));
+  ServeMetrics(p->http_.get(), p->metrics_->registry());
+  ServeHealth(p->http_.get(), [raw] {
+    std::lock_guard<std::mutex> lock(raw->mu_);
+    return !raw->stopping_;
+  });
+
+  if (!options.ports_file.empty()) {
+    std::string ports = std::to_string(p->grpc_port_) + " " + std::to_string(p->http_->port());
+    GAPTRAIN_RETURN_IF_ERROR(
+        WriteFileAtomically(options.ports_file, ports.data(), ports.size()));
+  }
+  spdlog::info("master of {} serving gRPC on port {}{}, metrics on http://{}:{}/metrics",
+               job.name, p->grpc_port_, options.tls_cert.empty() ? "" : " (TLS)",
+               options.http_address, p->http_->port());
+  p->background_ = std::thread([raw] { raw->BackgroundLoop(); });
+  *process = std::move(p);
+  return Status::OK();
+}
+
+MasterProcess::~MasterProcess() { Shutdown(); }
+
+Status MasterProcess::CheckpointNow(std::string* path, uint64_t* version) {
+  std::lock_guard<std::mutex> one_at_a_time(checkpoint_mu_);
+  const auto start = std::chrono::steady_clock::now();
+  // Copy under the engine's mutex (a memcpy per buffer), write without it,
+  // so pushes keep flowing while the file is written.
+  std::unique_ptr<ParameterStore> copy;
+  CheckpointMeta meta;
+  service_->WithEngine([&](UpdateEngine* engine) {
+    copy = engine->store().Clone();
+    meta.workers = engine->members();
+    meta.rule = RuleKindName(engine->rule_config().kind);
+  });
+  meta.job_name = job_.name;
+  meta.created_unix_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  std::string written;
+  Status s = checkpoints_->Save(*copy, meta, &written);
+  if (!s.ok() && written.empty()) {
+    metrics_->RecordCheckpointFailure();
+    spdlog::error("checkpoint failed: {}", s.ToString());
+    return s;
+  }
+  if (!s.ok()) spdlog::warn("checkpoint written, but pruning old ones failed: {}", s.ToString());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  metrics_->RecordCheckpoint(static_cast<double>(meta.created_unix_ms) / 1000.0, seconds);
+  spdlog::info("checkpoint {} written (version {}, {:.2f} s)", written, copy->version(), seconds);
+  if (path != nullptr) *path = written;
+  if (version != nullptr) *version = copy->version();
+  return Status::OK();
+}
+
+void MasterProcess::BackgroundLoop() {
+  using Clock = std::chrono::steady_clock;
+  const auto interval = std::chrono::seconds(job_.master.checkpoint.interval_seconds);
+  const auto summary_every = std::chrono::seconds(30);
+  auto next_checkpoint = Clock::now() + interval;
+  auto next_summary = Clock::now() + summary_every;
+  uint64_t last_version = 0;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    wake_.wait_until(lock, std::min(next_checkpoint, next_summary), [this] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    const auto now = Clock::now();
+    if (now >= next_checkpoint) {
+      CheckpointNow(nullptr, nullptr);
+      next_checkpoint = Clock::now() + interval;
+    }
+    if (now >= next_summary) {
+      uint64_t version = 0;
+      size_t workers = 0;
+      double lr = 0;
+      service_->WithEngine([&](UpdateEngine* e) {
+        version = e->version();
+        workers = e->num_workers();
+        lr = e->learning_rate();
+      });
+      spdlog::info("summary: version {} (+{} in {} s), {} workers, learning rate {}", version,
+                   version - last_version, summary_every.count(), workers, lr);
+      last_version = version;
+      next_summary = now + summary_every;
+    }
+    lock.lock();
+  }
+}
+
+void MasterProcess::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (background_.joinable()) background_.join();
+  // Finish calls in flight (bounded), then take the final checkpoint.
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  if (service_) CheckpointNow(nullptr, nullptr);
+  if (http_) http_->Stop();
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,67 @@
+// MasterProcess: a running gaptrain-master. It wires the pieces: the
+// UpdateEngine, restored from the newest valid checkpoint or initialised
+// from the job's model; the gRPC MasterService, with the standard health
+// service and TLS when configured; /metrics and /healthz over HTTP;
+// checkpoints every intervalSeconds and on request; a periodic summary
+// log. Shutdown() writes a final checkpoint.
+
+#ifndef GAPTRAIN_SERVICES_MASTER_MASTER_PROCESS_H_
+#define GAPTRAIN_SERVICES_MASTER_MASTER_PROCESS_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "services/common/http_server.h"
+#include "services/common/status.h"
+#include "services/common/training_job.h"
+#include "services/master/checkpoint.h"
+#include "services/master/master_metrics.h"
+#include "services/master/master_options.h"
+#include "services/master/master_service.h"
+
+namespace gaptrain {
+
+class MasterProcess {
+ public:
+  static Status Start(const MasterOptions& options, const TrainingJob& job,
+                      std::unique_ptr<MasterProcess>* process);
+  ~MasterProcess();
+
+  int grpc_port() const { return grpc_port_; }
+  uint16_t http_port() const { return http_->port(); }
+
+  // Writes a checkpoint now (also what the Checkpoint RPC does).
+  Status CheckpointNow(std::string* path, uint64_t* version);
+
+  // Stops accepting calls, finishes those in flight, writes a final
+  // checkpoint. Idempotent.
+  void Shutdown();
+
+ private:
+  MasterProcess() = default;
+  void BackgroundLoop();
+
+  TrainingJob job_;
+  std::shared_ptr<MasterMetrics> metrics_;
+  std::unique_ptr<MasterService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<CheckpointDirectory> checkpoints_;
+  int grpc_port_ = 0;
+
+  std::mutex checkpoint_mu_;  // one checkpoint at a time
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  bool shut_down_ = false;
+  std::thread background_;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_MASTER_MASTER_PROCESS_H_
