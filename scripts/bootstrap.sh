@@ -17,6 +17,9 @@ PACKAGES=(
   gnuplot-nox
   # Tests and benchmarks (python3-torch scripts the TorchScript test model)
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
+  # A real Prometheus server scrapes /metrics in tests; openssl makes TLS
+  # test certificates
+  prometheus openssl
 )
 
 missing=()

@@ -1,0 +1,73 @@
+// HttpTestConnection: a blocking HTTP/1.1 client over one plain socket, for
+// tests. It sends whatever bytes it is given (well-formed requests or
+// garbage) and parses responses with Beast's parser, so a test can check a
+// server byte for byte, over keep-alive connections, without trusting the
+// server's own code. Every read has a deadline: a silent server yields
+// DEADLINE_EXCEEDED, never a hung test. Hosts are IPv4 literals or
+// "localhost".
+
+#ifndef GAPTRAIN_SERVICES_COMMON_HTTP_TEST_CLIENT_H_
+#define GAPTRAIN_SERVICES_COMMON_HTTP_TEST_CLIENT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "services/common/status.h"
+
+namespace gaptrain {
+
+struct HttpClientResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;
+
+  // The value of header `name` (any case), or "" when absent.
+  std::string Header(const std::string& name) const;
+};
+
+class HttpTestConnection {
+ public:
+  // Connects to host:port. `timeout_seconds` bounds each later Read* call.
+  static Status Connect(const std::string& host, uint16_t port,
+                        double timeout_seconds,
+                        std::unique_ptr<HttpTestConnection>* connection);
+
+  HttpTestConnection(const HttpTestConnection&) = delete;
+  HttpTestConnection& operator=(const HttpTestConnection&) = delete;
+  ~HttpTestConnection();
+
+  // Sends `bytes` as they are.
+  Status Send(const std::string& bytes);
+
+  // Reads one complete response. Pass head_request = true when answering a
+  // HEAD (the response then has headers only). Bytes after the response
+  // stay buffered for the next call (pipelining).
+  Status ReadResponse(HttpClientResponse* response, bool head_request = false);
+
+  // Sends "GET target HTTP/1.1" (keep-alive) and reads the response.
+  Status Get(const std::string& target, HttpClientResponse* response);
+
+  // Reads until the server closes the connection (EOF or reset): OK then,
+  // DEADLINE_EXCEEDED if it stays open. What arrived first is appended to
+  // *received when given.
+  Status WaitForClose(std::string* received = nullptr);
+
+ private:
+  HttpTestConnection(int fd, std::string host_port, double timeout_seconds);
+
+  int fd_;
+  std::string host_port_;
+  double timeout_seconds_;
+  std::string pending_;  // received, not yet parsed
+};
+
+// One GET on a fresh connection ("Connection: close").
+Status HttpGet(const std::string& host, uint16_t port,
+               const std::string& target, double timeout_seconds,
+               HttpClientResponse* response);
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_COMMON_HTTP_TEST_CLIENT_H_
