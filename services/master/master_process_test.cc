@@ -18,6 +18,7 @@
 
 #include "proto/health.grpc.pb.h"
 #include "services/common/http_test_client.h"
+#include "services/common/prometheus_test_server.h"
 #include "services/master/checkpoint.h"
 #include "services/master/master_client.h"
 
@@ -248,6 +249,49 @@ TEST(MasterProcessTest, HealthOverHttpAndGrpcAndMetrics) {
   grpc::health::v1::HealthCheckResponse response;
   ASSERT_TRUE(stub->Check(&context, request, &response).ok());
   EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+// A real Prometheus server scrapes the master; the staleness histogram and
+// the Gap come back through Prometheus's query API.
+TEST(MasterProcessTest, PrometheusScrapesStalenessAndGap) {
+  const std::string dir = TempDir("prometheus");
+  MasterChild master(dir);
+  MasterClient client = master.Client();
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1, 2}, &m).ok());
+  const size_t p = 235146;
+  std::vector<float> theta1(p), theta2(p), g(p, 0.001f);
+  // Two rounds of: both pull, 1 pushes (staleness 0), 2 pushes (staleness 1).
+  for (int round = 0; round < 2; ++round) {
+    MasterClient::PullResult r1, r2;
+    ASSERT_TRUE(client.Pull(1, -1, theta1.data(), p, &r1).ok());
+    ASSERT_TRUE(client.Pull(2, -1, theta2.data(), p, &r2).ok());
+    proto::PushResponse resp;
+    ASSERT_TRUE(client.Push(1, r1.version, g.data(), p, 0, &resp).ok());
+    EXPECT_EQ(resp.staleness(), 0u);
+    ASSERT_TRUE(client.Push(2, r2.version, g.data(), p, 0, &resp).ok());
+    EXPECT_EQ(resp.staleness(), 1u);
+  }
+
+  std::unique_ptr<PrometheusTestServer> prometheus;
+  Status s = PrometheusTestServer::Start({"127.0.0.1:" + std::to_string(master.http_port())},
+                                         0.5, &prometheus);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  double count = 0, sum = 0, gap_count = 0, version = 0;
+  s = prometheus->WaitForSeries("gaptrain_master_staleness_count", 30, &count);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << prometheus->LogTail();
+  EXPECT_EQ(count, 4);
+  ASSERT_TRUE(prometheus->WaitForSeries("gaptrain_master_staleness_sum", 30, &sum).ok());
+  EXPECT_EQ(sum, 2);
+  ASSERT_TRUE(prometheus->WaitForSeries("gaptrain_master_gap_count", 30, &gap_count).ok());
+  EXPECT_EQ(gap_count, 4);
+  ASSERT_TRUE(prometheus->WaitForSeries("gaptrain_master_model_version", 30, &version).ok());
+  EXPECT_EQ(version, 4);
+  double stale_bucket = 0;
+  ASSERT_TRUE(prometheus
+                  ->WaitForSeries("gaptrain_master_staleness_bucket{le=\"0\"}", 30, &stale_bucket)
+                  .ok());
+  EXPECT_EQ(stale_bucket, 2);  // the two fresh pushes
 }
 
 TEST(MasterProcessTest, ServesOverTls) {
