@@ -9,6 +9,7 @@ namespace gaptrain {
 namespace {
 
 template <StepKind K, bool kAdaptive, class CopyT>
+GAPTRAIN_KERNEL_CLONES
 void DcAsgdKernel(const RuleConfig& config, float lr, const float* __restrict g,
                   const CopyT* __restrict copy, float* __restrict theta,
                   float* __restrict v, float* __restrict mean_square, size_t begin,

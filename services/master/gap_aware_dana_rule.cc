@@ -10,6 +10,7 @@ namespace gaptrain {
 namespace {
 
 template <bool kPenalizeWeightDecay, class CopyT>
+GAPTRAIN_KERNEL_CLONES
 void GapAwareDanaKernel(const RuleConfig& config, const GapParams& gp, float lr,
                         const float* __restrict g, const CopyT* __restrict copy,
                         float* __restrict theta, float* __restrict vi,

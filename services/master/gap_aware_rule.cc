@@ -9,6 +9,7 @@ namespace gaptrain {
 namespace {
 
 template <StepKind K, bool kPenalizeWeightDecay, class CopyT>
+GAPTRAIN_KERNEL_CLONES
 void GapAwareKernel(const RuleConfig& config, const GapParams& gp, float lr,
                     const float* __restrict g, const CopyT* __restrict copy,
                     float* __restrict theta, float* __restrict v, float* __restrict r,

@@ -29,6 +29,16 @@ inline constexpr char kGapFeedsScalar[] = "gap/feeds";      // k
 inline constexpr char kGapEtaMaxScalar[] = "gap/eta_max";   // η_max
 inline constexpr char kSyncCountScalar[] = "sync/count";
 
+// Compute-heavy kernels (a square root and two divisions per element) are
+// compiled twice, for AVX2 and for baseline x86-64, and the loader picks
+// the best the CPU has. FMA is deliberately not enabled: both clones do the
+// same IEEE operations, so parameters do not depend on the node.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GAPTRAIN_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define GAPTRAIN_KERNEL_CLONES
+#endif
+
 // Blocks of this many elements keep float partial sums accurate and let
 // the compiler vectorise the reductions.
 inline constexpr size_t kStatsBlock = 2048;
