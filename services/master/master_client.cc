@@ -4,12 +4,20 @@
 #include <chrono>
 
 #include "services/common/wire_values.h"
+#include "services/master/master_service.h"
 
 namespace gaptrain {
 
 Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return Status::OK();
   return Status(static_cast<Status::Code>(status.error_code()), status.error_message());
+}
+
+std::shared_ptr<grpc::Channel> CreateMasterChannel(
+    const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  grpc::ChannelArguments args;
+  ApplyBulkTransferArguments(&args);
+  return grpc::CreateCustomChannel(target, credentials, args);
 }
 
 MasterClient::MasterClient(std::shared_ptr<grpc::Channel> channel, Options options)

@@ -59,6 +59,11 @@ class MasterClient {
 
 Status FromGrpcStatus(const grpc::Status& status);
 
+// A channel to the master at `target` ("host:port") with the HTTP/2
+// settings for model-sized transfers (ApplyBulkTransferArguments).
+std::shared_ptr<grpc::Channel> CreateMasterChannel(
+    const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials);
+
 }  // namespace gaptrain
 
 #endif  // GAPTRAIN_SERVICES_MASTER_MASTER_CLIENT_H_

@@ -142,7 +142,7 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &p->grpc_port_);
-  builder.SetMaxReceiveMessageSize(MasterService::kMaxMessageBytes);
+  ApplyBulkTransferArguments(&builder);
   builder.RegisterService(p->service_.get());
   p->server_ = builder.BuildAndStart();
   if (p->server_ == nullptr || p->grpc_port_ == 0) {

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
 #include "proto/gaptrain.grpc.pb.h"
 #include "services/common/status.h"
 #include "services/master/master_metrics.h"
@@ -30,6 +32,12 @@ namespace gaptrain {
 
 // Maps a gaptrain Status onto gRPC (the codes are numbered alike).
 grpc::Status ToGrpcStatus(const Status& status);
+
+// HTTP/2 settings for model-sized streams, for servers and clients alike:
+// larger flow-control windows and frames keep a 100 MB transfer from
+// stalling on window updates (docs/performance.md has the numbers).
+void ApplyBulkTransferArguments(grpc::ServerBuilder* builder);
+void ApplyBulkTransferArguments(grpc::ChannelArguments* args);
 
 class MasterService final : public proto::Master::Service {
  public:
