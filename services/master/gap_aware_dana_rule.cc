@@ -26,14 +26,12 @@ void GapAwareDanaKernel(const RuleConfig& config, const GapParams& gp, float lr,
     unsigned penalised = 0;
 #pragma omp simd reduction(+ : gap_sum, penalty_sum, penalised) reduction(max : gap_max)
     for (size_t j = b0; j < b1; ++j) {
-      const float t = theta[j];
-      const float gap = GapOf(t, LoadAsFloat(copy, j), r[j], gp);
-      const float inv_gap = 1.0f / gap;
-      const float d = kPenalizeWeightDecay ? (g[j] + wd * t) * inv_gap
-                                           : g[j] * inv_gap + wd * t;
+      float gap, inv_gap;
+      const float d = PenalisedDirection<kPenalizeWeightDecay>(
+          g[j], theta[j], LoadAsFloat(copy, j), r[j], wd, gp, &gap, &inv_gap);
       const float v_old = vi[j];
       const float v_new = mom * v_old + d;
-      theta[j] = t - lr * v_new;
+      theta[j] -= lr * v_new;
       s[j] += v_new - v_old;
       vi[j] = v_new;
       r[j] = beta * r[j] + one_minus_beta * v_new * v_new;

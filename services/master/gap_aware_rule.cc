@@ -24,11 +24,9 @@ void GapAwareKernel(const RuleConfig& config, const GapParams& gp, float lr,
     unsigned penalised = 0;
 #pragma omp simd reduction(+ : gap_sum, penalty_sum, penalised) reduction(max : gap_max)
     for (size_t j = b0; j < b1; ++j) {
-      const float t = theta[j];
-      const float gap = GapOf(t, LoadAsFloat(copy, j), r[j], gp);
-      const float inv_gap = 1.0f / gap;
-      const float d = kPenalizeWeightDecay ? (g[j] + wd * t) * inv_gap
-                                           : g[j] * inv_gap + wd * t;
+      float gap, inv_gap;
+      const float d = PenalisedDirection<kPenalizeWeightDecay>(
+          g[j], theta[j], LoadAsFloat(copy, j), r[j], wd, gp, &gap, &inv_gap);
       const float step = MomentumStep<K>(d, v, theta, j, lr, mom);
       const float fed = K == StepKind::kPlain ? g[j] : step;
       r[j] = beta * r[j] + one_minus_beta * fed * fed;

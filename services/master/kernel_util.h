@@ -109,6 +109,17 @@ inline float GapOf(float theta, float copy, float r, const GapParams& p) {
   return 1.0f + (p.enabled * std::fabs(theta - copy)) / c;
 }
 
+// The Gap-penalised direction of one parameter: G (into *gap), then
+// d = (g + λθ)/G, or g/G + λθ when weight decay is not penalised.
+template <bool kPenalizeWeightDecay>
+inline float PenalisedDirection(float g, float theta, float copy, float r, float weight_decay,
+                                const GapParams& p, float* gap, float* inv_gap) {
+  *gap = GapOf(theta, copy, r, p);
+  *inv_gap = 1.0f / *gap;
+  return kPenalizeWeightDecay ? (g + weight_decay * theta) * *inv_gap
+                              : g * *inv_gap + weight_decay * theta;
+}
+
 // Raises η_max to `learning_rate` and derives this push's GapParams from
 // the number of r feeds so far (both kept as store scalars).
 GapParams BeginGapStep(const RuleConfig& config, double learning_rate,

@@ -10,43 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "services/worker/test_files.h"
+
 namespace gaptrain {
 namespace {
 
-// A fresh directory under TEST_TMPDIR named after the running test.
-std::string TestDir() {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/dataset_test_" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  ::mkdir(dir.c_str(), 0755);
-  return dir;
-}
-
-void WriteRaw(const std::string& path, const std::string& bytes) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr) << path;
-  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
-  ASSERT_EQ(std::fclose(f), 0);
-}
-
-void WriteGzip(const std::string& path, const std::string& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb6");
-  ASSERT_NE(f, nullptr) << path;
-  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
-            static_cast<int>(bytes.size()));
-  ASSERT_EQ(gzclose(f), Z_OK);
-}
-
-std::string ReadRaw(const std::string& path) {
-  std::string out;
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return out;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  std::fclose(f);
-  return out;
-}
 
 std::string BigEndian32(uint32_t v) {
   std::string s(4, '\0');
@@ -137,7 +105,7 @@ TEST(ChannelStatsTest, ExactMeanAndPopulationStd) {
 }
 
 TEST(IdxTest, LoadsPlainAndGzipFiles) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteIdxDataset(dir, 12, 6);
   // The test split as .gz only: both spellings are accepted.
   WriteGzip(dir + "/t10k-images-idx3-ubyte.gz", ReadRaw(dir + "/t10k-images-idx3-ubyte"));
@@ -177,7 +145,7 @@ TEST(IdxTest, LoadsPlainAndGzipFiles) {
 }
 
 TEST(CifarTest, LoadsTrainBatchesInOrderAndTestBatch) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteRaw(dir + "/data_batch_1.bin", CifarRecords(1, 20));
   WriteRaw(dir + "/data_batch_2.bin", CifarRecords(2, 20));
   WriteRaw(dir + "/test_batch.bin", CifarRecords(100, 20));
@@ -223,7 +191,7 @@ TEST(CifarTest, LoadsTrainBatchesInOrderAndTestBatch) {
 }
 
 TEST(CifarTest, UsesWhicheverTrainBatchesExist) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteRaw(dir + "/data_batch_3.bin", CifarRecords(3, 2));
   WriteRaw(dir + "/data_batch_5.bin", CifarRecords(5, 3));
   Dataset train;
@@ -237,7 +205,7 @@ TEST(CifarTest, UsesWhicheverTrainBatchesExist) {
 // ------------------------------------------------------------------ bad files
 
 TEST(BadFilesTest, TruncatedIdxImages) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteIdxDataset(dir, 100, 10);
   // The header says 100 images of 4x5; the file holds 50.
   WriteRaw(dir + "/train-images-idx3-ubyte", IdxImages(2051, 100, 4, 5, 50));
@@ -251,7 +219,7 @@ TEST(BadFilesTest, TruncatedIdxImages) {
 }
 
 TEST(BadFilesTest, TrailingBytesInIdxImages) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteIdxDataset(dir, 10, 10);
   WriteRaw(dir + "/train-images-idx3-ubyte", IdxImages(2051, 10, 4, 5, 11));
   Dataset d;
@@ -262,7 +230,7 @@ TEST(BadFilesTest, TrailingBytesInIdxImages) {
 }
 
 TEST(BadFilesTest, WrongMagic) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteIdxDataset(dir, 10, 10);
   // A label file's magic in the image file.
   WriteRaw(dir + "/t10k-images-idx3-ubyte", IdxImages(2049, 10, 4, 5, 10));
@@ -281,7 +249,7 @@ TEST(BadFilesTest, WrongMagic) {
 }
 
 TEST(BadFilesTest, ZeroRowsAndShortHeader) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteIdxDataset(dir, 10, 10);
   WriteRaw(dir + "/train-images-idx3-ubyte", IdxImages(2051, 10, 0, 5, 10));
   Dataset d;
@@ -297,7 +265,7 @@ TEST(BadFilesTest, ZeroRowsAndShortHeader) {
 }
 
 TEST(BadFilesTest, LabelOutOfRange) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteIdxDataset(dir, 10, 10);
   std::vector<uint8_t> labels = CyclicLabels(10);
   labels[3] = 11;
@@ -310,7 +278,7 @@ TEST(BadFilesTest, LabelOutOfRange) {
 }
 
 TEST(BadFilesTest, ImageAndLabelCountsDiffer) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteIdxDataset(dir, 10, 10);
   WriteRaw(dir + "/train-labels-idx1-ubyte", IdxLabels(2049, CyclicLabels(9)));
   Dataset d;
@@ -321,7 +289,7 @@ TEST(BadFilesTest, ImageAndLabelCountsDiffer) {
 }
 
 TEST(BadFilesTest, CifarPartialRecord) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   std::string bytes = CifarRecords(1, 3);
   bytes.resize(3073 * 2 + 100);
   WriteRaw(dir + "/data_batch_1.bin", bytes);
@@ -334,7 +302,7 @@ TEST(BadFilesTest, CifarPartialRecord) {
 }
 
 TEST(BadFilesTest, CifarLabelOutOfRange) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteRaw(dir + "/data_batch_1.bin", CifarRecords(1, 4));
   std::string bytes = CifarRecords(2, 4);
   bytes[3 * 3073] = 10;
@@ -347,7 +315,7 @@ TEST(BadFilesTest, CifarLabelOutOfRange) {
 }
 
 TEST(BadFilesTest, CifarMissingFiles) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   Dataset d;
   Status s = LoadDataset(DatasetFormat::kCifar10Bin, dir, Split::kTrain, &d);
   EXPECT_EQ(s.code(), Status::Code::kNotFound);
@@ -365,7 +333,7 @@ TEST(BadFilesTest, CifarMissingFiles) {
 }
 
 TEST(BadFilesTest, CorruptGzip) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteIdxDataset(dir, 200, 10);
   // Compressible pixels (image i, byte k = i*7 + k) give a real deflate
   // stream; flipping bytes in its middle breaks it.
@@ -386,7 +354,7 @@ TEST(BadFilesTest, CorruptGzip) {
 }
 
 TEST(BadFilesTest, MissingDirectory) {
-  const std::string dir = TestDir() + "/does-not-exist";
+  const std::string dir = TestDir("dataset_test") + "/does-not-exist";
   Dataset d;
   for (DatasetFormat f : {DatasetFormat::kMnistIdx, DatasetFormat::kCifar10Bin}) {
     Status s = LoadDataset(f, dir, Split::kTrain, &d);
@@ -397,7 +365,7 @@ TEST(BadFilesTest, MissingDirectory) {
 }
 
 TEST(BadFilesTest, MissingIdxFileNamesBothSpellings) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("dataset_test");
   WriteIdxDataset(dir, 10, 10);
   std::remove((dir + "/t10k-labels-idx1-ubyte").c_str());
   Dataset d;

@@ -8,43 +8,11 @@
 #include <cstdlib>
 #include <string>
 
+#include "services/worker/test_files.h"
+
 namespace gaptrain {
 namespace {
 
-// A fresh directory under TEST_TMPDIR named after the running test.
-std::string TestDir() {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/gzip_file_test_" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  ::mkdir(dir.c_str(), 0755);
-  return dir;
-}
-
-void WriteRaw(const std::string& path, const std::string& bytes) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr) << path;
-  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
-  ASSERT_EQ(std::fclose(f), 0);
-}
-
-void WriteGzip(const std::string& path, const std::string& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb6");
-  ASSERT_NE(f, nullptr) << path;
-  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
-            static_cast<int>(bytes.size()));
-  ASSERT_EQ(gzclose(f), Z_OK);
-}
-
-std::string ReadRaw(const std::string& path) {
-  std::string out;
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return out;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  std::fclose(f);
-  return out;
-}
 
 // Compressible but not trivial: words from a small vocabulary chosen by an
 // LCG, so deflate emits dynamic Huffman blocks with back-references.
@@ -78,7 +46,7 @@ size_t InflatablePrefix(const std::string& gz) {
 }
 
 TEST(GzipFileTest, ReadsPlainFileUnchanged) {
-  const std::string path = TestDir() + "/plain.bin";
+  const std::string path = TestDir("gzip_file_test") + "/plain.bin";
   std::string bytes = SampleText(100000);
   bytes[5] = '\0';  // binary-safe
   WriteRaw(path, bytes);
@@ -89,7 +57,7 @@ TEST(GzipFileTest, ReadsPlainFileUnchanged) {
 }
 
 TEST(GzipFileTest, ReadsEmptyPlainFile) {
-  const std::string path = TestDir() + "/empty";
+  const std::string path = TestDir("gzip_file_test") + "/empty";
   WriteRaw(path, "");
   std::string got = "stale";
   ASSERT_TRUE(ReadFileMaybeGzip(path, &got).ok());
@@ -97,7 +65,7 @@ TEST(GzipFileTest, ReadsEmptyPlainFile) {
 }
 
 TEST(GzipFileTest, DecompressesGzipLargerThanTheFile) {
-  const std::string path = TestDir() + "/text.gz";
+  const std::string path = TestDir("gzip_file_test") + "/text.gz";
   const std::string bytes = SampleText(3 << 20);
   WriteGzip(path, bytes);
   ASSERT_LT(ReadRaw(path).size(), bytes.size() / 2);  // really compressed
@@ -109,7 +77,7 @@ TEST(GzipFileTest, DecompressesGzipLargerThanTheFile) {
 }
 
 TEST(GzipFileTest, ReadsConcatenatedMembers) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("gzip_file_test");
   WriteGzip(dir + "/a.gz", "first member, ");
   WriteGzip(dir + "/b.gz", "second member");
   WriteRaw(dir + "/ab.gz", ReadRaw(dir + "/a.gz") + ReadRaw(dir + "/b.gz"));
@@ -119,7 +87,7 @@ TEST(GzipFileTest, ReadsConcatenatedMembers) {
 }
 
 TEST(GzipFileTest, MissingFileIsNotFoundAndNamesThePath) {
-  const std::string path = TestDir() + "/no-such-file.gz";
+  const std::string path = TestDir("gzip_file_test") + "/no-such-file.gz";
   std::string got;
   Status s = ReadFileMaybeGzip(path, &got);
   EXPECT_EQ(s.code(), Status::Code::kNotFound);
@@ -128,7 +96,7 @@ TEST(GzipFileTest, MissingFileIsNotFoundAndNamesThePath) {
 }
 
 TEST(GzipFileTest, DirectoryIsRejected) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("gzip_file_test");
   std::string got;
   Status s = ReadFileMaybeGzip(dir, &got);
   EXPECT_FALSE(s.ok());
@@ -137,7 +105,7 @@ TEST(GzipFileTest, DirectoryIsRejected) {
 }
 
 TEST(GzipFileTest, CorruptStreamNamesPathAndOffsets) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("gzip_file_test");
   const std::string good = dir + "/good.gz";
   WriteGzip(good, SampleText(1 << 20));
   std::string bytes = ReadRaw(good);
@@ -167,7 +135,7 @@ TEST(GzipFileTest, CorruptStreamNamesPathAndOffsets) {
 }
 
 TEST(GzipFileTest, CorruptChecksumIsDetected) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("gzip_file_test");
   WriteGzip(dir + "/good.gz", SampleText(50000));
   std::string bytes = ReadRaw(dir + "/good.gz");
   bytes[bytes.size() - 6] ^= 0x01;  // inside the CRC-32 of the trailer
@@ -180,7 +148,7 @@ TEST(GzipFileTest, CorruptChecksumIsDetected) {
 }
 
 TEST(GzipFileTest, TruncatedStreamIsDetected) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("gzip_file_test");
   WriteGzip(dir + "/good.gz", SampleText(1 << 20));
   std::string bytes = ReadRaw(dir + "/good.gz");
   bytes.resize(bytes.size() / 2);

@@ -1,0 +1,23 @@
+// Files for data-layer tests: a fresh directory per test, and writing or
+// reading whole files, plain or gzip.
+
+#ifndef GAPTRAIN_SERVICES_WORKER_TEST_FILES_H_
+#define GAPTRAIN_SERVICES_WORKER_TEST_FILES_H_
+
+#include <string>
+
+namespace gaptrain {
+
+// "<TEST_TMPDIR>/<prefix>_<running test's name>", created if missing.
+std::string TestDir(const std::string& prefix);
+
+// These fail the running test (gtest ASSERT) on an I/O error.
+void WriteRaw(const std::string& path, const std::string& bytes);
+void WriteGzip(const std::string& path, const std::string& bytes);
+
+// The file's bytes; "" when it cannot be read.
+std::string ReadRaw(const std::string& path);
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_WORKER_TEST_FILES_H_
