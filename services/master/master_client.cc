@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "services/common/bfloat16.h"
 #include "services/common/wire_values.h"
+#include "services/master/chunk_wire.h"
 #include "services/master/master_service.h"
 
 namespace gaptrain {
@@ -21,7 +23,9 @@ std::shared_ptr<grpc::Channel> CreateMasterChannel(
 }
 
 MasterClient::MasterClient(std::shared_ptr<grpc::Channel> channel, Options options)
-    : stub_(proto::Master::NewStub(channel)), options_(std::move(options)) {}
+    : stub_(proto::Master::NewStub(channel)),
+      generic_(std::make_unique<grpc::GenericStub>(channel)),
+      options_(std::move(options)) {}
 
 void MasterClient::Prepare(grpc::ClientContext* context) const {
   if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
@@ -36,6 +40,71 @@ Status MasterClient::Describe(proto::DescribeResponse* response) {
   return FromGrpcStatus(stub_->Describe(&context, proto::DescribeRequest(), response));
 }
 
+namespace {
+
+constexpr char kPullMethod[] = "/gaptrain.proto.Master/Pull";
+constexpr char kPushMethod[] = "/gaptrain.proto.Master/Push";
+
+// One streaming call on a private completion queue, one operation at a
+// time: each step waits for its own completion.
+class StreamingCall {
+ public:
+  StreamingCall(grpc::GenericStub* stub, grpc::ClientContext* context, const char* method)
+      : call_(stub->PrepareCall(context, method, &cq_)) {
+    call_->StartCall(this);
+    started_ = Wait();
+  }
+  ~StreamingCall() {
+    cq_.Shutdown();
+    void* tag;
+    bool ok;
+    while (cq_.Next(&tag, &ok)) {
+    }
+  }
+
+  bool started() const { return started_; }
+  bool Write(const grpc::ByteBuffer& message) {
+    call_->Write(message, this);
+    return Wait();
+  }
+  bool WritesDone() {
+    call_->WritesDone(this);
+    return Wait();
+  }
+  bool Read(grpc::ByteBuffer* message) {
+    call_->Read(message, this);
+    return Wait();
+  }
+  grpc::Status Finish() {
+    grpc::Status status;
+    call_->Finish(&status, this);
+    Wait();
+    return status;
+  }
+
+ private:
+  bool Wait() {
+    void* tag;
+    bool ok = false;
+    cq_.Next(&tag, &ok);
+    return ok;
+  }
+
+  grpc::CompletionQueue cq_;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call_;
+  bool started_ = false;
+};
+
+template <class Message>
+grpc::ByteBuffer Serialize(const Message& message) {
+  grpc::ByteBuffer buffer;
+  bool own = false;
+  grpc::SerializationTraits<Message>::Serialize(message, &buffer, &own);
+  return buffer;
+}
+
+}  // namespace
+
 Status MasterClient::Pull(uint32_t worker, int64_t known_version, float* out, size_t n,
                           PullResult* result) {
   grpc::ClientContext context;
@@ -45,36 +114,47 @@ Status MasterClient::Pull(uint32_t worker, int64_t known_version, float* out, si
   request.set_known_version(known_version);
   request.set_wire_type(options_.wire_type);
   request.set_chunk_values(options_.chunk_values);
-  auto reader = stub_->Pull(&context, request);
-  proto::ParameterChunk chunk;
-  size_t received = 0;
-  bool first = true;
+
+  StreamingCall call(generic_.get(), &context, kPullMethod);
   *result = PullResult();
   Status bad;
-  while (reader->Read(&chunk)) {
-    if (first) {
-      result->version = chunk.version();
-      if (chunk.total_values() != n) {
-        bad = Status::FailedPrecondition("pull: the master's model has " +
-                                         std::to_string(chunk.total_values()) +
-                                         " values, this worker's has " + std::to_string(n));
-        context.TryCancel();
-        break;
+  size_t received = 0;
+  bool first = true;
+  if (call.started() && call.Write(Serialize(request)) && call.WritesDone()) {
+    grpc::ByteBuffer buffer;
+    ReceivedParameterChunk chunk;
+    while (call.Read(&buffer)) {
+      if (!bad.ok()) continue;  // drain after cancelling
+      Status parsed = ParseParameterChunk(&buffer, &chunk);
+      const proto::ParameterChunk& h = chunk.header;
+      if (parsed.ok() && first) {
+        result->version = h.version();
+        if (h.total_values() != n) {
+          bad = Status::FailedPrecondition("pull: the master's model has " +
+                                           std::to_string(h.total_values()) +
+                                           " values, this worker's has " + std::to_string(n));
+        }
+        first = false;
       }
-      first = false;
+      if (!parsed.ok()) bad = Status::DataLoss("pull: " + parsed.message());
+      if (!bad.ok()) {
+        context.TryCancel();
+        continue;
+      }
+      if (chunk.values.empty()) continue;  // not modified
+      const size_t value_size = WireTypeSize(h.wire_type());
+      const size_t count = chunk.values.size() / value_size;
+      if (!proto::WireType_IsValid(h.wire_type()) || chunk.values.size() % value_size != 0 ||
+          h.offset() != received || count > n - received || h.version() != result->version) {
+        bad = Status::DataLoss("pull: malformed chunk at offset " + std::to_string(h.offset()));
+        context.TryCancel();
+        continue;
+      }
+      chunk.values.DecodeTo(h.wire_type(), out + received);
+      received += count;
     }
-    if (chunk.values().empty()) continue;  // not modified
-    const size_t count = CountValues(chunk.values(), chunk.wire_type());
-    if (count == SIZE_MAX || chunk.offset() != received || count > n - received ||
-        chunk.version() != result->version) {
-      bad = Status::DataLoss("pull: malformed chunk at offset " + std::to_string(chunk.offset()));
-      context.TryCancel();
-      break;
-    }
-    DecodeValues(chunk.values(), chunk.wire_type(), out + received);
-    received += count;
   }
-  grpc::Status finish = reader->Finish();
+  grpc::Status finish = call.Finish();
   if (!bad.ok()) return bad;
   if (!finish.ok()) return FromGrpcStatus(finish);
   if (first) return Status::DataLoss("pull: the master sent no chunk");
@@ -91,26 +171,47 @@ Status MasterClient::Push(uint32_t worker, uint64_t base_version, const float* g
                           proto::WireType echo_type) {
   grpc::ClientContext context;
   Prepare(&context);
-  auto writer = stub_->Push(&context, response);
-  proto::GradientChunk chunk;
-  chunk.set_worker_id(worker);
-  chunk.set_base_version(base_version);
-  chunk.set_total_values(n);
-  chunk.set_wire_type(options_.wire_type);
-  chunk.set_echo_type(echo_type);
-  chunk.set_loss(loss);
+  proto::GradientChunk header;
+  header.set_worker_id(worker);
+  header.set_base_version(base_version);
+  header.set_total_values(n);
+  header.set_wire_type(options_.wire_type);
+  header.set_echo_type(echo_type);
+  header.set_loss(loss);
   const size_t echo_size = WireTypeSize(echo_type);
-  for (size_t offset = 0; offset < n; offset += options_.chunk_values) {
+
+  StreamingCall call(generic_.get(), &context, kPushMethod);
+  bool sent = call.started();
+  for (size_t offset = 0; sent && offset < n; offset += options_.chunk_values) {
     const size_t count = std::min<size_t>(options_.chunk_values, n - offset);
-    chunk.set_offset(offset);
-    EncodeValues(gradient + offset, count, options_.wire_type, chunk.mutable_values());
-    if (echo != nullptr) {
-      chunk.set_echo(static_cast<const char*>(echo) + offset * echo_size, count * echo_size);
+    header.set_offset(offset);
+    grpc::Slice values;
+    if (options_.wire_type == proto::BFLOAT16) {
+      uint8_t* bytes;
+      values = NewSlice(count * 2, &bytes);
+      FloatsToBf16(gradient + offset, count, reinterpret_cast<bf16_t*>(bytes));
+    } else {
+      // The caller's gradient outlives the call: Finish below waits for it.
+      values = BorrowedSlice(gradient + offset, count * sizeof(float));
     }
-    if (!writer->Write(chunk)) break;  // the server ended the call; Finish says why
+    grpc::Slice echo_slice;
+    if (echo != nullptr) {
+      echo_slice = BorrowedSlice(static_cast<const char*>(echo) + offset * echo_size,
+                                 count * echo_size);
+    }
+    sent = call.Write(GradientChunkBuffer(header, values, echo != nullptr ? &echo_slice : nullptr));
   }
-  writer->WritesDone();
-  return FromGrpcStatus(writer->Finish());
+  // A server that rejected the push early ends the stream; Finish says why.
+  if (sent) sent = call.WritesDone();
+  grpc::ByteBuffer reply;
+  bool have_reply = sent && call.Read(&reply);
+  grpc::Status finish = call.Finish();
+  if (!finish.ok()) return FromGrpcStatus(finish);
+  if (!have_reply ||
+      !grpc::SerializationTraits<proto::PushResponse>::Deserialize(&reply, response).ok()) {
+    return Status::DataLoss("push: the master's reply was missing or malformed");
+  }
+  return Status::OK();
 }
 
 Status MasterClient::SetMembers(const std::vector<uint32_t>& workers,

@@ -1,12 +1,14 @@
 // MasterClient: a worker's (or a test's) typed view of the master's gRPC
 // API. It splits pushes into chunks, reassembles pulls into a flat buffer,
-// and attaches the job token to every call. Errors come back as Status
+// and attaches the job token to every call. Buffers passed to Pull and
+// Push are used in place for the duration of the call. Errors come back as Status
 // with the server's code and message. Thread-compatible: one client per
 // thread, or external locking.
 
 #ifndef GAPTRAIN_SERVICES_MASTER_MASTER_CLIENT_H_
 #define GAPTRAIN_SERVICES_MASTER_MASTER_CLIENT_H_
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
@@ -54,6 +56,10 @@ class MasterClient {
   void Prepare(grpc::ClientContext* context) const;
 
   std::unique_ptr<proto::Master::Stub> stub_;
+  // Pull and Push go through raw byte buffers (chunk_wire.h): values are
+  // decoded straight from received slices into the caller's buffer and
+  // sent as slices of the caller's gradient, with no protobuf copies.
+  std::unique_ptr<grpc::GenericStub> generic_;
   Options options_;
 };
 

@@ -7,7 +7,9 @@
 #include <cstring>
 #include <set>
 
+#include "services/common/bfloat16.h"
 #include "services/common/wire_values.h"
+#include "services/master/chunk_wire.h"
 #include "services/master/layout_proto.h"
 
 namespace gaptrain {
@@ -75,6 +77,7 @@ MasterService::MasterService(std::unique_ptr<UpdateEngine> engine, Options optio
       echo_type_(engine->rule_config().gap_precision == GapPrecision::kBfloat16
                      ? proto::BFLOAT16
                      : proto::FLOAT32),
+      pool_(BufferPool::Create(num_values_)),
       engine_(std::move(engine)) {
   metrics_->SetModel(engine_->version(), engine_->learning_rate(), engine_->num_workers());
 }
@@ -84,7 +87,7 @@ void MasterService::WithEngine(const std::function<void(UpdateEngine*)>& fn) {
   fn(engine_.get());
 }
 
-grpc::Status MasterService::Authorize(grpc::ServerContext* context) const {
+grpc::Status MasterService::Authorize(const grpc::ServerContextBase* context) const {
   if (options_.token.empty()) return grpc::Status::OK;
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
@@ -120,177 +123,265 @@ grpc::Status MasterService::Describe(grpc::ServerContext* context, const proto::
   return grpc::Status::OK;
 }
 
-grpc::Status MasterService::Pull(grpc::ServerContext* context, const proto::PullRequest* request,
-                                 grpc::ServerWriter<proto::ParameterChunk>* writer) {
-  grpc::Status auth = Authorize(context);
-  if (!auth.ok()) return auth;
-  const Clock::time_point start = Clock::now();
-  if (!ValidWireType(request->wire_type())) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "wire_type: unknown value");
-  }
-  const size_t chunk_values = request->chunk_values() == 0
-                                  ? options_.default_chunk_values
-                                  : std::min(request->chunk_values(), kMaxChunkValues);
-
-  // The reply is copied under the mutex (a whole update, never half of
-  // one) into this thread's buffer, then streamed without the mutex.
-  thread_local std::vector<float> reply;
-  uint64_t version = 0;
-  bool send = true;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    version = engine_->version();
-    send = engine_->NeedsPull(request->worker_id(), request->known_version());
-    if (send) {
-      reply.resize(num_values_);
-      Status s = engine_->Pull(request->worker_id(), reply.data(), num_values_, &version);
-      if (!s.ok()) return ToGrpcStatus(s);
+// Streams one pull: the reply is copied into a pooled buffer under the
+// engine's mutex, then written chunk by chunk; fp32 chunks are slices of
+// that buffer, bf16 chunks are converted into fresh slices.
+class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  PullReactor(MasterService* service, grpc::CallbackServerContext* context,
+              const grpc::ByteBuffer* request)
+      : service_(service), start_(Clock::now()) {
+    grpc::Status s = Prepare(context, request);
+    if (!s.ok()) {
+      Finish(s);
+      return;
     }
+    WriteNext();
   }
 
-  proto::ParameterChunk chunk;
-  chunk.set_version(version);
-  chunk.set_total_values(num_values_);
-  chunk.set_wire_type(request->wire_type());
-  if (!send) {
-    writer->Write(chunk);
-    metrics_->RecordPull(SecondsSince(start), false);
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"));
+      return;
+    }
+    WriteNext();
+  }
+
+  void OnDone() override {
+    if (completed_) {
+      service_->metrics_->AddSentBytes(sent_bytes_);
+      service_->metrics_->RecordPull(SecondsSince(start_), send_);
+    }
+    delete this;
+  }
+
+ private:
+  grpc::Status Prepare(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+    grpc::Status auth = service_->Authorize(context);
+    if (!auth.ok()) return auth;
+    proto::PullRequest pull;
+    grpc::ByteBuffer copy(*request);  // shares the slices
+    if (!grpc::SerializationTraits<proto::PullRequest>::Deserialize(&copy, &pull).ok()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed PullRequest");
+    }
+    if (!ValidWireType(pull.wire_type())) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "wire_type: unknown value");
+    }
+    wire_type_ = pull.wire_type();
+    chunk_values_ = pull.chunk_values() == 0
+                        ? service_->options_.default_chunk_values
+                        : std::min(pull.chunk_values(), kMaxChunkValues);
+    total_ = service_->num_values_;
+    std::lock_guard<std::mutex> lock(service_->mu_);
+    version_ = service_->engine_->version();
+    send_ = service_->engine_->NeedsPull(pull.worker_id(), pull.known_version());
+    if (!send_) return grpc::Status::OK;
+    reply_ = service_->pool_->Acquire();
+    return ToGrpcStatus(service_->engine_->Pull(pull.worker_id(), reply_->data(), total_, &version_));
+  }
+
+  void WriteNext() {
+    proto::ParameterChunk header;
+    header.set_version(version_);
+    header.set_total_values(total_);
+    header.set_wire_type(wire_type_);
+    if (!send_) {  // the worker holds this version: one chunk, no values
+      completed_ = true;
+      chunk_ = ParameterChunkBuffer(header, grpc::Slice());
+      StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
+      return;
+    }
+    if (offset_ >= total_) {
+      completed_ = true;
+      Finish(grpc::Status::OK);
+      return;
+    }
+    const size_t n = std::min<size_t>(chunk_values_, total_ - offset_);
+    header.set_offset(offset_);
+    grpc::Slice values;
+    if (wire_type_ == proto::BFLOAT16) {
+      uint8_t* bytes;
+      values = NewSlice(n * 2, &bytes);
+      FloatsToBf16(reply_->data() + offset_, n, reinterpret_cast<bf16_t*>(bytes));
+    } else {
+      values = SliceOf(reply_->data() + offset_, n * sizeof(float), reply_);
+    }
+    sent_bytes_ += values.size();
+    chunk_ = ParameterChunkBuffer(header, values);
+    offset_ += n;
+    StartWrite(&chunk_);
+  }
+
+  MasterService* const service_;
+  const Clock::time_point start_;
+  proto::WireType wire_type_ = proto::FLOAT32;
+  size_t chunk_values_ = 0;
+  size_t total_ = 0;
+  uint64_t version_ = 0;
+  bool send_ = false;
+  bool completed_ = false;
+  std::shared_ptr<std::vector<float>> reply_;
+  size_t offset_ = 0;
+  uint64_t sent_bytes_ = 0;
+  grpc::ByteBuffer chunk_;
+};
+
+// Receives one push chunk by chunk, decoding values from the received
+// slices straight into a pooled buffer; applies it when the client ends the
+// stream with every value delivered.
+class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
+ public:
+  PushReactor(MasterService* service, grpc::CallbackServerContext* context,
+              grpc::ByteBuffer* response)
+      : service_(service), context_(context), response_(response), start_(Clock::now()) {
+    grpc::Status auth = service_->Authorize(context);
+    if (!auth.ok()) {
+      Finish(auth);
+      return;
+    }
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client closed its side (or the call died)
+      Finish(Complete());
+      return;
+    }
+    grpc::Status s = Receive();
+    if (!s.ok()) {
+      Finish(s);
+      return;
+    }
+    StartRead(&incoming_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::Status Receive() {
+    Status parsed = ParseGradientChunk(&incoming_, &chunk_);
+    if (!parsed.ok()) return service_->RejectMalformed(parsed.message());
+    const proto::GradientChunk& c = chunk_.header;
+    bytes_ += chunk_.values.size() + chunk_.echo.size();
+    const size_t total = service_->num_values_;
+    if (first_) {
+      if (c.total_values() != total) {
+        service_->metrics_->RecordRejected(RejectReason::kWrongSize);
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "total_values: gradient has " + std::to_string(c.total_values()) +
+                                " values, the model has " + std::to_string(total));
+      }
+      if (!ValidWireType(c.wire_type()) || !ValidWireType(c.echo_type())) {
+        return service_->RejectMalformed("wire_type: unknown value");
+      }
+      header_ = c;
+      has_echo_ = !chunk_.echo.empty();
+      gradient_ = service_->pool_->Acquire();
+      if (has_echo_) echo_.resize(total * WireTypeSize(c.echo_type()));
+      first_ = false;
+    } else if (c.worker_id() != header_.worker_id() ||
+               c.base_version() != header_.base_version() ||
+               c.total_values() != header_.total_values() ||
+               c.wire_type() != header_.wire_type() || c.echo_type() != header_.echo_type()) {
+      return service_->RejectMalformed("chunk at offset " + std::to_string(c.offset()) +
+                                       ": header fields differ from the first chunk");
+    }
+    if (c.offset() != received_) {
+      return service_->RejectMalformed("chunk offset " + std::to_string(c.offset()) +
+                                       ", expected " + std::to_string(received_));
+    }
+    const size_t value_size = WireTypeSize(header_.wire_type());
+    const size_t n = chunk_.values.size() / value_size;
+    if (chunk_.values.size() % value_size != 0 || n == 0 || n > total - received_) {
+      return service_->RejectMalformed("chunk at offset " + std::to_string(received_) +
+                                       ": values must hold whole values and stay within "
+                                       "total_values");
+    }
+    const size_t echo_size = WireTypeSize(header_.echo_type());
+    if (has_echo_ != !chunk_.echo.empty() || (has_echo_ && chunk_.echo.size() != n * echo_size)) {
+      return service_->RejectMalformed("chunk at offset " + std::to_string(received_) +
+                                       ": echo must cover exactly the chunk's values");
+    }
+    chunk_.values.DecodeTo(header_.wire_type(), gradient_->data() + received_);
+    if (has_echo_) chunk_.echo.CopyTo(echo_.data() + received_ * echo_size);
+    received_ += n;
     return grpc::Status::OK;
   }
-  uint64_t sent = 0;
-  for (size_t offset = 0; offset < num_values_; offset += chunk_values) {
-    const size_t n = std::min(chunk_values, num_values_ - offset);
-    chunk.set_offset(offset);
-    EncodeValues(reply.data() + offset, n, request->wire_type(), chunk.mutable_values());
-    if (!writer->Write(chunk)) {
-      return grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading");
+
+  grpc::Status Complete() {
+    service_->metrics_->AddReceivedBytes(bytes_);
+    const size_t total = service_->num_values_;
+    if (context_->IsCancelled() || first_ || received_ != total) {
+      return grpc::Status(grpc::StatusCode::CANCELLED,
+                          "push stream ended after " + std::to_string(received_) + " of " +
+                              std::to_string(total) + " values; nothing was applied");
     }
-    sent += chunk.values().size();
+    PushRequest request;
+    request.worker = header_.worker_id();
+    request.base_version = header_.base_version();
+    request.gradient = gradient_->data();
+    request.gradient_size = total;
+    if (has_echo_) {
+      request.echo.dtype =
+          header_.echo_type() == proto::BFLOAT16 ? DType::kBfloat16 : DType::kFloat32;
+      request.echo.data = echo_.data();
+      request.echo_size = total;
+    }
+    Status s;
+    RejectReason reason = RejectReason::kNumReasons;
+    uint64_t version = 0;
+    double next_lr = 0;
+    size_t live = 0;
+    {
+      std::lock_guard<std::mutex> lock(service_->mu_);
+      s = service_->engine_->Push(request, &stats_, &reason);
+      version = service_->engine_->version();
+      next_lr = service_->engine_->learning_rate();
+      live = service_->engine_->num_workers();
+    }
+    if (!s.ok()) {
+      service_->metrics_->RecordRejected(reason);
+      spdlog::warn("rejected push from worker {}: {}", request.worker, s.ToString());
+      return ToGrpcStatus(s);
+    }
+    service_->metrics_->RecordPush(request.worker, stats_, SecondsSince(start_));
+    service_->metrics_->SetModel(version, next_lr, live);
+    proto::PushResponse reply;
+    reply.set_outcome(ToProto(stats_.outcome));
+    reply.set_version(version);
+    reply.set_staleness(stats_.staleness);
+    reply.set_learning_rate(stats_.learning_rate);
+    reply.set_gap_mean(stats_.has_gap ? stats_.gap.gap_mean : 1.0);
+    reply.set_penalty_mean(stats_.penalty_mean);
+    bool own = false;
+    grpc::SerializationTraits<proto::PushResponse>::Serialize(reply, response_, &own);
+    return grpc::Status::OK;
   }
-  metrics_->AddSentBytes(sent);
-  metrics_->RecordPull(SecondsSince(start), true);
-  return grpc::Status::OK;
+
+  MasterService* const service_;
+  grpc::CallbackServerContext* const context_;
+  grpc::ByteBuffer* const response_;
+  const Clock::time_point start_;
+  grpc::ByteBuffer incoming_;
+  ReceivedGradientChunk chunk_;
+  proto::GradientChunk header_;
+  bool first_ = true;
+  bool has_echo_ = false;
+  size_t received_ = 0;
+  uint64_t bytes_ = 0;
+  std::shared_ptr<std::vector<float>> gradient_;
+  std::vector<char> echo_;
+  ApplyStats stats_;
+};
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* MasterService::Pull(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  return new PullReactor(this, context, request);
 }
 
-grpc::Status MasterService::ReceivePush(grpc::ServerReader<proto::GradientChunk>* reader,
-                                        std::vector<float>* gradient, std::vector<char>* echo,
-                                        PushRequest* request, float* loss) {
-  proto::GradientChunk chunk;
-  proto::GradientChunk header;
-  size_t received = 0;
-  bool first = true;
-  bool has_echo = false;
-  uint64_t bytes = 0;
-  while (reader->Read(&chunk)) {
-    bytes += chunk.values().size() + chunk.echo().size();
-    if (first) {
-      if (chunk.total_values() != num_values_) {
-        metrics_->RecordRejected(RejectReason::kWrongSize);
-        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            "total_values: gradient has " + std::to_string(chunk.total_values()) +
-                                " values, the model has " + std::to_string(num_values_));
-      }
-      if (!ValidWireType(chunk.wire_type()) || !ValidWireType(chunk.echo_type())) {
-        return RejectMalformed("wire_type: unknown value");
-      }
-      header = chunk;
-      has_echo = !chunk.echo().empty();
-      gradient->resize(num_values_);
-      if (has_echo) echo->resize(num_values_ * WireTypeSize(chunk.echo_type()));
-      first = false;
-    } else if (chunk.worker_id() != header.worker_id() ||
-               chunk.base_version() != header.base_version() ||
-               chunk.total_values() != header.total_values() ||
-               chunk.wire_type() != header.wire_type() ||
-               chunk.echo_type() != header.echo_type()) {
-      return RejectMalformed("chunk at offset " + std::to_string(chunk.offset()) +
-                             ": header fields differ from the first chunk");
-    }
-    if (chunk.offset() != received) {
-      return RejectMalformed("chunk offset " + std::to_string(chunk.offset()) + ", expected " +
-                             std::to_string(received));
-    }
-    const size_t n = CountValues(chunk.values(), header.wire_type());
-    if (n == SIZE_MAX || n == 0 || n > num_values_ - received) {
-      return RejectMalformed("chunk at offset " + std::to_string(received) +
-                             ": values must hold whole values and stay within total_values");
-    }
-    if (has_echo != !chunk.echo().empty() ||
-        (has_echo && CountValues(chunk.echo(), header.echo_type()) != n)) {
-      return RejectMalformed("chunk at offset " + std::to_string(received) +
-                             ": echo must cover exactly the chunk's values");
-    }
-    DecodeValues(chunk.values(), header.wire_type(), gradient->data() + received);
-    if (has_echo) {
-      std::memcpy(echo->data() + received * WireTypeSize(header.echo_type()),
-                  chunk.echo().data(), chunk.echo().size());
-    }
-    received += n;
-  }
-  metrics_->AddReceivedBytes(bytes);
-  if (first || received != num_values_) {
-    return grpc::Status(grpc::StatusCode::CANCELLED,
-                        "push stream ended after " + std::to_string(received) + " of " +
-                            std::to_string(num_values_) + " values; nothing was applied");
-  }
-  request->worker = header.worker_id();
-  request->base_version = header.base_version();
-  request->gradient = gradient->data();
-  request->gradient_size = num_values_;
-  if (has_echo) {
-    request->echo.dtype =
-        header.echo_type() == proto::BFLOAT16 ? DType::kBfloat16 : DType::kFloat32;
-    request->echo.data = echo->data();
-    request->echo_size = num_values_;
-  }
-  *loss = header.loss();
-  return grpc::Status::OK;
-}
-
-grpc::Status MasterService::Push(grpc::ServerContext* context,
-                                 grpc::ServerReader<proto::GradientChunk>* reader,
-                                 proto::PushResponse* response) {
-  grpc::Status auth = Authorize(context);
-  if (!auth.ok()) return auth;
-  const Clock::time_point start = Clock::now();
-  // Decoded outside the mutex into this thread's buffers.
-  thread_local std::vector<float> gradient;
-  thread_local std::vector<char> echo;
-  thread_local ApplyStats stats;
-  PushRequest request;
-  float loss = 0;
-  grpc::Status received = ReceivePush(reader, &gradient, &echo, &request, &loss);
-  if (!received.ok()) return received;
-  if (context->IsCancelled()) {
-    return grpc::Status(grpc::StatusCode::CANCELLED, "push cancelled; nothing was applied");
-  }
-
-  Status s;
-  RejectReason reason = RejectReason::kNumReasons;
-  uint64_t version = 0;
-  double next_lr = 0;
-  size_t live = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    s = engine_->Push(request, &stats, &reason);
-    version = engine_->version();
-    next_lr = engine_->learning_rate();
-    live = engine_->num_workers();
-  }
-  if (!s.ok()) {
-    metrics_->RecordRejected(reason);
-    spdlog::warn("rejected push from worker {}: {}", request.worker, s.ToString());
-    return ToGrpcStatus(s);
-  }
-  metrics_->RecordPush(request.worker, stats, SecondsSince(start));
-  metrics_->SetModel(version, next_lr, live);
-  response->set_outcome(ToProto(stats.outcome));
-  response->set_version(version);
-  response->set_staleness(stats.staleness);
-  response->set_learning_rate(stats.learning_rate);
-  response->set_gap_mean(stats.has_gap ? stats.gap.gap_mean : 1.0);
-  response->set_penalty_mean(stats.penalty_mean);
-  return grpc::Status::OK;
+grpc::ServerReadReactor<grpc::ByteBuffer>* MasterService::Push(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
+  return new PushReactor(this, context, response);
 }
 
 grpc::Status MasterService::SetMembers(grpc::ServerContext* context,

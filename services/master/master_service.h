@@ -3,11 +3,11 @@
 // SetMembers, Checkpoint.
 //
 // Concurrency: one mutex guards the engine. A pull copies the reply into a
-// per-thread buffer under the mutex, then streams it without the mutex, so
-// a pull always sees whole updates and a slow reader never blocks others.
-// A push is received and decoded into a per-thread buffer without the
-// mutex, and takes the mutex only to apply: applying is never serialised
-// behind network I/O. A push whose stream ends early is never applied.
+// pooled buffer under the mutex, then streams it without the mutex, so a
+// pull always sees whole updates and a slow reader never blocks others. A
+// push is received and decoded into a pooled buffer without the mutex, and
+// takes the mutex only to apply: applying is never serialised behind
+// network I/O. A push whose stream ends early is never applied.
 //
 // Every RPC must carry "authorization: Bearer <token>" when a token is
 // configured; otherwise it fails with UNAUTHENTICATED.
@@ -25,6 +25,7 @@
 
 #include "proto/gaptrain.grpc.pb.h"
 #include "services/common/status.h"
+#include "services/master/buffer_pool.h"
 #include "services/master/master_metrics.h"
 #include "services/master/update_engine.h"
 
@@ -39,7 +40,14 @@ grpc::Status ToGrpcStatus(const Status& status);
 void ApplyBulkTransferArguments(grpc::ServerBuilder* builder);
 void ApplyBulkTransferArguments(grpc::ChannelArguments* args);
 
-class MasterService final : public proto::Master::Service {
+// Pull and Push are raw callback methods: their chunks are written and
+// read as gRPC byte buffers whose payload slices point at model buffers
+// (chunk_wire.h), so parameters and gradients are not copied into and out
+// of protobuf messages. The other verbs are plain synchronous methods.
+using MasterServiceBase = proto::Master::WithRawCallbackMethod_Pull<
+    proto::Master::WithRawCallbackMethod_Push<proto::Master::Service>>;
+
+class MasterService final : public MasterServiceBase {
  public:
   struct Options {
     std::string job_name;
@@ -65,24 +73,21 @@ class MasterService final : public proto::Master::Service {
 
   grpc::Status Describe(grpc::ServerContext* context, const proto::DescribeRequest* request,
                         proto::DescribeResponse* response) override;
-  grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
-                    grpc::ServerWriter<proto::ParameterChunk>* writer) override;
-  grpc::Status Push(grpc::ServerContext* context,
-                    grpc::ServerReader<proto::GradientChunk>* reader,
-                    proto::PushResponse* response) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Pull(grpc::CallbackServerContext* context,
+                                                   const grpc::ByteBuffer* request) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Push(grpc::CallbackServerContext* context,
+                                                  grpc::ByteBuffer* response) override;
   grpc::Status SetMembers(grpc::ServerContext* context, const proto::SetMembersRequest* request,
                           proto::SetMembersResponse* response) override;
   grpc::Status Checkpoint(grpc::ServerContext* context, const proto::CheckpointRequest* request,
                           proto::CheckpointResponse* response) override;
 
  private:
-  grpc::Status Authorize(grpc::ServerContext* context) const;
+  class PullReactor;
+  class PushReactor;
+
+  grpc::Status Authorize(const grpc::ServerContextBase* context) const;
   grpc::Status RejectMalformed(const std::string& message);
-  // Receives a whole push into `gradient` (and `echo`): every check on the
-  // stream itself; none of the engine's.
-  grpc::Status ReceivePush(grpc::ServerReader<proto::GradientChunk>* reader,
-                           std::vector<float>* gradient, std::vector<char>* echo,
-                           PushRequest* request, float* loss);
 
   const Options options_;
   const std::shared_ptr<MasterMetrics> metrics_;
@@ -90,6 +95,7 @@ class MasterService final : public proto::Master::Service {
   const bool needs_echo_;
   const proto::WireType echo_type_;
   CheckpointFn checkpoint_fn_;
+  const std::shared_ptr<BufferPool> pool_;  // P-float buffers for pulls and pushes
 
   std::mutex mu_;  // guards engine_
   std::unique_ptr<UpdateEngine> engine_;
