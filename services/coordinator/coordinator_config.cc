@@ -1,0 +1,66 @@
+#include "services/coordinator/coordinator_config.h"
+
+#include <cmath>
+#include <limits>
+
+namespace gaptrain {
+
+Status CoordinatorConfigFromJob(const TrainingJob& job, uint64_t train_samples,
+                                uint32_t task_batches, CoordinatorConfig* config) {
+  if (train_samples == 0 || train_samples > std::numeric_limits<uint32_t>::max()) {
+    return Status::InvalidArgument("the training set must hold 1 to 2^32-1 samples, got " +
+                                   std::to_string(train_samples));
+  }
+  if (task_batches == 0) return Status::InvalidArgument("--task-batches: must be >= 1");
+  CoordinatorConfig c;
+  c.job_name = job.name;
+  c.train_samples = static_cast<uint32_t>(train_samples);
+  // A task never exceeds the epoch: one task per epoch at most.
+  const uint64_t per_task = static_cast<uint64_t>(task_batches) * job.training.batch_size;
+  c.samples_per_task = static_cast<uint32_t>(std::min<uint64_t>(per_task, train_samples));
+  c.shuffle_seed = job.data.shuffle_seed;
+  c.batch_size = job.training.batch_size;
+  c.epochs = job.training.epochs;
+  c.max_updates = job.training.max_updates;
+  c.target_accuracy = job.training.target_accuracy;
+  c.min_trainers = job.workers.min_replicas == 0 ? job.workers.replicas : job.workers.min_replicas;
+  c.lease_seconds = job.coordinator.lease_seconds;
+  c.active_deadline_seconds = static_cast<double>(job.run_policy.active_deadline_seconds);
+  c.evaluator_is_member = job.training.mode != "sync";
+  GAPTRAIN_RETURN_IF_ERROR(ValidateCoordinatorConfig(c));
+  *config = c;
+  return Status::OK();
+}
+
+Status ValidateCoordinatorConfig(const CoordinatorConfig& c) {
+  if (c.train_samples == 0) return Status::InvalidArgument("train_samples: must be >= 1");
+  if (c.samples_per_task == 0 || c.samples_per_task > c.train_samples) {
+    return Status::InvalidArgument("samples_per_task: must be in [1, train_samples], got " +
+                                   std::to_string(c.samples_per_task));
+  }
+  if (!(c.epochs >= 0) || !std::isfinite(c.epochs)) {
+    return Status::InvalidArgument("epochs: must be finite and >= 0");
+  }
+  if ((c.epochs > 0) == (c.max_updates > 0)) {
+    return Status::InvalidArgument("set exactly one of epochs and max_updates");
+  }
+  if (c.epochs > 0 && c.epochs * c.train_samples < 1) {
+    return Status::InvalidArgument("epochs: covers no sample of the training set");
+  }
+  if (!(c.target_accuracy >= 0 && c.target_accuracy <= 1)) {
+    return Status::InvalidArgument("target_accuracy: must be in [0, 1]");
+  }
+  if (c.min_trainers == 0) return Status::InvalidArgument("min_trainers: must be >= 1");
+  if (!(c.lease_seconds > 0) || !std::isfinite(c.lease_seconds)) {
+    return Status::InvalidArgument("lease_seconds: must be > 0");
+  }
+  for (double t : {c.no_worker_timeout_seconds, c.master_timeout_seconds,
+                   c.active_deadline_seconds}) {
+    if (!(t >= 0) || !std::isfinite(t)) {
+      return Status::InvalidArgument("timeouts must be finite and >= 0 (0 = never)");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace gaptrain

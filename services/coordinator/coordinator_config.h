@@ -1,0 +1,63 @@
+// CoordinatorConfig: everything the coordinator's core decides with, in one
+// plain struct: the task cutting, the job's length and goal, leases and
+// timeouts. Built from the TrainingJob plus the coordinator's flags, so the
+// core itself never reads files or flags.
+
+#ifndef GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_CONFIG_H_
+#define GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "services/common/status.h"
+#include "services/common/training_job.h"
+
+namespace gaptrain {
+
+struct CoordinatorConfig {
+  std::string job_name;
+
+  // Data: positions [0, train_samples) of each epoch's permutation are cut
+  // into tasks of samples_per_task (the last one of an epoch may be
+  // shorter).
+  uint32_t train_samples = 0;
+  uint32_t samples_per_task = 0;
+  uint64_t shuffle_seed = 1;   // passed to workers; the core never shuffles
+  uint32_t batch_size = 1;     // passed to workers
+
+  // The job's length: `epochs` (fractional: the last epoch covers that
+  // fraction of the positions), or `max_updates` master versions when
+  // epochs is 0. target_accuracy > 0 ends the job early.
+  double epochs = 0;
+  uint64_t max_updates = 0;
+  double target_accuracy = 0;
+
+  uint32_t min_trainers = 1;   // Pending below this many live trainers
+  double lease_seconds = 10;   // a worker silent this long is gone
+
+  // Failed when no worker was live for this long, when the master was
+  // unreachable for this long, or when the job ran this long; 0 = never.
+  double no_worker_timeout_seconds = 600;
+  double master_timeout_seconds = 300;
+  double active_deadline_seconds = 0;
+
+  // Whether the evaluator is in the master's member set. The master only
+  // serves pulls to members, so the evaluator must be one; but a sync step
+  // waits for a gradient from every member, so in sync mode it is not.
+  bool evaluator_is_member = true;
+};
+
+// Default batches per task (--task-batches).
+constexpr uint32_t kDefaultTaskBatches = 200;
+
+// The config for `job` with a training set of `train_samples` and tasks of
+// `task_batches` batches. Errors name the value that is out of range.
+Status CoordinatorConfigFromJob(const TrainingJob& job, uint64_t train_samples,
+                                uint32_t task_batches, CoordinatorConfig* config);
+
+// Checks a config built by hand (tests) or by CoordinatorConfigFromJob.
+Status ValidateCoordinatorConfig(const CoordinatorConfig& config);
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_CONFIG_H_

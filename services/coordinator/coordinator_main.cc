@@ -1,0 +1,54 @@
+// gaptrain-coordinator: the control plane of one TrainingJob. Wiring only:
+// flags, the job file, CoordinatorProcess, and SIGTERM/SIGINT for a clean
+// stop that persists the state.
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "services/common/training_job.h"
+#include "services/coordinator/coordinator_options.h"
+#include "services/coordinator/coordinator_process.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
+    std::fputs(gaptrain::CoordinatorUsage(), stdout);
+    return 0;
+  }
+  gaptrain::CoordinatorOptions options;
+  gaptrain::Status s = gaptrain::ParseCoordinatorFlags(args, &options);
+  if (!s.ok()) {
+    std::fprintf(stderr, "gaptrain-coordinator: %s\n%s", s.message().c_str(),
+                 gaptrain::CoordinatorUsage());
+    return 2;
+  }
+  gaptrain::TrainingJob job;
+  s = gaptrain::LoadTrainingJob(options.job_file, &job);
+  if (!s.ok()) {
+    std::fprintf(stderr, "gaptrain-coordinator: %s\n", s.message().c_str());
+    return 2;
+  }
+
+  // Signals are taken by sigwait below, never by another thread.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::unique_ptr<gaptrain::CoordinatorProcess> coordinator;
+  s = gaptrain::CoordinatorProcess::Start(options, job, &coordinator);
+  if (!s.ok()) {
+    spdlog::critical("cannot start: {}", s.ToString());
+    return 1;
+  }
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  spdlog::info("{}: stopping; the state is written", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  coordinator->Shutdown();
+  return 0;
+}

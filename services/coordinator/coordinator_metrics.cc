@@ -1,0 +1,140 @@
+#include "services/coordinator/coordinator_metrics.h"
+
+#include <cctype>
+#include <limits>
+
+namespace gaptrain {
+namespace {
+
+prometheus::Gauge* Gauge(prometheus::Registry& r, const std::string& name,
+                         const std::string& help) {
+  return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+}
+
+prometheus::Counter* Counter(prometheus::Registry& r, const std::string& name,
+                             const std::string& help) {
+  return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+}
+
+// Adds what `now` gained over `*seen`, then remembers it.
+void Advance(prometheus::Counter* counter, uint64_t now, uint64_t* seen) {
+  if (now > *seen) counter->Increment(static_cast<double>(now - *seen));
+  *seen = now;
+}
+
+std::string LowerCodeName(Status::Code code) {
+  std::string name = StatusCodeName(code);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+}  // namespace
+
+CoordinatorMetrics::CoordinatorMetrics(std::shared_ptr<prometheus::Registry> registry)
+    : registry_(std::move(registry)) {
+  prometheus::Registry& r = *registry_;
+  live_workers_ = Gauge(r, "gaptrain_coordinator_live_workers",
+                        "Workers holding a lease (trainers and the evaluator).");
+  joins_ = Counter(r, "gaptrain_coordinator_joins_total", "Registrations that issued a new id.");
+  auto& leaves = prometheus::BuildCounter()
+                     .Name("gaptrain_coordinator_leaves_total")
+                     .Help("Graceful departures by reason: preempted, failed, finished.")
+                     .Register(r);
+  left_preempted_ = &leaves.Add({{"reason", "preempted"}});
+  left_failed_ = &leaves.Add({{"reason", "failed"}});
+  left_finished_ = &leaves.Add({{"reason", "finished"}});
+  expiries_ = Counter(r, "gaptrain_coordinator_lease_expiries_total",
+                      "Workers declared gone after leaseSeconds of silence.");
+  auto& tasks = prometheus::BuildGauge()
+                    .Name("gaptrain_coordinator_tasks")
+                    .Help("The current epoch's tasks by state.")
+                    .Register(r);
+  tasks_queued_ = &tasks.Add({{"state", "queued"}});
+  tasks_in_flight_ = &tasks.Add({{"state", "in_flight"}});
+  tasks_done_ = &tasks.Add({{"state", "done"}});
+  tasks_reassigned_ = Counter(r, "gaptrain_coordinator_tasks_reassigned_total",
+                              "Tasks taken back from departed workers and queued again.");
+  samples_lost_ = Counter(r, "gaptrain_coordinator_samples_lost_total",
+                          "Samples departed workers had reported on tasks taken back; they are "
+                          "trained again.");
+  stale_completions_ = Counter(r, "gaptrain_coordinator_stale_completions_total",
+                               "Completions refused because the worker no longer held the task.");
+  epoch_ = Gauge(r, "gaptrain_coordinator_epoch", "The epoch whose tasks are handed out (from 0).");
+  auto& phase = prometheus::BuildGauge()
+                    .Name("gaptrain_coordinator_phase")
+                    .Help("1 for the job's current phase, 0 for the others.")
+                    .Register(r);
+  for (JobPhase p : {JobPhase::kPending, JobPhase::kRunning, JobPhase::kSucceeded,
+                     JobPhase::kFailed}) {
+    phase_[static_cast<size_t>(p)] = &phase.Add({{"phase", JobPhaseName(p)}});
+  }
+  master_version_ = Gauge(r, "gaptrain_coordinator_master_version",
+                          "Newest master version reported by workers or the evaluator.");
+  eval_accuracy_ = Gauge(r, "gaptrain_coordinator_eval_accuracy",
+                         "Last accuracy the evaluator reported (NaN before the first).");
+  eval_accuracy_->Set(std::numeric_limits<double>::quiet_NaN());
+  auto& writes = prometheus::BuildCounter()
+                     .Name("gaptrain_coordinator_state_writes_total")
+                     .Help("State-file writes by result.")
+                     .Register(r);
+  state_writes_ = &writes.Add({{"result", "ok"}});
+  state_write_failures_ = &writes.Add({{"result", "error"}});
+  auto& members = prometheus::BuildCounter()
+                      .Name("gaptrain_coordinator_master_member_updates_total")
+                      .Help("SetMembers calls to the master by result.")
+                      .Register(r);
+  members_updates_ = &members.Add({{"result", "ok"}});
+  members_update_failures_ = &members.Add({{"result", "error"}});
+  rejected_family_ = &prometheus::BuildCounter()
+                          .Name("gaptrain_coordinator_requests_rejected_total")
+                          .Help("Calls refused for bad input, by verb and status code.")
+                          .Register(r);
+}
+
+void CoordinatorMetrics::Observe(const CoordinatorState& state) {
+  const CoordinatorCounters& c = state.counters();
+  const TaskQueue& tasks = state.tasks();
+  std::lock_guard<std::mutex> lock(mu_);
+  live_workers_->Set(static_cast<double>(state.membership().live()));
+  Advance(joins_, c.joins, &seen_.joins);
+  Advance(left_preempted_, c.left_preempted, &seen_.left_preempted);
+  Advance(left_failed_, c.left_failed, &seen_.left_failed);
+  Advance(left_finished_, c.left_finished, &seen_.left_finished);
+  Advance(expiries_, c.expiries, &seen_.expiries);
+  Advance(tasks_reassigned_, c.tasks_reassigned, &seen_.tasks_reassigned);
+  Advance(samples_lost_, c.samples_lost, &seen_.samples_lost);
+  Advance(stale_completions_, c.stale_completions, &seen_.stale_completions);
+  tasks_queued_->Set(tasks.queued());
+  tasks_in_flight_->Set(tasks.in_flight());
+  tasks_done_->Set(tasks.done());
+  epoch_->Set(tasks.epoch());
+  for (size_t i = 0; i < phase_.size(); ++i) {
+    phase_[i]->Set(i == static_cast<size_t>(state.phase()) ? 1 : 0);
+  }
+  master_version_->Set(static_cast<double>(state.master_version()));
+  if (state.last_accuracy()) eval_accuracy_->Set(*state.last_accuracy());
+}
+
+prometheus::Counter* CoordinatorMetrics::Rejected(const std::string& verb, Status::Code code) {
+  auto key = std::make_pair(verb, code);
+  auto it = rejected_.find(key);
+  if (it != rejected_.end()) return it->second;
+  prometheus::Counter* c = &rejected_family_->Add({{"verb", verb}, {"code", LowerCodeName(code)}});
+  rejected_.emplace(key, c);
+  return c;
+}
+
+void CoordinatorMetrics::RecordRejected(const std::string& verb, Status::Code code) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Rejected(verb, code)->Increment();
+}
+
+void CoordinatorMetrics::RecordStateWrite(bool ok) {
+  (ok ? state_writes_ : state_write_failures_)->Increment();
+}
+
+void CoordinatorMetrics::RecordMembersUpdate(bool ok) {
+  (ok ? members_updates_ : members_update_failures_)->Increment();
+}
+
+}  // namespace gaptrain

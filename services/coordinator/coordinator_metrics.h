@@ -1,0 +1,76 @@
+// CoordinatorMetrics: what the coordinator exports on /metrics
+// (docs/metrics.md, "Coordinator"): live workers; joins, leaves by reason
+// and lease expiries; tasks by state, reassigned tasks and lost samples;
+// epoch and phase; rejected calls by verb and code; state-file writes.
+//
+// Counters mirror the core's totals, which survive restarts: Observe()
+// adds what grew since the last call, so a restarted coordinator resumes
+// from the saved totals. Thread-safe.
+
+#ifndef GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_METRICS_H_
+#define GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_METRICS_H_
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "services/common/status.h"
+#include "services/coordinator/coordinator_state.h"
+
+namespace gaptrain {
+
+class CoordinatorMetrics {
+ public:
+  explicit CoordinatorMetrics(std::shared_ptr<prometheus::Registry> registry);
+
+  const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
+
+  // Brings every series up to date with `state`.
+  void Observe(const CoordinatorState& state);
+  // A call refused with `code`; `verb` is "register", "heartbeat", ...
+  void RecordRejected(const std::string& verb, Status::Code code);
+  void RecordStateWrite(bool ok);
+  void RecordMembersUpdate(bool ok);
+
+ private:
+  prometheus::Counter* Rejected(const std::string& verb, Status::Code code);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Gauge* live_workers_;
+  prometheus::Counter* joins_;
+  prometheus::Counter* left_preempted_;
+  prometheus::Counter* left_failed_;
+  prometheus::Counter* left_finished_;
+  prometheus::Counter* expiries_;
+  prometheus::Gauge* tasks_queued_;
+  prometheus::Gauge* tasks_in_flight_;
+  prometheus::Gauge* tasks_done_;
+  prometheus::Counter* tasks_reassigned_;
+  prometheus::Counter* samples_lost_;
+  prometheus::Counter* stale_completions_;
+  prometheus::Gauge* epoch_;
+  std::array<prometheus::Gauge*, 4> phase_;
+  prometheus::Gauge* master_version_;
+  prometheus::Gauge* eval_accuracy_;
+  prometheus::Counter* state_writes_;
+  prometheus::Counter* state_write_failures_;
+  prometheus::Counter* members_updates_;
+  prometheus::Counter* members_update_failures_;
+  prometheus::Family<prometheus::Counter>* rejected_family_;
+
+  std::mutex mu_;  // guards the fields below
+  CoordinatorCounters seen_;
+  std::map<std::pair<std::string, Status::Code>, prometheus::Counter*> rejected_;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_METRICS_H_

@@ -1,0 +1,87 @@
+#include "services/coordinator/coordinator_options.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace gaptrain {
+namespace {
+
+Status Parse(std::vector<std::string> args, CoordinatorOptions* o) {
+  return ParseCoordinatorFlags(args, o);
+}
+
+TEST(CoordinatorOptionsTest, DefaultsAndEveryFlag) {
+  unsetenv("GAPTRAIN_TOKEN");
+  CoordinatorOptions o;
+  ASSERT_TRUE(Parse({"--job", "j.yaml", "--insecure-no-token"}, &o).ok());
+  EXPECT_EQ(o.listen, "0.0.0.0:7071");
+  EXPECT_EQ(o.http_port, 9091);
+  EXPECT_EQ(o.state_dir, "coordinator-state");
+  EXPECT_EQ(o.task_batches, 200u);
+  EXPECT_EQ(o.no_worker_timeout_seconds, 600u);
+  EXPECT_EQ(o.master_timeout_seconds, 300u);
+  EXPECT_TRUE(o.master.empty());
+
+  const std::string token_file = std::string(std::getenv("TEST_TMPDIR")) + "/token";
+  std::ofstream(token_file) << "s3cret\n";
+  ASSERT_TRUE(Parse({"--job", "j.yaml", "--listen", "127.0.0.1:0", "--http-address", "::1",
+                     "--http-port", "0", "--token-file", token_file, "--master", "master:7070",
+                     "--state-dir", "/tmp/x", "--train-samples", "60000", "--task-batches", "50",
+                     "--no-worker-timeout-seconds", "0", "--master-timeout-seconds", "30",
+                     "--ports-file", "/tmp/p"},
+                    &o)
+                  .ok());
+  EXPECT_EQ(o.token, "s3cret");
+  EXPECT_EQ(o.master, "master:7070");
+  EXPECT_EQ(o.train_samples, 60000u);
+  EXPECT_EQ(o.task_batches, 50u);
+  EXPECT_EQ(o.no_worker_timeout_seconds, 0u);
+  EXPECT_EQ(o.master_timeout_seconds, 30u);
+
+  setenv("GAPTRAIN_TOKEN", "from-env", 1);
+  ASSERT_TRUE(Parse({"--job", "j.yaml"}, &o).ok());
+  EXPECT_EQ(o.token, "from-env");
+  unsetenv("GAPTRAIN_TOKEN");
+}
+
+TEST(CoordinatorOptionsTest, BadFlagsNameTheFlag) {
+  unsetenv("GAPTRAIN_TOKEN");
+  CoordinatorOptions o;
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--insecure-no-token"}, "--job: is required"},
+      {{"--job", "j", "--insecure-no-token", "--bogus"}, "unknown flag '--bogus'"},
+      {{"--job", "j", "--insecure-no-token", "--listen", "7071"},
+       "--listen: must be HOST:PORT, got '7071'"},
+      {{"--job", "j", "--insecure-no-token", "--master", "master"},
+       "--master: must be HOST:PORT, got 'master'"},
+      {{"--job", "j", "--insecure-no-token", "--master-ca", "ca.pem"},
+       "--master-ca: needs --master"},
+      {{"--job", "j", "--insecure-no-token", "--task-batches", "0"},
+       "--task-batches: must be an integer in [1, 1048576], got '0'"},
+      {{"--job", "j", "--insecure-no-token", "--train-samples", "-5"},
+       "--train-samples: must be an integer in [1, 4294967295], got '-5'"},
+      {{"--job", "j", "--insecure-no-token", "--http-port", "70000"},
+       "--http-port: must be an integer in [0, 65535], got '70000'"},
+      {{"--job", "j", "--insecure-no-token", "--tls-cert", "c.pem"},
+       "--tls-cert and --tls-key: give both or neither"},
+      {{"--job", "j", "--insecure-no-token", "--state-dir", ""},
+       "--state-dir: must not be empty"},
+      {{"--job", "j", "--insecure-no-token", "--state-dir"}, "--state-dir: needs a value"},
+      {{"--job", "j"},
+       "--token-file: the job token is required (or $GAPTRAIN_TOKEN, or --insecure-no-token)"},
+  };
+  for (const Case& c : cases) {
+    Status s = Parse(c.args, &o);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << c.message;
+    EXPECT_EQ(s.message(), c.message);
+  }
+}
+
+}  // namespace
+}  // namespace gaptrain

@@ -1,0 +1,255 @@
+#include "services/coordinator/coordinator_process.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "services/common/metrics_endpoint.h"
+#include "services/coordinator/coordinator_config.h"
+#include "services/coordinator/state_file.h"
+#include "services/coordinator/status_json.h"
+#include "services/master/checkpoint.h"
+#include "services/master/master_client.h"
+#include "services/worker/dataset.h"
+
+namespace gaptrain {
+namespace {
+
+constexpr std::chrono::milliseconds kTickPeriod(200);
+constexpr uint64_t kTicksPerProgressWrite = 25;  // 5 s
+constexpr uint64_t kTicksPerSummary = 150;       // 30 s
+
+Status ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  *out = text.str();
+  return Status::OK();
+}
+
+// The training set's size: from the flag when given, else by reading the
+// dataset named in the job (once, at start).
+Status TrainSamples(const CoordinatorOptions& options, const TrainingJob& job, uint64_t* samples) {
+  if (options.train_samples > 0) {
+    *samples = options.train_samples;
+    return Status::OK();
+  }
+  DatasetFormat format;
+  GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
+  Dataset train;
+  Status s = LoadDataset(format, job.data.path, Split::kTrain, &train);
+  if (!s.ok()) {
+    return Status(s.code(), s.message() + " (the coordinator reads the training set's size; "
+                                          "or pass --train-samples)");
+  }
+  *samples = train.size();
+  return Status::OK();
+}
+
+Status EnsureDirectory(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) {
+    struct stat st;
+    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::OK();
+    return Status::FailedPrecondition("--state-dir: " + dir + " is not a directory");
+  }
+  return Status::Unavailable("--state-dir: cannot create " + dir + ": " + std::strerror(errno));
+}
+
+// Seconds that never go backwards (steady) but read like Unix time (the
+// wall clock at start), so condition times mean something to people and
+// survive a restart roughly, while leases never jump with the wall clock.
+CoordinatorService::Clock AnchoredClock() {
+  const auto steady_start = std::chrono::steady_clock::now();
+  const double unix_start =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return [steady_start, unix_start] {
+    return unix_start +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - steady_start).count();
+  };
+}
+
+// The saved state when there is one, else a new job.
+Status LoadOrCreateState(const CoordinatorConfig& config, const std::string& path, double now,
+                         std::unique_ptr<CoordinatorState>* state) {
+  proto::CoordinatorSnapshot snapshot;
+  Status r = ReadStateFile(path, &snapshot);
+  if (r.code() == Status::Code::kNotFound) {
+    GAPTRAIN_RETURN_IF_ERROR(CoordinatorState::Create(config, now, state));
+    spdlog::info("new job {}: {} samples in tasks of {}, {} tasks per epoch", config.job_name,
+                 config.train_samples, config.samples_per_task, (*state)->tasks().num_tasks());
+    return Status::OK();
+  }
+  if (!r.ok()) {
+    // Starting over would hand out the epoch's tasks again.
+    return Status(r.code(), r.message() + "; move it away to start the job's data over");
+  }
+  Status s = CoordinatorState::Restore(config, snapshot, now, state);
+  if (!s.ok()) return Status(s.code(), path + ": " + s.message());
+  const JobStatus st = (*state)->Describe(now);
+  spdlog::info("restored {}: {}, epoch {} ({} of {} tasks done, {} in flight), {} workers whose "
+               "leases restart now",
+               path, JobPhaseName(st.phase), st.epoch, st.tasks_done, st.tasks_total,
+               st.tasks_in_flight, st.live_workers);
+  return Status::OK();
+}
+
+std::shared_ptr<grpc::ChannelCredentials> MasterCredentials(const CoordinatorOptions& options,
+                                                            Status* status) {
+  if (options.master_ca.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  *status = ReadFile(options.master_ca, &ssl.pem_root_certs);
+  return grpc::SslCredentials(ssl);
+}
+
+}  // namespace
+
+Status CoordinatorProcess::Start(const CoordinatorOptions& options, const TrainingJob& job,
+                                 std::unique_ptr<CoordinatorProcess>* process) {
+  std::unique_ptr<CoordinatorProcess> p(new CoordinatorProcess());
+
+  uint64_t samples = 0;
+  GAPTRAIN_RETURN_IF_ERROR(TrainSamples(options, job, &samples));
+  CoordinatorConfig config;
+  GAPTRAIN_RETURN_IF_ERROR(CoordinatorConfigFromJob(job, samples, options.task_batches, &config));
+  config.no_worker_timeout_seconds = static_cast<double>(options.no_worker_timeout_seconds);
+  config.master_timeout_seconds = static_cast<double>(options.master_timeout_seconds);
+
+  const CoordinatorService::Clock clock = AnchoredClock();
+  GAPTRAIN_RETURN_IF_ERROR(EnsureDirectory(options.state_dir));
+  const std::string state_path = options.state_dir + "/" + kStateFileName;
+  std::unique_ptr<CoordinatorState> state;
+  GAPTRAIN_RETURN_IF_ERROR(LoadOrCreateState(config, state_path, clock(), &state));
+
+  p->metrics_ = std::make_shared<CoordinatorMetrics>(std::make_shared<prometheus::Registry>());
+  CoordinatorService::Options service_options;
+  service_options.token = options.token;
+  service_options.master_address = options.master;
+  p->service_ = std::make_unique<CoordinatorService>(std::move(state), service_options,
+                                                     p->metrics_, clock);
+  p->service_->set_persist_fn([state_path](const proto::CoordinatorSnapshot& snapshot) {
+    return WriteStateFile(state_path, snapshot);
+  });
+  // Fails the start when the directory is not writable, before anyone
+  // relies on it.
+  GAPTRAIN_RETURN_IF_ERROR(p->service_->PersistNow(/*force=*/true));
+
+  if (!options.master.empty()) {
+    Status credentials_ok;
+    auto credentials = MasterCredentials(options, &credentials_ok);
+    GAPTRAIN_RETURN_IF_ERROR(credentials_ok);
+    MasterClient::Options client_options;
+    client_options.token = options.token;
+    client_options.deadline_seconds = 5;
+    // Used on the feed's thread only (MasterClient is thread-compatible).
+    auto client = std::make_shared<MasterClient>(CreateMasterChannel(options.master, credentials),
+                                                 client_options);
+    CoordinatorService* service = p->service_.get();
+    CoordinatorMetrics* metrics = p->metrics_.get();
+    const std::string master = options.master;
+    p->feed_ = std::make_unique<MembershipFeed>(
+        [client](const std::vector<WorkerId>& members) {
+          proto::SetMembersResponse response;
+          return client->SetMembers(members, &response);
+        },
+        [service, metrics, master](bool reachable, const std::string& error) {
+          metrics->RecordMembersUpdate(reachable);
+          if (!reachable) spdlog::warn("cannot update the master at {}: {}", master, error);
+          service->ReportMasterHealth(reachable, error);
+        },
+        MembershipFeed::Options());
+    MembershipFeed* feed = p->feed_.get();
+    p->service_->set_members_fn([feed](uint64_t generation, const std::vector<WorkerId>& members) {
+      feed->Offer(generation, members);
+    });
+    p->service_->PublishMembers();
+  } else {
+    spdlog::warn("no --master: the master is not told who is live");
+  }
+
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    GAPTRAIN_RETURN_IF_ERROR(ReadFile(options.tls_key, &pair.private_key));
+    GAPTRAIN_RETURN_IF_ERROR(ReadFile(options.tls_cert, &pair.cert_chain));
+    ssl.pem_key_cert_pairs.push_back(pair);
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, credentials, &p->grpc_port_);
+  builder.RegisterService(p->service_.get());
+  p->server_ = builder.BuildAndStart();
+  if (p->server_ == nullptr || p->grpc_port_ == 0) {
+    return Status::Unavailable("--listen: cannot serve gRPC on " + options.listen);
+  }
+
+  CoordinatorProcess* raw = p.get();
+  GAPTRAIN_RETURN_IF_ERROR(HttpServer::Start(options.http_address, options.http_port, &p->http_));
+  ServeMetrics(p->http_.get(), p->metrics_->registry());
+  ServeHealth(p->http_.get(), [raw] {
+    std::lock_guard<std::mutex> lock(raw->mu_);
+    return !raw->stopping_;
+  });
+  CoordinatorService* service = p->service_.get();
+  ServeStatus(p->http_.get(), [service] { return service->Describe(); });
+
+  if (!options.ports_file.empty()) {
+    std::string ports = std::to_string(p->grpc_port_) + " " + std::to_string(p->http_->port());
+    GAPTRAIN_RETURN_IF_ERROR(WriteFileAtomically(options.ports_file, ports.data(), ports.size()));
+  }
+  p->ticks_ = std::make_unique<TickTimer>(kTickPeriod, [raw] { raw->OnTick(); });
+  p->ticks_->Start();
+  spdlog::info("coordinator of {} serving gRPC on port {}{}, status on http://{}:{}/status",
+               job.name, p->grpc_port_, options.tls_cert.empty() ? "" : " (TLS)",
+               options.http_address, p->http_->port());
+  *process = std::move(p);
+  return Status::OK();
+}
+
+CoordinatorProcess::~CoordinatorProcess() { Shutdown(); }
+
+void CoordinatorProcess::OnTick() {
+  service_->Tick();
+  ++tick_count_;
+  if (tick_count_ % kTicksPerProgressWrite == 0) service_->PersistNow(/*force=*/false);
+  if (tick_count_ % kTicksPerSummary == 0) {
+    const JobStatus s = service_->Describe();
+    spdlog::info("summary: {} ({}), epoch {}: {} of {} tasks done, {} in flight; {} live workers; "
+                 "progress {:.1f}%",
+                 JobPhaseName(s.phase), s.condition.reason, s.epoch, s.tasks_done, s.tasks_total,
+                 s.tasks_in_flight, s.live_workers, 100 * s.progress);
+  }
+}
+
+void CoordinatorProcess::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    stopping_ = true;
+  }
+  if (ticks_) ticks_->Stop();
+  // Finish calls in flight, then write the final state. Every call is a
+  // short unary one, so a second is plenty; gRPC waits the whole deadline
+  // while a client keeps an idle connection open.
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  if (feed_) feed_->Stop();
+  if (service_) {
+    Status s = service_->PersistNow(/*force=*/true);
+    if (s.ok()) {
+      spdlog::info("state written");
+    } else {
+      spdlog::error("final state write failed: {}", s.ToString());
+    }
+  }
+  if (http_) http_->Stop();
+}
+
+}  // namespace gaptrain

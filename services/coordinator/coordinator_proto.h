@@ -1,0 +1,33 @@
+// Conversions between the coordinator core's types and their protobuf
+// forms (proto/gaptrain.proto): enums, tasks, conditions, and the Status
+// reply. Kept apart so the core's verbs speak plain C++.
+
+#ifndef GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_PROTO_H_
+#define GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_PROTO_H_
+
+#include "proto/gaptrain.pb.h"
+#include "services/common/status.h"
+#include "services/coordinator/coordinator_state.h"
+
+namespace gaptrain {
+
+proto::JobPhase ToProto(JobPhase phase);
+// INVALID_ARGUMENT for UNSPECIFIED or an unknown value.
+Status FromProto(proto::JobPhase phase, JobPhase* out);
+
+proto::WorkerRole ToProto(WorkerRole role);
+// UNSPECIFIED means trainer; an unknown value is INVALID_ARGUMENT.
+Status FromProto(int role, WorkerRole* out);
+
+// UNSPECIFIED or an unknown value is INVALID_ARGUMENT.
+Status FromProto(int reason, LeaveReason* out);
+
+void ToProto(const DataTask& task, proto::DataTask* out);
+void ToProto(const JobCondition& condition, proto::JobCondition* out);
+JobCondition FromProto(const proto::JobCondition& condition);
+
+void ToProto(const JobStatus& status, proto::CoordinatorStatusResponse* out);
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_PROTO_H_

@@ -1,0 +1,582 @@
+#include "services/coordinator/coordinator_state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "services/coordinator/coordinator_proto.h"
+
+namespace gaptrain {
+namespace {
+
+constexpr size_t kMaxHostLength = 253;  // a DNS name
+
+Status ValidateHost(const std::string& host) {
+  if (host.empty()) return Status::InvalidArgument("host: required (the pod or host name)");
+  if (host.size() > kMaxHostLength) {
+    return Status::InvalidArgument("host: at most " + std::to_string(kMaxHostLength) +
+                                   " characters, got " + std::to_string(host.size()));
+  }
+  for (unsigned char c : host) {
+    if (c <= 0x20 || c >= 0x7f) {
+      return Status::InvalidArgument("host: printable ASCII without spaces only");
+    }
+  }
+  return Status::OK();
+}
+
+std::string Worker(WorkerId id) { return "worker " + std::to_string(id); }
+
+std::string Seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g s", s);
+  return text;
+}
+
+}  // namespace
+
+const char* LeaveReasonName(LeaveReason reason) {
+  switch (reason) {
+    case LeaveReason::kPreempted: return "preempted";
+    case LeaveReason::kFailed: return "failed";
+    case LeaveReason::kFinished: return "finished";
+  }
+  return "failed";
+}
+
+CoordinatorState::CoordinatorState(const CoordinatorConfig& config, double now)
+    : config_(config),
+      membership_(config.lease_seconds),
+      tasks_(0, SamplesInEpoch(0), config.samples_per_task, TaskIdBase(0)),
+      lifecycle_(now),
+      created_time_(now),
+      last_live_time_(now) {}
+
+Status CoordinatorState::Create(const CoordinatorConfig& config, double now,
+                                std::unique_ptr<CoordinatorState>* state) {
+  GAPTRAIN_RETURN_IF_ERROR(ValidateCoordinatorConfig(config));
+  state->reset(new CoordinatorState(config, now));
+  return Status::OK();
+}
+
+uint32_t CoordinatorState::SamplesInEpoch(uint32_t epoch) const {
+  const uint32_t n = config_.train_samples;
+  if (config_.epochs <= 0) return n;
+  const double whole = std::floor(config_.epochs);
+  if (epoch < whole) return n;
+  const double last = std::llround((config_.epochs - whole) * n);
+  return epoch == whole ? static_cast<uint32_t>(std::min<double>(last, n)) : 0;
+}
+
+uint32_t CoordinatorState::TotalEpochs() const {
+  if (config_.epochs <= 0) return 0;
+  const uint32_t whole = static_cast<uint32_t>(std::floor(config_.epochs));
+  return whole + (SamplesInEpoch(whole) > 0 ? 1 : 0);
+}
+
+uint64_t CoordinatorState::TaskIdBase(uint32_t epoch) const {
+  const uint64_t per_epoch =
+      (static_cast<uint64_t>(config_.train_samples) + config_.samples_per_task - 1) /
+      config_.samples_per_task;
+  return epoch * per_epoch;
+}
+
+std::vector<WorkerId> CoordinatorState::Members() const {
+  return membership_.Ids(config_.evaluator_is_member);
+}
+
+Status CoordinatorState::FindLive(WorkerId id, WorkerRecord** worker) {
+  if (id == 0) return Status::InvalidArgument("worker_id: required");
+  *worker = membership_.Find(id);
+  if (*worker != nullptr) return Status::OK();
+  if (membership_.WasIssued(id)) {
+    return Status::FailedPrecondition(Worker(id) +
+                                      " is no longer live (it left or its lease expired); "
+                                      "register again");
+  }
+  return Status::NotFound("unknown " + Worker(id));
+}
+
+void CoordinatorState::Depart(WorkerRecord* worker) {
+  if (worker->task_id != 0) {
+    uint32_t index = 0;
+    if (tasks_.IndexOf(worker->task_id, &index) &&
+        tasks_.state(index) == TaskQueue::State::kInFlight && tasks_.worker(index) == worker->id) {
+      tasks_.Requeue(index);
+      ++counters_.tasks_reassigned;
+      counters_.samples_lost += worker->samples_done;
+    }
+  }
+  last_live_time_ = std::max(last_live_time_, worker->last_seen);
+  membership_.Remove(worker->id);
+  MembersChanged();
+  Durable();
+}
+
+void CoordinatorState::MoveTo(JobPhase to, const std::string& reason, const std::string& message,
+                              double now) {
+  if (lifecycle_.MoveTo(to, reason, message, now)) Durable();
+}
+
+void CoordinatorState::ObserveMasterVersion(uint64_t version, double now) {
+  if (version <= master_version_) return;
+  master_version_ = version;
+  ++progress_generation_;
+  if (config_.max_updates > 0 && version >= config_.max_updates) {
+    MoveTo(JobPhase::kSucceeded, "MaxUpdatesReached",
+           "the master reached version " + std::to_string(version) + " (maxUpdates " +
+               std::to_string(config_.max_updates) + ")",
+           now);
+  }
+}
+
+void CoordinatorState::UpdatePhase(double now) {
+  if (membership_.live() > 0) last_live_time_ = now;
+  if (lifecycle_.finished()) return;
+  const size_t trainers = membership_.live_trainers();
+  const std::string count = std::to_string(trainers) + " of at least " +
+                            std::to_string(config_.min_trainers) + " trainers live";
+  if (config_.active_deadline_seconds > 0 &&
+      now - created_time_ >= config_.active_deadline_seconds) {
+    MoveTo(JobPhase::kFailed, "DeadlineExceeded",
+           "the job ran longer than activeDeadlineSeconds (" +
+               Seconds(config_.active_deadline_seconds) + ")",
+           now);
+  } else if (config_.master_timeout_seconds > 0 && master_down_since_ &&
+             now - *master_down_since_ >= config_.master_timeout_seconds) {
+    MoveTo(JobPhase::kFailed, "MasterUnreachable",
+           "the master was unreachable for " + Seconds(now - *master_down_since_) + ": " +
+               master_error_,
+           now);
+  } else if (config_.no_worker_timeout_seconds > 0 && membership_.live() == 0 &&
+             now - last_live_time_ >= config_.no_worker_timeout_seconds) {
+    MoveTo(JobPhase::kFailed, "NoLiveWorkers",
+           "no worker was live for " + Seconds(now - last_live_time_), now);
+  } else if (lifecycle_.phase() == JobPhase::kPending && trainers >= config_.min_trainers) {
+    MoveTo(JobPhase::kRunning, "EnoughWorkers", count, now);
+  } else if (lifecycle_.phase() == JobPhase::kRunning && trainers < config_.min_trainers) {
+    MoveTo(JobPhase::kPending, "NotEnoughWorkers", count, now);
+  }
+}
+
+Status CoordinatorState::Register(double now, const std::string& host, WorkerRole role,
+                                  WorkerId previous_id, RegisterResult* result) {
+  GAPTRAIN_RETURN_IF_ERROR(ValidateHost(host));
+  if (lifecycle_.finished()) {
+    return Status::FailedPrecondition("job " + config_.job_name + " has " +
+                                      (phase() == JobPhase::kSucceeded ? "succeeded" : "failed") +
+                                      " (" + lifecycle_.current().reason + "): nothing to do");
+  }
+  *result = RegisterResult();
+  if (WorkerRecord* w = membership_.Find(previous_id); w != nullptr) {
+    if (w->host != host) {
+      return Status::FailedPrecondition(Worker(previous_id) + " is live on host " + w->host +
+                                        ", not " + host);
+    }
+    if (w->role != role) {
+      return Status::FailedPrecondition(Worker(previous_id) + " registered as " +
+                                        WorkerRoleName(w->role) + ", not " +
+                                        WorkerRoleName(role));
+    }
+    membership_.Renew(w, now);
+    result->id = w->id;
+    result->role = w->role;
+    result->resumed = true;
+    uint32_t index = 0;
+    if (w->task_id != 0 && tasks_.IndexOf(w->task_id, &index)) result->task = tasks_.Task(index);
+    UpdatePhase(now);
+    return Status::OK();
+  }
+  if (role == WorkerRole::kEvaluator) {
+    if (WorkerId e = membership_.evaluator(); e != 0) {
+      return Status::AlreadyExists(Worker(e) + " on host " + membership_.Find(e)->host +
+                                   " is the job's evaluator");
+    }
+  }
+  WorkerRecord* w = membership_.Add(host, role, now);
+  ++counters_.joins;
+  MembersChanged();
+  Durable();
+  result->id = w->id;
+  result->role = role;
+  UpdatePhase(now);
+  return Status::OK();
+}
+
+Status CoordinatorState::Heartbeat(double now, WorkerId id, const WorkerProgress& progress,
+                                   uint64_t* held_task) {
+  WorkerRecord* w = nullptr;
+  GAPTRAIN_RETURN_IF_ERROR(FindLive(id, &w));
+  if (progress.loss && !std::isfinite(*progress.loss)) {
+    return Status::InvalidArgument("loss: must be finite (omit it when there is none)");
+  }
+  const bool about_held_task = progress.task_id != 0 && progress.task_id == w->task_id;
+  if (about_held_task) {
+    uint32_t index = 0;
+    tasks_.IndexOf(w->task_id, &index);
+    const uint32_t size = tasks_.Task(index).range.size();
+    if (progress.samples_done > size) {
+      return Status::InvalidArgument("samples_done: " + std::to_string(progress.samples_done) +
+                                     " exceeds task " + std::to_string(w->task_id) + "'s " +
+                                     std::to_string(size) + " samples");
+    }
+  }
+  membership_.Renew(w, now);
+  if (about_held_task) w->samples_done = progress.samples_done;
+  if (progress.loss) {
+    w->has_loss = true;
+    w->loss = *progress.loss;
+  }
+  ++progress_generation_;
+  *held_task = w->task_id;
+  ObserveMasterVersion(progress.master_version, now);
+  UpdatePhase(now);
+  return Status::OK();
+}
+
+Status CoordinatorState::NextTask(double now, WorkerId id, NextTaskResult* result) {
+  WorkerRecord* w = nullptr;
+  GAPTRAIN_RETURN_IF_ERROR(FindLive(id, &w));
+  if (w->role != WorkerRole::kTrainer) {
+    return Status::FailedPrecondition(Worker(id) + " is the evaluator; evaluators take no tasks");
+  }
+  membership_.Renew(w, now);
+  UpdatePhase(now);
+  *result = NextTaskResult();
+  uint32_t index = 0;
+  if (lifecycle_.finished()) {
+    result->outcome = TaskOutcome::kJobFinished;
+    result->reason = std::string("the job has ") +
+                     (phase() == JobPhase::kSucceeded ? "succeeded" : "failed") + " (" +
+                     lifecycle_.current().reason + ")";
+  } else if (w->task_id != 0 && tasks_.IndexOf(w->task_id, &index)) {
+    // A retry after a lost reply: the same task, never a second one.
+    result->outcome = TaskOutcome::kAssigned;
+    result->task = tasks_.Task(index);
+  } else if (phase() == JobPhase::kPending) {
+    result->outcome = TaskOutcome::kWaitForWorkers;
+    result->reason = "waiting for trainers: " + std::to_string(membership_.live_trainers()) +
+                     " of at least " + std::to_string(config_.min_trainers) + " live";
+  } else if (tasks_.Assign(id, &result->task)) {
+    result->outcome = TaskOutcome::kAssigned;
+    w->task_id = result->task.id;
+    w->samples_done = 0;
+    Durable();
+  } else {
+    result->outcome = TaskOutcome::kEpochFinishing;
+    result->reason = "epoch " + std::to_string(tasks_.epoch()) + " finishing: " +
+                     std::to_string(tasks_.in_flight()) + " tasks in flight";
+  }
+  return Status::OK();
+}
+
+Status CoordinatorState::CompleteTask(double now, WorkerId id, uint64_t task_id,
+                                      CompleteTaskResult* result) {
+  WorkerRecord* w = nullptr;
+  if (Status live = FindLive(id, &w); !live.ok()) {
+    // Typically a worker that was slow past its lease: its task went back
+    // to the queue and may be someone else's now.
+    if (live.code() == Status::Code::kFailedPrecondition && task_id != 0) {
+      ++counters_.stale_completions;
+      ++progress_generation_;
+    }
+    return live;
+  }
+  if (w->role != WorkerRole::kTrainer) {
+    return Status::FailedPrecondition(Worker(id) + " is the evaluator; evaluators take no tasks");
+  }
+  if (task_id == 0) return Status::InvalidArgument("task_id: required");
+  *result = CompleteTaskResult();
+  uint32_t index = 0;
+  const bool in_epoch = tasks_.IndexOf(task_id, &index);
+  if (task_id == w->task_id && in_epoch) {
+    tasks_.Complete(index);
+    result->task = tasks_.Task(index);
+    w->task_id = 0;
+    w->samples_done = 0;
+    w->last_completed_task_id = task_id;
+    membership_.Renew(w, now);
+    Durable();
+    if (tasks_.all_done() && !lifecycle_.finished()) {
+      const uint32_t next = tasks_.epoch() + 1;
+      if (TotalEpochs() != 0 && next >= TotalEpochs()) {
+        MoveTo(JobPhase::kSucceeded, "EpochsCompleted",
+               "completed " + std::to_string(TotalEpochs()) + " epochs", now);
+      } else {
+        tasks_ = TaskQueue(next, SamplesInEpoch(next), config_.samples_per_task, TaskIdBase(next));
+        result->epoch_advanced = true;
+      }
+    }
+    UpdatePhase(now);
+    return Status::OK();
+  }
+  if (task_id == w->last_completed_task_id) {
+    // A retry after a lost reply: completed once, counted once.
+    membership_.Renew(w, now);
+    result->already_completed = true;
+    if (in_epoch) result->task = tasks_.Task(index);
+    UpdatePhase(now);
+    return Status::OK();
+  }
+  if (task_id > TaskIdBase(tasks_.epoch()) + tasks_.num_tasks()) {
+    return Status::NotFound("task " + std::to_string(task_id) + " was never issued");
+  }
+  ++counters_.stale_completions;
+  ++progress_generation_;
+  return Status::FailedPrecondition(
+      Worker(id) + " does not hold task " + std::to_string(task_id) +
+      (w->task_id == 0 ? std::string(" (it holds none)")
+                       : " (it holds task " + std::to_string(w->task_id) + ")") +
+      "; a task taken back from a departed worker belongs to its new holder");
+}
+
+Status CoordinatorState::Leave(double now, WorkerId id, LeaveReason reason, bool* already_gone) {
+  if (id == 0) return Status::InvalidArgument("worker_id: required");
+  WorkerRecord* w = membership_.Find(id);
+  if (w == nullptr) {
+    if (!membership_.WasIssued(id)) return Status::NotFound("unknown " + Worker(id));
+    *already_gone = true;
+    return Status::OK();
+  }
+  *already_gone = false;
+  w->last_seen = now;
+  Depart(w);
+  switch (reason) {
+    case LeaveReason::kPreempted: ++counters_.left_preempted; break;
+    case LeaveReason::kFailed: ++counters_.left_failed; break;
+    case LeaveReason::kFinished: ++counters_.left_finished; break;
+  }
+  UpdatePhase(now);
+  return Status::OK();
+}
+
+Status CoordinatorState::ReportEvaluation(double now, WorkerId id, double accuracy, double loss,
+                                          uint64_t version) {
+  WorkerRecord* w = nullptr;
+  GAPTRAIN_RETURN_IF_ERROR(FindLive(id, &w));
+  if (w->role != WorkerRole::kEvaluator) {
+    return Status::FailedPrecondition(Worker(id) +
+                                      " is a trainer; only the evaluator reports evaluations");
+  }
+  if (!std::isfinite(accuracy) || accuracy < 0 || accuracy > 1) {
+    return Status::InvalidArgument("accuracy: must be in [0, 1], got " + std::to_string(accuracy));
+  }
+  if (!std::isfinite(loss) || loss < 0) {
+    return Status::InvalidArgument("loss: must be finite and >= 0, got " + std::to_string(loss));
+  }
+  membership_.Renew(w, now);
+  if (!last_accuracy_ || version >= last_eval_version_) {
+    last_accuracy_ = accuracy;
+    last_eval_loss_ = loss;
+    last_eval_version_ = version;
+    Durable();
+    if (config_.target_accuracy > 0 && accuracy >= config_.target_accuracy) {
+      MoveTo(JobPhase::kSucceeded, "TargetAccuracyReached",
+             "accuracy " + std::to_string(accuracy) + " at version " + std::to_string(version) +
+                 " reached the target " + std::to_string(config_.target_accuracy),
+             now);
+    }
+  }
+  ObserveMasterVersion(version, now);
+  UpdatePhase(now);
+  return Status::OK();
+}
+
+void CoordinatorState::ReportMasterHealth(double now, bool reachable, const std::string& error) {
+  if (reachable) {
+    master_down_since_.reset();
+    master_error_.clear();
+  } else {
+    if (!master_down_since_) master_down_since_ = now;
+    master_error_ = error;
+  }
+  UpdatePhase(now);
+}
+
+TickResult CoordinatorState::Tick(double now) {
+  TickResult result;
+  const JobPhase before = phase();
+  for (WorkerId id : membership_.Expired(now)) {
+    Depart(membership_.Find(id));
+    ++counters_.expiries;
+    result.expired.push_back(id);
+  }
+  UpdatePhase(now);
+  result.phase_changed = phase() != before;
+  return result;
+}
+
+JobStatus CoordinatorState::Describe(double now) const {
+  JobStatus s;
+  s.job_name = config_.job_name;
+  s.phase = phase();
+  s.condition = lifecycle_.current();
+  s.conditions = lifecycle_.conditions();
+  s.live_workers = static_cast<uint32_t>(membership_.live());
+  s.live_trainers = static_cast<uint32_t>(membership_.live_trainers());
+  s.min_trainers = config_.min_trainers;
+  s.counters = counters_;
+  uint64_t in_flight_samples = 0;
+  for (const auto& [id, w] : membership_.workers()) {
+    s.workers.push_back({w, std::max(0.0, now - w.last_seen)});
+    if (w.task_id != 0) in_flight_samples += w.samples_done;
+  }
+  s.epoch = tasks_.epoch();
+  s.epochs = config_.epochs;
+  s.max_updates = config_.max_updates;
+  s.tasks_total = tasks_.num_tasks();
+  s.tasks_queued = tasks_.queued();
+  s.tasks_in_flight = tasks_.in_flight();
+  s.tasks_done = tasks_.done();
+  s.samples_done_in_epoch = tasks_.samples_done() + in_flight_samples;
+  s.samples_in_epoch = tasks_.samples();
+  if (phase() == JobPhase::kSucceeded) {
+    s.progress = 1;
+  } else if (config_.epochs > 0) {
+    s.progress = (tasks_.epoch() + static_cast<double>(s.samples_done_in_epoch) /
+                                       config_.train_samples) /
+                 config_.epochs;
+  } else {
+    s.progress = static_cast<double>(master_version_) / config_.max_updates;
+  }
+  s.progress = std::clamp(s.progress, 0.0, 1.0);
+  s.master_version = master_version_;
+  s.last_accuracy = last_accuracy_;
+  s.last_eval_loss = last_eval_loss_;
+  s.last_eval_version = last_eval_version_;
+  return s;
+}
+
+void CoordinatorState::Save(proto::CoordinatorSnapshot* snapshot) const {
+  snapshot->Clear();
+  snapshot->set_job_name(config_.job_name);
+  snapshot->set_train_samples(config_.train_samples);
+  snapshot->set_samples_per_task(config_.samples_per_task);
+  snapshot->set_phase(ToProto(phase()));
+  for (const JobCondition& c : lifecycle_.conditions()) ToProto(c, snapshot->add_conditions());
+  snapshot->set_created_time(created_time_);
+  snapshot->set_next_worker_id(membership_.next_id());
+  for (const auto& [id, w] : membership_.workers()) {
+    proto::CoordinatorSnapshot::Worker* p = snapshot->add_workers();
+    p->set_worker_id(id);
+    p->set_host(w.host);
+    p->set_role(ToProto(w.role));
+    p->set_task_id(w.task_id);
+    p->set_samples_done(w.samples_done);
+    if (w.has_loss) p->set_loss(w.loss);
+    p->set_last_completed_task_id(w.last_completed_task_id);
+  }
+  snapshot->set_epoch(tasks_.epoch());
+  for (uint32_t i : tasks_.QueuedIndices()) snapshot->add_queued(i);
+  for (uint32_t i = 0; i < tasks_.num_tasks(); ++i) {
+    if (tasks_.state(i) != TaskQueue::State::kDone) continue;
+    proto::CoordinatorSnapshot::DoneTask* d = snapshot->add_done();
+    d->set_index(i);
+    d->set_completed_by(tasks_.worker(i));
+  }
+  proto::CoordinatorSnapshot::Counters* c = snapshot->mutable_counters();
+  c->set_joins(counters_.joins);
+  c->set_left_finished(counters_.left_finished);
+  c->set_left_preempted(counters_.left_preempted);
+  c->set_left_failed(counters_.left_failed);
+  c->set_expiries(counters_.expiries);
+  c->set_tasks_reassigned(counters_.tasks_reassigned);
+  c->set_samples_lost(counters_.samples_lost);
+  c->set_stale_completions(counters_.stale_completions);
+  snapshot->set_master_version(master_version_);
+  if (last_accuracy_) snapshot->set_last_accuracy(*last_accuracy_);
+  snapshot->set_last_eval_loss(last_eval_loss_);
+  snapshot->set_last_eval_version(last_eval_version_);
+}
+
+Status CoordinatorState::Restore(const CoordinatorConfig& config,
+                                 const proto::CoordinatorSnapshot& snapshot, double now,
+                                 std::unique_ptr<CoordinatorState>* state) {
+  GAPTRAIN_RETURN_IF_ERROR(ValidateCoordinatorConfig(config));
+  const std::string start_over = "; move the state file away to start over";
+  if (snapshot.job_name() != config.job_name) {
+    return Status::FailedPrecondition("the saved state is for job '" + snapshot.job_name() +
+                                      "', this is job '" + config.job_name + "'" + start_over);
+  }
+  if (snapshot.train_samples() != config.train_samples ||
+      snapshot.samples_per_task() != config.samples_per_task) {
+    return Status::FailedPrecondition(
+        "the saved state cuts " + std::to_string(snapshot.train_samples()) +
+        " samples into tasks of " + std::to_string(snapshot.samples_per_task()) +
+        "; this run has " + std::to_string(config.train_samples) + " samples and tasks of " +
+        std::to_string(config.samples_per_task) +
+        " (the dataset, batchSize or --task-batches changed)" + start_over);
+  }
+  std::unique_ptr<CoordinatorState> s(new CoordinatorState(config, now));
+  if (s->TotalEpochs() != 0 && snapshot.epoch() >= s->TotalEpochs()) {
+    return Status::FailedPrecondition("the saved state is in epoch " +
+                                      std::to_string(snapshot.epoch()) + ", but the job now has " +
+                                      std::to_string(s->TotalEpochs()) + " epochs" + start_over);
+  }
+  JobPhase phase;
+  Status p = FromProto(snapshot.phase(), &phase);
+  if (!p.ok()) return Status::DataLoss("saved " + p.message());
+  std::vector<JobCondition> conditions;
+  for (const proto::JobCondition& c : snapshot.conditions()) conditions.push_back(FromProto(c));
+  GAPTRAIN_RETURN_IF_ERROR(s->lifecycle_.Restore(phase, conditions));
+  if (snapshot.next_worker_id() == 0) return Status::DataLoss("next_worker_id: must be >= 1");
+  s->membership_.set_next_id(snapshot.next_worker_id());
+
+  const uint32_t epoch = snapshot.epoch();
+  s->tasks_ = TaskQueue(epoch, s->SamplesInEpoch(epoch), config.samples_per_task,
+                        s->TaskIdBase(epoch));
+  std::map<uint32_t, WorkerId> in_flight;
+  for (const proto::CoordinatorSnapshot::Worker& p : snapshot.workers()) {
+    const std::string who = "saved " + Worker(p.worker_id());
+    WorkerRecord w;
+    w.id = p.worker_id();
+    w.host = p.host();
+    Status role = FromProto(p.role(), &w.role);
+    if (!role.ok() || ValidateHost(w.host).code() != Status::Code::kOk) {
+      return Status::DataLoss(who + ": bad role or host");
+    }
+    w.last_seen = now;
+    w.task_id = p.task_id();
+    w.samples_done = p.samples_done();
+    w.has_loss = p.has_loss();
+    w.loss = p.loss();
+    if (w.task_id != 0) {
+      uint32_t index = 0;
+      if (w.role != WorkerRole::kTrainer || !s->tasks_.IndexOf(w.task_id, &index)) {
+        return Status::DataLoss(who + " holds task " + std::to_string(w.task_id) +
+                                ", which is not a task of epoch " + std::to_string(epoch));
+      }
+      if (!in_flight.emplace(index, w.id).second) {
+        return Status::DataLoss(who + " holds task " + std::to_string(w.task_id) +
+                                ", which another worker holds too");
+      }
+    }
+    if (w.role == WorkerRole::kEvaluator && s->membership_.evaluator() != 0) {
+      return Status::DataLoss(who + " is a second evaluator");
+    }
+    w.last_completed_task_id = p.last_completed_task_id();
+    GAPTRAIN_RETURN_IF_ERROR(s->membership_.Restore(w));
+  }
+  std::vector<uint32_t> queued(snapshot.queued().begin(), snapshot.queued().end());
+  std::map<uint32_t, WorkerId> done;
+  for (const auto& d : snapshot.done()) {
+    if (!done.emplace(d.index(), d.completed_by()).second) {
+      return Status::DataLoss("task index " + std::to_string(d.index()) + " is done twice");
+    }
+  }
+  GAPTRAIN_RETURN_IF_ERROR(s->tasks_.Restore(queued, in_flight, done));
+
+  const auto& c = snapshot.counters();
+  s->counters_ = {c.joins(),      c.left_finished(),    c.left_preempted(), c.left_failed(),
+                  c.expiries(),   c.tasks_reassigned(), c.samples_lost(),   c.stale_completions()};
+  s->created_time_ = snapshot.created_time();
+  s->master_version_ = snapshot.master_version();
+  if (snapshot.has_last_accuracy()) s->last_accuracy_ = snapshot.last_accuracy();
+  s->last_eval_loss_ = snapshot.last_eval_loss();
+  s->last_eval_version_ = snapshot.last_eval_version();
+  *state = std::move(s);
+  return Status::OK();
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,252 @@
+// CoordinatorState: the coordinator's core, the job's control plane as a
+// deterministic state machine. Workers register and get an id and a role,
+// keep a lease with heartbeats (which carry progress), take data tasks,
+// complete them and leave; the evaluator reports accuracy; Tick(now)
+// expires silent workers and moves the lifecycle. Membership, TaskQueue
+// and Lifecycle hold the parts; this class owns the rules that tie them.
+//
+// What callers may rely on:
+//   - No I/O, no clock, no threads: every verb takes `now` (seconds on one
+//     monotonic clock whose values are also Unix-like, see docs) and the
+//     same calls give the same results. Not thread-safe: the service
+//     serialises calls under a mutex.
+//   - A verb that returns an error changes nothing (not even the caller's
+//     lease), except that a refused completion is counted as stale. INVALID_ARGUMENT: malformed input. NOT_FOUND: an id that was
+//     never issued. FAILED_PRECONDITION: a worker that is gone, a task the
+//     worker does not hold, a wrong role, a finished job. ALREADY_EXISTS: a
+//     second evaluator.
+//   - A successful call from a worker renews its lease.
+//   - Exactly once: every position of an epoch is covered by exactly one
+//     completed task. A task is held by at most one worker; a departed
+//     worker's task returns to the front of the queue (counted as
+//     reassigned, with the samples the worker had reported on it counted as
+//     lost); a completion from a worker that no longer holds the task is
+//     refused (FAILED_PRECONDITION, counted as stale). A repeated
+//     NextTask returns the task already held, and a repeated CompleteTask
+//     from the worker that completed the task succeeds with
+//     already_completed, so retries after a lost reply are safe.
+//   - An epoch advances when all its tasks are done; the job succeeds after
+//     the last one.
+//   - Save() and Restore() carry everything a restart needs: completed
+//     tasks stay completed, in-flight tasks stay with their workers, whose
+//     leases restart at the restore time.
+//   - durable_generation() grows with every change a restart must not lose
+//     (persist it before replying); progress_generation() with heartbeat
+//     progress only; members_generation() whenever Members() changes.
+
+#ifndef GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_STATE_H_
+#define GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_STATE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proto/gaptrain.pb.h"
+#include "services/common/status.h"
+#include "services/coordinator/coordinator_config.h"
+#include "services/coordinator/lifecycle.h"
+#include "services/coordinator/membership.h"
+#include "services/coordinator/task_queue.h"
+
+namespace gaptrain {
+
+enum class LeaveReason { kPreempted, kFailed, kFinished };
+
+// "preempted" | "failed" | "finished"
+const char* LeaveReasonName(LeaveReason reason);
+
+// What a heartbeat reports.
+struct WorkerProgress {
+  uint64_t task_id = 0;        // the task the progress is about; 0: none
+  uint32_t samples_done = 0;   // positions of that task trained so far
+  std::optional<float> loss;   // last training loss; finite
+  uint64_t master_version = 0; // newest master version seen; 0: unknown
+};
+
+struct RegisterResult {
+  WorkerId id = 0;
+  WorkerRole role = WorkerRole::kTrainer;
+  bool resumed = false;  // previous id still live: same id, same task
+  DataTask task;         // resumed with a task in flight; else id 0
+};
+
+enum class TaskOutcome { kAssigned, kWaitForWorkers, kEpochFinishing, kJobFinished };
+
+struct NextTaskResult {
+  TaskOutcome outcome = TaskOutcome::kWaitForWorkers;
+  DataTask task;       // kAssigned only
+  std::string reason;  // for logs
+};
+
+struct CompleteTaskResult {
+  DataTask task;
+  bool already_completed = false;  // a retry; nothing was counted again
+  bool epoch_advanced = false;
+};
+
+struct TickResult {
+  std::vector<WorkerId> expired;  // leases that ran out in this tick
+  bool phase_changed = false;
+};
+
+// Totals since the job started; they survive restarts.
+struct CoordinatorCounters {
+  uint64_t joins = 0;
+  uint64_t left_finished = 0;
+  uint64_t left_preempted = 0;
+  uint64_t left_failed = 0;
+  uint64_t expiries = 0;
+  uint64_t tasks_reassigned = 0;
+  uint64_t samples_lost = 0;       // reported progress on tasks taken back
+  uint64_t stale_completions = 0;  // CompleteTask for a task not held
+};
+
+struct LiveWorkerStatus {
+  WorkerRecord record;
+  double seconds_since_heartbeat = 0;
+};
+
+// What Status reports: the gRPC reply and /status are built from this.
+struct JobStatus {
+  std::string job_name;
+  JobPhase phase = JobPhase::kPending;
+  JobCondition condition;  // the current phase's
+  std::vector<JobCondition> conditions;
+
+  uint32_t live_workers = 0;
+  uint32_t live_trainers = 0;
+  uint32_t min_trainers = 0;
+  CoordinatorCounters counters;
+  std::vector<LiveWorkerStatus> workers;
+
+  uint32_t epoch = 0;
+  double epochs = 0;
+  uint64_t max_updates = 0;
+  uint32_t tasks_total = 0;
+  uint32_t tasks_queued = 0;
+  uint32_t tasks_in_flight = 0;
+  uint32_t tasks_done = 0;
+  uint64_t samples_done_in_epoch = 0;
+  uint32_t samples_in_epoch = 0;
+  double progress = 0;  // fraction of the job, [0, 1]
+  uint64_t master_version = 0;
+
+  std::optional<double> last_accuracy;
+  double last_eval_loss = 0;
+  uint64_t last_eval_version = 0;
+};
+
+class CoordinatorState {
+ public:
+  // A new job at `now`: Pending, epoch 0, every task queued.
+  static Status Create(const CoordinatorConfig& config, double now,
+                       std::unique_ptr<CoordinatorState>* state);
+
+  // The state saved by Save(), for the same job and task cutting (else
+  // FAILED_PRECONDITION naming what differs); inconsistent contents are
+  // DATA_LOSS. Live workers' leases restart at `now`, and so do the
+  // no-worker and master timeouts.
+  static Status Restore(const CoordinatorConfig& config, const proto::CoordinatorSnapshot& snapshot,
+                        double now, std::unique_ptr<CoordinatorState>* state);
+  void Save(proto::CoordinatorSnapshot* snapshot) const;
+
+  // A worker joins. `host` is required (printable, no spaces, at most 253
+  // characters). The first live worker asking for kEvaluator gets the
+  // role; a second one is ALREADY_EXISTS while the first is live. With
+  // `previous_id` still live from the same host and role, the worker gets
+  // its id and task back (resumed); a previous id that is gone or unknown
+  // is ignored and a new id issued. Refused once the job has finished.
+  Status Register(double now, const std::string& host, WorkerRole role, WorkerId previous_id,
+                  RegisterResult* result);
+
+  // Renews the lease and records progress. Progress about a task the
+  // worker does not hold (a heartbeat that crossed a CompleteTask) is
+  // ignored. *held_task is the task the worker holds (0: none).
+  Status Heartbeat(double now, WorkerId id, const WorkerProgress& progress, uint64_t* held_task);
+
+  // The worker's next task: the one it holds if any, else the front of the
+  // queue; or why there is none.
+  Status NextTask(double now, WorkerId id, NextTaskResult* result);
+
+  Status CompleteTask(double now, WorkerId id, uint64_t task_id, CompleteTaskResult* result);
+
+  // A graceful departure. Leaving again is OK with *already_gone.
+  Status Leave(double now, WorkerId id, LeaveReason reason, bool* already_gone);
+
+  // The evaluator's result for master version `version`. An older version
+  // than the last reported one is accepted and ignored.
+  Status ReportEvaluation(double now, WorkerId id, double accuracy, double loss, uint64_t version);
+
+  // Whether the process could reach the master (the membership feed's
+  // last call); unreachable for master_timeout_seconds fails the job.
+  void ReportMasterHealth(double now, bool reachable, const std::string& error);
+
+  // Expires leases and moves the lifecycle on timeouts. Call it often
+  // (the process does every 200 ms); expiries happen at the first Tick at
+  // or after last_seen + lease_seconds.
+  TickResult Tick(double now);
+
+  JobStatus Describe(double now) const;
+
+  JobPhase phase() const { return lifecycle_.phase(); }
+  const Lifecycle& lifecycle() const { return lifecycle_; }
+  const CoordinatorConfig& config() const { return config_; }
+  const CoordinatorCounters& counters() const { return counters_; }
+  const TaskQueue& tasks() const { return tasks_; }
+  uint64_t master_version() const { return master_version_; }
+  std::optional<double> last_accuracy() const { return last_accuracy_; }
+  const Membership& membership() const { return membership_; }
+
+  // The master's member set: live trainers, and the evaluator when
+  // config.evaluator_is_member. Ascending.
+  std::vector<WorkerId> Members() const;
+  uint64_t members_generation() const { return members_generation_; }
+  uint64_t durable_generation() const { return durable_generation_; }
+  uint64_t progress_generation() const { return progress_generation_; }
+
+ private:
+  CoordinatorState(const CoordinatorConfig& config, double now);
+
+  // Epoch e's positions (the last epoch of a fractional length is
+  // shorter) and the first task id's base.
+  uint32_t SamplesInEpoch(uint32_t epoch) const;
+  uint64_t TaskIdBase(uint32_t epoch) const;
+  // 0 when the job is measured in updates.
+  uint32_t TotalEpochs() const;
+
+  // The live worker `id`, or NOT_FOUND / FAILED_PRECONDITION.
+  Status FindLive(WorkerId id, WorkerRecord** worker);
+  // Takes `worker`'s task back (front of the queue) and forgets the worker.
+  void Depart(WorkerRecord* worker);
+  // Records a master version; may end the job (maxUpdates).
+  void ObserveMasterVersion(uint64_t version, double now);
+  // Pending <-> Running and the timeouts; terminal phases never change.
+  void UpdatePhase(double now);
+  void MoveTo(JobPhase to, const std::string& reason, const std::string& message, double now);
+  void MembersChanged() { ++members_generation_; }
+  void Durable() { ++durable_generation_; }
+
+  const CoordinatorConfig config_;
+  Membership membership_;
+  TaskQueue tasks_;
+  Lifecycle lifecycle_;
+  CoordinatorCounters counters_;
+  double created_time_;
+  double last_live_time_;   // last time a worker was live (or start)
+  std::optional<double> master_down_since_;
+  std::string master_error_;
+  uint64_t master_version_ = 0;
+  std::optional<double> last_accuracy_;
+  double last_eval_loss_ = 0;
+  uint64_t last_eval_version_ = 0;
+
+  uint64_t members_generation_ = 0;
+  uint64_t durable_generation_ = 0;
+  uint64_t progress_generation_ = 0;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_STATE_H_

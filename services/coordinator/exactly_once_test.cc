@@ -1,0 +1,261 @@
+// Exactly once under churn: seeded random schedules of 8 workers that take
+// tasks, report progress, complete them, go silent (their leases expire),
+// come back as zombies with stale completions, leave, re-register, while
+// the coordinator itself restarts from saved state now and then. For every
+// epoch, the ranges of the completions the coordinator accepted must tile
+// the epoch's positions with no gap and no overlap, and no task may ever
+// be held by two live workers.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "services/coordinator/coordinator_state.h"
+
+namespace gaptrain {
+namespace {
+
+CoordinatorConfig Config() {
+  CoordinatorConfig c;
+  c.job_name = "churn";
+  c.train_samples = 1000;
+  c.samples_per_task = 37;  // 28 tasks, the last one of 1
+  c.epochs = 3.5;           // three full epochs and 500 positions of a fourth
+  c.min_trainers = 2;
+  c.lease_seconds = 10;
+  c.no_worker_timeout_seconds = 0;
+  c.master_timeout_seconds = 0;
+  return c;
+}
+
+// One simulated worker process.
+struct Sim {
+  enum class Mode { kAbsent, kLive, kSilent } mode = Mode::kAbsent;
+  WorkerId id = 0;       // the id it believes it has
+  DataTask task;         // the task it believes it holds (id 0: none)
+  uint32_t progress = 0;
+  int silent_steps = 0;
+};
+
+class Churn {
+ public:
+  explicit Churn(uint32_t seed) : rng_(seed) {
+    EXPECT_TRUE(CoordinatorState::Create(Config(), 0, &state_).ok());
+  }
+
+  // Runs until the job succeeds; false when it does not within the limit.
+  bool Run(int max_steps) {
+    for (int step = 0; step < max_steps && state_->phase() != JobPhase::kSucceeded; ++step) {
+      now_ += 1;
+      for (Sim& w : sims_) Act(w);
+      state_->Tick(now_);
+      if (Chance(0.01)) Restart();
+    }
+    return state_->phase() == JobPhase::kSucceeded;
+  }
+
+  // Ranges of accepted completions, per epoch.
+  const std::map<uint32_t, std::vector<SampleRange>>& completed() const { return completed_; }
+  const CoordinatorState& state() const { return *state_; }
+  int restarts() const { return restarts_; }
+  int zombie_rejections() const { return zombie_rejections_; }
+
+ private:
+  bool Chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+
+  void Act(Sim& w) {
+    switch (w.mode) {
+      case Sim::Mode::kAbsent:
+        if (Chance(0.3)) Register(w, Chance(0.5) ? w.id : 0);
+        return;
+      case Sim::Mode::kSilent:
+        // A stalled process: after a while it wakes up and tries to finish
+        // its old task, then registers again with its old id; or registers
+        // first and then reports the old task under whatever id it got.
+        if (++w.silent_steps < 8 + static_cast<int>(rng_() % 10)) return;
+        if (Chance(0.5)) {
+          if (w.task.id != 0) TryComplete(w, /*zombie=*/true);
+          Register(w, w.id);
+        } else {
+          const DataTask old = w.task;
+          Register(w, w.id);
+          if (w.mode == Sim::Mode::kLive && old.id != 0) {
+            w.task = old;
+            TryComplete(w, /*zombie=*/true);
+          }
+        }
+        return;
+      case Sim::Mode::kLive:
+        break;
+    }
+    const double r = std::uniform_real_distribution<double>(0, 1)(rng_);
+    if (r < 0.02) {
+      w.mode = Sim::Mode::kSilent;
+      w.silent_steps = 0;
+    } else if (r < 0.035) {
+      bool gone = false;
+      ASSERT_TRUE(state_->Leave(now_, w.id, Chance(0.5) ? LeaveReason::kPreempted
+                                                         : LeaveReason::kFailed,
+                                &gone)
+                      .ok());
+      w.mode = Sim::Mode::kAbsent;
+      w.task = DataTask();
+    } else if (r < 0.05) {
+      Register(w, w.id);  // a network blip: same id, same task
+    } else if (w.task.id == 0) {
+      NextTaskResult next;
+      Status s = state_->NextTask(now_, w.id, &next);
+      if (!Alive(w, s)) return;
+      if (next.outcome == TaskOutcome::kAssigned) {
+        CheckNotHeldElsewhere(w, next.task);
+        w.task = next.task;
+        w.progress = 0;
+      }
+    } else if (r < 0.35) {
+      TryComplete(w, /*zombie=*/false);
+    } else {
+      w.progress = std::min(w.task.range.size(), w.progress + 5);
+      WorkerProgress p;
+      p.task_id = w.task.id;
+      p.samples_done = w.progress;
+      p.loss = 1.0f;
+      uint64_t held = 0;
+      Status s = state_->Heartbeat(now_, w.id, p, &held);
+      if (!Alive(w, s)) return;
+      EXPECT_EQ(held, w.task.id);
+    }
+  }
+
+  // A call failed because the coordinator declared the worker gone (its
+  // lease expired while it was slow, or the coordinator restarted and the
+  // lease ran out): the process starts over with a new registration.
+  bool Alive(Sim& w, const Status& s) {
+    if (s.ok()) return true;
+    EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.ToString();
+    w.mode = Sim::Mode::kAbsent;
+    w.task = DataTask();
+    return false;
+  }
+
+  void Register(Sim& w, WorkerId previous) {
+    RegisterResult r;
+    Status s = state_->Register(now_, "host-" + std::to_string(&w - sims_), WorkerRole::kTrainer,
+                                previous, &r);
+    if (!s.ok()) {
+      // Only the job's end refuses a registration here.
+      EXPECT_EQ(state_->phase(), JobPhase::kSucceeded) << s.ToString();
+      return;
+    }
+    if (r.resumed) {
+      EXPECT_EQ(r.id, w.id);
+      EXPECT_EQ(r.task.id, w.task.id);
+    } else {
+      w.task = DataTask();
+      w.progress = 0;
+    }
+    w.id = r.id;
+    w.mode = Sim::Mode::kLive;
+  }
+
+  void TryComplete(Sim& w, bool zombie) {
+    CompleteTaskResult result;
+    Status s = state_->CompleteTask(now_, w.id, w.task.id, &result);
+    if (s.ok()) {
+      // Still live (never expired): a legitimate completion.
+      EXPECT_FALSE(result.already_completed);
+      EXPECT_EQ(result.task.id, w.task.id);
+      completed_[result.task.epoch].push_back(result.task.range);
+      if (Chance(0.2)) {  // the reply was lost: the retry must not count twice
+        CompleteTaskResult again;
+        ASSERT_TRUE(state_->CompleteTask(now_, w.id, w.task.id, &again).ok());
+        EXPECT_TRUE(again.already_completed);
+      }
+    } else {
+      EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.ToString();
+      zombie_rejections_ += zombie;
+      if (!zombie && state_->membership().Find(w.id) == nullptr) w.mode = Sim::Mode::kAbsent;
+    }
+    w.task = DataTask();
+    w.progress = 0;
+  }
+
+  // The coordinator must never hand a task to a second live worker.
+  void CheckNotHeldElsewhere(const Sim& taker, const DataTask& task) {
+    for (const Sim& other : sims_) {
+      if (&other == &taker || other.task.id != task.id) continue;
+      EXPECT_EQ(state_->membership().Find(other.id), nullptr)
+          << "task " << task.id << " handed to worker " << taker.id << " while worker "
+          << other.id << " holds it";
+    }
+  }
+
+  void Restart() {
+    proto::CoordinatorSnapshot saved;
+    state_->Save(&saved);
+    proto::CoordinatorSnapshot parsed;
+    ASSERT_TRUE(parsed.ParseFromString(saved.SerializeAsString()));
+    std::unique_ptr<CoordinatorState> restored;
+    Status s = CoordinatorState::Restore(Config(), parsed, now_, &restored);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    state_ = std::move(restored);
+    ++restarts_;
+  }
+
+  std::mt19937 rng_;
+  double now_ = 0;
+  std::unique_ptr<CoordinatorState> state_;
+  Sim sims_[8];
+  std::map<uint32_t, std::vector<SampleRange>> completed_;
+  int restarts_ = 0;
+  int zombie_rejections_ = 0;
+};
+
+void ExpectTiles(std::vector<SampleRange> ranges, uint32_t samples, uint32_t epoch) {
+  std::sort(ranges.begin(), ranges.end(),
+            [](const SampleRange& a, const SampleRange& b) { return a.begin < b.begin; });
+  uint32_t next = 0;
+  for (const SampleRange& r : ranges) {
+    ASSERT_EQ(r.begin, next) << "epoch " << epoch << ": "
+                             << (r.begin < next ? "overlap" : "gap") << " at position " << next;
+    next = r.end;
+  }
+  EXPECT_EQ(next, samples) << "epoch " << epoch;
+}
+
+TEST(ExactlyOnceTest, CompletedTasksCoverEveryEpochOnceUnderChurnAndRestarts) {
+  uint64_t reassigned = 0, lost = 0, stale = 0, expiries = 0;
+  int restarts = 0, zombies = 0;
+  for (uint32_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Churn churn(seed);
+    ASSERT_TRUE(churn.Run(20000)) << "the job did not finish";
+    const auto& completed = churn.completed();
+    ASSERT_EQ(completed.size(), 4u);
+    for (uint32_t e = 0; e < 3; ++e) ExpectTiles(completed.at(e), 1000, e);
+    ExpectTiles(completed.at(3), 500, 3);
+    EXPECT_EQ(churn.state().lifecycle().current().reason, "EpochsCompleted");
+    const CoordinatorCounters& c = churn.state().counters();
+    reassigned += c.tasks_reassigned;
+    lost += c.samples_lost;
+    stale += c.stale_completions;
+    expiries += c.expiries;
+    restarts += churn.restarts();
+    zombies += churn.zombie_rejections();
+  }
+  // The schedules did exercise what the test is about.
+  EXPECT_GT(reassigned, 20u);
+  EXPECT_GT(lost, 0u);
+  EXPECT_GT(stale, 0u);
+  EXPECT_GT(expiries, 10u);
+  EXPECT_GT(restarts, 5);
+  EXPECT_GT(zombies, 5);
+  std::printf("reassigned %lu, samples lost %lu, stale completions %lu, expiries %lu, "
+              "restarts %d\n",
+              static_cast<unsigned long>(reassigned), static_cast<unsigned long>(lost),
+              static_cast<unsigned long>(stale), static_cast<unsigned long>(expiries), restarts);
+}
+
+}  // namespace
+}  // namespace gaptrain

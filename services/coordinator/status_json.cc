@@ -1,0 +1,91 @@
+#include "services/coordinator/status_json.h"
+
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+namespace gaptrain {
+
+std::string Rfc3339(double unix_seconds) {
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm utc;
+  gmtime_r(&t, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::string JobStatusToJson(const JobStatus& s) {
+  using nlohmann::json;
+  json conditions = json::array();
+  for (const JobCondition& c : s.conditions) {
+    conditions.push_back({{"type", c.type},
+                          {"status", c.status},
+                          {"reason", c.reason},
+                          {"message", c.message},
+                          {"lastTransitionTime", Rfc3339(c.last_transition_time)}});
+  }
+  json workers = json::array();
+  for (const LiveWorkerStatus& w : s.workers) {
+    workers.push_back({{"id", w.record.id},
+                       {"host", w.record.host},
+                       {"role", WorkerRoleName(w.record.role)},
+                       {"taskId", w.record.task_id},
+                       {"samplesDone", w.record.samples_done},
+                       {"loss", w.record.has_loss ? json(w.record.loss) : json(nullptr)},
+                       {"secondsSinceHeartbeat", w.seconds_since_heartbeat}});
+  }
+  json j = {
+      {"jobName", s.job_name},
+      {"phase", JobPhaseName(s.phase)},
+      {"reason", s.condition.reason},
+      {"message", s.condition.message},
+      {"conditions", conditions},
+      {"workers",
+       {{"live", s.live_workers},
+        {"liveTrainers", s.live_trainers},
+        {"minTrainers", s.min_trainers},
+        {"joined", s.counters.joins},
+        {"left", s.counters.left_finished},
+        {"preempted", s.counters.left_preempted},
+        {"failed", s.counters.left_failed},
+        {"expired", s.counters.expiries},
+        {"list", workers}}},
+      {"epoch", s.epoch},
+      {"epochs", s.epochs},
+      {"maxUpdates", s.max_updates},
+      {"tasks",
+       {{"total", s.tasks_total},
+        {"queued", s.tasks_queued},
+        {"inFlight", s.tasks_in_flight},
+        {"done", s.tasks_done},
+        {"reassigned", s.counters.tasks_reassigned},
+        {"staleCompletions", s.counters.stale_completions}}},
+      {"samples",
+       {{"doneInEpoch", s.samples_done_in_epoch},
+        {"inEpoch", s.samples_in_epoch},
+        {"lost", s.counters.samples_lost}}},
+      {"progress", s.progress},
+      {"masterVersion", s.master_version},
+      {"evaluation",
+       {{"accuracy", s.last_accuracy ? json(*s.last_accuracy) : json(nullptr)},
+        {"loss", s.last_accuracy ? json(s.last_eval_loss) : json(nullptr)},
+        {"version", s.last_eval_version}}},
+  };
+  return j.dump(2) + "\n";
+}
+
+}  // namespace gaptrain
+
+namespace gaptrain {
+
+void ServeStatus(HttpServer* server, std::function<JobStatus()> describe) {
+  server->Handle("/status", [describe = std::move(describe)](const HttpRequest&) {
+    HttpResponse r;
+    r.content_type = "application/json";
+    r.body = JobStatusToJson(describe());
+    return r;
+  });
+}
+
+}  // namespace gaptrain
