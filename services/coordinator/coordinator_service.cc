@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "services/coordinator/coordinator_proto.h"
-#include "services/coordinator/token_auth.h"
+#include "services/common/token_auth.h"
 
 namespace gaptrain {
 namespace {

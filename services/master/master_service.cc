@@ -8,6 +8,7 @@
 #include <set>
 
 #include "services/common/bfloat16.h"
+#include "services/common/token_auth.h"
 #include "services/common/wire_values.h"
 #include "services/master/chunk_wire.h"
 #include "services/master/layout_proto.h"
@@ -22,14 +23,6 @@ double SecondsSince(Clock::time_point start) {
 }
 
 bool ValidWireType(int type) { return proto::WireType_IsValid(type); }
-
-// Compares without an early exit, so timing does not reveal the token.
-bool SameSecret(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 proto::PushResponse::Outcome ToProto(ApplyStats::Outcome outcome) {
   switch (outcome) {
@@ -88,18 +81,7 @@ void MasterService::WithEngine(const std::function<void(UpdateEngine*)>& fn) {
 }
 
 grpc::Status MasterService::Authorize(const grpc::ServerContextBase* context) const {
-  if (options_.token.empty()) return grpc::Status::OK;
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "missing 'authorization: Bearer <job token>' metadata");
-  }
-  const std::string value(it->second.data(), it->second.size());
-  if (!SameSecret(value, "Bearer " + options_.token)) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong job token");
-  }
-  return grpc::Status::OK;
+  return AuthorizeBearer(*context, options_.token);
 }
 
 grpc::Status MasterService::RejectMalformed(const std::string& message) {

@@ -1,4 +1,4 @@
-#include "services/coordinator/token_auth.h"
+#include "services/common/token_auth.h"
 
 namespace gaptrain {
 namespace {
@@ -12,7 +12,7 @@ bool SameSecret(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-grpc::Status AuthorizeBearer(const grpc::ServerContext& context, const std::string& token) {
+grpc::Status AuthorizeBearer(const grpc::ServerContextBase& context, const std::string& token) {
   if (token.empty()) return grpc::Status::OK;
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
