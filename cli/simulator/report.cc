@@ -87,6 +87,59 @@ Status WriteResultsCsv(const std::string& path, const std::vector<RunResult>& re
   return Status::OK();
 }
 
+Status ReadResultsCsv(const std::string& path, std::vector<RunResult>* results) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(path + ": cannot read");
+  std::string line;
+  std::getline(in, line);  // header
+  std::map<std::string, size_t> index;  // run key -> position in *results
+  results->clear();
+  size_t line_number = 1;
+  while (std::getline(in, line)) {
+    ++line_number;
+    std::vector<std::string> f;
+    std::stringstream fields(line);
+    std::string field;
+    while (std::getline(fields, field, ',')) f.push_back(field);
+    if (f.size() != 15) {
+      return Status::InvalidArgument(path + ": line " + std::to_string(line_number) +
+                                     " has " + std::to_string(f.size()) + " fields, expected 15");
+    }
+    try {
+      SimulationRun run;
+      run.rule = f[0];
+      run.workers = static_cast<uint32_t>(std::stoul(f[1]));
+      run.learning_rate = std::stod(f[2]);
+      run.momentum = std::stod(f[3]);
+      run.backup_workers = static_cast<uint32_t>(std::stoul(f[4]));
+      run.seed = std::stoull(f[5]);
+      const std::string key = run.Label();
+      auto it = index.find(key);
+      if (it == index.end()) {
+        it = index.emplace(key, results->size()).first;
+        results->emplace_back();
+        results->back().run = run;
+      }
+      RunResult& r = (*results)[it->second];
+      r.diverged = f[6] == "1";
+      EvalPoint p;
+      p.virtual_time = std::stod(f[7]);
+      p.updates = std::stoull(f[8]);
+      p.epoch = std::stod(f[9]);
+      p.accuracy = std::stod(f[10]);
+      p.loss = std::stod(f[11]);
+      p.mean_staleness = std::stod(f[12]);
+      p.mean_gap = std::stod(f[13]);
+      p.mean_penalty = std::stod(f[14]);
+      r.points.push_back(p);
+    } catch (const std::exception&) {
+      return Status::InvalidArgument(path + ": line " + std::to_string(line_number) +
+                                     ": a field is not a number");
+    }
+  }
+  return Status::OK();
+}
+
 std::string SummaryTable(const std::vector<RunResult>& results) {
   Groups g = Group(results);
   std::ostringstream s;
@@ -137,8 +190,24 @@ Status PlotResults(const std::string& dir, const std::vector<RunResult>& results
   const std::string script_path = dir + "/plot.gp";
   std::ofstream gp(script_path);
   if (!gp) return Status::Unavailable(script_path + ": cannot write");
-  gp << "set terminal pngcairo size 1400,560 font ',10'\n"
-        "set grid\nset key bottom right\n";
+  gp << "set terminal pngcairo size 1700,600 font ',10'\n"
+        "set grid\nset key outside right top spacing 1.1\n";
+  // A colour per rule, a dash pattern per variant of that rule (learning
+  // rate, momentum, backups), so twenty lines stay tellable apart.
+  static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                  "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+  std::map<std::string, int> rule_color, rule_variants;
+  std::map<std::string, std::string> style;
+  for (const std::string& config : g.configs) {
+    const std::string rule = config.substr(0, config.find(' '));
+    if (rule_color.count(rule) == 0) {
+      int next = static_cast<int>(rule_color.size());
+      rule_color[rule] = next;
+    }
+    int dash = ++rule_variants[rule];
+    style[config] = std::string("lc rgb '") + kColors[rule_color[rule] % 8] + "' dt " +
+                    std::to_string(dash) + " lw 1.5";
+  }
 
   for (uint32_t n : g.workers) {
     std::vector<std::pair<std::string, std::string>> curves;  // title, file
@@ -169,13 +238,15 @@ Status PlotResults(const std::string& dir, const std::vector<RunResult>& results
     if (curves.empty()) continue;
     gp << "set output '" << dir << "/accuracy_N" << n << ".png'\n"
        << "set multiplot layout 1,2 title 'N = " << n << " workers'\n";
+    // Only the right panel carries the key.
     for (int panel = 0; panel < 2; ++panel) {
+      gp << (panel == 0 ? "unset key\n" : "set key outside right top\n");
       gp << "set xlabel '" << (panel == 0 ? "epoch" : "virtual time") << "'\n"
          << "set ylabel 'test accuracy'\nplot ";
       for (size_t i = 0; i < curves.size(); ++i) {
         gp << (i ? ", " : "") << "'" << curves[i].second << "' using "
-           << (panel == 0 ? "1" : "2") << ":3 with linespoints pt 7 ps 0.4 title '"
-           << curves[i].first << "'";
+           << (panel == 0 ? "1" : "2") << ":3 with linespoints pt 7 ps 0.4 "
+           << style[curves[i].first] << " title '" << curves[i].first << "'";
       }
       gp << "\n";
     }

@@ -18,6 +18,10 @@ namespace gaptrain {
 // mean_gap,mean_penalty.
 Status WriteResultsCsv(const std::string& path, const std::vector<RunResult>& results);
 
+// Reads a results.csv written by WriteResultsCsv back into runs (with
+// their evaluation points; timings are not in the file).
+Status ReadResultsCsv(const std::string& path, std::vector<RunResult>* results);
+
 // Rows: rule with lr, momentum (and b for sync); columns: N. A cell is the
 // final accuracy in percent, "mean ± std" over seeds, or "diverged (k/n)".
 std::string SummaryTable(const std::vector<RunResult>& results);

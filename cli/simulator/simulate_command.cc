@@ -16,6 +16,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: gaptrain simulate -f JOB.yaml [--output DIR] [--parallel K]\n"
+    "       gaptrain simulate --replot DIR   (redraw DIR's summary and plots from its results.csv)\n"
     "  Runs spec.simulation of the TrainingJob: N virtual workers per run,\n"
     "  real gradients, the real update rules. Writes DIR/results.csv,\n"
     "  DIR/summary.md and DIR/accuracy_N<n>.png.\n";
@@ -36,7 +37,7 @@ bool ParseCount(const std::string& text, uint32_t* out) {
 }  // namespace
 
 int SimulateCommand(const std::vector<std::string>& args) {
-  std::string job_path, output;
+  std::string job_path, output, replot;
   uint32_t parallel = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -46,6 +47,8 @@ int SimulateCommand(const std::vector<std::string>& args) {
       return 0;
     } else if ((a == "-f" || a == "--file") && has_value) {
       job_path = args[++i];
+    } else if (a == "--replot" && has_value) {
+      replot = args[++i];
     } else if (a == "--output" && has_value) {
       output = args[++i];
     } else if (a == "--parallel" && has_value) {
@@ -55,6 +58,17 @@ int SimulateCommand(const std::vector<std::string>& args) {
     } else {
       return Fail("unexpected argument '" + a + "'\n" + kUsage, 2);
     }
+  }
+  if (!replot.empty()) {
+    std::vector<RunResult> results;
+    Status s = ReadResultsCsv(replot + "/results.csv", &results);
+    if (!s.ok()) return Fail(s.message(), 2);
+    s = PlotResults(replot, results);
+    if (!s.ok()) return Fail(s.message(), 1);
+    const std::string table = SummaryTable(results);
+    std::printf("%s\nRedrew %s/accuracy_N*.png from %zu runs\n", table.c_str(), replot.c_str(),
+                results.size());
+    return 0;
   }
   if (job_path.empty()) return Fail(std::string("missing -f JOB.yaml\n") + kUsage, 2);
 
