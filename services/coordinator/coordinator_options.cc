@@ -1,44 +1,8 @@
 #include "services/coordinator/coordinator_options.h"
 
-#include <cerrno>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include "services/common/flag_values.h"
 
 namespace gaptrain {
-namespace {
-
-Status ReadSecret(const std::string& path, std::string* secret) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("--token-file: cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  if (s.empty()) return Status::InvalidArgument("--token-file: " + path + " is empty");
-  *secret = s;
-  return Status::OK();
-}
-
-Status ParseUnsigned(const std::string& flag, const std::string& text, uint64_t min, uint64_t max,
-                     uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE || v < min || v > max) {
-    return Status::InvalidArgument(flag + ": must be an integer in [" + std::to_string(min) +
-                                   ", " + std::to_string(max) + "], got '" + text + "'");
-  }
-  *out = v;
-  return Status::OK();
-}
-
-bool IsHostPort(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  return colon != std::string::npos && colon > 0 && colon + 1 < address.size();
-}
-
-}  // namespace
 
 const char* CoordinatorUsage() {
   return "usage: gaptrain-coordinator --job JOB.yaml [flags]\n"
@@ -81,7 +45,7 @@ Status ParseCoordinatorFlags(const std::vector<std::string>& args, CoordinatorOp
       GAPTRAIN_RETURN_IF_ERROR(value(&o.http_address));
     } else if (flag == "--http-port") {
       GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsigned(flag, text, 0, 65535, &number));
+      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 0, 65535, &number));
       o.http_port = static_cast<uint16_t>(number);
     } else if (flag == "--token-file") {
       GAPTRAIN_RETURN_IF_ERROR(value(&token_file));
@@ -99,19 +63,19 @@ Status ParseCoordinatorFlags(const std::vector<std::string>& args, CoordinatorOp
       GAPTRAIN_RETURN_IF_ERROR(value(&o.state_dir));
     } else if (flag == "--train-samples") {
       GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsigned(flag, text, 1, UINT32_MAX, &o.train_samples));
+      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 1, UINT32_MAX, &o.train_samples));
     } else if (flag == "--task-batches") {
       GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsigned(flag, text, 1, 1u << 20, &number));
+      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 1, 1u << 20, &number));
       o.task_batches = static_cast<uint32_t>(number);
     } else if (flag == "--no-worker-timeout-seconds") {
       GAPTRAIN_RETURN_IF_ERROR(value(&text));
       GAPTRAIN_RETURN_IF_ERROR(
-          ParseUnsigned(flag, text, 0, 365ull * 86400, &o.no_worker_timeout_seconds));
+          ParseUnsignedFlag(flag, text, 0, 365ull * 86400, &o.no_worker_timeout_seconds));
     } else if (flag == "--master-timeout-seconds") {
       GAPTRAIN_RETURN_IF_ERROR(value(&text));
       GAPTRAIN_RETURN_IF_ERROR(
-          ParseUnsigned(flag, text, 0, 365ull * 86400, &o.master_timeout_seconds));
+          ParseUnsignedFlag(flag, text, 0, 365ull * 86400, &o.master_timeout_seconds));
     } else if (flag == "--ports-file") {
       GAPTRAIN_RETURN_IF_ERROR(value(&o.ports_file));
     } else {
@@ -132,15 +96,7 @@ Status ParseCoordinatorFlags(const std::vector<std::string>& args, CoordinatorOp
     return Status::InvalidArgument("--tls-cert and --tls-key: give both or neither");
   }
   if (o.state_dir.empty()) return Status::InvalidArgument("--state-dir: must not be empty");
-  if (!token_file.empty()) {
-    GAPTRAIN_RETURN_IF_ERROR(ReadSecret(token_file, &o.token));
-  } else if (const char* env = std::getenv("GAPTRAIN_TOKEN"); env != nullptr && *env) {
-    o.token = env;
-  }
-  if (o.token.empty() && !o.allow_no_token) {
-    return Status::InvalidArgument(
-        "--token-file: the job token is required (or $GAPTRAIN_TOKEN, or --insecure-no-token)");
-  }
+  GAPTRAIN_RETURN_IF_ERROR(ResolveJobToken(token_file, o.allow_no_token, &o.token));
   *options = o;
   return Status::OK();
 }

@@ -1,39 +1,8 @@
 #include "services/master/master_options.h"
 
-#include <cerrno>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include "services/common/flag_values.h"
 
 namespace gaptrain {
-namespace {
-
-Status ReadSecret(const std::string& path, std::string* secret) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("--token-file: cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  if (s.empty()) return Status::InvalidArgument("--token-file: " + path + " is empty");
-  *secret = s;
-  return Status::OK();
-}
-
-Status ParseUnsigned(const std::string& flag, const std::string& text, uint64_t max,
-                     uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE || v > max) {
-    return Status::InvalidArgument(flag + ": must be an integer in [0, " + std::to_string(max) +
-                                   "], got '" + text + "'");
-  }
-  *out = v;
-  return Status::OK();
-}
-
-}  // namespace
 
 const char* MasterUsage() {
   return "usage: gaptrain-master --job JOB.yaml [flags]\n"
@@ -69,7 +38,7 @@ Status ParseMasterFlags(const std::vector<std::string>& args, MasterOptions* opt
       GAPTRAIN_RETURN_IF_ERROR(value(&o.http_address));
     } else if (flag == "--http-port") {
       GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsigned(flag, text, 65535, &number));
+      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 0, 65535, &number));
       o.http_port = static_cast<uint16_t>(number);
     } else if (flag == "--token-file") {
       GAPTRAIN_RETURN_IF_ERROR(value(&token_file));
@@ -83,10 +52,10 @@ Status ParseMasterFlags(const std::vector<std::string>& args, MasterOptions* opt
       GAPTRAIN_RETURN_IF_ERROR(value(&o.checkpoint_dir));
     } else if (flag == "--train-samples") {
       GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsigned(flag, text, UINT32_MAX, &o.train_samples));
+      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 0, UINT32_MAX, &o.train_samples));
     } else if (flag == "--model-seed") {
       GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsigned(flag, text, UINT64_MAX, &o.model_seed));
+      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 0, UINT64_MAX, &o.model_seed));
     } else if (flag == "--ports-file") {
       GAPTRAIN_RETURN_IF_ERROR(value(&o.ports_file));
     } else {
@@ -94,21 +63,13 @@ Status ParseMasterFlags(const std::vector<std::string>& args, MasterOptions* opt
     }
   }
   if (o.job_file.empty()) return Status::InvalidArgument("--job: is required");
-  if (o.listen.find(':') == std::string::npos) {
+  if (!IsHostPort(o.listen)) {
     return Status::InvalidArgument("--listen: must be HOST:PORT, got '" + o.listen + "'");
   }
   if (o.tls_cert.empty() != o.tls_key.empty()) {
     return Status::InvalidArgument("--tls-cert and --tls-key: give both or neither");
   }
-  if (!token_file.empty()) {
-    GAPTRAIN_RETURN_IF_ERROR(ReadSecret(token_file, &o.token));
-  } else if (const char* env = std::getenv("GAPTRAIN_TOKEN"); env != nullptr && *env) {
-    o.token = env;
-  }
-  if (o.token.empty() && !o.allow_no_token) {
-    return Status::InvalidArgument(
-        "--token-file: the job token is required (or $GAPTRAIN_TOKEN, or --insecure-no-token)");
-  }
+  GAPTRAIN_RETURN_IF_ERROR(ResolveJobToken(token_file, o.allow_no_token, &o.token));
   *options = o;
   return Status::OK();
 }
