@@ -107,10 +107,20 @@ grpc::ByteBuffer Serialize(const Message& message) {
 
 Status MasterClient::Pull(uint32_t worker, int64_t known_version, float* out, size_t n,
                           PullResult* result) {
+  return PullImpl(worker, /*observer=*/false, known_version, out, n, result);
+}
+
+Status MasterClient::PullModel(int64_t known_version, float* out, size_t n, PullResult* result) {
+  return PullImpl(0, /*observer=*/true, known_version, out, n, result);
+}
+
+Status MasterClient::PullImpl(uint32_t worker, bool observer, int64_t known_version, float* out,
+                              size_t n, PullResult* result) {
   grpc::ClientContext context;
   Prepare(&context);
   proto::PullRequest request;
   request.set_worker_id(worker);
+  request.set_observer(observer);
   request.set_known_version(known_version);
   request.set_wire_type(options_.wire_type);
   request.set_chunk_values(options_.chunk_values);

@@ -42,6 +42,11 @@ class MasterClient {
   // is current. n must be the model's size.
   Status Pull(uint32_t worker, int64_t known_version, float* out, size_t n, PullResult* result);
 
+  // The same for θ itself, read-only (an observer pull: DANA's look-ahead
+  // is not applied, no membership is needed, nothing is recorded): what
+  // the evaluator evaluates.
+  Status PullModel(int64_t known_version, float* out, size_t n, PullResult* result);
+
   // Sends a gradient of n values computed on `base_version`; `echo`
   // (optional, n values of `echo_type`) is the worker's copy for
   // gapSource echo.
@@ -54,6 +59,8 @@ class MasterClient {
 
  private:
   void Prepare(grpc::ClientContext* context) const;
+  Status PullImpl(uint32_t worker, bool observer, int64_t known_version, float* out, size_t n,
+                  PullResult* result);
 
   std::unique_ptr<proto::Master::Stub> stub_;
   // Pull and Push go through raw byte buffers (chunk_wire.h): values are

@@ -156,6 +156,12 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
     total_ = service_->num_values_;
     std::lock_guard<std::mutex> lock(service_->mu_);
     version_ = service_->engine_->version();
+    if (pull.observer()) {  // θ for a reader: no membership, nothing recorded
+      send_ = pull.known_version() < 0 || static_cast<uint64_t>(pull.known_version()) != version_;
+      if (!send_) return grpc::Status::OK;
+      reply_ = service_->pool_->Acquire();
+      return ToGrpcStatus(service_->engine_->PullModel(reply_->data(), total_, &version_));
+    }
     send_ = service_->engine_->NeedsPull(pull.worker_id(), pull.known_version());
     if (!send_) return grpc::Status::OK;
     reply_ = service_->pool_->Acquire();

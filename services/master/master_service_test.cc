@@ -343,6 +343,51 @@ TEST(MasterServiceTest, GapAwareWithEchoedCopy) {
   EXPECT_EQ(master.Version(), 5u);
 }
 
+// The evaluator's observer pull: θ itself, while a member computes on
+// DANA's look-ahead θ − ηγS; no membership needed, nothing recorded.
+TEST(MasterServiceTest, ObserverPullReturnsThetaNotTheLookAhead) {
+  RuleConfig rule;
+  rule.kind = RuleKind::kDanaZero;
+  rule.momentum = 0.9f;
+  MasterServer master(1000, rule, /*lr=*/0.1);
+  MasterClient client = master.Client();
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1}, &m).ok());
+  std::vector<float> member(1000), observed(1000), g(1000);
+  for (size_t j = 0; j < g.size(); ++j) g[j] = 0.5f + 0.001f * static_cast<float>(j % 17);
+  MasterClient::PullResult r;
+  proto::PushResponse p;
+  ASSERT_TRUE(client.Pull(1, -1, member.data(), 1000, &r).ok());
+  ASSERT_TRUE(client.Push(1, r.version, g.data(), 1000, 0, &p).ok());
+  ASSERT_EQ(master.Version(), 1u);
+
+  // Worker 99 never joined: a member pull is refused, an observer pull is not.
+  EXPECT_EQ(client.Pull(99, -1, member.data(), 1000, &r).code(), Status::Code::kNotFound);
+  ASSERT_TRUE(client.PullModel(-1, observed.data(), 1000, &r).ok());
+  EXPECT_TRUE(r.modified);
+  EXPECT_EQ(r.version, 1u);
+  EXPECT_EQ(observed, master.Params());
+
+  // One push from v = 0: S = v1 = g, so the member's point is θ − ηγg.
+  ASSERT_TRUE(client.Pull(1, -1, member.data(), 1000, &r).ok());
+  for (size_t j = 0; j < 1000; ++j) {
+    EXPECT_NEAR(member[j], observed[j] - 0.1f * 0.9f * g[j], 1e-6) << j;
+  }
+  EXPECT_NE(member, observed);
+
+  // Not modified when the observer holds the version; sent again once it moves.
+  std::vector<float> untouched(1000, 7.0f);
+  ASSERT_TRUE(client.PullModel(1, untouched.data(), 1000, &r).ok());
+  EXPECT_FALSE(r.modified);
+  EXPECT_EQ(untouched[0], 7.0f);
+  ASSERT_TRUE(client.Push(1, 1, g.data(), 1000, 0, &p).ok());
+  ASSERT_TRUE(client.PullModel(1, observed.data(), 1000, &r).ok());
+  EXPECT_TRUE(r.modified);
+  EXPECT_EQ(r.version, 2u);
+  EXPECT_EQ(observed, master.Params());
+  EXPECT_EQ(master.Version(), 2u);  // observing changed nothing
+}
+
 TEST(MasterServiceTest, CheckpointWithoutDirectoryIsAClearError) {
   MasterServer master(100, PlainSgd());
   proto::CheckpointResponse c;

@@ -1,6 +1,7 @@
 #include "services/master/update_engine.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -142,6 +143,16 @@ Status UpdateEngine::Pull(WorkerId worker, float* out, size_t out_size, uint64_t
     it->second.has_copy = true;
     it->second.copy_version = store_->version();
   }
+  *version = store_->version();
+  return Status::OK();
+}
+
+Status UpdateEngine::PullModel(float* out, size_t out_size, uint64_t* version) const {
+  if (out_size != store_->size()) {
+    return Status::InvalidArgument("pull buffer has " + std::to_string(out_size) +
+                                   " values, the model has " + std::to_string(store_->size()));
+  }
+  std::memcpy(out, store_->params(), out_size * sizeof(float));
   *version = store_->version();
   return Status::OK();
 }

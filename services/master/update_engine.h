@@ -90,6 +90,11 @@ class UpdateEngine {
   // its version; with gapSource snapshot it also records that copy.
   Status Pull(WorkerId worker, float* out, size_t out_size, uint64_t* version);
 
+  // Writes θ itself (out_size must be P) and its version: the model to
+  // evaluate and save, for a reader that need not be a member (the
+  // evaluator). Records nothing.
+  Status PullModel(float* out, size_t out_size, uint64_t* version) const;
+
   // False when `worker` already holds the current reply: it is a member,
   // `known_version` is the current version, and (with snapshots) the
   // engine recorded its copy at that version. A pull can then skip the

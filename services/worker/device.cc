@@ -1,0 +1,28 @@
+#include "services/worker/device.h"
+
+#include <torch/cuda.h>
+
+namespace gaptrain {
+
+bool CudaAvailable() {
+  try {
+    return torch::cuda::is_available();
+  } catch (...) {
+    return false;
+  }
+}
+
+DeviceChoice ChooseDevice(const std::string& requested) {
+  DeviceChoice choice{"cpu", ""};
+  if (requested != "cuda") return choice;
+  if (!CudaAvailable()) {
+    choice.note = "--device cuda: this LibTorch has no CUDA or sees no GPU; computing on the CPU";
+  } else {
+    choice.note =
+        "--device cuda: a GPU is visible, but the worker's Model keeps its flat "
+        "parameter and gradient buffers in host memory and computes on the CPU";
+  }
+  return choice;
+}
+
+}  // namespace gaptrain

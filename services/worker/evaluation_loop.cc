@@ -1,0 +1,168 @@
+#include "services/worker/evaluation_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "services/worker/evaluator.h"
+#include "services/worker/job_model.h"
+
+namespace gaptrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool Terminal(proto::JobPhase phase) {
+  return phase == proto::JOB_PHASE_SUCCEEDED || phase == proto::JOB_PHASE_FAILED;
+}
+
+}  // namespace
+
+EvaluationLoop::EvaluationLoop(const TrainingJob& job, const Dataset& test,
+                               CoordinatorSession* session, MasterLink::Connector connect,
+                               StopFlag* stop, WorkerMetrics* metrics, Options options)
+    : job_(job),
+      test_(test),
+      session_(session),
+      master_(std::move(connect), metrics),
+      stop_(stop),
+      metrics_(metrics),
+      options_(options) {}
+
+EvaluationLoop::~EvaluationLoop() = default;
+
+Status EvaluationLoop::Run() {
+  Status s = Setup();
+  if (!s.ok()) {
+    if (stop_->stopped()) return Finish(Status::OK());
+    return Finish(s);
+  }
+  session_->StartHeartbeats();
+  return Finish(Loop());
+}
+
+Status EvaluationLoop::Setup() {
+  GAPTRAIN_RETURN_IF_ERROR(session_->Register());
+  const proto::RegisterResponse reg = session_->registration();
+  if (reg.role() != proto::WORKER_ROLE_EVALUATOR) {
+    return Status::FailedPrecondition(
+        "asked to evaluate, but the coordinator registered this "
+        "worker as " +
+        proto::WorkerRole_Name(reg.role()));
+  }
+  GAPTRAIN_RETURN_IF_ERROR(CreateJobModel(job_, ModelInputOf(test_), reg.shuffle_seed(), &model_));
+  RetryLoop loop(options_.retry, NextSeed(), stop_);
+  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(reg.master_address(), model_->layout(), &loop));
+  spdlog::info("evaluator ready: {} test samples, every {} master updates", test_.size(),
+               job_.training.eval_every_updates);
+  return Status::OK();
+}
+
+Status EvaluationLoop::MasterVersion(RetryLoop* loop, uint64_t* version) {
+  proto::DescribeResponse d;
+  Status s = CallWithRetry(
+      loop, [&] { return master_.client()->Describe(&d); },
+      [&](const Status& failure) { master_.NoteFailure("Describe", failure); });
+  if (!s.ok()) return s;
+  master_.NoteSuccess();
+  *version = d.version();
+  return Status::OK();
+}
+
+Status EvaluationLoop::Evaluate(RetryLoop* loop) {
+  const auto start = Clock::now();
+  const size_t p = model_->layout().size();
+  MasterClient::PullResult r;
+  Status s = CallWithRetry(
+      loop,
+      [&] { return master_.client()->PullModel(known_version_, model_->parameters(), p, &r); },
+      [&](const Status& failure) {
+        known_version_ = -1;  // the buffer may hold part of a reply
+        master_.NoteFailure("Pull", failure);
+      });
+  if (!s.ok()) return s;
+  master_.NoteSuccess();
+  master_.NoteVersion(r.version);
+  session_->SetMasterVersion(r.version);
+  known_version_ = static_cast<int64_t>(r.version);
+  if (evaluated_ && r.version == result_.version) return Status::OK();
+
+  EvalResult eval;
+  GAPTRAIN_RETURN_IF_ERROR(EvaluateModel(model_.get(), test_, options_.batch_size, &eval));
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!std::isfinite(eval.loss)) {
+    spdlog::warn("evaluation of version {} gave loss {}: not reported", r.version, eval.loss);
+    return Status::OK();
+  }
+  evaluated_ = true;
+  result_.evaluations++;
+  result_.accuracy = eval.accuracy;
+  result_.loss = eval.loss;
+  result_.version = r.version;
+  if (metrics_ != nullptr) metrics_->RecordEvaluation(eval.accuracy, eval.loss, r.version, seconds);
+  spdlog::info("evaluation: version {}, accuracy {:.4f}, loss {:.4f} ({:.2f} s)", r.version,
+               eval.accuracy, eval.loss, seconds);
+  proto::JobPhase phase = proto::JOB_PHASE_UNSPECIFIED;
+  s = session_->ReportEvaluation(eval.accuracy, eval.loss, r.version, &phase);
+  if (!s.ok()) return s;
+  if (Terminal(phase) && !stop_->stopped()) {
+    spdlog::info("the job has {}", phase == proto::JOB_PHASE_SUCCEEDED ? "succeeded" : "failed");
+    stop_->Stop(StopReason::kJobEnded);
+  }
+  return Status::OK();
+}
+
+Status EvaluationLoop::Loop() {
+  const uint64_t every = std::max<uint64_t>(1, job_.training.eval_every_updates);
+  uint64_t next_at = every;
+  RetryLoop loop(options_.retry, NextSeed(), stop_);
+  while (!stop_->stopped()) {
+    uint64_t version = 0;
+    Status s = MasterVersion(&loop, &version);
+    if (!s.ok()) {
+      if (stop_->stopped()) break;
+      return s;
+    }
+    if (version >= next_at) {
+      s = Evaluate(&loop);
+      if (!s.ok()) {
+        if (stop_->stopped()) break;
+        return s;
+      }
+      next_at = result_.version + every;
+    } else {
+      stop_->SleepFor(options_.poll);
+    }
+  }
+  if (stop_->reason() == StopReason::kJobEnded) {
+    // The final model: evaluated once more, so the job's last reported
+    // accuracy is the final model's.
+    RetryLoop final_loop(
+        options_.retry, NextSeed(), nullptr,
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(options_.final_evaluation_seconds)));
+    Status s = Evaluate(&final_loop);
+    if (!s.ok()) spdlog::warn("final evaluation failed: {}", s.ToString());
+  }
+  return Status::OK();
+}
+
+Status EvaluationLoop::Finish(Status status) {
+  proto::LeaveReason reason = proto::LEAVE_REASON_FINISHED;
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  if (!status.ok()) {
+    reason = proto::LEAVE_REASON_FAILED;
+    spdlog::error("evaluator stopped: {}", status.ToString());
+  } else if (stop_->reason() == StopReason::kPreempted) {
+    reason = proto::LEAVE_REASON_PREEMPTED;
+    deadline = LeaveDeadline(*stop_, options_.grace_seconds);
+  }
+  Status left = session_->Leave(reason, status.ok() ? "" : status.ToString(), deadline);
+  if (!left.ok()) spdlog::warn("could not leave the job: {}", left.ToString());
+  spdlog::info("evaluator done: {} evaluations, last accuracy {:.4f} at version {}",
+               result_.evaluations, result_.accuracy, result_.version);
+  return status;
+}
+
+}  // namespace gaptrain

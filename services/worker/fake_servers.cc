@@ -1,0 +1,329 @@
+#include "services/worker/fake_servers.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "services/master/layout_proto.h"
+
+namespace gaptrain {
+namespace {
+
+template <class Service>
+std::unique_ptr<grpc::Server> Serve(Service* service, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
+
+// Consumes one scripted answer: true while `times` says the mode applies.
+bool Take(int* times) {
+  if (*times == 0) return false;
+  if (*times > 0) --*times;
+  return true;
+}
+
+std::string Bytes(const float* values, size_t n) {
+  return std::string(reinterpret_cast<const char*>(values), n * sizeof(float));
+}
+
+}  // namespace
+
+FakeMaster::FakeMaster(const ParameterLayout& layout)
+    : layout_(layout), theta_(layout.size()), described_(layout) {
+  for (size_t j = 0; j < theta_.size(); ++j) {
+    theta_[j] = 0.05f * std::sin(static_cast<float>(j) * 0.37f);
+  }
+  server_ = Serve(this, &port_);
+}
+
+FakeMaster::~FakeMaster() { server_->Shutdown(); }
+
+void FakeMaster::SetPull(PullMode mode, int times) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pull_mode_ = mode;
+  pull_times_ = times;
+}
+
+void FakeMaster::SetPush(PushMode mode, int times) {
+  std::lock_guard<std::mutex> lock(mu_);
+  push_mode_ = mode;
+  push_times_ = times;
+}
+
+void FakeMaster::SetRule(const std::string& rule, bool needs_echo, proto::WireType echo_type) {
+  std::lock_guard<std::mutex> lock(mu_);
+  rule_ = rule;
+  needs_echo_ = needs_echo;
+  echo_type_ = echo_type;
+}
+
+void FakeMaster::SetDescribedLayout(const ParameterLayout& layout) {
+  std::lock_guard<std::mutex> lock(mu_);
+  described_ = layout;
+}
+
+void FakeMaster::SetVersion(uint64_t version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  version_ = version;
+}
+
+int FakeMaster::pulls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pulls_;
+}
+int FakeMaster::observer_pulls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return observer_pulls_;
+}
+int FakeMaster::pushes_received() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pushes_received_;
+}
+int FakeMaster::pushes_applied() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pushes_applied_;
+}
+std::vector<float> FakeMaster::first_gradient() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_gradient_;
+}
+std::string FakeMaster::first_echo() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_echo_;
+}
+
+grpc::Status FakeMaster::Describe(grpc::ServerContext*, const proto::DescribeRequest*,
+                                  proto::DescribeResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  response->set_job_name("fake-job");
+  LayoutToProto(described_, response->mutable_layout());
+  response->set_rule(rule_);
+  response->set_version(version_);
+  response->set_learning_rate(0.1);
+  response->set_needs_echo(needs_echo_);
+  response->set_echo_type(echo_type_);
+  response->set_live_workers(1);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeMaster::Pull(grpc::ServerContext*, const proto::PullRequest* request,
+                              grpc::ServerWriter<proto::ParameterChunk>* writer) {
+  PullMode mode;
+  uint64_t version;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++pulls_;
+    if (request->observer()) ++observer_pulls_;
+    mode = Take(&pull_times_) ? pull_mode_ : PullMode::kGood;
+    version = version_;
+  }
+  const size_t p = theta_.size();
+  proto::ParameterChunk chunk;
+  chunk.set_version(version);
+  chunk.set_total_values(p);
+  chunk.set_wire_type(proto::FLOAT32);
+  switch (mode) {
+    case PullMode::kUnavailable:
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake master: down");
+    case PullMode::kNoChunk:
+      return grpc::Status::OK;
+    case PullMode::kWrongTotal:
+      chunk.set_total_values(p + 1);
+      chunk.set_values(Bytes(theta_.data(), p));
+      writer->Write(chunk);
+      return grpc::Status::OK;
+    case PullMode::kMalformedChunk:
+      chunk.set_offset(5);
+      chunk.set_values(Bytes(theta_.data(), p - 5));
+      writer->Write(chunk);
+      return grpc::Status::OK;
+    case PullMode::kTruncated:
+      chunk.set_values(Bytes(theta_.data(), p / 2));
+      writer->Write(chunk);
+      return grpc::Status::OK;
+    case PullMode::kGood:
+      break;
+  }
+  if (request->known_version() >= 0 && static_cast<uint64_t>(request->known_version()) == version) {
+    writer->Write(chunk);  // not modified: no values
+    return grpc::Status::OK;
+  }
+  // Two chunks, as a real master would for a larger model.
+  const size_t half = p / 2;
+  chunk.set_values(Bytes(theta_.data(), half));
+  writer->Write(chunk);
+  chunk.set_offset(half);
+  chunk.set_values(Bytes(theta_.data() + half, p - half));
+  writer->Write(chunk);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeMaster::Push(grpc::ServerContext*,
+                              grpc::ServerReader<proto::GradientChunk>* reader,
+                              proto::PushResponse* response) {
+  std::vector<float> gradient;
+  std::string echo;
+  proto::GradientChunk chunk;
+  while (reader->Read(&chunk)) {
+    const size_t n = chunk.values().size() / sizeof(float);
+    const size_t at = gradient.size();
+    gradient.resize(at + n);
+    std::memcpy(gradient.data() + at, chunk.values().data(), n * sizeof(float));
+    echo += chunk.echo();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++pushes_received_;
+  const PushMode mode = Take(&push_times_) ? push_mode_ : PushMode::kGood;
+  switch (mode) {
+    case PushMode::kInvalidArgument:
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "fake master: gradient has NaN");
+    case PushMode::kStale:
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "fake master: too stale");
+    case PushMode::kUnauthenticated:
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "fake master: wrong token");
+    case PushMode::kUnavailable:
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake master: down");
+    case PushMode::kGood:
+      break;
+  }
+  if (pushes_applied_++ == 0) {
+    first_gradient_ = gradient;
+    first_echo_ = echo;
+  }
+  ++version_;
+  response->set_outcome(proto::PushResponse::APPLIED);
+  response->set_version(version_);
+  return grpc::Status::OK;
+}
+
+FakeCoordinator::FakeCoordinator(const std::string& master_address, uint32_t train_samples,
+                                 uint32_t batch_size)
+    : master_address_(master_address), train_samples_(train_samples), batch_size_(batch_size) {
+  task_.set_task_id(1);
+  task_.set_epoch(0);
+  task_.set_begin(0);
+  task_.set_end(train_samples);
+  server_ = Serve(this, &port_);
+}
+
+FakeCoordinator::~FakeCoordinator() { server_->Shutdown(); }
+
+void FakeCoordinator::SetTask(const proto::DataTask& task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  task_ = task;
+}
+
+void FakeCoordinator::SetPhaseAfterEvaluation(proto::JobPhase phase) {
+  std::lock_guard<std::mutex> lock(mu_);
+  phase_after_evaluation_ = phase;
+}
+
+int FakeCoordinator::registrations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return registrations_;
+}
+int FakeCoordinator::completions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return completions_;
+}
+int FakeCoordinator::heartbeats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return heartbeats_;
+}
+proto::LeaveReason FakeCoordinator::leave_reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return leave_reason_;
+}
+std::string FakeCoordinator::leave_message() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return leave_message_;
+}
+std::vector<proto::ReportEvaluationRequest> FakeCoordinator::evaluations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return evaluations_;
+}
+
+grpc::Status FakeCoordinator::Register(grpc::ServerContext*, const proto::RegisterRequest* request,
+                                       proto::RegisterResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++registrations_;
+  role_ = request->role() == proto::WORKER_ROLE_EVALUATOR ? proto::WORKER_ROLE_EVALUATOR
+                                                          : proto::WORKER_ROLE_TRAINER;
+  response->set_worker_id(1);
+  response->set_role(role_);
+  response->set_resumed(request->previous_id() == 1);
+  response->set_job_name("fake-job");
+  response->set_master_address(master_address_);
+  response->set_lease_seconds(30);
+  response->set_train_samples(train_samples_);
+  response->set_shuffle_seed(1);
+  response->set_batch_size(batch_size_);
+  response->set_phase(proto::JOB_PHASE_RUNNING);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeCoordinator::Heartbeat(grpc::ServerContext*, const proto::HeartbeatRequest*,
+                                        proto::HeartbeatResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++heartbeats_;
+  response->set_phase(proto::JOB_PHASE_RUNNING);
+  response->set_lease_seconds(30);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeCoordinator::NextTask(grpc::ServerContext*, const proto::NextTaskRequest*,
+                                       proto::NextTaskResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_) {
+    response->set_outcome(proto::NextTaskResponse::JOB_FINISHED);
+    response->set_reason("fake: done");
+    response->set_phase(proto::JOB_PHASE_SUCCEEDED);
+    return grpc::Status::OK;
+  }
+  task_given_ = true;
+  response->set_outcome(proto::NextTaskResponse::ASSIGNED);
+  *response->mutable_task() = task_;
+  response->set_phase(proto::JOB_PHASE_RUNNING);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeCoordinator::CompleteTask(grpc::ServerContext*,
+                                           const proto::CompleteTaskRequest* request,
+                                           proto::CompleteTaskResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (request->task_id() != task_.task_id()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "fake: not your task");
+  }
+  ++completions_;
+  finished_ = true;
+  response->set_phase(proto::JOB_PHASE_SUCCEEDED);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeCoordinator::Leave(grpc::ServerContext*, const proto::LeaveRequest* request,
+                                    proto::LeaveResponse*) {
+  std::lock_guard<std::mutex> lock(mu_);
+  leave_reason_ = request->reason();
+  leave_message_ = request->message();
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeCoordinator::ReportEvaluation(grpc::ServerContext*,
+                                               const proto::ReportEvaluationRequest* request,
+                                               proto::ReportEvaluationResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  evaluations_.push_back(*request);
+  response->set_phase(phase_after_evaluation_);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeCoordinator::Status(grpc::ServerContext*, const proto::CoordinatorStatusRequest*,
+                                     proto::CoordinatorStatusResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  response->set_phase(finished_ ? proto::JOB_PHASE_SUCCEEDED : proto::JOB_PHASE_RUNNING);
+  return grpc::Status::OK;
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,149 @@
+// In-process fakes of the master and the coordinator for worker tests:
+// gRPC servers on 127.0.0.1:<ephemeral> whose answers a test scripts, so
+// the Trainer and the EvaluationLoop can be fed garbage (a wrong model
+// size, malformed or truncated streams, refusals, outages) that a real
+// server never sends. They record what the worker sent. Thread-safe.
+
+#ifndef GAPTRAIN_SERVICES_WORKER_FAKE_SERVERS_H_
+#define GAPTRAIN_SERVICES_WORKER_FAKE_SERVERS_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "proto/gaptrain.grpc.pb.h"
+#include "services/master/parameter_layout.h"
+
+namespace gaptrain {
+
+class FakeMaster final : public proto::Master::Service {
+ public:
+  enum class PullMode {
+    kGood,
+    kWrongTotal,      // total_values is P + 1
+    kMalformedChunk,  // a chunk at the wrong offset
+    kNoChunk,         // the stream ends without a chunk
+    kTruncated,       // half of the values, then OK
+    kUnavailable,     // UNAVAILABLE
+  };
+  enum class PushMode {
+    kGood,             // APPLIED, the version advances
+    kInvalidArgument,  // always refused as invalid
+    kStale,            // FAILED_PRECONDITION
+    kUnauthenticated,
+    kUnavailable,
+  };
+
+  // θ has layout.size() values, filled with a fixed pattern.
+  explicit FakeMaster(const ParameterLayout& layout);
+  ~FakeMaster() override;
+
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // Script: the first `times` calls answer with `mode` (times < 0: every
+  // call), later ones kGood.
+  void SetPull(PullMode mode, int times = -1);
+  void SetPush(PushMode mode, int times = -1);
+  void SetRule(const std::string& rule, bool needs_echo = false,
+               proto::WireType echo_type = proto::FLOAT32);
+  // Describe reports this layout instead of the real one.
+  void SetDescribedLayout(const ParameterLayout& layout);
+  void SetVersion(uint64_t version);
+
+  const std::vector<float>& theta() const { return theta_; }
+  int pulls() const;
+  int observer_pulls() const;
+  int pushes_received() const;  // every push stream, accepted or not
+  int pushes_applied() const;
+  // The first accepted push's gradient and echo (raw bytes).
+  std::vector<float> first_gradient() const;
+  std::string first_echo() const;
+
+  grpc::Status Describe(grpc::ServerContext*, const proto::DescribeRequest*,
+                        proto::DescribeResponse* response) override;
+  grpc::Status Pull(grpc::ServerContext*, const proto::PullRequest* request,
+                    grpc::ServerWriter<proto::ParameterChunk>* writer) override;
+  grpc::Status Push(grpc::ServerContext*, grpc::ServerReader<proto::GradientChunk>* reader,
+                    proto::PushResponse* response) override;
+
+ private:
+  const ParameterLayout layout_;
+  std::vector<float> theta_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+
+  mutable std::mutex mu_;
+  ParameterLayout described_;
+  std::string rule_ = "gap-aware";
+  bool needs_echo_ = false;
+  proto::WireType echo_type_ = proto::FLOAT32;
+  uint64_t version_ = 0;
+  PullMode pull_mode_ = PullMode::kGood;
+  int pull_times_ = 0;
+  PushMode push_mode_ = PushMode::kGood;
+  int push_times_ = 0;
+  int pulls_ = 0, observer_pulls_ = 0, pushes_received_ = 0, pushes_applied_ = 0;
+  std::vector<float> first_gradient_;
+  std::string first_echo_;
+};
+
+class FakeCoordinator final : public proto::Coordinator::Service {
+ public:
+  // Hands out one task, positions [0, train_samples) of epoch 0 (or
+  // `task` when set), then JOB_FINISHED.
+  FakeCoordinator(const std::string& master_address, uint32_t train_samples, uint32_t batch_size);
+  ~FakeCoordinator() override;
+
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  void SetTask(const proto::DataTask& task);
+  // ReportEvaluation answers this phase.
+  void SetPhaseAfterEvaluation(proto::JobPhase phase);
+
+  int registrations() const;
+  int completions() const;
+  int heartbeats() const;
+  proto::LeaveReason leave_reason() const;  // UNSPECIFIED: never left
+  std::string leave_message() const;
+  std::vector<proto::ReportEvaluationRequest> evaluations() const;
+
+  grpc::Status Register(grpc::ServerContext*, const proto::RegisterRequest* request,
+                        proto::RegisterResponse* response) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const proto::HeartbeatRequest* request,
+                         proto::HeartbeatResponse* response) override;
+  grpc::Status NextTask(grpc::ServerContext*, const proto::NextTaskRequest* request,
+                        proto::NextTaskResponse* response) override;
+  grpc::Status CompleteTask(grpc::ServerContext*, const proto::CompleteTaskRequest* request,
+                            proto::CompleteTaskResponse* response) override;
+  grpc::Status Leave(grpc::ServerContext*, const proto::LeaveRequest* request,
+                     proto::LeaveResponse* response) override;
+  grpc::Status ReportEvaluation(grpc::ServerContext*, const proto::ReportEvaluationRequest* request,
+                                proto::ReportEvaluationResponse* response) override;
+  grpc::Status Status(grpc::ServerContext*, const proto::CoordinatorStatusRequest*,
+                      proto::CoordinatorStatusResponse* response) override;
+
+ private:
+  const std::string master_address_;
+  const uint32_t train_samples_;
+  const uint32_t batch_size_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+
+  mutable std::mutex mu_;
+  proto::DataTask task_;
+  bool task_given_ = false;
+  bool finished_ = false;
+  proto::JobPhase phase_after_evaluation_ = proto::JOB_PHASE_RUNNING;
+  proto::WorkerRole role_ = proto::WORKER_ROLE_TRAINER;
+  int registrations_ = 0, completions_ = 0, heartbeats_ = 0;
+  proto::LeaveReason leave_reason_ = proto::LEAVE_REASON_UNSPECIFIED;
+  std::string leave_message_;
+  std::vector<proto::ReportEvaluationRequest> evaluations_;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_WORKER_FAKE_SERVERS_H_

@@ -1,0 +1,29 @@
+// CreateJobModel: the model a TrainingJob names (spec.model: a built-in
+// network or a TorchScript file), shaped for the dataset a worker loaded.
+// Trainers and the evaluator build theirs this way, so their layouts match
+// the master's (which builds it from the same manifest).
+
+#ifndef GAPTRAIN_SERVICES_WORKER_JOB_MODEL_H_
+#define GAPTRAIN_SERVICES_WORKER_JOB_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "services/common/status.h"
+#include "services/common/training_job.h"
+#include "services/worker/dataset.h"
+#include "services/worker/model.h"
+
+namespace gaptrain {
+
+// The image shape and class count of `data`.
+ModelInput ModelInputOf(const Dataset& data);
+
+// `seed` initialises a built-in model's parameters (a worker overwrites
+// them with its first pull).
+Status CreateJobModel(const TrainingJob& job, const ModelInput& input, uint64_t seed,
+                      std::unique_ptr<Model>* model);
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_WORKER_JOB_MODEL_H_

@@ -1,0 +1,391 @@
+#include "services/worker/trainer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+#include "services/common/dana_slim_worker.h"
+#include "services/worker/epoch_order.h"
+#include "services/worker/job_model.h"
+
+namespace gaptrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Moving average of a phase's duration; the first sample sets it.
+void Average(double* average, double seconds) {
+  *average = *average == 0 ? seconds : 0.9 * *average + 0.1 * seconds;
+}
+
+std::string LowerCodeName(Status::Code code) {
+  std::string name = StatusCodeName(code);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return name;
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainingJob& job, const Dataset& train, CoordinatorSession* session,
+                 MasterLink::Connector connect, StopFlag* stop, WorkerMetrics* metrics,
+                 Options options)
+    : job_(job),
+      train_(train),
+      session_(session),
+      master_(std::move(connect), metrics),
+      stop_(stop),
+      metrics_(metrics),
+      options_(options) {}
+
+Trainer::~Trainer() = default;
+
+Status Trainer::Run() {
+  Status s = Setup();
+  if (!s.ok()) {
+    // Stopped while registering or connecting, or the job had ended.
+    if (stop_->stopped()) return Finish(Status::OK());
+    return Finish(s);
+  }
+  session_->StartHeartbeats();
+  return Finish(Loop());
+}
+
+Status Trainer::Setup() {
+  GAPTRAIN_RETURN_IF_ERROR(session_->Register());
+  const proto::RegisterResponse reg = session_->registration();
+  if (reg.train_samples() != train_.size()) {
+    return Status::FailedPrecondition(
+        "the coordinator cuts tasks over " + std::to_string(reg.train_samples()) +
+        " training samples, this worker's dataset has " + std::to_string(train_.size()) +
+        " (check spec.data and --data-dir)");
+  }
+  if (reg.batch_size() == 0) {
+    return Status::FailedPrecondition("the coordinator sent batch size 0");
+  }
+  shuffle_seed_ = reg.shuffle_seed();
+  GAPTRAIN_RETURN_IF_ERROR(CreateJobModel(job_, ModelInputOf(train_), shuffle_seed_, &model_));
+  p_ = model_->layout().size();
+  loader_ = std::make_unique<BatchLoader>(train_, reg.batch_size());
+  images_.assign(loader_->images_buffer_size(), 0.0f);
+  labels_.assign(loader_->labels_buffer_size(), 0);
+
+  RetryLoop loop(options_.retry, NextSeed(), stop_);
+  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(reg.master_address(), model_->layout(), &loop));
+  const proto::DescribeResponse& d = master_.description();
+  sync_ = d.rule() == "sync";
+  echo_ = d.needs_echo();
+  echo_type_ = d.echo_type();
+  if (echo_ && echo_type_ == proto::BFLOAT16) echo_bf16_.assign(p_, 0);
+  dana_slim_ = d.rule() == "dana-slim";
+  if (dana_slim_) {
+    momentum_ = static_cast<float>(job_.training.optimizer.momentum);
+    weight_decay_ = static_cast<float>(job_.training.optimizer.weight_decay);
+    velocity_.assign(p_, 0.0f);
+    next_velocity_.assign(p_, 0.0f);
+    u_.assign(p_, 0.0f);
+  }
+  spdlog::info("trainer ready: {} parameters, batch {}, {} training samples{}", p_,
+               reg.batch_size(), train_.size(),
+               dana_slim_ ? ", DANA-Slim momentum on this worker" : "");
+  return Status::OK();
+}
+
+Status Trainer::Loop() {
+  while (!stop_->stopped()) {
+    // A registration again may name another master (it moved).
+    const std::string address = session_->registration().master_address();
+    if (address != master_.address()) {
+      RetryLoop loop(options_.retry, NextSeed(), stop_);
+      Status s = master_.Connect(address, model_->layout(), &loop);
+      if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
+      known_version_ = -1;
+    }
+    proto::NextTaskResponse next;
+    Status s = session_->NextTask(&next);
+    if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
+    switch (next.outcome()) {
+      case proto::NextTaskResponse::ASSIGNED:
+        GAPTRAIN_RETURN_IF_ERROR(RunTask(next.task()));
+        break;
+      case proto::NextTaskResponse::WAIT_FOR_WORKERS:
+      case proto::NextTaskResponse::EPOCH_FINISHING:
+        spdlog::debug("no task yet: {}", next.reason());
+        stop_->SleepFor(std::chrono::milliseconds(std::max<uint32_t>(next.retry_after_ms(), 10)));
+        break;
+      case proto::NextTaskResponse::JOB_FINISHED:
+        spdlog::info("no more tasks: {}", next.reason());
+        stop_->Stop(StopReason::kJobEnded);
+        break;
+      default:
+        spdlog::warn("coordinator: NextTask answered an unknown outcome {}; asking again",
+                     static_cast<int>(next.outcome()));
+        stop_->SleepFor(std::chrono::milliseconds(1000));
+        break;
+    }
+  }
+  return Status::OK();
+}
+
+Status Trainer::RunTask(const proto::DataTask& task) {
+  const uint32_t n = static_cast<uint32_t>(train_.size());
+  if (task.task_id() == 0 || task.begin() >= task.end() || task.end() > n) {
+    return Status::FailedPrecondition(
+        "coordinator: task " + std::to_string(task.task_id()) + " covers positions [" +
+        std::to_string(task.begin()) + ", " + std::to_string(task.end()) + ") of epoch " +
+        std::to_string(task.epoch()) + ", not a range within this worker's " + std::to_string(n) +
+        " training samples");
+  }
+  if (order_epoch_ != task.epoch()) {
+    order_ = EpochPermutation(shuffle_seed_, task.epoch(), n);
+    order_epoch_ = task.epoch();
+  }
+  BatchIterator it(*loader_, order_, SampleRange{task.begin(), task.end()});
+  GAPTRAIN_RETURN_IF_ERROR(it.status());
+  const uint64_t generation = session_->generation();
+  uint32_t done = 0;
+  std::optional<float> last_loss;
+  session_->SetProgress(task.task_id(), 0, std::nullopt);
+  spdlog::debug("task {}: epoch {}, positions [{}, {})", task.task_id(), task.epoch(), task.begin(),
+                task.end());
+  while (true) {
+    if (stop_->stopped()) return Status::OK();  // abandoned: Leave gives it back
+    if (session_->generation() != generation) {
+      spdlog::warn("task {} abandoned: the coordinator took it back", task.task_id());
+      return Status::OK();
+    }
+    const size_t k = it.Next(images_.data(), labels_.data());
+    if (k == 0) break;
+    BatchOutcome outcome = BatchOutcome::kSkipped;
+    float loss = std::numeric_limits<float>::quiet_NaN();
+    GAPTRAIN_RETURN_IF_ERROR(TrainBatch(k, generation, &outcome, &loss));
+    if (outcome == BatchOutcome::kStopped || outcome == BatchOutcome::kTaskLost) continue;
+    if (outcome == BatchOutcome::kSkipped) ++skipped_;
+    if (outcome == BatchOutcome::kTrained) last_loss = loss;
+    done += static_cast<uint32_t>(k);
+    session_->SetProgress(task.task_id(), done, last_loss);
+  }
+  GAPTRAIN_RETURN_IF_ERROR(it.status());
+  bool credited = false;
+  Status s = session_->CompleteTask(task.task_id(), &credited);
+  if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
+  if (credited) ++tasks_;
+  session_->SetProgress(0, 0, last_loss);
+  return Status::OK();
+}
+
+bool Trainer::FitsInGrace(double seconds) const {
+  if (!stop_->stopped()) return true;
+  if (stop_->reason() != StopReason::kPreempted) return false;  // the job is over
+  // Keep a quarter of the grace period (at most 2 s) for Leave.
+  const double reserve = std::min(2.0, options_.grace_seconds / 4);
+  const auto deadline =
+      stop_->stop_time() + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(options_.grace_seconds - reserve));
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(1.5 * seconds)) <=
+         deadline;
+}
+
+Status Trainer::PullParameters() {
+  MasterClient::PullResult r;
+  const auto start = Clock::now();
+  Status s =
+      master_.client()->Pull(session_->worker_id(), known_version_, model_->parameters(), p_, &r);
+  if (!s.ok()) {
+    known_version_ = -1;  // the buffer may hold part of a reply
+    return s;
+  }
+  const double seconds = SecondsSince(start);
+  master_.NoteSuccess();
+  not_member_logged_ = false;
+  Average(&pull_seconds_, seconds);
+  if (metrics_ != nullptr) metrics_->RecordPull(seconds);
+  master_.NoteVersion(r.version);
+  session_->SetMasterVersion(r.version);
+  if (r.modified && echo_ && echo_type_ == proto::BFLOAT16) {
+    FloatsToBf16(model_->parameters(), p_, echo_bf16_.data());
+  }
+  known_version_ = static_cast<int64_t>(r.version);
+  base_version_ = r.version;
+  return Status::OK();
+}
+
+const float* Trainer::Gradient() {
+  if (!dana_slim_) return model_->gradients();
+  // u = g' + γv' with g' = g + λx and v' = γv + g'; v' is kept only when
+  // the push is accepted.
+  const float* g = model_->gradients();
+  const float* x = model_->parameters();
+  for (size_t j = 0; j < p_; ++j) u_[j] = g[j] + weight_decay_ * x[j];
+  std::memcpy(next_velocity_.data(), velocity_.data(), p_ * sizeof(float));
+  DanaSlimWorkerStep(momentum_, u_.data(), next_velocity_.data(), u_.data(), p_);
+  return u_.data();
+}
+
+void Trainer::WaitForNextStep(uint64_t pushed_on) {
+  Backoff::Options o;
+  o.initial = std::chrono::milliseconds(1);
+  o.max = std::chrono::milliseconds(100);
+  Backoff backoff(o, NextSeed());
+  while (!stop_->stopped()) {
+    if (PullParameters().ok() && base_version_ > pushed_on) return;
+    stop_->SleepFor(backoff.Next());
+  }
+}
+
+Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* outcome,
+                           float* loss) {
+  RetryLoop loop(options_.retry, NextSeed(), stop_);
+  int recomputes = 0;
+  auto give_up = [&](const Status& s) {
+    if (stop_->stopped()) {
+      *outcome = BatchOutcome::kStopped;
+      return Status::OK();
+    }
+    return s;
+  };
+  while (true) {
+    if (!FitsInGrace(pull_seconds_ + compute_seconds_ + push_seconds_)) {
+      *outcome = BatchOutcome::kStopped;
+      return Status::OK();
+    }
+    if (session_->generation() != generation) {
+      *outcome = BatchOutcome::kTaskLost;
+      return Status::OK();
+    }
+
+    Status s = PullParameters();
+    if (!s.ok()) {
+      if (s.code() == Status::Code::kNotFound) {
+        if (!not_member_logged_) {
+          spdlog::info(
+              "master: worker {} is not a member yet ({}); waiting for the "
+              "coordinator's membership feed",
+              session_->worker_id(), s.message());
+          not_member_logged_ = true;
+        }
+      } else if (IsTransient(s)) {
+        master_.NoteFailure("Pull", s);
+      } else {
+        return s;  // e.g. the master's model has another size: nothing to retry
+      }
+      if (!loop.Wait()) return give_up(s);
+      continue;
+    }
+
+    if (!FitsInGrace(compute_seconds_ + push_seconds_)) {
+      *outcome = BatchOutcome::kStopped;
+      return Status::OK();
+    }
+    const auto compute_start = Clock::now();
+    const float l =
+        model_->ComputeGradient(images_.data(), labels_.data(), static_cast<int64_t>(samples));
+    const double compute = SecondsSince(compute_start);
+    Average(&compute_seconds_, compute);
+    if (metrics_ != nullptr) metrics_->RecordCompute(compute);
+    if (!std::isfinite(l)) {
+      spdlog::warn("batch skipped: its loss is {} (see the LibTorch error above, if any)", l);
+      *outcome = BatchOutcome::kSkipped;
+      return Status::OK();
+    }
+    if (!FitsInGrace(push_seconds_)) {
+      *outcome = BatchOutcome::kStopped;
+      return Status::OK();
+    }
+
+    const float* gradient = Gradient();
+    const void* echo = nullptr;
+    if (echo_) {
+      echo = echo_type_ == proto::BFLOAT16 ? static_cast<const void*>(echo_bf16_.data())
+                                           : static_cast<const void*>(model_->parameters());
+    }
+    proto::PushResponse reply;
+    const auto push_start = Clock::now();
+    s = master_.client()->Push(session_->worker_id(), base_version_, gradient, p_, l, &reply, echo,
+                               echo_type_);
+    if (s.ok()) {
+      const double push = SecondsSince(push_start);
+      master_.NoteSuccess();
+      Average(&push_seconds_, push);
+      if (dana_slim_) velocity_.swap(next_velocity_);
+      master_.NoteVersion(reply.version());
+      session_->SetMasterVersion(reply.version());
+      ++batches_;
+      samples_ += samples;
+      if (metrics_ != nullptr) {
+        metrics_->RecordPush(push);
+        metrics_->RecordBatch(samples, l);
+      }
+      if (sync_ && reply.outcome() == proto::PushResponse::ACCUMULATED) {
+        WaitForNextStep(base_version_);
+      }
+      *outcome = BatchOutcome::kTrained;
+      *loss = l;
+      return Status::OK();
+    }
+
+    known_version_ = -1;  // pull a whole copy before computing again
+    if (IsTransient(s)) {
+      // Whether it was applied is unknown: recompute on fresh parameters
+      // rather than risk applying the same gradient twice.
+      master_.NoteFailure("Push", s);
+      if (!loop.Wait()) return give_up(s);
+      continue;
+    }
+    if (metrics_ != nullptr) metrics_->RecordPushRejected(LowerCodeName(s.code()));
+    switch (s.code()) {
+      case Status::Code::kFailedPrecondition:  // too stale, or no matching copy
+      case Status::Code::kOutOfRange:          // from the future: the master went back
+      case Status::Code::kNotFound:            // not a member (yet, or any more)
+        if (recomputes++ >= options_.max_recomputes) {
+          spdlog::warn("batch skipped: the master refused it {} times, last: {}", recomputes,
+                       s.ToString());
+          *outcome = BatchOutcome::kSkipped;
+          return Status::OK();
+        }
+        spdlog::debug("master refused the push ({}); pulling again and recomputing", s.ToString());
+        if (s.code() == Status::Code::kNotFound && !loop.Wait()) return give_up(s);
+        continue;
+      case Status::Code::kInvalidArgument:
+        spdlog::error("master refused the push as invalid, which is a bug: {}; batch skipped",
+                      s.ToString());
+        *outcome = BatchOutcome::kSkipped;
+        return Status::OK();
+      case Status::Code::kAlreadyExists:  // sync: this step has our gradient already
+        spdlog::warn("master: {}; batch skipped", s.message());
+        *outcome = BatchOutcome::kSkipped;
+        return Status::OK();
+      default:
+        return s;  // UNAUTHENTICATED, RESOURCE_EXHAUSTED, ...: nothing to retry
+    }
+  }
+}
+
+Status Trainer::Finish(Status status) {
+  proto::LeaveReason reason = proto::LEAVE_REASON_FINISHED;
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  if (!status.ok()) {
+    reason = proto::LEAVE_REASON_FAILED;
+    spdlog::error("trainer stopped: {}", status.ToString());
+  } else if (stop_->reason() == StopReason::kPreempted) {
+    reason = proto::LEAVE_REASON_PREEMPTED;
+    deadline = LeaveDeadline(*stop_, options_.grace_seconds);
+  }
+  Status left = session_->Leave(reason, status.ok() ? "" : status.ToString(), deadline);
+  if (!left.ok()) spdlog::warn("could not leave the job: {}", left.ToString());
+  spdlog::info("trainer done: {} batches ({} samples) pushed, {} skipped, {} tasks completed",
+               batches_, samples_, skipped_, tasks_);
+  return status;
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,136 @@
+// Trainer: the loop of a training worker (docs/worker.md). It registers
+// with the coordinator, takes data tasks, and for every batch of a task
+// pulls the parameters straight into the model's flat buffer (no payload
+// when the version did not change), computes the gradient, and pushes it
+// with the version it was computed on: plain, with the copy it was
+// computed on when the rule wants an echo (gapSource echo), or as
+// DANA-Slim's u = g' + γv with the worker's momentum v and g' = g + λx.
+// The session heartbeats with the progress meanwhile. At the end of a task
+// it completes it and asks for the next, until the job ends or the stop
+// flag is set; then it leaves the job.
+//
+// Faults: every call is retried through a RetryLoop. A master that is down
+// or restarting (UNAVAILABLE, timeouts, torn streams) is retried with
+// backoff; a worker the master does not know yet (NOT_FOUND: the
+// coordinator's membership feed is catching up) waits; a push refused as
+// stale, without a matching copy or from the future (FAILED_PRECONDITION,
+// OUT_OF_RANGE) pulls again and recomputes the batch, at most
+// max_recomputes times; INVALID_ARGUMENT is a bug: logged, batch skipped.
+// Nothing the network does crashes the worker.
+//
+// Preemption: when the stop flag is set with kPreempted, the batch in
+// flight is finished only if its remaining phases fit in the grace period
+// (leaving time to Leave), else abandoned; the coordinator puts the task
+// back in the queue when the worker leaves.
+//
+// Not thread-safe; Run() once.
+
+#ifndef GAPTRAIN_SERVICES_WORKER_TRAINER_H_
+#define GAPTRAIN_SERVICES_WORKER_TRAINER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "proto/gaptrain.pb.h"
+#include "services/common/bfloat16.h"
+#include "services/common/status.h"
+#include "services/common/training_job.h"
+#include "services/worker/batch_loader.h"
+#include "services/worker/coordinator_session.h"
+#include "services/worker/dataset.h"
+#include "services/worker/master_link.h"
+#include "services/worker/model.h"
+#include "services/worker/retry.h"
+#include "services/worker/stop_flag.h"
+#include "services/worker/worker_metrics.h"
+
+namespace gaptrain {
+
+class Trainer {
+ public:
+  struct Options {
+    RetryPolicy retry;          // master calls (the session has its own)
+    uint64_t seed = 1;          // backoff jitter
+    double grace_seconds = 20;  // after a preemption, until the worker has left
+    int max_recomputes = 3;     // per batch, after stale or not-a-member refusals
+  };
+
+  // Everything borrowed must outlive the trainer; `metrics` may be null.
+  // `train` is the training split the coordinator's tasks index.
+  Trainer(const TrainingJob& job, const Dataset& train, CoordinatorSession* session,
+          MasterLink::Connector connect, StopFlag* stop, WorkerMetrics* metrics, Options options);
+  ~Trainer();
+
+  // Trains until the job ends or the stop flag is set, then leaves the
+  // job. OK when the job finished or the worker was preempted (Leave with
+  // FINISHED or PREEMPTED). Otherwise the error that stopped it, after
+  // Leave(FAILED): a master holding another model, a task outside this
+  // worker's dataset, a refused token, or the retries ran out
+  // (Options::retry.max_attempts).
+  Status Run();
+
+  // Counters, for tests and the benchmark (read after Run).
+  uint64_t batches_pushed() const { return batches_; }
+  uint64_t samples_pushed() const { return samples_; }
+  uint64_t tasks_completed() const { return tasks_; }
+  uint64_t batches_skipped() const { return skipped_; }
+
+ private:
+  enum class BatchOutcome { kTrained, kSkipped, kStopped, kTaskLost };
+
+  Status Setup();
+  Status Loop();
+  Status RunTask(const proto::DataTask& task);
+  Status TrainBatch(size_t samples, uint64_t generation, BatchOutcome* outcome, float* loss);
+  Status PullParameters();
+  // What to push: the model's gradient, or DANA-Slim's u.
+  const float* Gradient();
+  // Sync mode after an ACCUMULATED push: waits until the step completes.
+  void WaitForNextStep(uint64_t pushed_on);
+  // After a preemption: whether `seconds` more work still ends in time.
+  bool FitsInGrace(double seconds) const;
+  Status Finish(Status status);
+  uint64_t NextSeed() { return options_.seed * 7919u + ++seed_counter_; }
+
+  const TrainingJob& job_;
+  const Dataset& train_;
+  CoordinatorSession* const session_;
+  MasterLink master_;
+  StopFlag* const stop_;
+  WorkerMetrics* const metrics_;
+  const Options options_;
+  uint64_t seed_counter_ = 0;
+
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<BatchLoader> loader_;
+  std::vector<float> images_;
+  std::vector<int64_t> labels_;
+  size_t p_ = 0;
+  uint64_t shuffle_seed_ = 0;
+  uint32_t order_epoch_ = UINT32_MAX;
+  std::vector<uint32_t> order_;
+
+  int64_t known_version_ = -1;  // what parameters() holds; -1: nothing trusted
+  uint64_t base_version_ = 0;
+
+  // What the master's rule needs from a push.
+  bool sync_ = false;
+  bool echo_ = false;
+  proto::WireType echo_type_ = proto::FLOAT32;
+  std::vector<bf16_t> echo_bf16_;  // parameters() as bf16, refreshed per pull
+  bool dana_slim_ = false;
+  float momentum_ = 0;
+  float weight_decay_ = 0;
+  std::vector<float> velocity_, next_velocity_, u_;
+
+  // Moving averages of the phases, for the grace decision.
+  double pull_seconds_ = 0, compute_seconds_ = 0, push_seconds_ = 0;
+  bool not_member_logged_ = false;
+
+  uint64_t batches_ = 0, samples_ = 0, tasks_ = 0, skipped_ = 0;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_WORKER_TRAINER_H_

@@ -1,0 +1,362 @@
+// The Trainer and the EvaluationLoop in-process against scripted fake
+// servers (fake_servers.h): what they push for each rule, and bad server
+// responses (a wrong model size, malformed, truncated or empty streams,
+// outages, refusals, a task outside the dataset, an unreachable master):
+// the worker retries or returns a clear Status, and never crashes.
+
+#include "services/worker/trainer.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include "services/common/bfloat16.h"
+#include "services/coordinator/coordinator_client.h"
+#include "services/worker/batch_loader.h"
+#include "services/worker/compute_threads.h"
+#include "services/worker/epoch_order.h"
+#include "services/worker/evaluation_loop.h"
+#include "services/worker/fake_servers.h"
+
+namespace gaptrain {
+namespace {
+
+constexpr uint32_t kSamples = 64;
+constexpr uint32_t kBatch = 8;
+constexpr int64_t kSide = 8;
+
+Dataset SmallDataset(uint32_t seed) {
+  Dataset d;
+  d.channels = 1;
+  d.height = kSide;
+  d.width = kSide;
+  std::mt19937 gen(seed);
+  d.images.resize(kSamples * d.image_size());
+  for (uint8_t& v : d.images) v = static_cast<uint8_t>(gen() & 0xff);
+  for (uint32_t i = 0; i < kSamples; ++i) d.labels.push_back(static_cast<uint8_t>(gen() % 10));
+  ComputeChannelStats(d.images.data(), kSamples, 1, kSide * kSide, &d.mean, &d.stddev);
+  return d;
+}
+
+RetryPolicy FastRetry(int max_attempts) {
+  RetryPolicy p;
+  p.backoff.initial = std::chrono::milliseconds(1);
+  p.backoff.max = std::chrono::milliseconds(4);
+  p.max_attempts = max_attempts;
+  return p;
+}
+
+// A trainer (or evaluator) wired to a FakeMaster and a FakeCoordinator.
+class Harness {
+ public:
+  Harness() : data_(SmallDataset(3)) {
+    SetComputeThreads(1);
+    job_.name = "fake-job";
+    job_.model.builtin = "mlp";
+    job_.training.optimizer.momentum = 0.9;
+    job_.training.optimizer.weight_decay = 1e-3;
+    job_.training.eval_every_updates = 5;
+    std::unique_ptr<Model> model;
+    EXPECT_TRUE(Model::CreateBuiltin("mlp", ModelInput{1, kSide, kSide, 10}, 1, &model).ok());
+    layout_ = model->layout();
+    master_ = std::make_unique<FakeMaster>(layout_);
+    coordinator_ = std::make_unique<FakeCoordinator>(master_->address(), kSamples, kBatch);
+  }
+
+  // Runs a trainer to the end; max_attempts bounds the retries.
+  Status RunTrainer(int max_attempts = 4) {
+    CoordinatorSession session(&client(), SessionOptions(proto::WORKER_ROLE_TRAINER, max_attempts),
+                               &stop_, &metrics_);
+    Trainer::Options o;
+    o.retry = FastRetry(max_attempts);
+    o.grace_seconds = 5;
+    trainer_ = std::make_unique<Trainer>(job_, data_, &session, Connector(), &stop_, &metrics_, o);
+    return trainer_->Run();
+  }
+
+  Status RunEvaluator(EvaluationLoop::Result* result) {
+    CoordinatorSession session(&client(), SessionOptions(proto::WORKER_ROLE_EVALUATOR, 4), &stop_,
+                               &metrics_);
+    EvaluationLoop::Options o;
+    o.retry = FastRetry(4);
+    o.poll = std::chrono::milliseconds(5);
+    o.batch_size = 16;
+    EvaluationLoop evaluator(job_, data_, &session, Connector(), &stop_, &metrics_, o);
+    Status s = evaluator.Run();
+    *result = evaluator.result();
+    return s;
+  }
+
+  MasterLink::Connector Connector() {
+    return [](const std::string& address) {
+      MasterClient::Options o;
+      o.token = "";
+      o.deadline_seconds = 5;
+      return std::make_unique<MasterClient>(
+          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()), o);
+    };
+  }
+
+  FakeMaster& master() { return *master_; }
+  FakeCoordinator& coordinator() { return *coordinator_; }
+  Trainer& trainer() { return *trainer_; }
+  StopFlag& stop() { return stop_; }
+  WorkerMetrics& metrics() { return metrics_; }
+  TrainingJob& job() { return job_; }
+  const Dataset& data() const { return data_; }
+  const ParameterLayout& layout() const { return layout_; }
+
+ private:
+  CoordinatorSession::Options SessionOptions(proto::WorkerRole role, int max_attempts) {
+    CoordinatorSession::Options o;
+    o.host = "test-host";
+    o.role = role;
+    o.retry = FastRetry(max_attempts);
+    o.heartbeat_seconds = 0.02;
+    return o;
+  }
+  CoordinatorClient& client() {
+    if (client_ == nullptr) {
+      CoordinatorClient::Options o;
+      o.deadline_seconds = 5;
+      client_ = std::make_unique<CoordinatorClient>(
+          grpc::CreateChannel(coordinator_->address(), grpc::InsecureChannelCredentials()), o);
+    }
+    return *client_;
+  }
+
+  Dataset data_;
+  TrainingJob job_;
+  ParameterLayout layout_;
+  std::unique_ptr<FakeMaster> master_;
+  std::unique_ptr<FakeCoordinator> coordinator_;
+  std::unique_ptr<CoordinatorClient> client_;
+  StopFlag stop_;
+  WorkerMetrics metrics_{std::make_shared<prometheus::Registry>()};
+  std::unique_ptr<Trainer> trainer_;
+};
+
+constexpr int kBatches = kSamples / kBatch;
+
+TEST(TrainerTest, TrainsATaskCompletesItAndLeaves) {
+  Harness h;
+  Status s = h.RunTrainer();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(h.master().pushes_applied(), kBatches);
+  EXPECT_EQ(h.trainer().batches_pushed(), static_cast<uint64_t>(kBatches));
+  EXPECT_EQ(h.trainer().samples_pushed(), kSamples);
+  EXPECT_EQ(h.trainer().tasks_completed(), 1u);
+  EXPECT_EQ(h.coordinator().completions(), 1);
+  EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FINISHED);
+  EXPECT_EQ(h.metrics().samples_total(), kSamples);
+  EXPECT_EQ(h.metrics().reconnects(Peer::kMaster), 0);
+  EXPECT_TRUE(h.master().first_echo().empty());  // snapshot mode: no echo
+}
+
+TEST(TrainerTest, EchoesTheCopyTheGradientWasComputedOn) {
+  for (proto::WireType type : {proto::FLOAT32, proto::BFLOAT16}) {
+    Harness h;
+    h.master().SetRule("gap-aware", /*needs_echo=*/true, type);
+    ASSERT_TRUE(h.RunTrainer().ok());
+    const std::vector<float>& theta = h.master().theta();
+    std::string expected;
+    if (type == proto::FLOAT32) {
+      expected.assign(reinterpret_cast<const char*>(theta.data()), theta.size() * sizeof(float));
+    } else {
+      std::vector<bf16_t> bf(theta.size());
+      FloatsToBf16(theta.data(), theta.size(), bf.data());
+      expected.assign(reinterpret_cast<const char*>(bf.data()), bf.size() * sizeof(bf16_t));
+    }
+    EXPECT_TRUE(h.master().first_echo() == expected) << proto::WireType_Name(type);
+  }
+}
+
+TEST(TrainerTest, DanaSlimPushesUWithTheWorkersMomentumAndWeightDecay) {
+  Harness h;
+  h.master().SetRule("dana-slim");
+  ASSERT_TRUE(h.RunTrainer().ok());
+
+  // The first batch by hand: g on θ, g' = g + λθ, v = g', u = g' + γv.
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::CreateBuiltin("mlp", ModelInput{1, kSide, kSide, 10}, 1, &model).ok());
+  const std::vector<float>& theta = h.master().theta();
+  std::memcpy(model->parameters(), theta.data(), theta.size() * sizeof(float));
+  BatchLoader loader(h.data(), kBatch);
+  const std::vector<uint32_t> order = EpochPermutation(1, 0, kSamples);
+  std::vector<float> images(loader.images_buffer_size());
+  std::vector<int64_t> labels(loader.labels_buffer_size());
+  ASSERT_EQ(loader.Fill(order.data(), kBatch, images.data(), labels.data()), kBatch);
+  model->ComputeGradient(images.data(), labels.data(), kBatch);
+  const std::vector<float> pushed = h.master().first_gradient();
+  ASSERT_EQ(pushed.size(), theta.size());
+  const float gamma = 0.9f, lambda = 1e-3f;
+  double worst = 0;
+  for (size_t j = 0; j < theta.size(); ++j) {
+    const float g = model->gradients()[j] + lambda * theta[j];
+    worst = std::max(worst, std::fabs(static_cast<double>(pushed[j] - (g + gamma * g))));
+  }
+  EXPECT_LT(worst, 1e-5);
+}
+
+TEST(TrainerTest, AMasterWithAnotherModelSizeIsAClearError) {
+  Harness h;
+  h.master().SetPull(FakeMaster::PullMode::kWrongTotal);
+  Status s = h.RunTrainer();
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("values"), std::string::npos) << s.message();
+  EXPECT_EQ(h.master().pushes_received(), 0);
+  EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FAILED);
+  EXPECT_NE(h.coordinator().leave_message().find("values"), std::string::npos);
+}
+
+TEST(TrainerTest, ADescribedLayoutThatDiffersIsRefusedBeforeTraining) {
+  Harness h;
+  ParameterLayout other;
+  ASSERT_TRUE(other.Add("fc1.weight", {10, 10}).ok());
+  h.master().SetDescribedLayout(other);
+  Status s = h.RunTrainer();
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("holds another model"), std::string::npos) << s.message();
+  EXPECT_EQ(h.master().pulls(), 0);
+}
+
+TEST(TrainerTest, MalformedTruncatedOrEmptyStreamsAreRetriedThenReported) {
+  for (FakeMaster::PullMode mode :
+       {FakeMaster::PullMode::kMalformedChunk, FakeMaster::PullMode::kTruncated,
+        FakeMaster::PullMode::kNoChunk}) {
+    Harness h;
+    h.master().SetPull(mode);
+    Status s = h.RunTrainer(/*max_attempts=*/4);
+    EXPECT_EQ(s.code(), Status::Code::kDataLoss) << s.ToString();
+    EXPECT_EQ(h.master().pulls(), 4) << s.ToString();
+    EXPECT_EQ(h.master().pushes_received(), 0);
+    EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FAILED);
+  }
+}
+
+TEST(TrainerTest, OutagesAreRetriedAndCountedAsReconnects) {
+  Harness h;
+  h.master().SetPull(FakeMaster::PullMode::kUnavailable, 3);
+  h.master().SetPush(FakeMaster::PushMode::kUnavailable, 2);
+  Status s = h.RunTrainer(/*max_attempts=*/0);  // never give up
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(h.master().pushes_applied(), kBatches);
+  EXPECT_EQ(h.master().pushes_received(), kBatches + 2);
+  // Back after the pull outage, and after each failed push (the pull
+  // that follows it succeeds).
+  EXPECT_EQ(h.metrics().reconnects(Peer::kMaster), 3);
+  EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FINISHED);
+}
+
+TEST(TrainerTest, InvalidPushesAreSkippedNotFatal) {
+  Harness h;
+  h.master().SetPush(FakeMaster::PushMode::kInvalidArgument);
+  Status s = h.RunTrainer();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(h.master().pushes_applied(), 0);
+  EXPECT_EQ(h.trainer().batches_skipped(), static_cast<uint64_t>(kBatches));
+  EXPECT_EQ(h.coordinator().completions(), 1);
+  EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FINISHED);
+}
+
+TEST(TrainerTest, AStalePushIsPulledAgainAndRecomputed) {
+  Harness h;
+  h.master().SetPush(FakeMaster::PushMode::kStale, 2);
+  ASSERT_TRUE(h.RunTrainer().ok());
+  EXPECT_EQ(h.master().pushes_applied(), kBatches);
+  EXPECT_EQ(h.master().pushes_received(), kBatches + 2);
+  EXPECT_EQ(h.trainer().batches_skipped(), 0u);
+
+  Harness always;  // stale forever: skipped after max_recomputes, never stuck
+  always.master().SetPush(FakeMaster::PushMode::kStale);
+  ASSERT_TRUE(always.RunTrainer().ok());
+  EXPECT_EQ(always.trainer().batches_skipped(), static_cast<uint64_t>(kBatches));
+  EXPECT_EQ(always.master().pushes_received(), kBatches * 4);  // 1 + 3 recomputes each
+}
+
+TEST(TrainerTest, ARefusedTokenIsFatal) {
+  Harness h;
+  h.master().SetPush(FakeMaster::PushMode::kUnauthenticated);
+  Status s = h.RunTrainer();
+  EXPECT_EQ(s.code(), Status::Code::kUnauthenticated) << s.ToString();
+  EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FAILED);
+}
+
+TEST(TrainerTest, ATaskOutsideTheDatasetIsRefused) {
+  Harness h;
+  proto::DataTask task;
+  task.set_task_id(1);
+  task.set_begin(0);
+  task.set_end(kSamples + 10);
+  h.coordinator().SetTask(task);
+  Status s = h.RunTrainer();
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("task 1"), std::string::npos) << s.message();
+  EXPECT_EQ(h.master().pushes_received(), 0);
+}
+
+TEST(TrainerTest, AnUnreachableMasterGivesUpAfterTheAttempts) {
+  Harness h;
+  FakeCoordinator nowhere("127.0.0.1:1", kSamples, kBatch);  // nothing listens on port 1
+  CoordinatorClient::Options co;
+  co.deadline_seconds = 5;
+  CoordinatorClient client(
+      grpc::CreateChannel(nowhere.address(), grpc::InsecureChannelCredentials()), co);
+  CoordinatorSession::Options so;
+  so.host = "test-host";
+  so.retry = FastRetry(3);
+  StopFlag stop;
+  CoordinatorSession session(&client, so, &stop, nullptr);
+  Trainer::Options o;
+  o.retry = FastRetry(3);
+  Trainer trainer(h.job(), h.data(), &session, h.Connector(), &stop, nullptr, o);
+  Status s = trainer.Run();
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
+  EXPECT_EQ(nowhere.leave_reason(), proto::LEAVE_REASON_FAILED);
+}
+
+TEST(TrainerTest, PreemptedBeforeTheFirstBatchLeavesAsPreempted) {
+  Harness h;
+  h.stop().Stop(StopReason::kPreempted);
+  ASSERT_TRUE(h.RunTrainer().ok());
+  EXPECT_EQ(h.master().pushes_received(), 0);
+  EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_PREEMPTED);
+}
+
+TEST(EvaluationLoopTest, EvaluatesThetaWithObserverPullsAndReports) {
+  Harness h;
+  h.master().SetVersion(10);  // past evalEveryUpdates (5)
+  h.coordinator().SetPhaseAfterEvaluation(proto::JOB_PHASE_SUCCEEDED);
+  EvaluationLoop::Result result;
+  Status s = h.RunEvaluator(&result);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(result.evaluations, 1u);
+  EXPECT_EQ(result.version, 10u);
+  const auto reports = h.coordinator().evaluations();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].version(), 10u);
+  EXPECT_GE(reports[0].accuracy(), 0.0);
+  EXPECT_LE(reports[0].accuracy(), 1.0);
+  EXPECT_GT(reports[0].loss(), 0.0);
+  EXPECT_GE(h.master().observer_pulls(), 1);
+  EXPECT_EQ(h.master().pulls(), h.master().observer_pulls());  // never a member pull
+  EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FINISHED);
+}
+
+TEST(EvaluationLoopTest, ABrokenStreamIsReportedNotFatalToTheProcess) {
+  Harness h;
+  h.master().SetVersion(10);
+  h.master().SetPull(FakeMaster::PullMode::kWrongTotal);
+  EvaluationLoop::Result result;
+  Status s = h.RunEvaluator(&result);
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.ToString();
+  EXPECT_TRUE(h.coordinator().evaluations().empty());
+  EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FAILED);
+}
+
+}  // namespace
+}  // namespace gaptrain

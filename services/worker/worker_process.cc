@@ -1,0 +1,124 @@
+#include "services/worker/worker_process.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "services/common/http_server.h"
+#include "services/common/metrics_endpoint.h"
+#include "services/coordinator/coordinator_client.h"
+#include "services/master/checkpoint.h"
+#include "services/master/master_client.h"
+#include "services/worker/compute_threads.h"
+#include "services/worker/coordinator_session.h"
+#include "services/worker/dataset.h"
+#include "services/worker/device.h"
+#include "services/worker/evaluation_loop.h"
+#include "services/worker/master_link.h"
+#include "services/worker/trainer.h"
+#include "services/worker/worker_channel.h"
+#include "services/worker/worker_metrics.h"
+
+namespace gaptrain {
+namespace {
+
+// Per-call deadlines: a coordinator verb is small; a master call moves the
+// model, which on a slow link takes a while for a large one.
+constexpr double kCoordinatorDeadlineSeconds = 10;
+constexpr double kMasterDeadlineSeconds = 30;
+
+RetryPolicy DefaultRetry() {
+  RetryPolicy p;
+  p.backoff.initial = std::chrono::milliseconds(100);
+  p.backoff.max = std::chrono::milliseconds(2000);
+  p.backoff.multiplier = 2;
+  p.backoff.jitter = 0.5;
+  p.max_attempts = 0;  // a network fault never ends a worker
+  return p;
+}
+
+}  // namespace
+
+Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, StopFlag* stop) {
+  const int threads = options.threads > 0 ? options.threads : AvailableCpus();
+  SetComputeThreads(threads);
+  const DeviceChoice device = ChooseDevice(options.device);
+  if (!device.note.empty()) spdlog::warn("{}", device.note);
+
+  DatasetFormat format;
+  GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
+  const std::string dir = options.data_dir.empty() ? job.data.path : options.data_dir;
+  const Split split = options.evaluator ? Split::kTest : Split::kTrain;
+  Dataset data;
+  const auto load_start = std::chrono::steady_clock::now();
+  GAPTRAIN_RETURN_IF_ERROR(LoadDataset(format, dir, split, &data));
+  spdlog::info("{} split of {}: {} samples of {}x{}x{} ({:.2f} s); {} compute threads on {}",
+               SplitName(split), dir, data.size(), data.channels, data.height, data.width,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count(),
+               threads, device.device);
+
+  auto metrics = std::make_shared<WorkerMetrics>(std::make_shared<prometheus::Registry>());
+  std::unique_ptr<HttpServer> http;
+  GAPTRAIN_RETURN_IF_ERROR(HttpServer::Start(options.http_address, options.http_port, &http));
+  ServeMetrics(http.get(), metrics->registry());
+  ServeHealth(http.get(), nullptr);
+  if (!options.ports_file.empty()) {
+    const std::string port = std::to_string(http->port());
+    GAPTRAIN_RETURN_IF_ERROR(WriteFileAtomically(options.ports_file, port.data(), port.size()));
+  }
+  spdlog::info("worker {} ({}) of job {}: metrics on http://{}:{}/metrics", options.host_name,
+               options.evaluator ? "evaluator" : "trainer", job.name, options.http_address,
+               http->port());
+
+  std::shared_ptr<grpc::ChannelCredentials> coordinator_credentials, master_credentials;
+  GAPTRAIN_RETURN_IF_ERROR(
+      WorkerCredentials("--coordinator-ca", options.coordinator_ca, &coordinator_credentials));
+  GAPTRAIN_RETURN_IF_ERROR(
+      WorkerCredentials("--master-ca", options.master_ca, &master_credentials));
+  CoordinatorClient::Options coordinator_options;
+  coordinator_options.token = options.token;
+  coordinator_options.deadline_seconds = kCoordinatorDeadlineSeconds;
+  CoordinatorClient coordinator(
+      CreateWorkerChannel(options.coordinator, coordinator_credentials, ChannelKind::kCoordinator),
+      coordinator_options);
+  MasterLink::Connector connect = [&options, master_credentials](const std::string& address) {
+    MasterClient::Options o;
+    o.token = options.token;
+    o.deadline_seconds = kMasterDeadlineSeconds;
+    return std::make_unique<MasterClient>(
+        CreateWorkerChannel(address, master_credentials, ChannelKind::kMaster), o);
+  };
+
+  const uint64_t seed = std::hash<std::string>()(options.host_name);
+  CoordinatorSession::Options session_options;
+  session_options.host = options.host_name;
+  session_options.role =
+      options.evaluator ? proto::WORKER_ROLE_EVALUATOR : proto::WORKER_ROLE_TRAINER;
+  session_options.retry = DefaultRetry();
+  session_options.seed = seed;
+  CoordinatorSession session(&coordinator, session_options, stop, metrics.get());
+
+  Status s;
+  if (options.evaluator) {
+    EvaluationLoop::Options o;
+    o.retry = DefaultRetry();
+    o.seed = seed;
+    o.grace_seconds = options.grace_seconds;
+    EvaluationLoop evaluator(job, data, &session, connect, stop, metrics.get(), o);
+    s = evaluator.Run();
+  } else {
+    Trainer::Options o;
+    o.retry = DefaultRetry();
+    o.seed = seed;
+    o.grace_seconds = options.grace_seconds;
+    Trainer trainer(job, data, &session, connect, stop, metrics.get(), o);
+    s = trainer.Run();
+  }
+  http->Stop();
+  return s;
+}
+
+}  // namespace gaptrain
