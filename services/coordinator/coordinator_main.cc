@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "services/common/termination_signal.h"
 #include "services/common/training_job.h"
 #include "services/coordinator/coordinator_options.h"
 #include "services/coordinator/coordinator_process.h"
@@ -33,12 +34,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // Signals are taken by sigwait below, never by another thread.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Before the service's threads start; see termination_signal.h.
+  if (gaptrain::Status t = gaptrain::TerminationSignal::Install(); !t.ok()) {
+    std::fprintf(stderr, "%s\n", t.ToString().c_str());
+    return 1;
+  }
 
   std::unique_ptr<gaptrain::CoordinatorProcess> coordinator;
   s = gaptrain::CoordinatorProcess::Start(options, job, &coordinator);
@@ -46,8 +46,7 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot start: {}", s.ToString());
     return 1;
   }
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
+  const int signal = gaptrain::TerminationSignal::Wait();
   spdlog::info("{}: stopping; the state is written", signal == SIGTERM ? "SIGTERM" : "SIGINT");
   coordinator->Shutdown();
   return 0;
