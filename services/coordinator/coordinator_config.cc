@@ -26,7 +26,6 @@ Status CoordinatorConfigFromJob(const TrainingJob& job, uint64_t train_samples,
   c.min_trainers = job.workers.min_replicas == 0 ? job.workers.replicas : job.workers.min_replicas;
   c.lease_seconds = job.coordinator.lease_seconds;
   c.active_deadline_seconds = static_cast<double>(job.run_policy.active_deadline_seconds);
-  c.evaluator_is_member = job.training.mode != "sync";
   GAPTRAIN_RETURN_IF_ERROR(ValidateCoordinatorConfig(c));
   *config = c;
   return Status::OK();

@@ -41,10 +41,11 @@ struct CoordinatorConfig {
   double master_timeout_seconds = 300;
   double active_deadline_seconds = 0;
 
-  // Whether the evaluator is in the master's member set. The master only
-  // serves pulls to members, so the evaluator must be one; but a sync step
-  // waits for a gradient from every member, so in sync mode it is not.
-  bool evaluator_is_member = true;
+  // Whether the evaluator is in the master's member set. It need not be:
+  // it reads θ with observer pulls, which the master serves to anyone
+  // (membership would cost a per-worker state buffer on the master, and a
+  // sync step would wait for the evaluator's gradient).
+  bool evaluator_is_member = false;
 };
 
 // Default batches per task (--task-batches).
