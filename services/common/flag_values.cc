@@ -47,7 +47,11 @@ Status ResolveJobToken(const std::string& token_file, bool allow_none, std::stri
 
 bool IsHostPort(const std::string& address) {
   const size_t colon = address.rfind(':');
-  return colon != std::string::npos && colon > 0 && colon + 1 < address.size();
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return false;
+  for (size_t i = colon + 1; i < address.size(); ++i) {
+    if (address[i] < '0' || address[i] > '9') return false;
+  }
+  return true;
 }
 
 }  // namespace gaptrain

@@ -20,7 +20,7 @@ Status ParseUnsignedFlag(const std::string& flag, const std::string& text, uint6
 // `allow_none` (--insecure-no-token), which leaves *token empty.
 Status ResolveJobToken(const std::string& token_file, bool allow_none, std::string* token);
 
-// "host:port" with both parts non-empty.
+// "host:port": a non-empty host and a numeric port.
 bool IsHostPort(const std::string& address);
 
 }  // namespace gaptrain

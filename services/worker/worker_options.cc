@@ -1,40 +1,15 @@
 #include "services/worker/worker_options.h"
 
+#include "services/common/flag_values.h"
+
 #include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 namespace gaptrain {
 namespace {
-
-Status ReadSecret(const std::string& path, std::string* secret) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("--token-file: cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  if (s.empty()) return Status::InvalidArgument("--token-file: " + path + " is empty");
-  *secret = s;
-  return Status::OK();
-}
-
-Status ParseUnsigned(const std::string& flag, const std::string& text, uint64_t max,
-                     uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE || v > max) {
-    return Status::InvalidArgument(flag + ": must be an integer in [0, " + std::to_string(max) +
-                                   "], got '" + text + "'");
-  }
-  *out = v;
-  return Status::OK();
-}
 
 Status ParseSeconds(const std::string& flag, const std::string& text, double* out) {
   char* end = nullptr;
@@ -49,14 +24,6 @@ Status ParseSeconds(const std::string& flag, const std::string& text, double* ou
   return Status::OK();
 }
 
-bool IsHostPort(const std::string& s) {
-  const size_t colon = s.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) return false;
-  for (size_t i = colon + 1; i < s.size(); ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-  }
-  return true;
-}
 
 std::string DefaultHostName() {
   if (const char* env = std::getenv("HOSTNAME"); env != nullptr && *env) return env;
@@ -117,7 +84,7 @@ Status ParseWorkerFlags(const std::vector<std::string>& args, WorkerOptions* opt
       o.evaluator = text == "evaluator";
     } else if (flag == "--threads") {
       GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsigned(flag, text, 1024, &number));
+      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 0, 1024, &number));
       o.threads = static_cast<int>(number);
     } else if (flag == "--device") {
       GAPTRAIN_RETURN_IF_ERROR(value(&o.device));
@@ -131,7 +98,7 @@ Status ParseWorkerFlags(const std::vector<std::string>& args, WorkerOptions* opt
       GAPTRAIN_RETURN_IF_ERROR(value(&o.http_address));
     } else if (flag == "--http-port") {
       GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsigned(flag, text, 65535, &number));
+      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 0, 65535, &number));
       o.http_port = static_cast<uint16_t>(number);
     } else if (flag == "--host-name") {
       GAPTRAIN_RETURN_IF_ERROR(value(&o.host_name));
@@ -152,15 +119,7 @@ Status ParseWorkerFlags(const std::vector<std::string>& args, WorkerOptions* opt
   if (o.host_name.empty()) {
     return Status::InvalidArgument("--host-name: required ($HOSTNAME is not set)");
   }
-  if (!token_file.empty()) {
-    GAPTRAIN_RETURN_IF_ERROR(ReadSecret(token_file, &o.token));
-  } else if (const char* env = std::getenv("GAPTRAIN_TOKEN"); env != nullptr && *env) {
-    o.token = env;
-  }
-  if (o.token.empty() && !o.allow_no_token) {
-    return Status::InvalidArgument(
-        "--token-file: the job token is required (or $GAPTRAIN_TOKEN, or --insecure-no-token)");
-  }
+  GAPTRAIN_RETURN_IF_ERROR(ResolveJobToken(token_file, o.allow_no_token, &o.token));
   *options = o;
   return Status::OK();
 }
