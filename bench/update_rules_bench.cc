@@ -4,7 +4,9 @@
 // next to the Gap-Aware update written with LibTorch tensor ops.
 //
 //   bazel build -c opt //bench:update_rules_bench
-//   bazel-bin/bench/update_rules_bench --benchmark_min_time=0.2
+//   bazel-bin/bench/update_rules_bench --benchmark_min_time=0.2 --benchmark_repetitions=3
+//
+// (about 1 minute; the summary keeps the best repetition of each benchmark).
 //
 // Each rule is set up as UpdateEngine does it (CreateUpdateRule, InitState,
 // AddWorker, the snapshot buffer Join adds) and timed through
@@ -41,7 +43,7 @@
 namespace gaptrain {
 namespace {
 
-// Hyper-parameters of every run (ResNet-20 / CIFAR-10 settings of the papers).
+// Momentum and weight decay of the papers' ResNet-20 / CIFAR-10 runs.
 constexpr float kMomentum = 0.9f;
 constexpr float kWeightDecay = 1e-4f;
 constexpr double kLearningRate = 0.05;
