@@ -194,9 +194,9 @@ std::vector<RuleVariant> AllVariants() {
   dc.dc_adaptive = true;
   add("dc-asgd", "adaptive, fp32 copy", dc, f32, 32);
 
-  // Sync, one live worker: every push completes a step. g(4) + sum(8, read
-  // and zeroed) + θ(8) + v(8).
-  add("sync", "1 push per step", BaseConfig(RuleKind::kSync), f32, 28);
+  // Sync, one live worker: every push completes a step on its own gradient,
+  // so the (zero) sum is not touched: g(4) + θ(8) + v(8).
+  add("sync", "1 push per step", BaseConfig(RuleKind::kSync), f32, 20);
   return out;
 }
 

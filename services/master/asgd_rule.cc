@@ -5,26 +5,36 @@
 
 namespace gaptrain {
 
+namespace {
+
+// Scalars and pointers are parameters (locals), so the compiler keeps them
+// in registers; captured by reference in a lambda they were reloaded on
+// every iteration, as a store to θ might have changed them.
+template <StepKind K>
+void AsgdKernel(float lr, float mom, float wd, float scale, const float* __restrict g,
+                float* __restrict theta, float* __restrict v, size_t begin, size_t end) {
+#pragma omp simd
+  for (size_t j = begin; j < end; ++j) {
+    const float d = scale * g[j] + wd * theta[j];
+    MomentumStep<K>(d, v, theta, j, lr, mom);
+  }
+}
+
+}  // namespace
+
 void AsgdStep(const RuleConfig& config, double learning_rate, float gradient_scale,
               const float* gradient, ParameterStore* store) {
-  float* __restrict theta = store->params();
-  const float* __restrict g = gradient;
+  float* theta = store->params();
   FlatBuffer* momentum = store->buffer(kMomentumBuffer);
-  float* __restrict v = momentum ? momentum->f32() : nullptr;
+  float* v = momentum ? momentum->f32() : nullptr;
   const float lr = static_cast<float>(learning_rate);
-  const float mom = config.momentum;
-  const float wd = config.weight_decay;
-  const float scale = gradient_scale;
 
   DispatchStep(StepKindOf(config), [&](auto kind) {
     constexpr StepKind K = decltype(kind)::value;
     ForEachRange(store->layout(), config.num_threads,
                  [&](size_t begin, size_t end, GapAccumulator*) {
-#pragma omp simd
-                   for (size_t j = begin; j < end; ++j) {
-                     float d = scale * g[j] + wd * theta[j];
-                     MomentumStep<K>(d, v, theta, j, lr, mom);
-                   }
+                   AsgdKernel<K>(lr, config.momentum, config.weight_decay, gradient_scale,
+                                 gradient, theta, v, begin, end);
                  },
                  nullptr);
   });

@@ -3,6 +3,16 @@
 #include "services/master/tensor_ranges.h"
 
 namespace gaptrain {
+namespace {
+
+// x ← x − η·u; parameters stay in registers (see AsgdKernel).
+void DanaSlimKernel(float lr, const float* __restrict u, float* __restrict x, size_t begin,
+                    size_t end) {
+#pragma omp simd
+  for (size_t j = begin; j < end; ++j) x[j] -= lr * u[j];
+}
+
+}  // namespace
 
 void DanaSlimRule::Apply(const PushContext& push, ParameterStore* store, ApplyStats* stats) {
   float* __restrict x = store->params();
@@ -10,8 +20,7 @@ void DanaSlimRule::Apply(const PushContext& push, ParameterStore* store, ApplySt
   const float lr = static_cast<float>(push.learning_rate);
   ForEachRange(store->layout(), config().num_threads,
                [&](size_t begin, size_t end, GapAccumulator*) {
-#pragma omp simd
-                 for (size_t j = begin; j < end; ++j) x[j] -= lr * u[j];
+                 DanaSlimKernel(lr, u, x, begin, end);
                },
                nullptr);
   stats->outcome = ApplyStats::Outcome::kApplied;

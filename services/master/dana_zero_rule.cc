@@ -5,6 +5,25 @@
 
 namespace gaptrain {
 
+namespace {
+
+// Scalars and pointers as parameters stay in registers (see AsgdKernel).
+void DanaZeroKernel(float lr, float mom, float wd, const float* __restrict g,
+                    float* __restrict theta, float* __restrict s, float* __restrict vi,
+                    size_t begin, size_t end) {
+#pragma omp simd
+  for (size_t j = begin; j < end; ++j) {
+    const float d = g[j] + wd * theta[j];
+    const float v_old = vi[j];
+    const float v_new = mom * v_old + d;
+    theta[j] -= lr * v_new;
+    s[j] += v_new - v_old;
+    vi[j] = v_new;
+  }
+}
+
+}  // namespace
+
 void DanaAddWorker(WorkerId worker, ParameterStore* store) {
   store->AddBuffer(WorkerStateName(worker, kWorkerMomentum), DType::kFloat32);
 }
@@ -54,15 +73,7 @@ void DanaZeroRule::Apply(const PushContext& push, ParameterStore* store, ApplySt
   const float wd = config().weight_decay;
   ForEachRange(store->layout(), config().num_threads,
                [&](size_t begin, size_t end, GapAccumulator*) {
-#pragma omp simd
-                 for (size_t j = begin; j < end; ++j) {
-                   const float d = g[j] + wd * theta[j];
-                   const float v_old = vi[j];
-                   const float v_new = mom * v_old + d;
-                   theta[j] -= lr * v_new;
-                   s[j] += v_new - v_old;
-                   vi[j] = v_new;
-                 }
+                 DanaZeroKernel(lr, mom, wd, g, theta, s, vi, begin, end);
                },
                nullptr);
   stats->outcome = ApplyStats::Outcome::kApplied;

@@ -1,9 +1,43 @@
 #include "services/master/sync_aggregator.h"
 
+#include "services/master/asgd_rule.h"
 #include "services/master/kernel_util.h"
 #include "services/master/tensor_ranges.h"
 
 namespace gaptrain {
+namespace {
+
+// Scalars and pointers are parameters so they stay in registers (see
+// AsgdKernel in asgd_rule.cc).
+void AccumulateKernel(const float* __restrict g, float* __restrict sum, size_t begin,
+                      size_t end) {
+#pragma omp simd
+  for (size_t j = begin; j < end; ++j) sum[j] += g[j];
+}
+
+// The step on the mean of sum (+ last, when not null), clearing the sum.
+template <StepKind K>
+void SyncStepKernel(float lr, float mom, float wd, float inv_count, const float* __restrict last,
+                    float* __restrict sum, float* __restrict theta, float* __restrict v,
+                    size_t begin, size_t end) {
+  if (last != nullptr) {
+#pragma omp simd
+    for (size_t j = begin; j < end; ++j) {
+      const float d = (sum[j] + last[j]) * inv_count + wd * theta[j];
+      sum[j] = 0.0f;
+      MomentumStep<K>(d, v, theta, j, lr, mom);
+    }
+  } else {
+#pragma omp simd
+    for (size_t j = begin; j < end; ++j) {
+      const float d = sum[j] * inv_count + wd * theta[j];
+      sum[j] = 0.0f;
+      MomentumStep<K>(d, v, theta, j, lr, mom);
+    }
+  }
+}
+
+}  // namespace
 
 size_t SyncAggregator::RequiredGradients(size_t live_workers) const {
   size_t backups = config().backup_workers;
@@ -26,12 +60,10 @@ void SyncAggregator::Apply(const PushContext& push, ParameterStore* store,
     Step(count, push.gradient, push.learning_rate, store, stats);
     return;
   }
-  float* __restrict sum = store->buffer(kGradientSumBuffer)->f32();
-  const float* __restrict g = push.gradient;
+  float* sum = store->buffer(kGradientSumBuffer)->f32();
   ForEachRange(store->layout(), config().num_threads,
                [&](size_t begin, size_t end, GapAccumulator*) {
-#pragma omp simd
-                 for (size_t j = begin; j < end; ++j) sum[j] += g[j];
+                 AccumulateKernel(push.gradient, sum, begin, end);
                },
                nullptr);
   store->set_scalar(kSyncCountScalar, static_cast<double>(count));
@@ -49,38 +81,27 @@ bool SyncAggregator::OnMembershipChange(size_t live_workers, double learning_rat
 void SyncAggregator::Step(size_t count, const float* last, double learning_rate,
                           ParameterStore* store, ApplyStats* stats) const {
   const RuleConfig& c = config();
-  float* __restrict theta = store->params();
-  float* __restrict sum = store->buffer(kGradientSumBuffer)->f32();
-  FlatBuffer* momentum = store->buffer(kMomentumBuffer);
-  float* __restrict v = momentum ? momentum->f32() : nullptr;
-  const float* __restrict g = last;
   const float lr = static_cast<float>(learning_rate);
-  const float inv_count = 1.0f / static_cast<float>(count);
-  const float mom = c.momentum;
-  const float wd = c.weight_decay;
-
-  DispatchStep(StepKindOf(c), [&](auto kind) {
-    constexpr StepKind K = decltype(kind)::value;
-    ForEachRange(store->layout(), c.num_threads,
-                 [&](size_t begin, size_t end, GapAccumulator*) {
-                   if (g != nullptr) {
-#pragma omp simd
-                     for (size_t j = begin; j < end; ++j) {
-                       const float d = (sum[j] + g[j]) * inv_count + wd * theta[j];
-                       sum[j] = 0.0f;
-                       MomentumStep<K>(d, v, theta, j, lr, mom);
-                     }
-                   } else {
-#pragma omp simd
-                     for (size_t j = begin; j < end; ++j) {
-                       const float d = sum[j] * inv_count + wd * theta[j];
-                       sum[j] = 0.0f;
-                       MomentumStep<K>(d, v, theta, j, lr, mom);
-                     }
-                   }
-                 },
-                 nullptr);
-  });
+  if (count == 1 && last != nullptr) {
+    // The sum is still all zero: a plain ASGD step on this gradient moves
+    // 20 bytes per parameter instead of 28.
+    AsgdStep(c, learning_rate, 1.0f, last, store);
+  } else {
+    float* theta = store->params();
+    float* sum = store->buffer(kGradientSumBuffer)->f32();
+    FlatBuffer* momentum = store->buffer(kMomentumBuffer);
+    float* v = momentum ? momentum->f32() : nullptr;
+    const float inv_count = 1.0f / static_cast<float>(count);
+    DispatchStep(StepKindOf(c), [&](auto kind) {
+      constexpr StepKind K = decltype(kind)::value;
+      ForEachRange(store->layout(), c.num_threads,
+                   [&](size_t begin, size_t end, GapAccumulator*) {
+                     SyncStepKernel<K>(lr, c.momentum, c.weight_decay, inv_count, last, sum,
+                                       theta, v, begin, end);
+                   },
+                   nullptr);
+    });
+  }
   store->set_scalar(kSyncCountScalar, 0.0);
   stats->outcome = ApplyStats::Outcome::kApplied;
   stats->aggregated = static_cast<uint32_t>(count);
