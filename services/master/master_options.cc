@@ -21,47 +21,20 @@ const char* MasterUsage() {
 Status ParseMasterFlags(const std::vector<std::string>& args, MasterOptions* options) {
   MasterOptions o;
   std::string token_file;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    auto value = [&](std::string* out) -> Status {
-      if (i + 1 >= args.size()) return Status::InvalidArgument(flag + ": needs a value");
-      *out = args[++i];
-      return Status::OK();
-    };
-    uint64_t number = 0;
-    std::string text;
-    if (flag == "--job") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.job_file));
-    } else if (flag == "--listen") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.listen));
-    } else if (flag == "--http-address") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.http_address));
-    } else if (flag == "--http-port") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 0, 65535, &number));
-      o.http_port = static_cast<uint16_t>(number);
-    } else if (flag == "--token-file") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&token_file));
-    } else if (flag == "--insecure-no-token") {
-      o.allow_no_token = true;
-    } else if (flag == "--tls-cert") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.tls_cert));
-    } else if (flag == "--tls-key") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.tls_key));
-    } else if (flag == "--checkpoint-dir") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.checkpoint_dir));
-    } else if (flag == "--train-samples") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 0, UINT32_MAX, &o.train_samples));
-    } else if (flag == "--model-seed") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 0, UINT64_MAX, &o.model_seed));
-    } else if (flag == "--ports-file") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.ports_file));
-    } else {
-      return Status::InvalidArgument("unknown flag '" + flag + "'");
-    }
-  }
+  FlagSet flags;
+  flags.String("--job", &o.job_file);
+  flags.String("--listen", &o.listen);
+  flags.String("--http-address", &o.http_address);
+  flags.Unsigned("--http-port", 0, 65535, &o.http_port);
+  flags.String("--token-file", &token_file);
+  flags.Switch("--insecure-no-token", &o.allow_no_token);
+  flags.String("--tls-cert", &o.tls_cert);
+  flags.String("--tls-key", &o.tls_key);
+  flags.String("--checkpoint-dir", &o.checkpoint_dir);
+  flags.Unsigned("--train-samples", 0, UINT32_MAX, &o.train_samples);
+  flags.Unsigned("--model-seed", 0, UINT64_MAX, &o.model_seed);
+  flags.String("--ports-file", &o.ports_file);
+  GAPTRAIN_RETURN_IF_ERROR(flags.Parse(args));
   if (o.job_file.empty()) return Status::InvalidArgument("--job: is required");
   if (!IsHostPort(o.listen)) {
     return Status::InvalidArgument("--listen: must be HOST:PORT, got '" + o.listen + "'");

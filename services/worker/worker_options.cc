@@ -1,29 +1,13 @@
 #include "services/worker/worker_options.h"
 
-#include "services/common/flag_values.h"
-
 #include <unistd.h>
 
-#include <cerrno>
-#include <cmath>
 #include <cstdlib>
+
+#include "services/common/flag_values.h"
 
 namespace gaptrain {
 namespace {
-
-Status ParseSeconds(const std::string& flag, const std::string& text, double* out) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < 0 ||
-      v > 24 * 3600) {
-    return Status::InvalidArgument(flag + ": must be a number of seconds in [0, 86400], got '" +
-                                   text + "'");
-  }
-  *out = v;
-  return Status::OK();
-}
-
 
 std::string DefaultHostName() {
   if (const char* env = std::getenv("HOSTNAME"); env != nullptr && *env) return env;
@@ -55,61 +39,25 @@ const char* WorkerUsage() {
 Status ParseWorkerFlags(const std::vector<std::string>& args, WorkerOptions* options) {
   WorkerOptions o;
   std::string token_file;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    auto value = [&](std::string* out) -> Status {
-      if (i + 1 >= args.size()) return Status::InvalidArgument(flag + ": needs a value");
-      *out = args[++i];
-      return Status::OK();
-    };
-    uint64_t number = 0;
-    std::string text;
-    if (flag == "--job") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.job_file));
-    } else if (flag == "--coordinator") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.coordinator));
-    } else if (flag == "--token-file") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&token_file));
-    } else if (flag == "--insecure-no-token") {
-      o.allow_no_token = true;
-    } else if (flag == "--coordinator-ca") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.coordinator_ca));
-    } else if (flag == "--master-ca") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.master_ca));
-    } else if (flag == "--role") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      if (text != "trainer" && text != "evaluator") {
-        return Status::InvalidArgument("--role: must be trainer or evaluator, got '" + text + "'");
-      }
-      o.evaluator = text == "evaluator";
-    } else if (flag == "--threads") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 0, 1024, &number));
-      o.threads = static_cast<int>(number);
-    } else if (flag == "--device") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.device));
-      if (o.device != "cpu" && o.device != "cuda") {
-        return Status::InvalidArgument("--device: must be cpu or cuda, got '" + o.device + "'");
-      }
-    } else if (flag == "--grace-seconds") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseSeconds(flag, text, &o.grace_seconds));
-    } else if (flag == "--http-address") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.http_address));
-    } else if (flag == "--http-port") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&text));
-      GAPTRAIN_RETURN_IF_ERROR(ParseUnsignedFlag(flag, text, 0, 65535, &number));
-      o.http_port = static_cast<uint16_t>(number);
-    } else if (flag == "--host-name") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.host_name));
-    } else if (flag == "--data-dir") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.data_dir));
-    } else if (flag == "--ports-file") {
-      GAPTRAIN_RETURN_IF_ERROR(value(&o.ports_file));
-    } else {
-      return Status::InvalidArgument("unknown flag '" + flag + "'");
-    }
-  }
+  std::string role = "trainer";
+  FlagSet flags;
+  flags.String("--job", &o.job_file);
+  flags.String("--coordinator", &o.coordinator);
+  flags.String("--token-file", &token_file);
+  flags.Switch("--insecure-no-token", &o.allow_no_token);
+  flags.String("--coordinator-ca", &o.coordinator_ca);
+  flags.String("--master-ca", &o.master_ca);
+  flags.OneOf("--role", {"trainer", "evaluator"}, &role);
+  flags.Unsigned("--threads", 0, 1024, &o.threads);
+  flags.OneOf("--device", {"cpu", "cuda"}, &o.device);
+  flags.Seconds("--grace-seconds", 24 * 3600, &o.grace_seconds);
+  flags.String("--http-address", &o.http_address);
+  flags.Unsigned("--http-port", 0, 65535, &o.http_port);
+  flags.String("--host-name", &o.host_name);
+  flags.String("--data-dir", &o.data_dir);
+  flags.String("--ports-file", &o.ports_file);
+  GAPTRAIN_RETURN_IF_ERROR(flags.Parse(args));
+  o.evaluator = role == "evaluator";
   if (o.job_file.empty()) return Status::InvalidArgument("--job: is required");
   if (o.coordinator.empty()) return Status::InvalidArgument("--coordinator: is required");
   if (!IsHostPort(o.coordinator)) {
