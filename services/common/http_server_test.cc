@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "services/common/http_test_client.h"
+#include "services/common/http_client.h"
 
 namespace gaptrain {
 namespace {
@@ -28,9 +28,9 @@ std::unique_ptr<HttpServer> StartServer(
   return server;
 }
 
-std::unique_ptr<HttpTestConnection> Connect(const HttpServer& server) {
-  std::unique_ptr<HttpTestConnection> c;
-  Status s = HttpTestConnection::Connect("127.0.0.1", server.port(),
+std::unique_ptr<HttpConnection> Connect(const HttpServer& server) {
+  std::unique_ptr<HttpConnection> c;
+  Status s = HttpConnection::Connect("127.0.0.1", server.port(),
                                          kClientTimeout, &c);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return c;
@@ -355,9 +355,9 @@ TEST(HttpServerTest, StopIsIdempotentAndClosesEverything) {
   EXPECT_EQ(server->port(), port);
   // The open connection was closed, and nothing listens any more.
   EXPECT_TRUE(c->WaitForClose().ok());
-  std::unique_ptr<HttpTestConnection> late;
+  std::unique_ptr<HttpConnection> late;
   Status s =
-      HttpTestConnection::Connect("127.0.0.1", port, kClientTimeout, &late);
+      HttpConnection::Connect("127.0.0.1", port, kClientTimeout, &late);
   EXPECT_FALSE(s.ok());
   server.reset();  // the destructor's Stop is a no-op now
 }

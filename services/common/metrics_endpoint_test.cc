@@ -14,7 +14,7 @@
 #include <string>
 
 #include "services/common/http_server.h"
-#include "services/common/http_test_client.h"
+#include "services/common/http_client.h"
 
 namespace gaptrain {
 namespace {
@@ -145,8 +145,8 @@ TEST_F(MetricsEndpointTest, NullHealthCallbackMeansHealthy) {
 TEST_F(MetricsEndpointTest, MetricsAndHealthShareOneServer) {
   ServeMetrics(server_.get(), registry_);
   ServeHealth(server_.get(), [] { return true; });
-  std::unique_ptr<HttpTestConnection> c;
-  ASSERT_TRUE(HttpTestConnection::Connect("127.0.0.1", server_->port(),
+  std::unique_ptr<HttpConnection> c;
+  ASSERT_TRUE(HttpConnection::Connect("127.0.0.1", server_->port(),
                                           kClientTimeout, &c)
                   .ok());
   HttpClientResponse r;

@@ -23,7 +23,7 @@
 #include <sstream>
 #include <thread>
 
-#include "services/common/http_test_client.h"
+#include "services/common/http_client.h"
 
 namespace gaptrain {
 
@@ -133,20 +133,43 @@ std::string PrometheusTestServer::BinaryPath() {
 Status PrometheusTestServer::Start(
     const std::vector<std::string>& targets, double scrape_interval_seconds,
     std::unique_ptr<PrometheusTestServer>* server) {
-  if (!(scrape_interval_seconds >= 0.001) ||
-      !std::isfinite(scrape_interval_seconds)) {
-    return Status::InvalidArgument(
-        "scrape interval must be at least 0.001 s, got " +
-        Seconds(scrape_interval_seconds));
-  }
   if (targets.empty()) {
     return Status::InvalidArgument("no scrape targets");
   }
+  std::string scrape = "    static_configs:\n      - targets:\n";
   for (const std::string& t : targets) {
     if (!IsPlainTarget(t)) {
       return Status::InvalidArgument("scrape target must be host:port, got '" +
                                      t + "'");
     }
+    scrape += "          - \"" + t + "\"\n";
+  }
+  return StartWithScrapeConfig(scrape, scrape_interval_seconds, server);
+}
+
+Status PrometheusTestServer::StartWithFileTargets(
+    const std::string& file_sd_path, double scrape_interval_seconds,
+    std::unique_ptr<PrometheusTestServer>* server) {
+  if (file_sd_path.empty() || file_sd_path[0] != '/' ||
+      file_sd_path.find('"') != std::string::npos) {
+    return Status::InvalidArgument(
+        "the file_sd path must be absolute and free of quotes, got '" +
+        file_sd_path + "'");
+  }
+  // Target labels from the file (e.g. job) take precedence over the job name.
+  const std::string scrape = "    file_sd_configs:\n      - files: [\"" +
+                             file_sd_path + "\"]\n        refresh_interval: 1s\n";
+  return StartWithScrapeConfig(scrape, scrape_interval_seconds, server);
+}
+
+Status PrometheusTestServer::StartWithScrapeConfig(
+    const std::string& scrape, double scrape_interval_seconds,
+    std::unique_ptr<PrometheusTestServer>* server) {
+  if (!(scrape_interval_seconds >= 0.001) ||
+      !std::isfinite(scrape_interval_seconds)) {
+    return Status::InvalidArgument(
+        "scrape interval must be at least 0.001 s, got " +
+        Seconds(scrape_interval_seconds));
   }
   const std::string binary = BinaryPath();
   if (!IsExecutable(binary)) {
@@ -179,10 +202,7 @@ Status PrometheusTestServer::Start(
            << "  evaluation_interval: " << interval << "\n"
            << "scrape_configs:\n"
            << "  - job_name: \"gaptrain_test\"\n"
-           << "    static_configs:\n"
-           << "      - targets:\n";
-    for (const std::string& t : targets)
-      config << "          - \"" << t << "\"\n";
+           << scrape;
     config.close();
     if (!config) {
       return Status::Internal("cannot write " + s->config_path_);

@@ -43,6 +43,15 @@ class PrometheusTestServer {
                       double scrape_interval_seconds,
                       std::unique_ptr<PrometheusTestServer>* server);
 
+  // Like Start(), with the targets read from a Prometheus file_sd file
+  // (JSON: [{"targets": [...], "labels": {...}}]), re-read within a second
+  // of every change, so targets may come and go while it runs; the file
+  // may not exist yet. `file_sd_path` is absolute. Labels in the file (e.g.
+  // job) are kept.
+  static Status StartWithFileTargets(const std::string& file_sd_path,
+                                     double scrape_interval_seconds,
+                                     std::unique_ptr<PrometheusTestServer>* server);
+
   // The binary Start() runs (see the file comment); may not exist.
   static std::string BinaryPath();
 
@@ -73,6 +82,12 @@ class PrometheusTestServer {
 
  private:
   PrometheusTestServer() = default;
+
+  // Writes a config with one scrape job whose target section (YAML, indented
+  // for the job) is `scrape`, then starts and waits as Start() does.
+  static Status StartWithScrapeConfig(const std::string& scrape,
+                                      double scrape_interval_seconds,
+                                      std::unique_ptr<PrometheusTestServer>* server);
 
   // Forks and execs the binary listening on port_; sets pid_.
   Status Spawn(const std::string& binary);

@@ -1,6 +1,7 @@
 #include "services/common/termination_signal.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -47,6 +48,16 @@ int TerminationSignal::Wait() {
     if (errno != EINTR) return SIGTERM;
   }
   return number;
+}
+
+int TerminationSignal::WaitFor(int timeout_ms) {
+  struct pollfd fd {};
+  fd.fd = g_pipe[0];
+  fd.events = POLLIN;
+  const int ready = poll(&fd, 1, timeout_ms);
+  if (ready <= 0) return 0;  // timeout, or EINTR: the signal's byte is read next time
+  unsigned char number = 0;
+  return read(g_pipe[0], &number, 1) == 1 ? number : 0;
 }
 
 }  // namespace gaptrain

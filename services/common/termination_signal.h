@@ -21,6 +21,9 @@ class TerminationSignal {
   static Status Install();
   // Blocks until one arrives; returns its number.
   static int Wait();
+  // Waits at most `timeout_ms` (0: just checks); the signal's number, or 0
+  // when none arrived. Lets a supervising loop sleep on its own period.
+  static int WaitFor(int timeout_ms);
 };
 
 }  // namespace gaptrain

@@ -1,5 +1,7 @@
 #include "services/coordinator/coordinator_config.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 
@@ -16,7 +18,14 @@ Status CoordinatorConfigFromJob(const TrainingJob& job, uint64_t train_samples,
   c.job_name = job.name;
   c.train_samples = static_cast<uint32_t>(train_samples);
   // A task never exceeds the epoch: one task per epoch at most.
-  const uint64_t per_task = static_cast<uint64_t>(task_batches) * job.training.batch_size;
+  // An epoch ends when its last task does, and trainers that find no task
+  // left wait for it: with at least kTasksPerTrainer tasks per trainer in
+  // an epoch, that tail stays a small part of the epoch.
+  const uint64_t batch = job.training.batch_size;
+  const uint64_t trainers = std::max(job.workers.replicas, job.workers.max_replicas);
+  const uint64_t spread_batches =
+      std::max<uint64_t>(1, train_samples / (kTasksPerTrainer * std::max<uint64_t>(1, trainers) * batch));
+  const uint64_t per_task = std::min<uint64_t>(task_batches, spread_batches) * batch;
   c.samples_per_task = static_cast<uint32_t>(std::min<uint64_t>(per_task, train_samples));
   c.shuffle_seed = job.data.shuffle_seed;
   c.batch_size = job.training.batch_size;
@@ -25,6 +34,7 @@ Status CoordinatorConfigFromJob(const TrainingJob& job, uint64_t train_samples,
   c.target_accuracy = job.training.target_accuracy;
   c.min_trainers = job.workers.min_replicas == 0 ? job.workers.replicas : job.workers.min_replicas;
   c.lease_seconds = job.coordinator.lease_seconds;
+  c.idle_trainers_are_members = job.training.mode != "sync";
   c.active_deadline_seconds = static_cast<double>(job.run_policy.active_deadline_seconds);
   GAPTRAIN_RETURN_IF_ERROR(ValidateCoordinatorConfig(c));
   *config = c;

@@ -46,13 +46,25 @@ struct CoordinatorConfig {
   // (membership would cost a per-worker state buffer on the master, and a
   // sync step would wait for the evaluator's gradient).
   bool evaluator_is_member = false;
+
+  // Whether a trainer that asked for a task and got none (the epoch's last
+  // tasks are in flight elsewhere, or the job is Pending) stays a member.
+  // Not in sync mode: a step there waits for (members − backups)
+  // gradients, and a trainer without data gives none, so an epoch's tail
+  // would deadlock. It rejoins when it gets its next task.
+  bool idle_trainers_are_members = true;
 };
 
-// Default batches per task (--task-batches).
+// Default batches per task (--task-batches): the most a task holds.
 constexpr uint32_t kDefaultTaskBatches = 200;
+// Tasks are made smaller when an epoch would hold fewer than this many per
+// trainer (replicas, or maxReplicas when larger).
+constexpr uint64_t kTasksPerTrainer = 8;
 
 // The config for `job` with a training set of `train_samples` and tasks of
-// `task_batches` batches. Errors name the value that is out of range.
+// at most `task_batches` batches, fewer when an epoch would otherwise hold
+// fewer than kTasksPerTrainer tasks per trainer (never less than one
+// batch). Errors name the value that is out of range.
 Status CoordinatorConfigFromJob(const TrainingJob& job, uint64_t train_samples,
                                 uint32_t task_batches, CoordinatorConfig* config);
 

@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "proto/health.grpc.pb.h"
-#include "services/common/http_test_client.h"
+#include "services/common/http_client.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/master_client.h"
 
@@ -207,7 +207,7 @@ TEST(CoordinatorProcessTest, SigtermPersistsAndARestartResumesMidEpoch) {
   EXPECT_EQ(st.live_workers(), 2u);
   EXPECT_EQ(st.tasks_done(), 1u);
   EXPECT_EQ(st.tasks_in_flight(), 1u);
-  EXPECT_EQ(st.tasks_queued(), 3u);
+  EXPECT_EQ(st.tasks_queued(), 8u);  // 10 tasks of one batch: 8 per trainer and epoch at most
 
   proto::RegisterResponse again;
   ASSERT_TRUE(client.Register("pod-a", proto::WORKER_ROLE_TRAINER, a, &again).ok());
@@ -241,7 +241,7 @@ TEST(CoordinatorProcessTest, StatusMetricsAndHealthOverHttpAndGrpc) {
   EXPECT_EQ(j["phase"], "Pending");
   EXPECT_EQ(j["workers"]["live"], 1);
   EXPECT_EQ(j["workers"]["minTrainers"], 2);
-  EXPECT_EQ(j["tasks"]["total"], 5);
+  EXPECT_EQ(j["tasks"]["total"], 10);
 
   HttpClientResponse metrics;
   ASSERT_TRUE(HttpGet("127.0.0.1", coordinator->http_port(), "/metrics", 10, &metrics).ok());

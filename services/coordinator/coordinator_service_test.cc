@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "services/common/http_server.h"
-#include "services/common/http_test_client.h"
+#include "services/common/http_client.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/coordinator/status_json.h"
 

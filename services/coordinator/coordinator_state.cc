@@ -83,7 +83,7 @@ uint64_t CoordinatorState::TaskIdBase(uint32_t epoch) const {
 }
 
 std::vector<WorkerId> CoordinatorState::Members() const {
-  return membership_.Ids(config_.evaluator_is_member);
+  return membership_.Ids(config_.evaluator_is_member, config_.idle_trainers_are_members);
 }
 
 Status CoordinatorState::FindLive(WorkerId id, WorkerRecord** worker) {
@@ -235,6 +235,12 @@ Status CoordinatorState::Heartbeat(double now, WorkerId id, const WorkerProgress
   return Status::OK();
 }
 
+void CoordinatorState::SetIdle(WorkerRecord* worker, bool idle) {
+  if (worker->idle == idle) return;
+  worker->idle = idle;
+  if (!config_.idle_trainers_are_members) MembersChanged();
+}
+
 Status CoordinatorState::NextTask(double now, WorkerId id, NextTaskResult* result) {
   WorkerRecord* w = nullptr;
   GAPTRAIN_RETURN_IF_ERROR(FindLive(id, &w));
@@ -268,6 +274,7 @@ Status CoordinatorState::NextTask(double now, WorkerId id, NextTaskResult* resul
     result->reason = "epoch " + std::to_string(tasks_.epoch()) + " finishing: " +
                      std::to_string(tasks_.in_flight()) + " tasks in flight";
   }
+  SetIdle(w, result->outcome != TaskOutcome::kAssigned);
   return Status::OK();
 }
 

@@ -226,6 +226,9 @@ class CoordinatorState {
   void UpdatePhase(double now);
   void MoveTo(JobPhase to, const std::string& reason, const std::string& message, double now);
   void MembersChanged() { ++members_generation_; }
+  // Marks a trainer that got no task (or got one again); see
+  // CoordinatorConfig::idle_trainers_are_members.
+  void SetIdle(WorkerRecord* worker, bool idle);
   void Durable() { ++durable_generation_; }
 
   const CoordinatorConfig config_;

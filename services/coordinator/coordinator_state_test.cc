@@ -323,6 +323,48 @@ TEST(CoordinatorStateTest, AnEpochAdvancesWhenAllItsTasksAreDone) {
   EXPECT_EQ(first.range.begin, 0u);
 }
 
+// Sync mode: a step waits for (members - backups) gradients, so a trainer
+// waiting at the epoch's end without data must not count as a member, or
+// the epoch's last tasks could never finish. It rejoins with its next task.
+TEST(CoordinatorStateTest, InSyncModeTrainersWaitingForTheEpochEndAreNoMembers) {
+  CoordinatorConfig c = Config();
+  c.idle_trainers_are_members = false;
+  auto s = NewState(c);
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  WorkerId b = Join(s.get(), 0, "pod-b");
+  for (int i = 0; i < 9; ++i) Finish(s.get(), 1, a, Take(s.get(), 1, a).id);
+  DataTask last = Take(s.get(), 1, b);
+  EXPECT_EQ(s->Members(), (std::vector<WorkerId>{a, b}));
+  const uint64_t generation = s->members_generation();
+  NextTaskResult next;
+  ASSERT_TRUE(s->NextTask(1, a, &next).ok());
+  ASSERT_EQ(next.outcome, TaskOutcome::kEpochFinishing);
+  EXPECT_EQ(s->Members(), (std::vector<WorkerId>{b}));
+  EXPECT_GT(s->members_generation(), generation);  // the master hears of it
+  // Asking again changes nothing.
+  const uint64_t idle_generation = s->members_generation();
+  ASSERT_TRUE(s->NextTask(1, a, &next).ok());
+  EXPECT_EQ(s->members_generation(), idle_generation);
+  CompleteTaskResult r;
+  ASSERT_TRUE(s->CompleteTask(2, b, last.id, &r).ok());
+  EXPECT_EQ(Take(s.get(), 3, a).epoch, 1u);
+  EXPECT_EQ(s->Members(), (std::vector<WorkerId>{a, b}));
+}
+
+TEST(CoordinatorStateTest, InAsyncModeWaitingTrainersStayMembers) {
+  auto s = NewState();
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  WorkerId b = Join(s.get(), 0, "pod-b");
+  for (int i = 0; i < 9; ++i) Finish(s.get(), 1, a, Take(s.get(), 1, a).id);
+  Take(s.get(), 1, b);
+  const uint64_t generation = s->members_generation();
+  NextTaskResult next;
+  ASSERT_TRUE(s->NextTask(1, a, &next).ok());
+  ASSERT_EQ(next.outcome, TaskOutcome::kEpochFinishing);
+  EXPECT_EQ(s->Members(), (std::vector<WorkerId>{a, b}));
+  EXPECT_EQ(s->members_generation(), generation);
+}
+
 TEST(CoordinatorStateTest, SucceedsWhenTheLastEpochCompletes) {
   auto s = NewState();
   WorkerId a = Join(s.get(), 0, "pod-a");
@@ -643,13 +685,25 @@ TEST(CoordinatorStateTest, ConfigFromTheJobManifest) {
   job.training.mode = "sync";
   CoordinatorConfig c;
   ASSERT_TRUE(CoordinatorConfigFromJob(job, 60000, 200, &c).ok());
-  EXPECT_EQ(c.samples_per_task, 25600u);
+  // 8 trainers: at least 8 tasks each per epoch, 60000 / 64 = 937 samples,
+  // so 7 batches (896 samples) per task rather than 200.
+  EXPECT_EQ(c.samples_per_task, 7u * 128);
   EXPECT_EQ(c.min_trainers, 8u);
   EXPECT_EQ(c.lease_seconds, 15);
   EXPECT_FALSE(c.evaluator_is_member);
-  // Tasks never exceed the epoch.
+  EXPECT_FALSE(c.idle_trainers_are_members);  // sync
+  // One trainer and a bigger set: --task-batches bounds the task.
+  job.workers.replicas = 1;
+  job.training.mode = "async";
+  ASSERT_TRUE(CoordinatorConfigFromJob(job, 1000000, 200, &c).ok());
+  EXPECT_EQ(c.samples_per_task, 200u * 128);
+  EXPECT_TRUE(c.idle_trainers_are_members);
+  job.workers.replicas = 8;
+  // Tasks hold at least one batch, and never exceed the epoch.
   ASSERT_TRUE(CoordinatorConfigFromJob(job, 1000, 200, &c).ok());
-  EXPECT_EQ(c.samples_per_task, 1000u);
+  EXPECT_EQ(c.samples_per_task, 128u);
+  ASSERT_TRUE(CoordinatorConfigFromJob(job, 100, 200, &c).ok());
+  EXPECT_EQ(c.samples_per_task, 100u);
   EXPECT_EQ(CoordinatorConfigFromJob(job, 0, 200, &c).code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(CoordinatorConfigFromJob(job, 1000, 0, &c).code(), Status::Code::kInvalidArgument);
 }

@@ -57,10 +57,12 @@ WorkerId Membership::evaluator() const {
   return 0;
 }
 
-std::vector<WorkerId> Membership::Ids(bool include_evaluator) const {
+std::vector<WorkerId> Membership::Ids(bool include_evaluator, bool include_idle) const {
   std::vector<WorkerId> ids;
   for (const auto& [id, w] : workers_) {
-    if (include_evaluator || w.role == WorkerRole::kTrainer) ids.push_back(id);
+    if (w.role == WorkerRole::kTrainer ? include_idle || !w.idle : include_evaluator) {
+      ids.push_back(id);
+    }
   }
   return ids;
 }

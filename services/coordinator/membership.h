@@ -40,6 +40,10 @@ struct WorkerRecord {
   // The last task it completed: a repeated CompleteTask for it (the reply
   // was lost) succeeds without counting it again.
   uint64_t last_completed_task_id = 0;
+
+  // It asked for a task and got none; cleared by its next assignment. Not
+  // persisted: after a restart it is set again by the next NextTask.
+  bool idle = false;
 };
 
 class Membership {
@@ -71,8 +75,9 @@ class Membership {
   // The live evaluator, or 0.
   WorkerId evaluator() const;
 
-  // Ids of live workers, ascending; the evaluator only when asked.
-  std::vector<WorkerId> Ids(bool include_evaluator) const;
+  // Ids of live workers, ascending; the evaluator only when asked, idle
+  // trainers (WorkerRecord::idle) only when asked.
+  std::vector<WorkerId> Ids(bool include_evaluator, bool include_idle = true) const;
 
   const std::map<WorkerId, WorkerRecord>& workers() const { return workers_; }
   double lease_seconds() const { return lease_seconds_; }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "services/common/bfloat16.h"
+#include "services/common/finite_scan.h"
 
 namespace gaptrain {
 namespace {
@@ -150,9 +151,16 @@ void SlicedBytes::CopyTo(void* out) const {
   }
 }
 
-void SlicedBytes::DecodeTo(proto::WireType type, float* out) const {
+template <class OnPart>
+void SlicedBytes::Decode(proto::WireType type, float* out, OnPart on_part) const {
   if (type != proto::BFLOAT16) {
-    CopyTo(out);
+    uint8_t* p = reinterpret_cast<uint8_t*>(out);
+    size_t done = 0;
+    for (const Part& part : parts_) {  // a value may straddle two parts
+      std::memcpy(p + done, part.data, part.size);
+      done += part.size;
+      on_part(done / sizeof(float));
+    }
     return;
   }
   // A bf16 value may straddle two parts.
@@ -173,7 +181,23 @@ void SlicedBytes::DecodeTo(proto::WireType type, float* out) const {
       low = part.data[i];
       have_low = 1;
     }
+    on_part(index);
   }
+}
+
+void SlicedBytes::DecodeTo(proto::WireType type, float* out) const {
+  Decode(type, out, [](size_t) {});
+}
+
+bool SlicedBytes::DecodeFiniteTo(proto::WireType type, float* out) const {
+  size_t checked = 0;
+  bool finite = true;
+  Decode(type, out, [&](size_t complete) {
+    const size_t n = complete - checked;
+    finite = finite && FindNonFinite(out + checked, n) == n;
+    checked = complete;
+  });
+  return finite;
 }
 
 Status ParseParameterChunk(grpc::ByteBuffer* buffer, ReceivedParameterChunk* chunk) {

@@ -31,12 +31,21 @@ class SlicedBytes {
   void CopyTo(void* out) const;
   // Decodes values of `type` into `out` (size() / WireTypeSize values).
   void DecodeTo(proto::WireType type, float* out) const;
+  // The same, and true when every decoded value is finite. Each part is
+  // checked right after it is decoded, while it is still in cache, so the
+  // check costs no extra pass over memory.
+  bool DecodeFiniteTo(proto::WireType type, float* out) const;
 
  private:
   struct Part {
     const uint8_t* data;
     size_t size;
   };
+  // Decodes part by part; after each part calls on_part(v), v being the
+  // number of values complete in `out` so far.
+  template <class OnPart>
+  void Decode(proto::WireType type, float* out, OnPart on_part) const;
+
   std::vector<Part> parts_;
   size_t size_ = 0;
 };

@@ -13,8 +13,10 @@
 #include "services/common/training_job.h"
 #include "services/master/master_options.h"
 #include "services/master/master_process.h"
+#include "services/common/heap_tuning.h"
 
 int main(int argc, char** argv) {
+  gaptrain::KeepFreedHeapForTransfers();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
     std::fputs(gaptrain::MasterUsage(), stdout);

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "proto/health.grpc.pb.h"
-#include "services/common/http_test_client.h"
+#include "services/common/http_client.h"
 #include "services/common/prometheus_test_server.h"
 #include "services/master/checkpoint.h"
 #include "services/master/master_client.h"

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "services/common/bfloat16.h"
+#include "services/common/finite_scan.h"
 #include "services/common/token_auth.h"
 #include "services/common/wire_values.h"
 #include "services/master/chunk_wire.h"
@@ -105,9 +106,11 @@ grpc::Status MasterService::Describe(grpc::ServerContext* context, const proto::
   return grpc::Status::OK;
 }
 
-// Streams one pull: the reply is copied into a pooled buffer under the
-// engine's mutex, then written chunk by chunk; fp32 chunks are slices of
-// that buffer, bf16 chunks are converted into fresh slices.
+// Streams one pull. Under the engine's mutex it takes the shared reply of
+// the current reply generation, or writes one into a pooled buffer and
+// shares it; then it writes the reply chunk by chunk without the mutex:
+// fp32 chunks are slices of the shared buffer, bf16 chunks are converted
+// into fresh slices.
 class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   PullReactor(MasterService* service, grpc::CallbackServerContext* context,
@@ -155,17 +158,28 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
                         : std::min(pull.chunk_values(), kMaxChunkValues);
     total_ = service_->num_values_;
     std::lock_guard<std::mutex> lock(service_->mu_);
-    version_ = service_->engine_->version();
+    UpdateEngine* engine = service_->engine_.get();
+    version_ = engine->version();
     if (pull.observer()) {  // θ for a reader: no membership, nothing recorded
       send_ = pull.known_version() < 0 || static_cast<uint64_t>(pull.known_version()) != version_;
-      if (!send_) return grpc::Status::OK;
-      reply_ = service_->pool_->Acquire();
-      return ToGrpcStatus(service_->engine_->PullModel(reply_->data(), total_, &version_));
+    } else {
+      send_ = engine->NeedsPull(pull.worker_id(), pull.known_version());
     }
-    send_ = service_->engine_->NeedsPull(pull.worker_id(), pull.known_version());
     if (!send_) return grpc::Status::OK;
-    reply_ = service_->pool_->Acquire();
-    return ToGrpcStatus(service_->engine_->Pull(pull.worker_id(), reply_->data(), total_, &version_));
+    SharedReply& shared = service_->shared_replies_[pull.observer() ? 1 : 0];
+    if (shared.values != nullptr && shared.generation == engine->reply_generation()) {
+      reply_ = shared.values;  // written by an earlier pull: no copy
+      if (pull.observer()) return grpc::Status::OK;
+      return ToGrpcStatus(engine->PullFrom(pull.worker_id(), reply_->data(), total_, &version_));
+    }
+    std::shared_ptr<std::vector<float>> fresh = service_->pool_->Acquire();
+    Status s = pull.observer() ? engine->PullModel(fresh->data(), total_, &version_)
+                               : engine->Pull(pull.worker_id(), fresh->data(), total_, &version_);
+    if (!s.ok()) return ToGrpcStatus(s);
+    reply_ = fresh;
+    shared.generation = engine->reply_generation();
+    shared.values = reply_;
+    return grpc::Status::OK;
   }
 
   void WriteNext() {
@@ -208,7 +222,7 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
   uint64_t version_ = 0;
   bool send_ = false;
   bool completed_ = false;
-  std::shared_ptr<std::vector<float>> reply_;
+  std::shared_ptr<const std::vector<float>> reply_;
   size_t offset_ = 0;
   uint64_t sent_bytes_ = 0;
   grpc::ByteBuffer chunk_;
@@ -290,10 +304,26 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
       return service_->RejectMalformed("chunk at offset " + std::to_string(received_) +
                                        ": echo must cover exactly the chunk's values");
     }
-    chunk_.values.DecodeTo(header_.wire_type(), gradient_->data() + received_);
-    if (has_echo_) chunk_.echo.CopyTo(echo_.data() + received_ * echo_size);
+    // Checked while decoding, outside the engine's mutex; a push with a
+    // NaN or Inf goes to the engine unchecked, which rejects it and says
+    // where the value is.
+    float* values = gradient_->data() + received_;
+    all_finite_ = chunk_.values.DecodeFiniteTo(header_.wire_type(), values) && all_finite_;
+    if (has_echo_) {
+      char* echo = echo_.data() + received_ * echo_size;
+      chunk_.echo.CopyTo(echo);
+      all_finite_ = all_finite_ && EchoIsFinite(echo, n);
+    }
     received_ += n;
     return grpc::Status::OK;
+  }
+
+  // n echoed values at `echo`, in the push's echo type.
+  bool EchoIsFinite(const char* echo, size_t n) const {
+    if (header_.echo_type() == proto::BFLOAT16) {
+      return FindNonFinite(reinterpret_cast<const bf16_t*>(echo), n) == n;
+    }
+    return FindNonFinite(reinterpret_cast<const float*>(echo), n) == n;
   }
 
   grpc::Status Complete() {
@@ -309,6 +339,7 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
     request.base_version = header_.base_version();
     request.gradient = gradient_->data();
     request.gradient_size = total;
+    request.known_finite = all_finite_;
     if (has_echo_) {
       request.echo.dtype =
           header_.echo_type() == proto::BFLOAT16 ? DType::kBfloat16 : DType::kFloat32;
@@ -355,6 +386,7 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
   proto::GradientChunk header_;
   bool first_ = true;
   bool has_echo_ = false;
+  bool all_finite_ = true;  // every value decoded so far is finite
   size_t received_ = 0;
   uint64_t bytes_ = 0;
   std::shared_ptr<std::vector<float>> gradient_;

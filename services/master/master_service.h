@@ -2,12 +2,15 @@
 // Master) over an UpdateEngine. Five verbs: Describe, Pull, Push,
 // SetMembers, Checkpoint.
 //
-// Concurrency: one mutex guards the engine. A pull copies the reply into a
-// pooled buffer under the mutex, then streams it without the mutex, so a
-// pull always sees whole updates and a slow reader never blocks others. A
-// push is received and decoded into a pooled buffer without the mutex, and
-// takes the mutex only to apply: applying is never serialised behind
-// network I/O. A push whose stream ends early is never applied.
+// Concurrency: one mutex guards the engine. Under the mutex a pull takes
+// the reply of the current model (one immutable, shared buffer per
+// UpdateEngine::reply_generation(): the first pull after a change copies
+// it, later ones share it), then streams it without the mutex, so a pull
+// always sees whole updates and a slow reader never blocks others. A push
+// is received, decoded and checked for NaN/Inf into a pooled buffer
+// without the mutex, and takes the mutex only to apply: applying is never
+// serialised behind network I/O. A push whose stream ends early is never
+// applied.
 //
 // Every RPC must carry "authorization: Bearer <token>" when a token is
 // configured; otherwise it fails with UNAUTHENTICATED.
@@ -39,6 +42,7 @@ grpc::Status ToGrpcStatus(const Status& status);
 // stalling on window updates (docs/performance.md has the numbers).
 void ApplyBulkTransferArguments(grpc::ServerBuilder* builder);
 void ApplyBulkTransferArguments(grpc::ChannelArguments* args);
+
 
 // Pull and Push are raw callback methods: their chunks are written and
 // read as gRPC byte buffers whose payload slices point at model buffers
@@ -97,8 +101,18 @@ class MasterService final : public MasterServiceBase {
   CheckpointFn checkpoint_fn_;
   const std::shared_ptr<BufferPool> pool_;  // P-float buffers for pulls and pushes
 
-  std::mutex mu_;  // guards engine_
+  // A pull reply, immutable once written, shared by every pull while the
+  // engine's reply_generation() stays `generation`. Replaced (never
+  // rewritten) when a pull finds the generation moved; pulls in flight keep
+  // the buffer they hold, which returns to the pool after the last one.
+  struct SharedReply {
+    uint64_t generation = 0;
+    std::shared_ptr<const std::vector<float>> values;  // null: none yet
+  };
+
+  std::mutex mu_;  // guards engine_ and shared_replies_
   std::unique_ptr<UpdateEngine> engine_;
+  SharedReply shared_replies_[2];  // [0]: workers' reply, [1]: θ for observers
 };
 
 }  // namespace gaptrain

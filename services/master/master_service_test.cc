@@ -388,6 +388,103 @@ TEST(MasterServiceTest, ObserverPullReturnsThetaNotTheLookAhead) {
   EXPECT_EQ(master.Version(), 2u);  // observing changed nothing
 }
 
+// Pulls of one reply generation share one reply buffer; every change that
+// can alter a reply (a push, a member leaving DANA's sum) gives later pulls
+// a fresh one, while pulls already streaming keep theirs.
+TEST(MasterServiceTest, SharedRepliesFollowEveryChange) {
+  RuleConfig rule;
+  rule.kind = RuleKind::kDanaZero;
+  rule.momentum = 0.9f;
+  MasterServer master(10000, rule, /*lr=*/0.1);
+  MasterClient a = master.Client(proto::FLOAT32, 3000);
+  MasterClient b = master.Client(proto::BFLOAT16, 4096);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(a.SetMembers({1, 2, 3}, &m).ok());
+  std::vector<float> ga(10000, 0.5f), gb(10000);
+  for (size_t j = 0; j < gb.size(); ++j) gb[j] = 0.001f * static_cast<float>(j % 101);
+
+  // The look-ahead θ − ηγS as the engine writes it now, bypassing the
+  // shared replies (DANA-Zero records nothing on a pull).
+  auto expect_point = [&](const std::vector<float>& got) {
+    std::vector<float> want(got.size());
+    uint64_t version = 0;
+    master.service()->WithEngine(
+        [&](UpdateEngine* e) { ASSERT_TRUE(e->Pull(2, want.data(), want.size(), &version).ok()); });
+    EXPECT_EQ(got, want);
+  };
+  std::vector<float> p1(10000), p2(10000), p3(10000);
+  MasterClient::PullResult r1, r2, r3;
+  ASSERT_TRUE(a.Pull(1, -1, p1.data(), 10000, &r1).ok());
+  ASSERT_TRUE(a.Pull(2, -1, p2.data(), 10000, &r2).ok());  // shares 1's reply
+  ASSERT_TRUE(b.Pull(3, -1, p3.data(), 10000, &r3).ok());  // the same, in bf16
+  EXPECT_EQ(p1, p2);
+  expect_point(p1);
+  for (size_t j = 0; j < p3.size(); ++j) ASSERT_EQ(p3[j], Bf16ToFloat(FloatToBf16(p1[j]))) << j;
+
+  proto::PushResponse p;
+  ASSERT_TRUE(a.Push(1, r1.version, ga.data(), 10000, 0, &p).ok());
+  ASSERT_TRUE(b.Push(2, r2.version, gb.data(), 10000, 0, &p).ok());
+  const std::vector<float> old_point = p1;
+  ASSERT_TRUE(a.Pull(1, -1, p1.data(), 10000, &r1).ok());
+  EXPECT_EQ(r1.version, 2u);
+  EXPECT_NE(p1, old_point);
+  expect_point(p1);
+
+  // Worker 1 leaves: its momentum leaves S and the point moves, although
+  // the version does not.
+  ASSERT_TRUE(a.SetMembers({2, 3}, &m).ok());
+  ASSERT_TRUE(a.Pull(2, -1, p2.data(), 10000, &r2).ok());
+  EXPECT_EQ(r2.version, 2u);
+  expect_point(p2);
+  EXPECT_NE(p1, p2);
+
+  // Observers get θ itself, also shared, also fresh after a push.
+  std::vector<float> observed(10000);
+  ASSERT_TRUE(b.PullModel(-1, observed.data(), 10000, &r3).ok());
+  ASSERT_TRUE(a.PullModel(-1, observed.data(), 10000, &r3).ok());
+  EXPECT_EQ(observed, master.Params());
+  ASSERT_TRUE(a.Push(2, 2, ga.data(), 10000, 0, &p).ok());
+  ASSERT_TRUE(a.PullModel(-1, observed.data(), 10000, &r3).ok());
+  EXPECT_EQ(r3.version, 3u);
+  EXPECT_EQ(observed, master.Params());
+}
+
+// A NaN or Inf in any chunk, or in the echoed copy, is found while the
+// chunk is decoded; the engine then rejects the push with the value's
+// place, counts it, and leaves the parameters alone.
+TEST(MasterServiceTest, NonFiniteValuesInAnyChunkAreRejected) {
+  RuleConfig rule;
+  rule.kind = RuleKind::kGapAware;
+  rule.gap_source = GapSource::kEcho;
+  MasterServer master(1000, rule);
+  MasterClient client = master.Client(proto::FLOAT32, 300);  // chunks of 300, 300, 300, 100
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1}, &m).ok());
+  std::vector<float> theta(1000);
+  MasterClient::PullResult r;
+  ASSERT_TRUE(client.Pull(1, -1, theta.data(), 1000, &r).ok());
+  const std::vector<float> before = master.Params();
+  proto::PushResponse p;
+  for (size_t bad : {size_t{0}, size_t{299}, size_t{300}, size_t{999}}) {
+    for (bool in_echo : {false, true}) {
+      std::vector<float> g(1000, 1.0f), echo = theta;
+      (in_echo ? echo : g)[bad] = bad % 2 == 0 ? std::nanf("") : INFINITY;
+      Status s = client.Push(1, r.version, g.data(), 1000, 0, &p, echo.data(), proto::FLOAT32);
+      EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad << " " << in_echo;
+      EXPECT_NE(s.message().find("value " + std::to_string(bad)), std::string::npos)
+          << s.message();
+    }
+  }
+  EXPECT_EQ(master.Params(), before);
+  EXPECT_EQ(master.Version(), 0u);
+  uint64_t rejected = 0;
+  master.service()->WithEngine(
+      [&](UpdateEngine* e) { rejected = e->rejected(RejectReason::kNonFinite); });
+  EXPECT_EQ(rejected, 8u);
+  std::vector<float> g(1000, 1.0f);
+  ASSERT_TRUE(client.Push(1, r.version, g.data(), 1000, 0, &p, theta.data(), proto::FLOAT32).ok());
+}
+
 TEST(MasterServiceTest, CheckpointWithoutDirectoryIsAClearError) {
   MasterServer master(100, PlainSgd());
   proto::CheckpointResponse c;

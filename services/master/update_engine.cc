@@ -102,6 +102,7 @@ bool UpdateEngine::keeps_snapshots() const {
 
 Status UpdateEngine::Join(WorkerId worker) {
   if (IsMember(worker)) return Status::AlreadyExists(Worker(worker) + " has already joined");
+  ++reply_generation_;
   workers_[worker] = WorkerRecord();
   rule_->AddWorker(worker, store_.get());
   if (keeps_snapshots()) {
@@ -114,6 +115,7 @@ Status UpdateEngine::Join(WorkerId worker) {
 
 Status UpdateEngine::Leave(WorkerId worker, ApplyStats* stats) {
   if (!IsMember(worker)) return Status::NotFound(Worker(worker) + " is not a member");
+  ++reply_generation_;
   rule_->RemoveWorker(worker, store_.get());
   store_->RemoveBuffer(WorkerStateName(worker, kWorkerCopy));
   workers_.erase(worker);
@@ -131,15 +133,25 @@ Status UpdateEngine::Leave(WorkerId worker, ApplyStats* stats) {
 }
 
 Status UpdateEngine::Pull(WorkerId worker, float* out, size_t out_size, uint64_t* version) {
-  auto it = workers_.find(worker);
-  if (it == workers_.end()) return Status::NotFound(Worker(worker) + " has not joined");
+  if (!IsMember(worker)) return Status::NotFound(Worker(worker) + " has not joined");
   if (out_size != store_->size()) {
     return Status::InvalidArgument("pull buffer has " + std::to_string(out_size) +
                                    " values, the model has " + std::to_string(store_->size()));
   }
   rule_->WriteReply(worker, learning_rate(), *store_, out);
+  return PullFrom(worker, out, out_size, version);
+}
+
+Status UpdateEngine::PullFrom(WorkerId worker, const float* reply, size_t reply_size,
+                              uint64_t* version) {
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) return Status::NotFound(Worker(worker) + " has not joined");
+  if (reply_size != store_->size()) {
+    return Status::InvalidArgument("pull buffer has " + std::to_string(reply_size) +
+                                   " values, the model has " + std::to_string(store_->size()));
+  }
   if (keeps_snapshots()) {
-    store_->buffer(WorkerStateName(worker, kWorkerCopy))->CopyFrom(out);
+    store_->buffer(WorkerStateName(worker, kWorkerCopy))->CopyFrom(reply);
     it->second.has_copy = true;
     it->second.copy_version = store_->version();
   }
@@ -234,8 +246,9 @@ Status UpdateEngine::ValidatePush(const PushRequest& request, const WorkerRecord
                                               std::to_string(request.echo_size) +
                                               " values, the model has " + std::to_string(p)));
       }
-      size_t bad = IsBf16(request.echo) ? FindNonFinite(request.echo.bf16(), p)
-                                        : FindNonFinite(request.echo.f32(), p);
+      size_t bad = request.known_finite ? p
+                   : IsBf16(request.echo)  ? FindNonFinite(request.echo.bf16(), p)
+                                           : FindNonFinite(request.echo.f32(), p);
       if (bad != p) {
         return Reject(RejectReason::kNonFinite,
                       Status::InvalidArgument(who + ": echoed copy " +
@@ -246,7 +259,7 @@ Status UpdateEngine::ValidatePush(const PushRequest& request, const WorkerRecord
     }
   }
 
-  size_t bad = FindNonFinite(request.gradient, p);
+  size_t bad = request.known_finite ? p : FindNonFinite(request.gradient, p);
   if (bad != p) {
     float value = request.gradient[bad];
     return Reject(RejectReason::kNonFinite,
@@ -282,6 +295,7 @@ Status UpdateEngine::Push(const PushRequest& request, ApplyStats* stats, RejectR
 
   ResetStats(stats);
   stats->staleness = push.staleness;
+  ++reply_generation_;
   rule_->Apply(push, store_.get(), stats);
 
   switch (stats->outcome) {

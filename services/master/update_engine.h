@@ -36,6 +36,11 @@ struct PushRequest {
   // gapSource echo: the worker's copy θ⁽ⁱ⁾ (fp32 or bf16), echo_size values.
   WorkerCopyView echo;
   size_t echo_size = 0;
+  // Set only when the caller has already found every gradient and echo
+  // value finite (MasterService checks each chunk as it decodes it): the
+  // engine then skips its own scan. When false the engine scans, and
+  // rejects a NaN or Inf naming the value.
+  bool known_finite = false;
 };
 
 enum class RejectReason {
@@ -87,8 +92,14 @@ class UpdateEngine {
   std::vector<WorkerId> members() const;
 
   // Writes the point `worker` should compute on (out_size must be P) and
-  // its version; with gapSource snapshot it also records that copy.
+  // its version; with gapSource snapshot it also records that copy. The
+  // point is the same for every worker.
   Status Pull(WorkerId worker, float* out, size_t out_size, uint64_t* version);
+
+  // The same pull for a caller that already holds the reply: `reply` (P
+  // values) must be what Pull wrote at the current reply_generation().
+  // Records it as `worker`'s copy where Pull would, without recomputing it.
+  Status PullFrom(WorkerId worker, const float* reply, size_t reply_size, uint64_t* version);
 
   // Writes θ itself (out_size must be P) and its version: the model to
   // evaluate and save, for a reader that need not be a member (the
@@ -106,11 +117,24 @@ class UpdateEngine {
   Status Push(const PushRequest& request, ApplyStats* stats, RejectReason* reason = nullptr);
 
   uint64_t version() const { return store_->version(); }
+
+  // Moves whenever what Pull or PullModel writes may change: a push that
+  // reached the rule, a member joining or leaving, a call of
+  // mutable_store(). While it stands, every Pull writes the same values and
+  // so does every PullModel, so a caller may keep one copy of each and
+  // serve it again (MasterService shares one per generation among pulls).
+  uint64_t reply_generation() const { return reply_generation_; }
+
   // η of the next update.
   double learning_rate() const { return schedule_.At(store_->version()); }
 
   const ParameterStore& store() const { return *store_; }
-  ParameterStore* mutable_store() { return store_.get(); }
+  // Write through it before replies are served, not later: it moves
+  // reply_generation() only when called.
+  ParameterStore* mutable_store() {
+    ++reply_generation_;
+    return store_.get();
+  }
   const RuleConfig& rule_config() const { return rule_->config(); }
   const LearningRateSchedule& schedule() const { return schedule_; }
 
@@ -149,6 +173,7 @@ class UpdateEngine {
   std::array<uint64_t, static_cast<size_t>(RejectReason::kNumReasons)> rejected_{};
   uint64_t applied_ = 0;
   uint64_t discarded_late_ = 0;
+  uint64_t reply_generation_ = 0;
   RejectReason last_reject_ = RejectReason::kNumReasons;
 };
 

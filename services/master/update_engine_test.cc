@@ -296,6 +296,113 @@ TEST(UpdateEngineTest, PullReturnsParamsAndVersion) {
 
 // τ = version at push − base version; η = schedule.At(version before the
 // update); the version moves by one per applied update.
+// MasterService shares one reply per reply_generation(), so the generation
+// must move on everything that can change a reply, and only then.
+TEST(UpdateEngineTest, ReplyGenerationMovesWhenAReplyMayChange) {
+  auto e = MakeEngine(Rule(RuleKind::kDanaZero, 0.9f));
+  ASSERT_TRUE(e);
+  uint64_t generation = e->reply_generation();
+  auto moved = [&] {
+    const bool m = e->reply_generation() != generation;
+    generation = e->reply_generation();
+    return m;
+  };
+  ASSERT_TRUE(e->Join(0).ok());
+  EXPECT_TRUE(moved());
+  ASSERT_TRUE(e->Join(1).ok());
+  EXPECT_TRUE(moved());
+  uint64_t v0 = 0, v1 = 0;
+  const Vec reply = Pull(e.get(), 0, &v0);
+  Pull(e.get(), 1, &v1);
+  Vec model(kP);
+  ASSERT_TRUE(e->PullModel(model.data(), kP, &v0).ok());
+  EXPECT_TRUE(e->NeedsPull(0, -1));
+  EXPECT_FALSE(moved());  // reading changes nothing
+  EXPECT_EQ(Pull(e.get(), 1, &v1), reply);  // the same reply for every worker
+
+  std::mt19937 rng(5);
+  ApplyStats stats;
+  ASSERT_TRUE(e->Push(Request(0, v0, RandomVec(&rng, kP, 1.0f)), &stats).ok());
+  EXPECT_TRUE(moved());
+  Vec bad = RandomVec(&rng, kP, 1.0f);
+  bad[3] = std::nanf("");
+  EXPECT_FALSE(e->Push(Request(0, e->version(), bad), &stats).ok());
+  EXPECT_FALSE(moved());  // rejected: nothing changed
+
+  // DANA: a leaving worker's momentum leaves S, so the look-ahead changes
+  // although the version does not.
+  const uint64_t version = e->version();
+  const Vec before = Pull(e.get(), 1, &v1);
+  ASSERT_TRUE(e->Leave(0).ok());
+  EXPECT_TRUE(moved());
+  EXPECT_EQ(e->version(), version);
+  EXPECT_NE(Pull(e.get(), 1, &v1), before);
+
+  e->mutable_store();
+  EXPECT_TRUE(moved());
+}
+
+// PullFrom records a reply the caller already holds exactly as Pull does.
+TEST(UpdateEngineTest, PullFromRecordsTheSnapshotLikePull) {
+  for (GapPrecision precision : {GapPrecision::kFloat32, GapPrecision::kBfloat16}) {
+    RuleConfig rule = Rule(RuleKind::kGapAware, 0.9f);
+    rule.gap_precision = precision;
+    auto by_pull = MakeEngine(rule);
+    auto by_pull_from = MakeEngine(rule);
+    ASSERT_TRUE(by_pull && by_pull_from);
+    for (UpdateEngine* e : {by_pull.get(), by_pull_from.get()}) {
+      ASSERT_TRUE(e->Join(0).ok());
+      ASSERT_TRUE(e->Join(1).ok());
+    }
+    std::mt19937 rng(11);
+    for (int step = 0; step < 3; ++step) {
+      uint64_t v = 0;
+      const Vec reply = Pull(by_pull_from.get(), 0, &v);  // the reply another pull wrote
+      uint64_t a = 0, b = 0;
+      Pull(by_pull.get(), 1, &a);
+      ASSERT_TRUE(by_pull_from->PullFrom(1, reply.data(), reply.size(), &b).ok());
+      EXPECT_EQ(a, b);
+      const Vec g = RandomVec(&rng, kP, 1.0f);
+      ApplyStats s1, s2;
+      ASSERT_TRUE(by_pull->Push(Request(1, a, g), &s1).ok());
+      ASSERT_TRUE(by_pull_from->Push(Request(1, b, g), &s2).ok());
+      EXPECT_EQ(Params(*by_pull), Params(*by_pull_from));
+      EXPECT_EQ(s1.gap.gap_mean, s2.gap.gap_mean);
+    }
+    uint64_t v = 0;
+    EXPECT_EQ(by_pull->PullFrom(7, Params(*by_pull).data(), kP, &v).code(),
+              Status::Code::kNotFound);
+    EXPECT_EQ(by_pull->PullFrom(0, Params(*by_pull).data(), kP - 1, &v).code(),
+              Status::Code::kInvalidArgument);
+  }
+}
+
+// A caller that checked finiteness itself (known_finite) gets the same
+// update; without the flag the engine still rejects NaN and Inf itself.
+TEST(UpdateEngineTest, KnownFiniteSkipsOnlyTheScan) {
+  auto checked = MakeEngine(Rule(RuleKind::kAsgd, 0.9f));
+  auto trusted = MakeEngine(Rule(RuleKind::kAsgd, 0.9f));
+  ASSERT_TRUE(checked && trusted);
+  ASSERT_TRUE(checked->Join(0).ok());
+  ASSERT_TRUE(trusted->Join(0).ok());
+  std::mt19937 rng(2);
+  const Vec g = RandomVec(&rng, kP, 1.0f);
+  ApplyStats stats;
+  PushRequest request = Request(0, 0, g);
+  ASSERT_TRUE(checked->Push(request, &stats).ok());
+  request.known_finite = true;
+  ASSERT_TRUE(trusted->Push(request, &stats).ok());
+  EXPECT_EQ(Params(*checked), Params(*trusted));
+
+  Vec bad = g;
+  bad[kP - 1] = std::numeric_limits<float>::infinity();
+  RejectReason reason = RejectReason::kNumReasons;
+  EXPECT_EQ(checked->Push(Request(0, 1, bad), &stats, &reason).code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(reason, RejectReason::kNonFinite);
+  EXPECT_EQ(Params(*checked), Params(*trusted));
+}
+
 TEST(UpdateEngineTest, StalenessLearningRateAndVersion) {
   ScheduleConfig schedule;
   schedule.learning_rate = 0.2;

@@ -280,6 +280,10 @@ void CoordinatorSession::HeartbeatLoop() {
       request = progress_;
       id = id_;
     }
+    if (id == 0) {  // not registered yet: nothing to keep alive
+      next = Clock::now() + period();
+      continue;
+    }
     request.set_worker_id(id);
     proto::HeartbeatResponse reply;
     Status s = client_->Heartbeat(request, &reply);

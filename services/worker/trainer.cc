@@ -56,12 +56,14 @@ Status Trainer::Run() {
     if (stop_->stopped()) return Finish(Status::OK());
     return Finish(s);
   }
-  session_->StartHeartbeats();
   return Finish(Loop());
 }
 
 Status Trainer::Setup() {
   GAPTRAIN_RETURN_IF_ERROR(session_->Register());
+  // From here the lease must be kept: building the model and reaching the
+  // master (which may be restarting) can take longer than the lease.
+  session_->StartHeartbeats();
   const proto::RegisterResponse reg = session_->registration();
   if (reg.train_samples() != train_.size()) {
     return Status::FailedPrecondition(

@@ -1,13 +1,14 @@
-// HttpTestConnection: a blocking HTTP/1.1 client over one plain socket, for
-// tests. It sends whatever bytes it is given (well-formed requests or
-// garbage) and parses responses with Beast's parser, so a test can check a
-// server byte for byte, over keep-alive connections, without trusting the
-// server's own code. Every read has a deadline: a silent server yields
+// HttpConnection: a blocking HTTP/1.1 client over one plain socket. Tools
+// use HttpGet to read /metrics and /status; tests use the connection to
+// send whatever bytes they like (well-formed requests or garbage) and parse
+// responses with Beast's parser, so a test can check a server byte for
+// byte, over keep-alive connections, without trusting the server's own
+// code. Every read has a deadline: a silent server yields
 // DEADLINE_EXCEEDED, never a hung test. Hosts are IPv4 literals or
 // "localhost".
 
-#ifndef GAPTRAIN_SERVICES_COMMON_HTTP_TEST_CLIENT_H_
-#define GAPTRAIN_SERVICES_COMMON_HTTP_TEST_CLIENT_H_
+#ifndef GAPTRAIN_SERVICES_COMMON_HTTP_CLIENT_H_
+#define GAPTRAIN_SERVICES_COMMON_HTTP_CLIENT_H_
 
 #include <cstdint>
 #include <map>
@@ -27,16 +28,16 @@ struct HttpClientResponse {
   std::string Header(const std::string& name) const;
 };
 
-class HttpTestConnection {
+class HttpConnection {
  public:
   // Connects to host:port. `timeout_seconds` bounds each later Read* call.
   static Status Connect(const std::string& host, uint16_t port,
                         double timeout_seconds,
-                        std::unique_ptr<HttpTestConnection>* connection);
+                        std::unique_ptr<HttpConnection>* connection);
 
-  HttpTestConnection(const HttpTestConnection&) = delete;
-  HttpTestConnection& operator=(const HttpTestConnection&) = delete;
-  ~HttpTestConnection();
+  HttpConnection(const HttpConnection&) = delete;
+  HttpConnection& operator=(const HttpConnection&) = delete;
+  ~HttpConnection();
 
   // Sends `bytes` as they are.
   Status Send(const std::string& bytes);
@@ -55,7 +56,7 @@ class HttpTestConnection {
   Status WaitForClose(std::string* received = nullptr);
 
  private:
-  HttpTestConnection(int fd, std::string host_port, double timeout_seconds);
+  HttpConnection(int fd, std::string host_port, double timeout_seconds);
 
   int fd_;
   std::string host_port_;
@@ -70,4 +71,4 @@ Status HttpGet(const std::string& host, uint16_t port,
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_COMMON_HTTP_TEST_CLIENT_H_
+#endif  // GAPTRAIN_SERVICES_COMMON_HTTP_CLIENT_H_

@@ -1,4 +1,4 @@
-#include "services/common/http_test_client.h"
+#include "services/common/http_client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -73,17 +73,17 @@ std::string HttpClientResponse::Header(const std::string& name) const {
   return it == headers.end() ? std::string() : it->second;
 }
 
-HttpTestConnection::HttpTestConnection(int fd, std::string host_port,
+HttpConnection::HttpConnection(int fd, std::string host_port,
                                        double timeout_seconds)
     : fd_(fd),
       host_port_(std::move(host_port)),
       timeout_seconds_(timeout_seconds) {}
 
-HttpTestConnection::~HttpTestConnection() { ::close(fd_); }
+HttpConnection::~HttpConnection() { ::close(fd_); }
 
-Status HttpTestConnection::Connect(
+Status HttpConnection::Connect(
     const std::string& host, uint16_t port, double timeout_seconds,
-    std::unique_ptr<HttpTestConnection>* connection) {
+    std::unique_ptr<HttpConnection>* connection) {
   const std::string host_port = host + ":" + std::to_string(port);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -101,11 +101,11 @@ Status HttpTestConnection::Connect(
   }
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  connection->reset(new HttpTestConnection(fd, host_port, timeout_seconds));
+  connection->reset(new HttpConnection(fd, host_port, timeout_seconds));
   return Status::OK();
 }
 
-Status HttpTestConnection::Send(const std::string& bytes) {
+Status HttpConnection::Send(const std::string& bytes) {
   size_t sent = 0;
   while (sent < bytes.size()) {
     const ssize_t n =
@@ -118,7 +118,7 @@ Status HttpTestConnection::Send(const std::string& bytes) {
   return Status::OK();
 }
 
-Status HttpTestConnection::ReadResponse(HttpClientResponse* response,
+Status HttpConnection::ReadResponse(HttpClientResponse* response,
                                         bool head_request) {
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -166,14 +166,14 @@ Status HttpTestConnection::ReadResponse(HttpClientResponse* response,
   return Status::OK();
 }
 
-Status HttpTestConnection::Get(const std::string& target,
+Status HttpConnection::Get(const std::string& target,
                                HttpClientResponse* response) {
   GAPTRAIN_RETURN_IF_ERROR(
       Send("GET " + target + " HTTP/1.1\r\nHost: " + host_port_ + "\r\n\r\n"));
   return ReadResponse(response);
 }
 
-Status HttpTestConnection::WaitForClose(std::string* received) {
+Status HttpConnection::WaitForClose(std::string* received) {
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(timeout_seconds_));
@@ -200,9 +200,9 @@ Status HttpTestConnection::WaitForClose(std::string* received) {
 Status HttpGet(const std::string& host, uint16_t port,
                const std::string& target, double timeout_seconds,
                HttpClientResponse* response) {
-  std::unique_ptr<HttpTestConnection> c;
+  std::unique_ptr<HttpConnection> c;
   GAPTRAIN_RETURN_IF_ERROR(
-      HttpTestConnection::Connect(host, port, timeout_seconds, &c));
+      HttpConnection::Connect(host, port, timeout_seconds, &c));
   GAPTRAIN_RETURN_IF_ERROR(
       c->Send("GET " + target + " HTTP/1.1\r\nHost: " + host + ":" +
               std::to_string(port) + "\r\nConnection: close\r\n\r\n"));
