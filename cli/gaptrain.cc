@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/run/run_command.h"
+#include "cli/run/status_command.h"
 #include "cli/simulator/simulate_command.h"
 
 namespace {
@@ -14,6 +16,9 @@ namespace {
 constexpr char kUsage[] =
     "usage: gaptrain COMMAND [ARGS]\n"
     "commands:\n"
+    "  run -f JOB.yaml        the whole job on this machine: coordinator, master,\n"
+    "                         evaluator and workers as processes; live progress\n"
+    "  status [NAME]          a running job's phase, progress, accuracy and workers\n"
     "  simulate -f JOB.yaml   N virtual workers with real gradients and update rules:\n"
     "                         compare rules, worker counts and learning rates\n"
     "Run 'gaptrain COMMAND --help' for a command's options.\n";
@@ -35,6 +40,8 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "run") return gaptrain::RunCommand(args);
+  if (command == "status") return gaptrain::StatusCommand(args);
   if (command == "simulate") return gaptrain::SimulateCommand(args);
   std::fprintf(stderr, "gaptrain: unknown command '%s'\n%s", command.c_str(), kUsage);
   return 2;

@@ -1,0 +1,103 @@
+#include "cli/run/chaos_monkey.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace gaptrain {
+namespace {
+
+Status ParseSeconds(const std::string& key, std::string text, double* out) {
+  if (!text.empty() && text.back() == 's') text.pop_back();
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || v > 86400) {
+    return Status::InvalidArgument("--chaos: " + key + ": must be seconds in [0, 86400], got '" +
+                                   text + "'");
+  }
+  *out = v;
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ParseChaosOptions(const std::string& text, ChaosOptions* options) {
+  ChaosOptions o;
+  std::stringstream pairs(text);
+  std::string pair;
+  while (std::getline(pairs, pair, ',')) {
+    const size_t eq = pair.find('=');
+    if (eq == std::string::npos) {
+      return Status::InvalidArgument("--chaos: expected key=value, got '" + pair +
+                                     "' (keys: every, restart, master, seed)");
+    }
+    const std::string key = pair.substr(0, eq), value = pair.substr(eq + 1);
+    if (key == "every") {
+      GAPTRAIN_RETURN_IF_ERROR(ParseSeconds(key, value, &o.kill_every_seconds));
+    } else if (key == "restart") {
+      GAPTRAIN_RETURN_IF_ERROR(ParseSeconds(key, value, &o.restart_after_seconds));
+    } else if (key == "master") {
+      GAPTRAIN_RETURN_IF_ERROR(ParseSeconds(key, value, &o.kill_master_at_seconds));
+    } else if (key == "seed") {
+      // Digits only: strtoull alone would take " -3" as 2^64 - 3 and
+      // clamp an overflow to 2^64 - 1.
+      errno = 0;
+      o.seed = std::strtoull(value.c_str(), nullptr, 10);
+      if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos ||
+          errno == ERANGE) {
+        return Status::InvalidArgument("--chaos: seed: must be an unsigned integer, got '" +
+                                       value + "'");
+      }
+    } else {
+      return Status::InvalidArgument("--chaos: unknown key '" + key +
+                                     "' (keys: every, restart, master, seed)");
+    }
+  }
+  if (!o.enabled()) {
+    return Status::InvalidArgument("--chaos: set every=SECONDS (> 0) or master=SECONDS (> 0)");
+  }
+  *options = o;
+  return Status::OK();
+}
+
+ChaosMonkey::ChaosMonkey(ChaosOptions options)
+    : options_(options), random_(options.seed), next_kill_(options.kill_every_seconds) {}
+
+std::vector<ChaosAction> ChaosMonkey::Due(double now, const std::vector<size_t>& killable) {
+  std::vector<ChaosAction> actions;
+  // Restarts first: a trainer back up may be killed again later, never in
+  // the same call.
+  std::sort(restarts_.begin(), restarts_.end());
+  while (!restarts_.empty() && restarts_.front().first <= now) {
+    actions.push_back({ChaosAction::Kind::kRestartTrainer, restarts_.front().second, 0});
+    restarts_.erase(restarts_.begin());
+  }
+  if (master_restart_at_ >= 0 && master_restart_at_ <= now) {
+    actions.push_back({ChaosAction::Kind::kRestartMaster, 0, 0});
+    master_restart_at_ = -1;
+  }
+  if (options_.kill_every_seconds > 0 && now >= next_kill_ && !killable.empty()) {
+    std::uniform_int_distribution<size_t> pick(0, killable.size() - 1);
+    const size_t trainer = killable[pick(random_)];
+    const int signal = next_is_sigterm_ ? SIGTERM : SIGKILL;
+    next_is_sigterm_ = !next_is_sigterm_;
+    (signal == SIGTERM ? trainer_sigterms_ : trainer_sigkills_)++;
+    actions.push_back({ChaosAction::Kind::kKillTrainer, trainer, signal});
+    restarts_.emplace_back(now + options_.restart_after_seconds, trainer);
+    next_kill_ = now + options_.kill_every_seconds;
+  }
+  if (options_.kill_master_at_seconds > 0 && !master_killed_ &&
+      now >= options_.kill_master_at_seconds) {
+    master_killed_ = true;
+    ++master_kills_;
+    actions.push_back({ChaosAction::Kind::kKillMaster, 0, SIGKILL});
+    master_restart_at_ = now + options_.restart_after_seconds;
+  }
+  return actions;
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,351 @@
+#include "cli/run/job_runner.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "services/common/http_client.h"
+#include "services/common/termination_signal.h"
+#include "services/master/checkpoint.h"
+
+namespace gaptrain {
+namespace {
+
+bool Terminal(proto::JobPhase phase) {
+  return phase == proto::JOB_PHASE_SUCCEEDED || phase == proto::JOB_PHASE_FAILED;
+}
+
+bool ExitedCleanly(int wait_status) { return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0; }
+
+}  // namespace
+
+JobRunner::JobRunner(const TrainingJob& job, RunDir* run_dir, LocalJob::Options local,
+                     Options options, std::FILE* out)
+    : job_(job),
+      run_dir_(run_dir),
+      options_(options),
+      out_(out),
+      local_(std::move(local)),
+      monkey_(options.chaos),
+      trainer_down_by_chaos_(local_.trainer_count(), false) {}
+
+double JobRunner::Elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void JobRunner::Say(const std::string& line) {
+  if (live_line_open_) std::fputs("\n", out_);
+  live_line_open_ = false;
+  std::fprintf(out_, "%s\n", line.c_str());
+  std::fflush(out_);
+}
+
+void JobRunner::Observe() {
+  proto::CoordinatorStatusResponse status;
+  coordinator_reachable_ = coordinator_->GetStatus(&status).ok();
+  if (coordinator_reachable_) status_ = status;
+  master_reachable_ = false;
+  if (local_.master() != nullptr && local_.master()->Running()) {
+    HttpClientResponse response;
+    if (HttpGet("127.0.0.1", local_.master_http_port(), "/metrics", 2, &response).ok() &&
+        response.status == 200) {
+      master_reachable_ = true;
+      totals_.Observe(ParseMetricsText(response.body));
+    }
+  }
+}
+
+bool JobRunner::RestartAfterFailure(const std::string& service, Status (LocalJob::*start)()) {
+  if (++failures_ > job_.run_policy.backoff_limit) {
+    error_ = service + " crashed and the job's backoffLimit (" +
+             std::to_string(job_.run_policy.backoff_limit) + ") is spent; see " +
+             local_.LogFile(service);
+    return false;
+  }
+  Status s = (local_.*start)();
+  if (!s.ok()) {
+    error_ = "cannot restart " + service + ": " + s.ToString();
+    return false;
+  }
+  Say("restarted " + service + " (" + std::to_string(failures_) + " of backoffLimit " +
+      std::to_string(job_.run_policy.backoff_limit) + ")");
+  return true;
+}
+
+bool JobRunner::RestartTrainerAfterFailure(size_t index) {
+  const std::string name = LocalJob::TrainerName(index);
+  if (job_.workers.restart_policy == "Never" || ++failures_ > job_.run_policy.backoff_limit) {
+    Say(name + " crashed and is not restarted (restartPolicy " + job_.workers.restart_policy +
+        ", backoffLimit " + std::to_string(job_.run_policy.backoff_limit) + "); see " +
+        local_.LogFile(name));
+    return true;  // the job goes on with fewer trainers, as on a cluster
+  }
+  Status s = local_.StartTrainer(index);
+  if (!s.ok()) {
+    error_ = "cannot restart " + name + ": " + s.ToString();
+    return false;
+  }
+  ++worker_restarts_;
+  Say("restarted " + name + " after a crash (" + std::to_string(failures_) + " of backoffLimit " +
+      std::to_string(job_.run_policy.backoff_limit) + ")");
+  return true;
+}
+
+bool JobRunner::Supervise() {
+  bool changed = false;
+  // The control plane always comes back (a Deployment would restart it).
+  if (!master_down_by_chaos_ && !local_.master()->Running()) {
+    Say("master exited (" + DescribeWaitStatus(local_.master()->wait_status()) + ")");
+    if (!RestartAfterFailure("master", &LocalJob::StartMaster)) return false;
+    ++master_restarts_;
+    changed = true;
+  }
+  if (!local_.coordinator()->Running()) {
+    Say("coordinator exited (" + DescribeWaitStatus(local_.coordinator()->wait_status()) + ")");
+    if (!RestartAfterFailure("coordinator", &LocalJob::StartCoordinator)) return false;
+    changed = true;
+  }
+  // A worker that exits 0 has left (the job ended); one that crashed is
+  // restarted per restartPolicy, unless the job is over.
+  const bool over = Terminal(status_.phase());
+  if (!over && !local_.evaluator()->Running() &&
+      !ExitedCleanly(local_.evaluator()->wait_status())) {
+    Say("evaluator exited (" + DescribeWaitStatus(local_.evaluator()->wait_status()) + ")");
+    if (!RestartAfterFailure("evaluator", &LocalJob::StartEvaluator)) return false;
+    changed = true;
+  }
+  for (size_t i = 0; i < local_.trainer_count(); ++i) {
+    Process* trainer = local_.trainer(i);
+    if (over || trainer_down_by_chaos_[i] || trainer->Running() ||
+        ExitedCleanly(trainer->wait_status())) {
+      continue;
+    }
+    Say(LocalJob::TrainerName(i) + " exited (" + DescribeWaitStatus(trainer->wait_status()) + ")");
+    if (!RestartTrainerAfterFailure(i)) return false;
+    changed = true;
+  }
+  if (changed) run_dir_->WriteEndpoints(&local_, getpid());
+  return true;
+}
+
+void JobRunner::ApplyChaos() {
+  if (!options_.chaos.enabled() || Terminal(status_.phase())) return;
+  // Only trainers the coordinator knows are killed, so every kill shows up
+  // in its counters: a SIGTERM as a preemption, a SIGKILL as a lease expiry.
+  std::vector<size_t> killable;
+  for (size_t i = 0; i < local_.trainer_count(); ++i) {
+    if (trainer_down_by_chaos_[i] || !local_.trainer(i)->Running()) continue;
+    for (const auto& w : status_.workers()) {
+      if (w.host() == LocalJob::TrainerName(i)) killable.push_back(i);
+    }
+  }
+  bool changed = false;
+  for (const ChaosAction& a : monkey_.Due(Elapsed(), killable)) {
+    switch (a.kind) {
+      case ChaosAction::Kind::kKillTrainer: {
+        const std::string name = LocalJob::TrainerName(a.trainer);
+        Say("chaos: " + std::string(a.signal == SIGTERM ? "SIGTERM" : "SIGKILL") + " to " + name);
+        trainer_down_by_chaos_[a.trainer] = true;
+        local_.trainer(a.trainer)->Signal(a.signal);
+        break;
+      }
+      case ChaosAction::Kind::kRestartTrainer: {
+        const std::string name = LocalJob::TrainerName(a.trainer);
+        Process* trainer = local_.trainer(a.trainer);
+        // A SIGTERM'd trainer may still be finishing its batch.
+        if (!trainer->WaitExit(std::chrono::seconds(30))) trainer->Stop(std::chrono::seconds(1));
+        trainer_down_by_chaos_[a.trainer] = false;
+        Status s = local_.StartTrainer(a.trainer);
+        Say("chaos: restarted " + name + (s.ok() ? "" : ": " + s.ToString()));
+        changed = true;
+        break;
+      }
+      case ChaosAction::Kind::kKillMaster:
+        Say("chaos: SIGKILL to the master");
+        master_down_by_chaos_ = true;
+        local_.master()->Signal(SIGKILL);
+        local_.master()->WaitExit(std::chrono::seconds(10));
+        break;
+      case ChaosAction::Kind::kRestartMaster: {
+        Status s = local_.StartMaster();
+        master_down_by_chaos_ = false;
+        ++master_restarts_;
+        Say("chaos: restarted the master" + (s.ok() ? "" : ": " + s.ToString()));
+        if (!s.ok()) error_ = "cannot restart the master: " + s.ToString();
+        changed = true;
+        break;
+      }
+    }
+  }
+  if (changed) run_dir_->WriteEndpoints(&local_, getpid());
+}
+
+void JobRunner::PrintProgress(bool force) {
+  const double now = Elapsed();
+  const double period = options_.live_line ? 0 : options_.print_every_seconds;
+  if (!force && now - last_print_ < period) return;
+  last_print_ = now;
+  ProgressInput in;
+  in.status = status_;
+  in.coordinator_reachable = coordinator_reachable_;
+  in.master_reachable = master_reachable_;
+  in.elapsed_seconds = now;
+  in.master_version = totals_.model_version();
+  const uint64_t version = totals_.model_version();
+  if (now > last_rate_time_ && version >= last_rate_version_) {
+    in.updates_per_second = (version - last_rate_version_) / (now - last_rate_time_);
+  }
+  const double gap_count = totals_.gap_count() - last_gap_count_;
+  in.recent_gap = gap_count > 0 ? (totals_.gap_sum() - last_gap_sum_) / gap_count
+                                : std::numeric_limits<double>::quiet_NaN();
+  last_rate_time_ = now;
+  last_rate_version_ = version;
+  last_gap_sum_ = totals_.gap_sum();
+  last_gap_count_ = totals_.gap_count();
+  in.trainers = static_cast<uint32_t>(local_.trainer_count());
+  in.chaos_kills = monkey_.trainer_sigterms() + monkey_.trainer_sigkills() + monkey_.master_kills();
+  const std::string line = ProgressLine(in);
+  if (options_.live_line) {
+    std::fprintf(out_, "\r\033[K%s", line.c_str());
+    live_line_open_ = true;
+  } else {
+    std::fprintf(out_, "%s\n", line.c_str());
+  }
+  std::fflush(out_);
+}
+
+bool JobRunner::WorkersGone() {
+  if (local_.evaluator()->Running()) return false;
+  for (size_t i = 0; i < local_.trainer_count(); ++i) {
+    if (local_.trainer(i)->Running()) return false;
+  }
+  return true;
+}
+
+int JobRunner::Run(RunSummary* summary) {
+  start_ = std::chrono::steady_clock::now();
+  Status s = local_.StartAll();
+  if (s.ok()) s = run_dir_->WriteEndpoints(&local_, getpid());
+  if (!s.ok()) {
+    Say("gaptrain run: " + s.ToString());
+    error_ = s.ToString();
+    Finish(false, summary);
+    return 1;
+  }
+  CoordinatorClient::Options client_options;
+  client_options.token = local_.options().token;
+  client_options.deadline_seconds = 2;
+  coordinator_ = std::make_unique<CoordinatorClient>(
+      grpc::CreateChannel(local_.coordinator_address(), grpc::InsecureChannelCredentials()),
+      client_options);
+
+  Say("job " + job_.name + ": " + std::to_string(local_.trainer_count()) +
+      " trainers and an evaluator; run directory " + run_dir_->path());
+  Say("  master      " + local_.master_address() + "  metrics http://127.0.0.1:" +
+      std::to_string(local_.master_http_port()) + "/metrics");
+  Say("  coordinator " + local_.coordinator_address() + "  status  http://127.0.0.1:" +
+      std::to_string(local_.coordinator_http_port()) + "/status");
+  Say("  every service's /metrics: " + run_dir_->path() +
+      "/prometheus-targets.json (Prometheus file_sd); logs: " + run_dir_->path() + "/logs/");
+  Say("  Ctrl-C stops the job with a checkpoint; from another shell: gaptrain status --run-dir " +
+      run_dir_->path());
+
+  bool interrupted = false;
+  double terminal_since = -1;
+  while (true) {
+    if (TerminationSignal::WaitFor(1000) != 0) {
+      interrupted = true;
+      break;
+    }
+    Observe();
+    if (!Supervise() || !error_.empty()) break;
+    ApplyChaos();
+    PrintProgress(false);
+    if (Terminal(status_.phase())) {
+      if (terminal_since < 0) terminal_since = Elapsed();
+      // The evaluator scores the final model, then every worker leaves.
+      if (WorkersGone() || Elapsed() - terminal_since > 180) break;
+    }
+  }
+  PrintProgress(true);
+  Finish(interrupted, summary);
+  if (interrupted) return 130;
+  return summary->outcome == "Succeeded" ? 0 : 1;
+}
+
+void JobRunner::Finish(bool interrupted, RunSummary* summary) {
+  const auto grace = std::chrono::milliseconds(
+      static_cast<int64_t>(1000 * (local_.options().worker_grace_seconds + 5)));
+  if (interrupted) Say("stopping: the workers leave, then the master writes a checkpoint");
+  // Workers first (they leave the coordinator), then the master (its final
+  // checkpoint), then the coordinator.
+  std::vector<Process*> workers;
+  if (local_.evaluator() != nullptr) workers.push_back(local_.evaluator());
+  for (size_t i = 0; i < local_.trainer_count(); ++i) {
+    if (local_.trainer(i) != nullptr) workers.push_back(local_.trainer(i));
+  }
+  for (Process* w : workers) w->Signal(SIGTERM);
+  for (Process* w : workers) w->Stop(grace);
+
+  // Let the coordinator's view settle: workers lost to SIGKILL are counted
+  // when their leases expire.
+  if (coordinator_ && local_.coordinator() != nullptr && local_.coordinator()->Running()) {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::seconds(job_.coordinator.lease_seconds + 5);
+    while (std::chrono::steady_clock::now() < deadline) {
+      Observe();
+      if (coordinator_reachable_ && status_.live_workers() == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  if (local_.master() != nullptr) {
+    Observe();  // the master's last counters
+    local_.master()->Stop(std::chrono::seconds(60));
+  }
+  if (local_.coordinator() != nullptr) local_.coordinator()->Stop(std::chrono::seconds(10));
+
+  RunSummary& s = *summary;
+  s.job_name = job_.name;
+  s.seconds = Elapsed();
+  s.run_dir = run_dir_->path();
+  if (!error_.empty()) {
+    s.outcome = "Error";
+    s.message = error_;
+  } else if (interrupted) {
+    s.outcome = "Interrupted";
+    s.message = "resume with: gaptrain run -f <job.yaml> --resume";
+  } else {
+    s.outcome = PhaseName(status_.phase());
+    s.message = status_.message();
+  }
+  s.reason = status_.reason();
+  s.has_accuracy = status_.has_last_accuracy();
+  s.accuracy = status_.last_accuracy();
+  s.eval_loss = status_.last_eval_loss();
+  s.eval_version = status_.last_eval_version();
+  s.version = totals_.model_version();
+  s.pushes_accepted = totals_.pushes_accepted();
+  s.mean_staleness = totals_.mean_staleness();
+  s.mean_gap = totals_.mean_gap();
+  s.joined = status_.joined();
+  s.preempted = status_.preempted();
+  s.lease_expiries = status_.expired();
+  s.failed = status_.failed();
+  s.tasks_reassigned = status_.tasks_reassigned();
+  s.chaos_sigterms = monkey_.trainer_sigterms();
+  s.chaos_sigkills = monkey_.trainer_sigkills();
+  s.master_restarts = master_restarts_;
+  s.worker_restarts = worker_restarts_;
+  CheckpointDirectory checkpoints(run_dir_->path() + "/checkpoints", 1);
+  const std::vector<std::string> paths = checkpoints.List();
+  s.checkpoint = paths.empty() ? "" : paths.back();
+  Say(SummaryText(s));
+  Status written = run_dir_->WriteSummary(SummaryJson(s));
+  if (!written.ok()) Say("cannot write summary.json: " + written.ToString());
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,97 @@
+// JobRunner: `gaptrain run`'s supervisor. It starts a LocalJob, then once a
+// second reads the coordinator's status and the master's /metrics, prints
+// the progress line, restarts processes that crashed (the job's
+// restartPolicy and backoffLimit), carries out the chaos monkey's faults,
+// and ends the run:
+//   - when the job succeeds or fails: it waits for the workers to leave
+//     (the evaluator scores the final model first);
+//   - on SIGINT or SIGTERM: the workers are stopped with SIGTERM (they
+//     leave as preempted), then the master, which writes a final
+//     checkpoint; `gaptrain run --resume` continues from there.
+// Either way the master and the coordinator are stopped last, the summary
+// is printed and written to summary.json, and no child outlives the
+// launcher.
+
+#ifndef GAPTRAIN_CLI_RUN_JOB_RUNNER_H_
+#define GAPTRAIN_CLI_RUN_JOB_RUNNER_H_
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/run/chaos_monkey.h"
+#include "cli/run/local_job.h"
+#include "cli/run/run_dir.h"
+#include "cli/run/run_report.h"
+#include "services/common/training_job.h"
+#include "services/coordinator/coordinator_client.h"
+
+namespace gaptrain {
+
+class JobRunner {
+ public:
+  struct Options {
+    ChaosOptions chaos;          // disabled by default
+    bool live_line = false;      // rewrite one line in place (a terminal)
+    double print_every_seconds = 10;  // without live_line
+  };
+
+  // `run_dir` and `job` must outlive the runner; `local` is its options
+  // (run_dir, token, binaries...). Output goes to `out`.
+  JobRunner(const TrainingJob& job, RunDir* run_dir, LocalJob::Options local, Options options,
+            std::FILE* out);
+
+  // Runs the job to its end; fills *summary. The exit code: 0 succeeded,
+  // 1 failed (or could not run), 130 interrupted.
+  int Run(RunSummary* summary);
+
+ private:
+  double Elapsed() const;
+  // Reads the coordinator's status and the master's metrics.
+  void Observe();
+  // Restarts crashed processes; false when the restart budget is spent.
+  bool Supervise();
+  void ApplyChaos();
+  void PrintProgress(bool force);
+  bool WorkersGone();
+  // Stops everything in order and fills *summary.
+  void Finish(bool interrupted, RunSummary* summary);
+  // Restarts a crashed process: counts the failure against backoffLimit.
+  bool RestartAfterFailure(const std::string& service, Status (LocalJob::*start)());
+  bool RestartTrainerAfterFailure(size_t index);
+  void Say(const std::string& line);
+
+  const TrainingJob& job_;
+  RunDir* run_dir_;
+  Options options_;
+  std::FILE* out_;
+  LocalJob local_;
+  ChaosMonkey monkey_;
+  std::unique_ptr<CoordinatorClient> coordinator_;
+
+  std::chrono::steady_clock::time_point start_;
+  proto::CoordinatorStatusResponse status_;
+  bool coordinator_reachable_ = false;
+  bool master_reachable_ = false;
+  MasterTotals totals_;
+
+  std::vector<bool> trainer_down_by_chaos_;
+  bool master_down_by_chaos_ = false;
+  uint64_t failures_ = 0;  // crashes, against backoffLimit
+  uint64_t master_restarts_ = 0;
+  uint64_t worker_restarts_ = 0;
+  std::string error_;  // why the run ends early, if it does
+
+  // For rates between two progress lines.
+  double last_print_ = -1e9;
+  double last_rate_time_ = 0;
+  uint64_t last_rate_version_ = 0;
+  double last_gap_sum_ = 0, last_gap_count_ = 0;
+  bool live_line_open_ = false;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_CLI_RUN_JOB_RUNNER_H_

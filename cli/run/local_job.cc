@@ -1,0 +1,162 @@
+#include "cli/run/local_job.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+namespace gaptrain {
+namespace {
+
+constexpr auto kStartTimeout = std::chrono::seconds(120);
+
+std::string Tail(const std::string& path, size_t max_bytes = 2000) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.size() > max_bytes ? "..." + text.substr(text.size() - max_bytes) : text;
+}
+
+// Reads `count` port numbers from `path`; false until all are there.
+bool ReadPorts(const std::string& path, int count, std::vector<uint16_t>* ports) {
+  std::ifstream in(path);
+  std::vector<uint16_t> read;
+  unsigned port = 0;
+  while (static_cast<int>(read.size()) < count && in >> port) {
+    read.push_back(static_cast<uint16_t>(port));
+  }
+  if (static_cast<int>(read.size()) != count) return false;
+  *ports = read;
+  return true;
+}
+
+std::string Loopback(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+
+}  // namespace
+
+LocalJob::LocalJob(Options options) : options_(std::move(options)) {
+  trainers_.resize(options_.trainers);
+  trainer_ports_.assign(options_.trainers, {0});
+  for (const char* dir : {"logs", "ports", "coordinator", "checkpoints"}) {
+    mkdir((options_.run_dir + "/" + dir).c_str(), 0755);
+  }
+}
+
+LocalJob::~LocalJob() = default;  // each Process SIGKILLs its child
+
+std::string LocalJob::LogFile(const std::string& service) const {
+  return options_.run_dir + "/logs/" + service + ".log";
+}
+
+std::string LocalJob::master_address() const { return Loopback(master_ports_[0]); }
+std::string LocalJob::coordinator_address() const { return Loopback(coordinator_ports_[0]); }
+
+Status LocalJob::Launch(const std::string& service, const std::string& binary,
+                        std::vector<std::string> args, int port_count,
+                        std::unique_ptr<Process>* process, std::vector<uint16_t>* ports) {
+  if (*process && (*process)->Running()) {
+    return Status::FailedPrecondition(service + " is already running");
+  }
+  const std::string ports_file = options_.run_dir + "/ports/" + service + ".ports";
+  std::remove(ports_file.c_str());
+  args.insert(args.end(), {"--ports-file", ports_file});
+  Process::Spec spec;
+  spec.binary = binary;
+  spec.args = std::move(args);
+  spec.env = {{"GAPTRAIN_TOKEN", options_.token}};
+  spec.log_file = LogFile(service);
+  process->reset();
+  GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, process));
+  // The ports file appears once the process listens. Polled: it is
+  // another process's state, and start-up takes from milliseconds to
+  // seconds (a worker loads its data first).
+  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+  while (!ReadPorts(ports_file, port_count, ports)) {
+    if (!(*process)->Running()) {
+      return Status::Unavailable(service + " exited during start-up (" +
+                                 DescribeWaitStatus((*process)->wait_status()) + "); " +
+                                 spec.log_file + " ends:\n" + Tail(spec.log_file));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Status::Unavailable(service + " did not start listening within 120 s; " +
+                                 spec.log_file + " ends:\n" + Tail(spec.log_file));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Status::OK();
+}
+
+Status LocalJob::StartMaster() {
+  // A restart keeps the gRPC port: the coordinator and workers know it.
+  const std::string listen = Loopback(master_ports_[0]);
+  return Launch("master", options_.binaries.master,
+                {"--job", options_.job_file, "--listen", listen, "--http-address", "127.0.0.1",
+                 "--http-port", "0", "--checkpoint-dir", options_.run_dir + "/checkpoints"},
+                2, &master_, &master_ports_);
+}
+
+Status LocalJob::StartCoordinator() {
+  const std::string listen = Loopback(coordinator_ports_[0]);
+  return Launch("coordinator", options_.binaries.coordinator,
+                {"--job", options_.job_file, "--listen", listen, "--http-address", "127.0.0.1",
+                 "--http-port", "0", "--state-dir", options_.run_dir + "/coordinator",
+                 "--master", master_address()},
+                2, &coordinator_, &coordinator_ports_);
+}
+
+std::vector<std::string> LocalJob::WorkerArgs(const std::string& name) const {
+  char grace[32];
+  std::snprintf(grace, sizeof grace, "%g", options_.worker_grace_seconds);
+  return {"--job",          options_.job_file,
+          "--coordinator",  coordinator_address(),
+          "--threads",      std::to_string(options_.threads_per_worker),
+          "--http-address", "127.0.0.1",
+          "--http-port",    "0",
+          "--host-name",    name,
+          "--grace-seconds", grace};
+}
+
+Status LocalJob::StartEvaluator() {
+  std::vector<std::string> args = WorkerArgs("evaluator");
+  args.insert(args.end(), {"--role", "evaluator"});
+  return Launch("evaluator", options_.binaries.worker, args, 1, &evaluator_, &evaluator_ports_);
+}
+
+Status LocalJob::StartTrainer(size_t index) {
+  if (index >= trainers_.size()) {
+    return Status::OutOfRange("no trainer " + std::to_string(index));
+  }
+  const std::string name = TrainerName(index);
+  return Launch(name, options_.binaries.worker, WorkerArgs(name), 1, &trainers_[index],
+                &trainer_ports_[index]);
+}
+
+Status LocalJob::StartAll() {
+  GAPTRAIN_RETURN_IF_ERROR(StartMaster());
+  GAPTRAIN_RETURN_IF_ERROR(StartCoordinator());
+  GAPTRAIN_RETURN_IF_ERROR(StartEvaluator());
+  for (size_t i = 0; i < trainers_.size(); ++i) GAPTRAIN_RETURN_IF_ERROR(StartTrainer(i));
+  return Status::OK();
+}
+
+std::vector<LocalJob::MetricsTarget> LocalJob::targets() {
+  std::vector<MetricsTarget> targets;
+  if (master_ && master_->Running()) {
+    targets.push_back({"master", "master", Loopback(master_ports_[1])});
+  }
+  if (coordinator_ && coordinator_->Running()) {
+    targets.push_back({"coordinator", "coordinator", Loopback(coordinator_ports_[1])});
+  }
+  if (evaluator_ && evaluator_->Running()) {
+    targets.push_back({"evaluator", "worker", Loopback(evaluator_ports_[0])});
+  }
+  for (size_t i = 0; i < trainers_.size(); ++i) {
+    if (trainers_[i] && trainers_[i]->Running()) {
+      targets.push_back({TrainerName(i), "worker", Loopback(trainer_ports_[i][0])});
+    }
+  }
+  return targets;
+}
+
+}  // namespace gaptrain

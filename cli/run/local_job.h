@@ -1,0 +1,111 @@
+// LocalJob: one TrainingJob's services as real processes on this machine,
+// talking gRPC over loopback: the master, the coordinator, the evaluator
+// and N trainers, the same binaries a cluster runs. `gaptrain run` drives
+// it; it only starts, restarts and stops processes and knows their
+// addresses.
+//
+// Files, all under the run directory:
+//   logs/<service>.log    each process's stdout and stderr (appended
+//                         across restarts)
+//   ports/<service>.ports the ports a process bound (its --ports-file)
+//   coordinator/          the coordinator's state (--state-dir)
+//   checkpoints/          the master's checkpoints (--checkpoint-dir)
+//
+// What the caller may rely on:
+//   - Every process gets the job token through $GAPTRAIN_TOKEN and listens
+//     on 127.0.0.1 only.
+//   - A restarted master or coordinator listens on the gRPC port it had, so
+//     the others find it again; HTTP (metrics) ports may change, and
+//     targets() always lists the current ones.
+//   - Start*() return once the process has written its ports file, or an
+//     error with the tail of its log.
+//   - The destructor SIGKILLs whatever still runs (see Process).
+// Not thread-safe; use it from the main thread (see Process).
+
+#ifndef GAPTRAIN_CLI_RUN_LOCAL_JOB_H_
+#define GAPTRAIN_CLI_RUN_LOCAL_JOB_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/run/process.h"
+#include "cli/run/service_binaries.h"
+#include "services/common/status.h"
+
+namespace gaptrain {
+
+class LocalJob {
+ public:
+  struct Options {
+    std::string job_file;  // the manifest every process reads
+    std::string run_dir;
+    std::string token;
+    uint32_t trainers = 1;
+    uint32_t threads_per_worker = 1;
+    double worker_grace_seconds = 10;  // a trainer's --grace-seconds
+    ServiceBinaries binaries;
+  };
+
+  // A /metrics endpoint: "master", "coordinator", "evaluator", "trainer-3".
+  struct MetricsTarget {
+    std::string service;
+    std::string role;  // master | coordinator | worker
+    std::string address;  // 127.0.0.1:PORT
+  };
+
+  explicit LocalJob(Options options);
+  ~LocalJob();
+  LocalJob(const LocalJob&) = delete;
+  LocalJob& operator=(const LocalJob&) = delete;
+
+  // The master, the coordinator, the evaluator, then the trainers.
+  Status StartAll();
+
+  // (Re)start one process. A process still running is an error.
+  Status StartMaster();
+  Status StartCoordinator();
+  Status StartEvaluator();
+  Status StartTrainer(size_t index);
+
+  size_t trainer_count() const { return trainers_.size(); }
+  static std::string TrainerName(size_t index) { return "trainer-" + std::to_string(index); }
+
+  // Null until started.
+  Process* master() { return master_.get(); }
+  Process* coordinator() { return coordinator_.get(); }
+  Process* evaluator() { return evaluator_.get(); }
+  Process* trainer(size_t index) { return trainers_[index].get(); }
+
+  std::string master_address() const;       // gRPC
+  std::string coordinator_address() const;  // gRPC
+  uint16_t master_http_port() const { return master_ports_[1]; }
+  uint16_t coordinator_http_port() const { return coordinator_ports_[1]; }
+
+  // The /metrics endpoints of the processes running now.
+  std::vector<MetricsTarget> targets();
+
+  std::string LogFile(const std::string& service) const;
+  const Options& options() const { return options_; }
+
+ private:
+  // Starts `binary` as `service` and reads `port_count` ports from its
+  // ports file into *ports.
+  Status Launch(const std::string& service, const std::string& binary,
+                std::vector<std::string> args, int port_count, std::unique_ptr<Process>* process,
+                std::vector<uint16_t>* ports);
+  std::vector<std::string> WorkerArgs(const std::string& name) const;
+
+  Options options_;
+  std::unique_ptr<Process> master_, coordinator_, evaluator_;
+  std::vector<std::unique_ptr<Process>> trainers_;
+  std::vector<uint16_t> master_ports_ = {0, 0};       // gRPC, HTTP
+  std::vector<uint16_t> coordinator_ports_ = {0, 0};  // gRPC, HTTP
+  std::vector<uint16_t> evaluator_ports_ = {0};       // HTTP
+  std::vector<std::vector<uint16_t>> trainer_ports_;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_CLI_RUN_LOCAL_JOB_H_

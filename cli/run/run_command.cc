@@ -1,0 +1,129 @@
+#include "cli/run/run_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cli/run/chaos_monkey.h"
+#include "cli/run/job_runner.h"
+#include "cli/run/run_dir.h"
+#include "cli/run/service_binaries.h"
+#include "services/common/flag_values.h"
+#include "services/common/termination_signal.h"
+#include "services/common/training_job.h"
+#include "services/worker/dataset.h"
+
+namespace gaptrain {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gaptrain run -f JOB.yaml [--run-dir DIR] [--resume] [--threads-per-worker N]\n"
+    "                    [--chaos every=20s,restart=5s,master=60s,seed=1]\n"
+    "Runs the job's coordinator, master, evaluator and spec.workers.replicas trainers\n"
+    "as processes on this machine (loopback), shows progress, and ends with a summary.\n"
+    "  -f JOB.yaml             the TrainingJob manifest (docs/trainingjob.md)\n"
+    "  --run-dir DIR           logs, state, checkpoints and summary [runs/<metadata.name>];\n"
+    "                          an earlier run there is moved aside, unless --resume\n"
+    "  --resume                continue the run in --run-dir (after Ctrl-C or a crash)\n"
+    "  --threads-per-worker N  compute threads of each worker [cores / (replicas + 1), >= 1]\n"
+    "  --chaos SPEC            faults: kill a random trainer every=S seconds (SIGTERM and\n"
+    "                          SIGKILL in turn), restart it restart=S later, SIGKILL the\n"
+    "                          master once at master=S; seed=N picks the trainers\n";
+
+int Fail(const std::string& message, int code) {
+  std::fprintf(stderr, "gaptrain run: %s\n", message.c_str());
+  return code;
+}
+
+Status ReadFile(const std::string& path, std::string* text) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("-f: cannot read " + path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  *text = out.str();
+  return Status::OK();
+}
+
+// What the workers will read, checked before anything starts.
+Status CheckInputs(const TrainingJob& job) {
+  DatasetFormat format;
+  GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
+  for (Split split : {Split::kTrain, Split::kTest}) {
+    Dataset data;
+    Status s = LoadDataset(format, job.data.path, split, &data);
+    if (!s.ok()) return Status(s.code(), "spec.data.path: " + s.message());
+  }
+  if (!job.model.torchscript.empty() && access(job.model.torchscript.c_str(), R_OK) != 0) {
+    return Status::NotFound("spec.model.torchscript: cannot read " + job.model.torchscript);
+  }
+  if (job.run_policy.suspend) {
+    return Status::FailedPrecondition("spec.runPolicy.suspend: the job is suspended; set it to "
+                                      "false to run it");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+int RunCommand(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::string job_path, run_dir, chaos;
+  bool resume = false;
+  uint32_t threads = 0;
+  FlagSet flags;
+  flags.String("-f", &job_path);
+  flags.String("--run-dir", &run_dir);
+  flags.Switch("--resume", &resume);
+  flags.Unsigned("--threads-per-worker", 1, 256, &threads);
+  flags.String("--chaos", &chaos);
+  Status s = flags.Parse(args);
+  if (!s.ok()) return Fail(s.message() + "\n" + kUsage, 2);
+  if (job_path.empty()) return Fail(std::string("-f: the job file is required\n") + kUsage, 2);
+  JobRunner::Options runner_options;
+  if (!chaos.empty()) {
+    s = ParseChaosOptions(chaos, &runner_options.chaos);
+    if (!s.ok()) return Fail(s.message(), 2);
+  }
+
+  std::string yaml;
+  TrainingJob job;
+  s = ReadFile(job_path, &yaml);
+  if (s.ok()) s = ParseTrainingJob(yaml, job_path, &job);
+  if (s.ok()) s = CheckInputs(job);
+  if (!s.ok()) return Fail(s.message() + "\nnothing was started", 2);
+
+  LocalJob::Options local;
+  s = FindServiceBinaries(&local.binaries);
+  if (!s.ok()) return Fail(s.message(), 1);
+  if (run_dir.empty()) run_dir = "runs/" + job.name;
+  std::unique_ptr<RunDir> dir;
+  std::string moved_to;
+  s = RunDir::Open(run_dir, resume, &moved_to, &dir);
+  if (!s.ok()) return Fail(s.message(), 1);
+  if (!moved_to.empty()) std::printf("the previous run in %s was moved to %s\n", run_dir.c_str(), moved_to.c_str());
+  s = dir->Token(&local.token);
+  if (s.ok()) s = dir->StoreManifest(yaml, &local.job_file);
+  if (s.ok()) s = TerminationSignal::Install();
+  if (!s.ok()) return Fail(s.message(), 1);
+
+  local.run_dir = dir->path();
+  local.trainers = job.workers.replicas;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  local.threads_per_worker =
+      threads > 0 ? threads : std::max(1u, cores / (job.workers.replicas + 1));
+  runner_options.live_line = isatty(STDOUT_FILENO) != 0;
+
+  JobRunner runner(job, dir.get(), local, runner_options, stdout);
+  RunSummary summary;
+  return runner.Run(&summary);
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,171 @@
+#include "cli/run/run_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace gaptrain {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string Printf(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+// JSON has no NaN: absent values are null.
+nlohmann::json NumberOrNull(double value) {
+  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+void MasterTotals::Counter::Observe(double value) {
+  if (!std::isfinite(value)) return;
+  if (value < last) base += last;  // the master restarted
+  last = value;
+}
+
+void MasterTotals::Observe(const MetricsSample& m) {
+  pushes_.Observe(MetricValue(m, "gaptrain_master_pushes_total{outcome=\"applied\"}") +
+                  MetricValue(m, "gaptrain_master_pushes_total{outcome=\"accumulated\"}"));
+  staleness_sum_.Observe(MetricValue(m, "gaptrain_master_staleness_sum"));
+  staleness_count_.Observe(MetricValue(m, "gaptrain_master_staleness_count"));
+  gap_sum_.Observe(MetricValue(m, "gaptrain_master_gap_sum"));
+  gap_count_.Observe(MetricValue(m, "gaptrain_master_gap_count"));
+  const double version = MetricValue(m, "gaptrain_master_model_version", -1);
+  if (version >= 0) version_ = static_cast<uint64_t>(version);
+}
+
+double MasterTotals::mean_staleness() const {
+  return staleness_count() > 0 ? staleness_sum() / staleness_count() : kNaN;
+}
+
+double MasterTotals::mean_gap() const {
+  return gap_count() > 0 ? gap_sum() / gap_count() : kNaN;
+}
+
+std::string FormatDuration(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char text[32];
+  if (s < 60) {
+    std::snprintf(text, sizeof text, "%lds", s);
+  } else if (s < 3600) {
+    std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+  }
+  return text;
+}
+
+std::string PhaseName(proto::JobPhase phase) {
+  switch (phase) {
+    case proto::JOB_PHASE_PENDING: return "Pending";
+    case proto::JOB_PHASE_RUNNING: return "Running";
+    case proto::JOB_PHASE_SUCCEEDED: return "Succeeded";
+    case proto::JOB_PHASE_FAILED: return "Failed";
+    default: return "Unknown";
+  }
+}
+
+std::string ProgressLine(const ProgressInput& in) {
+  const proto::CoordinatorStatusResponse& st = in.status;
+  std::string line = "[" + FormatDuration(in.elapsed_seconds) + "] ";
+  if (!in.coordinator_reachable) return line + "waiting for the coordinator...";
+  if (st.phase() != proto::JOB_PHASE_RUNNING) line += PhaseName(st.phase()) + " ";
+  if (st.epochs() > 0) {
+    line += "epoch " + std::to_string(st.epoch() + 1) + "/" + Printf("%g", std::ceil(st.epochs()));
+  } else {
+    line += "epoch " + std::to_string(st.epoch() + 1);
+  }
+  line += " " + Printf("%.0f%%", 100 * st.progress());
+  // The coordinator hears of versions from the workers, later than the
+  // master's own metrics.
+  const uint64_t version = std::max<uint64_t>(in.master_version, st.master_version());
+  line += " | v" + std::to_string(version);
+  if (st.phase() == proto::JOB_PHASE_RUNNING || st.phase() == proto::JOB_PHASE_PENDING) {
+    line += " " + Printf("%.0f", in.updates_per_second) + " upd/s";
+  }
+  // The trainers' mean last loss.
+  double loss_sum = 0;
+  int losses = 0;
+  for (const auto& w : st.workers()) {
+    if (w.role() == proto::WORKER_ROLE_TRAINER && w.has_loss()) {
+      loss_sum += w.loss();
+      ++losses;
+    }
+  }
+  if (losses > 0) line += " | loss " + Printf("%.3f", loss_sum / losses);
+  if (st.has_last_accuracy()) line += " | acc " + Printf("%.2f%%", 100 * st.last_accuracy());
+  if (std::isfinite(in.recent_gap)) line += " | gap " + Printf("%.2f", in.recent_gap);
+  line += " | trainers " + std::to_string(st.live_trainers()) + "/" + std::to_string(in.trainers);
+  if (!in.master_reachable) line += " | master down";
+  if (in.chaos_kills > 0) line += " | chaos kills " + std::to_string(in.chaos_kills);
+  return line;
+}
+
+std::string SummaryText(const RunSummary& s) {
+  std::string text = "job " + s.job_name + ": " + s.outcome;
+  if (!s.reason.empty()) text += " (" + s.reason + ")";
+  text += " after " + FormatDuration(s.seconds) + "\n";
+  if (!s.message.empty()) text += "  " + s.message + "\n";
+  if (s.has_accuracy) {
+    text += "  test accuracy " + Printf("%.2f%%", 100 * s.accuracy) + " (loss " +
+            Printf("%.4f", s.eval_loss) + ") at version " + std::to_string(s.eval_version) + "\n";
+  } else {
+    text += "  test accuracy: not evaluated\n";
+  }
+  text += "  " + std::to_string(s.version) + " updates, " + Printf("%.0f", s.pushes_accepted) +
+          " pushes";
+  if (s.seconds > 0) text += " (" + Printf("%.1f", s.pushes_accepted / s.seconds) + "/s)";
+  if (std::isfinite(s.mean_staleness)) text += ", mean staleness " + Printf("%.2f", s.mean_staleness);
+  if (std::isfinite(s.mean_gap)) text += ", mean Gap " + Printf("%.3f", s.mean_gap);
+  text += "\n";
+  text += "  workers: " + std::to_string(s.joined) + " joins, " + std::to_string(s.preempted) +
+          " preempted, " + std::to_string(s.lease_expiries) + " lost (lease expired), " +
+          std::to_string(s.failed) + " failed; " + std::to_string(s.tasks_reassigned) +
+          " tasks reassigned\n";
+  if (s.chaos_sigterms + s.chaos_sigkills + s.master_restarts + s.worker_restarts > 0) {
+    text += "  survived: " + std::to_string(s.chaos_sigterms) + " SIGTERM and " +
+            std::to_string(s.chaos_sigkills) + " SIGKILL of trainers, " +
+            std::to_string(s.master_restarts) + " master restart(s), " +
+            std::to_string(s.worker_restarts) + " worker crash restart(s)\n";
+  }
+  text += "  checkpoint: " + (s.checkpoint.empty() ? std::string("none") : s.checkpoint) + "\n";
+  text += "  logs, state and summary.json: " + s.run_dir + "\n";
+  return text;
+}
+
+std::string SummaryJson(const RunSummary& s) {
+  nlohmann::json j;
+  j["jobName"] = s.job_name;
+  j["outcome"] = s.outcome;
+  j["reason"] = s.reason;
+  j["message"] = s.message;
+  j["seconds"] = s.seconds;
+  j["accuracy"] = s.has_accuracy ? NumberOrNull(s.accuracy) : nlohmann::json(nullptr);
+  j["evalLoss"] = s.has_accuracy ? NumberOrNull(s.eval_loss) : nlohmann::json(nullptr);
+  j["evalVersion"] = s.eval_version;
+  j["version"] = s.version;
+  j["pushesAccepted"] = s.pushes_accepted;
+  j["meanStaleness"] = NumberOrNull(s.mean_staleness);
+  j["meanGap"] = NumberOrNull(s.mean_gap);
+  j["workers"] = {{"joined", s.joined},
+                  {"preempted", s.preempted},
+                  {"leaseExpiries", s.lease_expiries},
+                  {"failed", s.failed},
+                  {"tasksReassigned", s.tasks_reassigned}};
+  j["chaos"] = {{"trainerSigterms", s.chaos_sigterms},
+                {"trainerSigkills", s.chaos_sigkills},
+                {"masterRestarts", s.master_restarts}};
+  j["workerRestarts"] = s.worker_restarts;
+  j["checkpoint"] = s.checkpoint;
+  j["runDir"] = s.run_dir;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace gaptrain

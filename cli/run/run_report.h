@@ -1,0 +1,90 @@
+// What `gaptrain run` tells the user: a live progress line while the job
+// runs and a summary at its end, computed from the coordinator's status
+// and the master's /metrics. Pure functions of their inputs, so the
+// formats are tested without processes.
+
+#ifndef GAPTRAIN_CLI_RUN_RUN_REPORT_H_
+#define GAPTRAIN_CLI_RUN_RUN_REPORT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "cli/run/metrics_text.h"
+#include "proto/gaptrain.pb.h"
+
+namespace gaptrain {
+
+// The master's counters over the whole run. A restarted master's counters
+// start again from zero; a drop is taken as a restart and what was seen
+// before it is kept.
+class MasterTotals {
+ public:
+  void Observe(const MetricsSample& master_metrics);
+
+  double pushes_accepted() const { return pushes_.total(); }  // applied or accumulated
+  double staleness_sum() const { return staleness_sum_.total(); }
+  double staleness_count() const { return staleness_count_.total(); }
+  double gap_sum() const { return gap_sum_.total(); }
+  double gap_count() const { return gap_count_.total(); }
+  uint64_t model_version() const { return version_; }
+  // Means over the run; NaN before the first observation (and for the Gap
+  // under rules that compute none).
+  double mean_staleness() const;
+  double mean_gap() const;
+
+ private:
+  struct Counter {
+    double base = 0, last = 0;
+    void Observe(double value);
+    double total() const { return base + last; }
+  };
+  Counter pushes_, staleness_sum_, staleness_count_, gap_sum_, gap_count_;
+  uint64_t version_ = 0;
+};
+
+struct ProgressInput {
+  proto::CoordinatorStatusResponse status;
+  bool coordinator_reachable = true;
+  bool master_reachable = true;
+  double elapsed_seconds = 0;
+  uint64_t master_version = 0;  // from the master's metrics, when reachable
+  double updates_per_second = 0;
+  double recent_gap = 0;  // mean Gap of the pushes since the last line; NaN: none
+  uint32_t trainers = 0;  // the job's replicas
+  uint64_t chaos_kills = 0;
+};
+
+// "[1m05s] epoch 2/3 61% | v4210 62 upd/s | loss 0.081 | acc 98.02% |
+//  gap 1.31 | trainers 4/4"
+std::string ProgressLine(const ProgressInput& input);
+
+struct RunSummary {
+  std::string job_name;
+  std::string outcome;  // Succeeded | Failed | Interrupted | Error
+  std::string reason;   // the coordinator's, e.g. EpochsCompleted
+  std::string message;
+  double seconds = 0;
+  bool has_accuracy = false;
+  double accuracy = 0, eval_loss = 0;
+  uint64_t eval_version = 0;
+  uint64_t version = 0;  // master updates
+  double pushes_accepted = 0, mean_staleness = 0, mean_gap = 0;
+  uint64_t joined = 0, preempted = 0, lease_expiries = 0, failed = 0;
+  uint64_t tasks_reassigned = 0;
+  uint64_t chaos_sigterms = 0, chaos_sigkills = 0, master_restarts = 0;
+  uint64_t worker_restarts = 0;  // after crashes (restartPolicy)
+  std::string checkpoint;        // the final checkpoint's path; "" if none
+  std::string run_dir;
+};
+
+std::string SummaryText(const RunSummary& summary);
+std::string SummaryJson(const RunSummary& summary);
+
+// "1m05s", "42s", "2h03m".
+std::string FormatDuration(double seconds);
+// "Succeeded" for JOB_PHASE_SUCCEEDED.
+std::string PhaseName(proto::JobPhase phase);
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_CLI_RUN_RUN_REPORT_H_

@@ -1,0 +1,377 @@
+// Tests what `gaptrain run` prints: MasterTotals across a simulated master
+// restart (counters that drop keep the totals seen before) and its NaN
+// means before any observation; the progress line's content; the text and
+// JSON summaries (the JSON parsed back, NaN written as null);
+// FormatDuration and PhaseName.
+
+#include "cli/run/run_report.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace gaptrain {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A master's /metrics page with these counter values.
+MetricsSample MasterPage(double applied, double accumulated, double staleness_sum,
+                         double staleness_count, double gap_sum, double gap_count,
+                         double version) {
+  char text[1024];
+  std::snprintf(text, sizeof text,
+                "# TYPE gaptrain_master_pushes_total counter\n"
+                "gaptrain_master_pushes_total{outcome=\"applied\"} %g\n"
+                "gaptrain_master_pushes_total{outcome=\"accumulated\"} %g\n"
+                "gaptrain_master_pushes_total{outcome=\"rejected\"} 1000\n"
+                "gaptrain_master_staleness_sum %g\n"
+                "gaptrain_master_staleness_count %g\n"
+                "gaptrain_master_gap_sum %g\n"
+                "gaptrain_master_gap_count %g\n"
+                "gaptrain_master_model_version %g\n",
+                applied, accumulated, staleness_sum, staleness_count, gap_sum, gap_count,
+                version);
+  return ParseMetricsText(text);
+}
+
+// ---- MasterTotals ----
+
+TEST(MasterTotalsTest, NothingObservedYet) {
+  MasterTotals totals;
+  EXPECT_EQ(totals.pushes_accepted(), 0);
+  EXPECT_EQ(totals.model_version(), 0u);
+  EXPECT_TRUE(std::isnan(totals.mean_staleness()));
+  EXPECT_TRUE(std::isnan(totals.mean_gap()));
+}
+
+TEST(MasterTotalsTest, FollowsTheCounters) {
+  MasterTotals totals;
+  totals.Observe(MasterPage(100, 10, 330, 110, 55, 110, 100));
+  EXPECT_EQ(totals.pushes_accepted(), 110) << "applied + accumulated, not rejected";
+  EXPECT_EQ(totals.model_version(), 100u);
+  EXPECT_DOUBLE_EQ(totals.mean_staleness(), 3.0);
+  EXPECT_DOUBLE_EQ(totals.mean_gap(), 0.5);
+  totals.Observe(MasterPage(150, 10, 480, 160, 90, 160, 150));
+  EXPECT_EQ(totals.pushes_accepted(), 160);
+  EXPECT_EQ(totals.model_version(), 150u);
+  EXPECT_DOUBLE_EQ(totals.mean_staleness(), 3.0);
+  EXPECT_DOUBLE_EQ(totals.mean_gap(), 90.0 / 160);
+}
+
+TEST(MasterTotalsTest, KeepsTheTotalsAcrossAMasterRestart) {
+  MasterTotals totals;
+  totals.Observe(MasterPage(100, 10, 330, 110, 55, 110, 100));
+  totals.Observe(MasterPage(150, 10, 480, 160, 80, 160, 150));
+  // The master restarts from its checkpoint at version 140; its counters
+  // start again from zero.
+  totals.Observe(MasterPage(5, 0, 10, 5, 2, 5, 145));
+  EXPECT_EQ(totals.pushes_accepted(), 165);
+  EXPECT_EQ(totals.staleness_sum(), 490);
+  EXPECT_EQ(totals.staleness_count(), 165);
+  EXPECT_EQ(totals.gap_sum(), 82);
+  EXPECT_EQ(totals.gap_count(), 165);
+  EXPECT_EQ(totals.model_version(), 145u) << "the version is the master's, not a total";
+  EXPECT_DOUBLE_EQ(totals.mean_staleness(), 490.0 / 165);
+  // It goes on counting after the restart.
+  totals.Observe(MasterPage(25, 5, 70, 30, 12, 30, 170));
+  EXPECT_EQ(totals.pushes_accepted(), 190);
+  EXPECT_EQ(totals.staleness_count(), 190);
+  EXPECT_DOUBLE_EQ(totals.mean_staleness(), 550.0 / 190);
+  EXPECT_DOUBLE_EQ(totals.mean_gap(), 92.0 / 190);
+  // And across a second restart.
+  totals.Observe(MasterPage(1, 0, 2, 1, 1, 1, 171));
+  EXPECT_EQ(totals.pushes_accepted(), 191);
+  EXPECT_EQ(totals.staleness_sum(), 552);
+}
+
+TEST(MasterTotalsTest, NoGapUnderARuleThatComputesNone) {
+  MasterTotals totals;
+  totals.Observe(ParseMetricsText(
+      "gaptrain_master_pushes_total{outcome=\"applied\"} 20\n"
+      "gaptrain_master_staleness_sum 40\n"
+      "gaptrain_master_staleness_count 20\n"
+      "gaptrain_master_model_version 20\n"));
+  EXPECT_EQ(totals.pushes_accepted(), 20);
+  EXPECT_DOUBLE_EQ(totals.mean_staleness(), 2.0);
+  EXPECT_TRUE(std::isnan(totals.mean_gap()));
+}
+
+TEST(MasterTotalsTest, APageWithoutAVersionKeepsTheLastOne) {
+  MasterTotals totals;
+  totals.Observe(MasterPage(1, 0, 1, 1, 1, 1, 77));
+  totals.Observe(ParseMetricsText("gaptrain_master_pushes_total{outcome=\"applied\"} 2\n"));
+  EXPECT_EQ(totals.model_version(), 77u);
+  EXPECT_EQ(totals.pushes_accepted(), 2);
+}
+
+TEST(MasterTotalsTest, NonFiniteValuesAreIgnored) {
+  MasterTotals totals;
+  totals.Observe(MasterPage(10, 0, 20, 10, 5, 10, 10));
+  totals.Observe(ParseMetricsText(
+      "gaptrain_master_staleness_sum NaN\n"
+      "gaptrain_master_staleness_count +Inf\n"));
+  EXPECT_EQ(totals.staleness_sum(), 20);
+  EXPECT_EQ(totals.staleness_count(), 10);
+}
+
+// ---- ProgressLine ----
+
+proto::LiveWorker* AddWorker(proto::CoordinatorStatusResponse* st, uint32_t id,
+                             proto::WorkerRole role, double loss /* NaN: none */) {
+  proto::LiveWorker* w = st->add_workers();
+  w->set_worker_id(id);
+  w->set_host(role == proto::WORKER_ROLE_EVALUATOR ? "evaluator"
+                                                   : "trainer-" + std::to_string(id));
+  w->set_role(role);
+  if (!std::isnan(loss)) w->set_loss(static_cast<float>(loss));
+  return w;
+}
+
+ProgressInput RunningInput() {
+  ProgressInput in;
+  proto::CoordinatorStatusResponse& st = in.status;
+  st.set_phase(proto::JOB_PHASE_RUNNING);
+  st.set_epoch(1);
+  st.set_epochs(3);
+  st.set_progress(0.61);
+  st.set_master_version(4000);
+  st.set_live_trainers(4);
+  st.set_last_accuracy(0.9802);
+  AddWorker(&st, 1, proto::WORKER_ROLE_TRAINER, 0.080);
+  AddWorker(&st, 2, proto::WORKER_ROLE_TRAINER, 0.082);
+  AddWorker(&st, 3, proto::WORKER_ROLE_TRAINER, kNaN);  // no loss yet: not counted
+  AddWorker(&st, 4, proto::WORKER_ROLE_EVALUATOR, 7.5);  // not a trainer: not counted
+  in.elapsed_seconds = 65;
+  in.master_version = 4210;
+  in.updates_per_second = 62.2;
+  in.recent_gap = 1.3123;
+  in.trainers = 4;
+  return in;
+}
+
+TEST(ProgressLineTest, RunningJob) {
+  EXPECT_EQ(ProgressLine(RunningInput()),
+            "[1m05s] epoch 2/3 61% | v4210 62 upd/s | loss 0.081 | acc 98.02% | gap 1.31 | "
+            "trainers 4/4");
+}
+
+TEST(ProgressLineTest, VersionIsTheLargerOfTheTwoSources) {
+  ProgressInput in = RunningInput();
+  in.status.set_master_version(5000);
+  EXPECT_TRUE(Contains(ProgressLine(in), " v5000 ")) << ProgressLine(in);
+  in.master_version = 0;  // the master's metrics are not read yet
+  EXPECT_TRUE(Contains(ProgressLine(in), " v5000 ")) << ProgressLine(in);
+  in.status.set_master_version(0);
+  in.master_version = 12;
+  EXPECT_TRUE(Contains(ProgressLine(in), " v12 ")) << ProgressLine(in);
+}
+
+TEST(ProgressLineTest, LeavesOutWhatIsNotKnown) {
+  ProgressInput in = RunningInput();
+  in.status.clear_last_accuracy();
+  in.status.clear_workers();
+  in.recent_gap = kNaN;
+  const std::string line = ProgressLine(in);
+  EXPECT_EQ(line, "[1m05s] epoch 2/3 61% | v4210 62 upd/s | trainers 4/4");
+}
+
+TEST(ProgressLineTest, TrainersDownMasterDownAndChaos) {
+  ProgressInput in = RunningInput();
+  in.status.set_live_trainers(2);
+  in.master_reachable = false;
+  in.chaos_kills = 3;
+  const std::string line = ProgressLine(in);
+  EXPECT_TRUE(Contains(line, "| trainers 2/4 | master down | chaos kills 3")) << line;
+  EXPECT_EQ(line.rfind("chaos kills 3"), line.size() - std::string("chaos kills 3").size());
+}
+
+TEST(ProgressLineTest, NoChaosNoMention) {
+  const std::string line = ProgressLine(RunningInput());
+  EXPECT_FALSE(Contains(line, "chaos")) << line;
+  EXPECT_FALSE(Contains(line, "master down")) << line;
+}
+
+TEST(ProgressLineTest, CoordinatorUnreachable) {
+  ProgressInput in = RunningInput();
+  in.coordinator_reachable = false;
+  in.elapsed_seconds = 5;
+  EXPECT_EQ(ProgressLine(in), "[5s] waiting for the coordinator...");
+}
+
+TEST(ProgressLineTest, PhaseShownUnlessRunning) {
+  ProgressInput in = RunningInput();
+  in.status.set_phase(proto::JOB_PHASE_SUCCEEDED);
+  in.status.set_epoch(2);
+  in.status.set_progress(1);
+  EXPECT_TRUE(Contains(ProgressLine(in), "] Succeeded epoch 3/3 100% |")) << ProgressLine(in);
+  in.status.set_phase(proto::JOB_PHASE_PENDING);
+  EXPECT_TRUE(Contains(ProgressLine(in), "] Pending epoch")) << ProgressLine(in);
+  EXPECT_FALSE(Contains(ProgressLine(RunningInput()), "Running"));
+}
+
+TEST(ProgressLineTest, EpochCount) {
+  ProgressInput in = RunningInput();
+  in.status.set_epochs(2.5);  // a fractional job length: its last epoch is the third
+  EXPECT_TRUE(Contains(ProgressLine(in), "epoch 2/3 ")) << ProgressLine(in);
+  in.status.set_epochs(0);  // maxUpdates: no count of epochs
+  in.status.set_epoch(0);
+  EXPECT_TRUE(Contains(ProgressLine(in), "] epoch 1 61% |")) << ProgressLine(in);
+}
+
+// ---- SummaryText, SummaryJson ----
+
+RunSummary FullSummary() {
+  RunSummary s;
+  s.job_name = "mnist-ga";
+  s.outcome = "Succeeded";
+  s.reason = "EpochsCompleted";
+  s.message = "3 epochs completed";
+  s.seconds = 125;
+  s.has_accuracy = true;
+  s.accuracy = 0.9812;
+  s.eval_loss = 0.06128;
+  s.eval_version = 9000;
+  s.version = 9100;
+  s.pushes_accepted = 10000;
+  s.mean_staleness = 3.456;
+  s.mean_gap = 1.2344;
+  s.joined = 6;
+  s.preempted = 2;
+  s.lease_expiries = 1;
+  s.failed = 0;
+  s.tasks_reassigned = 3;
+  s.chaos_sigterms = 2;
+  s.chaos_sigkills = 1;
+  s.master_restarts = 1;
+  s.worker_restarts = 0;
+  s.checkpoint = "runs/mnist-ga/checkpoints/ckpt-9100";
+  s.run_dir = "runs/mnist-ga";
+  return s;
+}
+
+TEST(SummaryTextTest, FullRun) {
+  EXPECT_EQ(SummaryText(FullSummary()),
+            "job mnist-ga: Succeeded (EpochsCompleted) after 2m05s\n"
+            "  3 epochs completed\n"
+            "  test accuracy 98.12% (loss 0.0613) at version 9000\n"
+            "  9100 updates, 10000 pushes (80.0/s), mean staleness 3.46, mean Gap 1.234\n"
+            "  workers: 6 joins, 2 preempted, 1 lost (lease expired), 0 failed; 3 tasks "
+            "reassigned\n"
+            "  survived: 2 SIGTERM and 1 SIGKILL of trainers, 1 master restart(s), 0 worker "
+            "crash restart(s)\n"
+            "  checkpoint: runs/mnist-ga/checkpoints/ckpt-9100\n"
+            "  logs, state and summary.json: runs/mnist-ga\n");
+}
+
+TEST(SummaryTextTest, InterruptedRunWithoutEvaluationOrFaults) {
+  RunSummary s = FullSummary();
+  s.outcome = "Interrupted";
+  s.reason = "";
+  s.message = "";
+  s.seconds = 0;
+  s.has_accuracy = false;
+  s.mean_staleness = kNaN;
+  s.mean_gap = kNaN;
+  s.chaos_sigterms = s.chaos_sigkills = s.master_restarts = s.worker_restarts = 0;
+  s.checkpoint = "";
+  const std::string text = SummaryText(s);
+  EXPECT_TRUE(Contains(text, "job mnist-ga: Interrupted after 0s\n")) << text;
+  EXPECT_TRUE(Contains(text, "  test accuracy: not evaluated\n")) << text;
+  EXPECT_TRUE(Contains(text, "  9100 updates, 10000 pushes\n")) << text;
+  EXPECT_FALSE(Contains(text, "staleness")) << text;
+  EXPECT_FALSE(Contains(text, "Gap")) << text;
+  EXPECT_FALSE(Contains(text, "survived")) << text;
+  EXPECT_FALSE(Contains(text, "/s)")) << "no rate without a duration: " << text;
+  EXPECT_TRUE(Contains(text, "  checkpoint: none\n")) << text;
+}
+
+TEST(SummaryTextTest, WorkerCrashRestartsAloneAreReported) {
+  RunSummary s = FullSummary();
+  s.chaos_sigterms = s.chaos_sigkills = s.master_restarts = 0;
+  s.worker_restarts = 2;
+  EXPECT_TRUE(Contains(SummaryText(s), "2 worker crash restart(s)")) << SummaryText(s);
+}
+
+TEST(SummaryJsonTest, Fields) {
+  const std::string text = SummaryJson(FullSummary());
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  const nlohmann::json j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["jobName"], "mnist-ga");
+  EXPECT_EQ(j["outcome"], "Succeeded");
+  EXPECT_EQ(j["reason"], "EpochsCompleted");
+  EXPECT_EQ(j["message"], "3 epochs completed");
+  EXPECT_EQ(j["seconds"].get<double>(), 125);
+  EXPECT_DOUBLE_EQ(j["accuracy"].get<double>(), 0.9812);
+  EXPECT_DOUBLE_EQ(j["evalLoss"].get<double>(), 0.06128);
+  EXPECT_EQ(j["evalVersion"].get<uint64_t>(), 9000u);
+  EXPECT_EQ(j["version"].get<uint64_t>(), 9100u);
+  EXPECT_EQ(j["pushesAccepted"].get<double>(), 10000);
+  EXPECT_DOUBLE_EQ(j["meanStaleness"].get<double>(), 3.456);
+  EXPECT_DOUBLE_EQ(j["meanGap"].get<double>(), 1.2344);
+  EXPECT_EQ(j["workers"]["joined"].get<uint64_t>(), 6u);
+  EXPECT_EQ(j["workers"]["preempted"].get<uint64_t>(), 2u);
+  EXPECT_EQ(j["workers"]["leaseExpiries"].get<uint64_t>(), 1u);
+  EXPECT_EQ(j["workers"]["failed"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["workers"]["tasksReassigned"].get<uint64_t>(), 3u);
+  EXPECT_EQ(j["chaos"]["trainerSigterms"].get<uint64_t>(), 2u);
+  EXPECT_EQ(j["chaos"]["trainerSigkills"].get<uint64_t>(), 1u);
+  EXPECT_EQ(j["chaos"]["masterRestarts"].get<uint64_t>(), 1u);
+  EXPECT_EQ(j["workerRestarts"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["checkpoint"], "runs/mnist-ga/checkpoints/ckpt-9100");
+  EXPECT_EQ(j["runDir"], "runs/mnist-ga");
+}
+
+TEST(SummaryJsonTest, NaNAndMissingAccuracyAreNull) {
+  RunSummary s = FullSummary();
+  s.mean_staleness = kNaN;
+  s.mean_gap = std::numeric_limits<double>::infinity();
+  const nlohmann::json with_accuracy = nlohmann::json::parse(SummaryJson(s));
+  EXPECT_TRUE(with_accuracy["meanStaleness"].is_null());
+  EXPECT_TRUE(with_accuracy["meanGap"].is_null());
+  EXPECT_TRUE(with_accuracy["accuracy"].is_number());
+
+  s.has_accuracy = false;
+  const nlohmann::json without = nlohmann::json::parse(SummaryJson(s));
+  EXPECT_TRUE(without["accuracy"].is_null());
+  EXPECT_TRUE(without["evalLoss"].is_null());
+
+  s.has_accuracy = true;
+  s.accuracy = kNaN;  // an evaluation of a diverged model
+  EXPECT_TRUE(nlohmann::json::parse(SummaryJson(s))["accuracy"].is_null());
+}
+
+// ---- FormatDuration, PhaseName ----
+
+TEST(FormatDurationTest, Ranges) {
+  EXPECT_EQ(FormatDuration(0), "0s");
+  EXPECT_EQ(FormatDuration(-5), "0s");
+  EXPECT_EQ(FormatDuration(0.4), "0s");
+  EXPECT_EQ(FormatDuration(42), "42s");
+  EXPECT_EQ(FormatDuration(59.4), "59s");
+  EXPECT_EQ(FormatDuration(59.6), "1m00s");
+  EXPECT_EQ(FormatDuration(65), "1m05s");
+  EXPECT_EQ(FormatDuration(3599), "59m59s");
+  EXPECT_EQ(FormatDuration(3600), "1h00m");
+  EXPECT_EQ(FormatDuration(2 * 3600 + 3 * 60 + 59), "2h03m");
+  EXPECT_EQ(FormatDuration(100 * 3600), "100h00m");
+}
+
+TEST(PhaseNameTest, EveryPhase) {
+  EXPECT_EQ(PhaseName(proto::JOB_PHASE_PENDING), "Pending");
+  EXPECT_EQ(PhaseName(proto::JOB_PHASE_RUNNING), "Running");
+  EXPECT_EQ(PhaseName(proto::JOB_PHASE_SUCCEEDED), "Succeeded");
+  EXPECT_EQ(PhaseName(proto::JOB_PHASE_FAILED), "Failed");
+  EXPECT_EQ(PhaseName(proto::JOB_PHASE_UNSPECIFIED), "Unknown");
+}
+
+}  // namespace
+}  // namespace gaptrain

@@ -1,0 +1,106 @@
+// `gaptrain run` with bad input: each job-file error (and each bad flag) is
+// reported with the field and the reason, the exit code is 2, and nothing
+// starts: no run directory appears. `gaptrain status` without a running
+// job says so.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "services/worker/testdata_dir.h"
+#include "tests/gaptrain_run_fixture.h"
+
+namespace gaptrain {
+namespace {
+
+struct BadJob {
+  std::string name;
+  std::string spec;      // the manifest's spec section, or a whole file if it starts with '!'
+  std::string expected;  // in the error
+};
+
+std::string Manifest(const std::string& spec) {
+  return "apiVersion: gaptrain.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: bad}\nspec:\n" +
+         spec;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+TEST(BadJobTest, EachErrorNamesTheFieldAndNothingStarts) {
+  const std::string data = SharedDataDir() + "/mnist";
+  ASSERT_FALSE(SharedDataDir().empty()) << "the real MNIST is needed";
+  const std::string good_data = "  data: {path: " + data + "}\n";
+  const std::vector<BadJob> cases = {
+      {"unknown-field", good_data + "  training: {learningrate: 0.1, epochs: 1}\n",
+       "spec.training.learningrate: unknown field"},
+      {"momentum", good_data + "  training: {epochs: 1, optimizer: {momentum: 1.5}}\n",
+       "spec.training.optimizer.momentum: must be in [0, 1)"},
+      {"rule", good_data + "  training: {epochs: 1, staleness: {rule: gap-awful}}\n",
+       "spec.training.staleness.rule"},
+      {"no-length", good_data + "  training: {batchSize: 64}\n", "epochs"},
+      {"replicas", good_data + "  training: {epochs: 1}\n  workers: {replicas: 0}\n",
+       "spec.workers.replicas"},
+      {"missing-data", "  data: {path: /nonexistent/mnist}\n  training: {epochs: 1}\n",
+       "spec.data.path"},
+      {"suspended", good_data + "  training: {epochs: 1}\n  runPolicy: {suspend: true}\n",
+       "spec.runPolicy.suspend"},
+      {"not-yaml", "!{{{ this is: not: yaml", "bad.yaml"},
+      {"wrong-kind", "!apiVersion: gaptrain.io/v1alpha1\nkind: PyTorchJob\nmetadata: {name: x}\n",
+       "kind"},
+  };
+  for (const BadJob& c : cases) {
+    const std::string dir = FreshDir("bad-" + c.name);
+    const std::string file = dir + "/bad.yaml";
+    std::ofstream(file) << (c.spec[0] == '!' ? c.spec.substr(1) : Manifest(c.spec));
+    const std::string run_dir = dir + "/run";
+    std::string output;
+    const int status = RunGaptrain({"run", "-f", file, "--run-dir", run_dir}, &output);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << c.name << ": " << output;
+    EXPECT_NE(output.find(c.expected), std::string::npos)
+        << c.name << ": expected '" << c.expected << "' in:\n" << output;
+    EXPECT_NE(output.find("nothing was started"), std::string::npos) << c.name << ": " << output;
+    EXPECT_FALSE(Exists(run_dir)) << c.name << ": something started";
+  }
+}
+
+TEST(BadJobTest, BadFlagsAreNamed) {
+  const std::string dir = FreshDir("bad-flags");
+  const struct {
+    std::vector<std::string> args;
+    std::string expected;
+  } cases[] = {
+      {{"run"}, "-f: the job file is required"},
+      {{"run", "-f", dir + "/missing.yaml"}, "-f: cannot read"},
+      {{"run", "-f", "x.yaml", "--chaos", "every=soon"}, "--chaos: every"},
+      {{"run", "-f", "x.yaml", "--chaos", "often=1s"}, "--chaos: unknown key 'often'"},
+      {{"run", "-f", "x.yaml", "--threads-per-worker", "0"}, "--threads-per-worker"},
+      {{"run", "-f", "x.yaml", "--bogus"}, "unknown flag '--bogus'"},
+      {{"status"}, "give one of NAME, --run-dir, --coordinator"},
+      {{"status", "--coordinator", "nohost"}, "--coordinator: must be HOST:PORT"},
+  };
+  for (const auto& c : cases) {
+    std::string output;
+    const int status = RunGaptrain(c.args, &output);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << c.args[0] << ": " << output;
+    EXPECT_NE(output.find(c.expected), std::string::npos)
+        << "expected '" << c.expected << "' in:\n" << output;
+  }
+}
+
+TEST(BadJobTest, StatusWithoutARunningJobSaysSo) {
+  const std::string dir = FreshDir("no-job");
+  std::string output;
+  const int status = RunGaptrain({"status", "--run-dir", dir + "/nothing"}, &output);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << output;
+  EXPECT_NE(output.find("no job is running there"), std::string::npos) << output;
+}
+
+}  // namespace
+}  // namespace gaptrain

@@ -1,0 +1,257 @@
+// `gaptrain run` end to end, as a user runs it: the launcher starts the
+// coordinator, the master, the evaluator and 4 trainers as real processes
+// on loopback and trains LeNet-5 on the real MNIST with Gap-Aware to at
+// least 98% test accuracy. Meanwhile a real Prometheus server scrapes every
+// service through the launcher's file_sd targets file, and the staleness
+// and Gap series are read back through Prometheus's HTTP API; `gaptrain
+// status` reports the running job. At the end: the summary, the final
+// checkpoint (readable, at the final version), and no process left.
+// Also: Ctrl-C stops the job with a checkpoint and --resume finishes it; a
+// killed launcher takes its children along.
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/run/process.h"
+#include "services/common/prometheus_test_server.h"
+#include "services/coordinator/coordinator_client.h"
+#include "services/master/checkpoint.h"
+#include "services/master/parameter_store.h"
+#include "services/worker/testdata_dir.h"
+#include "tests/gaptrain_run_fixture.h"
+
+namespace gaptrain {
+namespace {
+
+bool ExitedWith(int status, int code) {
+  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == code;
+}
+
+// The coordinator's status of the job running in `run_dir`.
+bool JobStatus(const std::string& run_dir, proto::CoordinatorStatusResponse* status) {
+  const nlohmann::json endpoints = WaitForEndpoints(run_dir, std::chrono::seconds(0));
+  if (!endpoints.is_object()) return false;
+  std::string token = ReadText(run_dir + "/token");
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+  CoordinatorClient::Options options;
+  options.token = token;
+  options.deadline_seconds = 5;
+  CoordinatorClient client(grpc::CreateChannel(endpoints["coordinator"].get<std::string>(),
+                                               grpc::InsecureChannelCredentials()),
+                           options);
+  return client.GetStatus(status).ok();
+}
+
+// Every checkpoint file verifies; returns the versions, oldest first.
+std::vector<uint64_t> VerifyCheckpoints(const std::string& dir) {
+  std::vector<uint64_t> versions;
+  CheckpointDirectory checkpoints(dir, 1);
+  for (const std::string& path : checkpoints.List()) {
+    std::unique_ptr<ParameterStore> store;
+    Status s = ReadCheckpoint(path, &store, nullptr);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (s.ok()) versions.push_back(store->version());
+  }
+  return versions;
+}
+
+// `gaptrain run -f job_file` started in the background, once its services
+// are up (endpoints.json written).
+struct RunningJob {
+  std::unique_ptr<Process> launcher;
+  nlohmann::json endpoints;
+  std::string run_dir;
+  std::string output;  // the launcher's stdout and stderr
+};
+
+void StartRun(const std::string& dir, const std::string& job_file, const std::string& output,
+              RunningJob* job) {
+  job->run_dir = dir + "/run";
+  job->output = dir + "/" + output;
+  job->launcher = StartGaptrain({"run", "-f", job_file, "--run-dir", job->run_dir}, job->output);
+  ASSERT_NE(job->launcher, nullptr);
+  job->endpoints = WaitForEndpoints(job->run_dir, std::chrono::seconds(180));
+  ASSERT_TRUE(job->endpoints.is_object()) << ReadText(job->output);
+}
+
+TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) {
+  std::string data;
+  Status found = FindSharedDataDir(&data);
+  ASSERT_TRUE(found.ok()) << found.ToString();
+  const std::string dir = FreshDir("gap-aware");
+  E2eJob job;
+  job.name = "mnist-e2e";
+  RunningJob running;
+  ASSERT_NO_FATAL_FAILURE(StartRun(dir, WriteJobFile(dir, job), "gaptrain.out", &running));
+  Process* run = running.launcher.get();
+  const std::string& run_dir = running.run_dir;
+  const std::map<std::string, pid_t> pids = ServicePids(running.endpoints);
+  EXPECT_EQ(pids.size(), 7u) << running.endpoints.dump();  // master, coordinator, evaluator, 4 trainers
+
+  // A real Prometheus scrapes every service the launcher lists.
+  std::unique_ptr<PrometheusTestServer> prometheus;
+  Status s = PrometheusTestServer::StartWithFileTargets(run_dir + "/prometheus-targets.json",
+                                                        0.5, &prometheus);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+
+  // `gaptrain status` from another process.
+  std::string status_text;
+  const int status_exit = RunGaptrain({"status", "--run-dir", run_dir}, &status_text);
+  EXPECT_TRUE(ExitedWith(status_exit, 0)) << status_text;
+  EXPECT_NE(status_text.find("job mnist-e2e:"), std::string::npos) << status_text;
+  EXPECT_NE(status_text.find("trainer-"), std::string::npos) << status_text;
+
+  // Staleness and Gap, read back through Prometheus's query API.
+  double staleness_pushes = 0, mean_gap = 0, samples = 0, live = 0;
+  s = prometheus->WaitForSeries("gaptrain_master_staleness_count{job=\"gaptrain-master\"} > 50",
+                                120, &staleness_pushes);
+  EXPECT_TRUE(s.ok()) << s.ToString() << "\n" << prometheus->LogTail();
+  EXPECT_GT(staleness_pushes, 50);
+  s = prometheus->WaitForSeries(
+      "gaptrain_master_gap_sum{job=\"gaptrain-master\"} / "
+      "gaptrain_master_gap_count{job=\"gaptrain-master\"}",
+      60, &mean_gap);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(std::isfinite(mean_gap) && mean_gap >= 1.0) << mean_gap;  // G = max(1, ...)
+  s = prometheus->WaitForSeries("sum(gaptrain_worker_samples_total{job=\"gaptrain-worker\"}) > 0",
+                                60, &samples);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  s = prometheus->WaitForSeries("gaptrain_coordinator_live_workers{job=\"gaptrain-coordinator\"}",
+                                60, &live);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+
+  ASSERT_TRUE(run->WaitExit(std::chrono::minutes(15))) << ReadText(running.output);
+  const std::string out = ReadText(running.output);
+  EXPECT_TRUE(ExitedWith(run->wait_status(), 0)) << DescribeWaitStatus(run->wait_status()) << "\n"
+                                                  << out;
+  EXPECT_NE(out.find("test accuracy"), std::string::npos) << out;
+  std::printf("---- gaptrain run's output\n%s\n", out.c_str());  // for the test log
+
+  const nlohmann::json summary = nlohmann::json::parse(ReadText(run_dir + "/summary.json"));
+  EXPECT_EQ(summary["outcome"], "Succeeded") << summary.dump(2);
+  ASSERT_TRUE(summary["accuracy"].is_number()) << summary.dump(2);
+  EXPECT_GE(summary["accuracy"].get<double>(), 0.98) << summary.dump(2);
+  EXPECT_GT(summary["version"].get<uint64_t>(), 1000u);
+  EXPECT_GE(summary["meanGap"].get<double>(), 1.0);
+  EXPECT_GT(summary["meanStaleness"].get<double>(), 0.0);  // 4 asynchronous workers
+
+  // The final checkpoint holds the final model.
+  const std::string checkpoint = summary["checkpoint"];
+  std::unique_ptr<ParameterStore> store;
+  s = ReadCheckpoint(checkpoint, &store, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(store->version(), summary["version"].get<uint64_t>());
+  EXPECT_FALSE(VerifyCheckpoints(run_dir + "/checkpoints").empty());
+
+  for (const auto& [service, pid] : pids) {
+    EXPECT_TRUE(ProcessGone(pid)) << service << " (pid " << pid << ") outlived the launcher";
+  }
+}
+
+// A small, quick job for the lifecycle tests: the MLP with 2 trainers.
+E2eJob SmallJob(const std::string& name) {
+  E2eJob job;
+  job.name = name;
+  job.model = "mlp";
+  job.replicas = 2;
+  job.epochs = 3;
+  job.checkpoint_seconds = 3600;  // only the final checkpoints
+  return job;
+}
+
+TEST(RunE2eTest, CtrlCStopsEverythingWithACheckpointAndResumeFinishesTheJob) {
+  const std::string dir = FreshDir("interrupt");
+  const std::string job_file = WriteJobFile(dir, SmallJob("mnist-interrupt"));
+  RunningJob running;
+  ASSERT_NO_FATAL_FAILURE(StartRun(dir, job_file, "first.out", &running));
+  Process* run = running.launcher.get();
+  const std::string& run_dir = running.run_dir;
+  const nlohmann::json& endpoints = running.endpoints;
+  proto::CoordinatorStatusResponse status;
+  ASSERT_TRUE(Eventually(
+      [&] { return JobStatus(run_dir, &status) && status.master_version() >= 200; },
+      std::chrono::seconds(180)))
+      << ReadText(running.output);
+  ASSERT_NE(status.phase(), proto::JOB_PHASE_SUCCEEDED) << "the job ended before Ctrl-C";
+
+  run->Signal(SIGINT);
+  ASSERT_TRUE(run->WaitExit(std::chrono::minutes(2)));
+  const std::string first = ReadText(running.output);
+  EXPECT_TRUE(ExitedWith(run->wait_status(), 130)) << DescribeWaitStatus(run->wait_status())
+                                                    << "\n" << first;
+  for (const auto& [service, pid] : ServicePids(endpoints)) {
+    EXPECT_TRUE(ProcessGone(pid)) << service << " outlived the launcher";
+  }
+  const nlohmann::json stopped = nlohmann::json::parse(ReadText(run_dir + "/summary.json"));
+  EXPECT_EQ(stopped["outcome"], "Interrupted") << stopped.dump(2);
+  const uint64_t stopped_version = stopped["version"];
+  EXPECT_GE(stopped_version, 200u);
+  std::unique_ptr<ParameterStore> store;
+  Status s = ReadCheckpoint(stopped["checkpoint"].get<std::string>(), &store, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << first;
+  EXPECT_EQ(store->version(), stopped_version);
+
+  // --resume continues from the checkpoint and the coordinator's state.
+  std::string second;
+  const int resumed = RunGaptrain({"run", "-f", job_file, "--run-dir", run_dir, "--resume"},
+                                  &second, std::chrono::seconds(600));
+  EXPECT_TRUE(ExitedWith(resumed, 0)) << second;
+  const nlohmann::json finished = nlohmann::json::parse(ReadText(run_dir + "/summary.json"));
+  EXPECT_EQ(finished["outcome"], "Succeeded") << finished.dump(2);
+  EXPECT_GT(finished["version"].get<uint64_t>(), stopped_version);
+  EXPECT_GE(finished["accuracy"].get<double>(), 0.95) << finished.dump(2);
+  EXPECT_NE(ReadText(run_dir + "/logs/master.log").find("restored"), std::string::npos);
+}
+
+TEST(RunE2eTest, SyncWithABackupWorkerTrainsTheMlp) {
+  const std::string dir = FreshDir("sync");
+  E2eJob job = SmallJob("mnist-sync");
+  job.mode = "sync";
+  job.replicas = 3;
+  job.backup_workers = 1;
+  job.epochs = 2;
+  job.learning_rate = 0.1;
+  const std::string job_file = WriteJobFile(dir, job);
+  std::string out;
+  const int status = RunGaptrain({"run", "-f", job_file, "--run-dir", dir + "/run"}, &out,
+                                 std::chrono::seconds(600));
+  EXPECT_TRUE(ExitedWith(status, 0)) << out;
+  const nlohmann::json summary = nlohmann::json::parse(ReadText(dir + "/run/summary.json"));
+  EXPECT_EQ(summary["outcome"], "Succeeded") << summary.dump(2);
+  EXPECT_GE(summary["accuracy"].get<double>(), 0.95) << summary.dump(2);
+  // A step averages the first (members - 1) gradients: at most 2 of the 3
+  // (the backup's late one is discarded, not accepted); fewer while a
+  // trainer is still starting or waits for an epoch's last tasks.
+  const double steps = summary["version"].get<double>();
+  const double pushes = summary["pushesAccepted"].get<double>();
+  EXPECT_LE(pushes / steps, 2.0 + 1e-9) << summary.dump(2);
+  EXPECT_GT(pushes / steps, 1.1) << summary.dump(2);
+  EXPECT_EQ(summary["meanGap"], nullptr) << "sync mode computes no Gap";
+}
+
+TEST(RunE2eTest, AKilledLauncherTakesItsChildrenAlong) {
+  const std::string dir = FreshDir("launcher-killed");
+  RunningJob running;
+  ASSERT_NO_FATAL_FAILURE(
+      StartRun(dir, WriteJobFile(dir, SmallJob("mnist-orphans")), "gaptrain.out", &running));
+  Process* run = running.launcher.get();
+  const std::map<std::string, pid_t> pids = ServicePids(running.endpoints);
+  ASSERT_EQ(pids.size(), 5u) << running.endpoints.dump();
+
+  run->Signal(SIGKILL);
+  ASSERT_TRUE(run->WaitExit(std::chrono::seconds(10)));
+  for (const auto& [service, pid] : pids) {
+    EXPECT_TRUE(Eventually([pid = pid] { return ProcessGone(pid); }, std::chrono::seconds(10)))
+        << service << " (pid " << pid << ") outlived a SIGKILLed launcher";
+  }
+}
+
+}  // namespace
+}  // namespace gaptrain
