@@ -17,11 +17,9 @@ DeviceChoice ChooseDevice(const std::string& requested) {
   if (requested != "cuda") return choice;
   if (!CudaAvailable()) {
     choice.note = "--device cuda: this LibTorch has no CUDA or sees no GPU; computing on the CPU";
-  } else {
-    choice.note =
-        "--device cuda: a GPU is visible, but the worker's Model keeps its flat "
-        "parameter and gradient buffers in host memory and computes on the CPU";
+    return choice;
   }
+  choice.device = "cuda";
   return choice;
 }
 

@@ -1,9 +1,11 @@
-// ChooseDevice: where a worker computes. "cuda" is honoured only when the
-// LibTorch in use was built with CUDA, sees a GPU, and the model can run
-// there; otherwise the worker computes on the CPU and the note says why.
-// Today model.h keeps parameters and gradients in host memory (the flat
-// buffers the master's pulls and pushes use in place), so every model runs
-// on the CPU and "cuda" always falls back, with a note.
+// ChooseDevice: where a worker computes. "cuda" is honoured when the
+// LibTorch in use was built with CUDA and sees a GPU (CudaAvailable());
+// the Model then computes on the GPU with device copies of its flat
+// parameter and gradient buffers (model.h, "Devices"). Otherwise the worker
+// computes on the CPU and the note says why. One more fallback comes later,
+// when the model is placed (PlaceJobModel, job_model.h): a model that does
+// not run on the GPU (a TorchScript module that is not device-agnostic, out
+// of GPU memory) stays on the CPU with a warning.
 
 #ifndef GAPTRAIN_SERVICES_WORKER_DEVICE_H_
 #define GAPTRAIN_SERVICES_WORKER_DEVICE_H_

@@ -52,10 +52,12 @@ Status EvaluationLoop::Setup() {
         proto::WorkerRole_Name(reg.role()));
   }
   GAPTRAIN_RETURN_IF_ERROR(CreateJobModel(job_, ModelInputOf(test_), reg.shuffle_seed(), &model_));
+  device_ = PlaceJobModel(model_.get(), options_.device, options_.mirror_on_cpu_for_testing);
+  if (metrics_ != nullptr) metrics_->SetDevice(device_);
   RetryLoop loop(options_.retry, NextSeed(), stop_);
   GAPTRAIN_RETURN_IF_ERROR(master_.Connect(reg.master_address(), model_->layout(), &loop));
-  spdlog::info("evaluator ready: {} test samples, every {} master updates", test_.size(),
-               job_.training.eval_every_updates);
+  spdlog::info("evaluator ready: {} test samples, every {} master updates, computing on {}",
+               test_.size(), job_.training.eval_every_updates, device_);
   return Status::OK();
 }
 

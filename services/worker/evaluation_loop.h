@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "services/common/status.h"
 #include "services/common/training_job.h"
@@ -41,6 +42,11 @@ class EvaluationLoop {
     // After the job ended: time allowed for the final evaluation.
     double final_evaluation_seconds = 60;
     double grace_seconds = 20;  // after a preemption, until the worker has left
+    // Where the model computes: "cpu" or "cuda" (ChooseDevice's choice);
+    // a model that cannot run there stays on the CPU (PlaceJobModel).
+    std::string device = "cpu";
+    // Tests: the GPU's mirrored mode on the CPU (model.h).
+    bool mirror_on_cpu_for_testing = false;
   };
 
   struct Result {
@@ -62,6 +68,8 @@ class EvaluationLoop {
   // error that stopped it, after Leave(FAILED).
   Status Run();
   const Result& result() const { return result_; }
+  // Where the model computed ("cpu", "cuda:0"); "" before Setup.
+  const std::string& device() const { return device_; }
 
  private:
   Status Setup();
@@ -83,6 +91,7 @@ class EvaluationLoop {
   uint64_t seed_counter_ = 0;
 
   std::unique_ptr<Model> model_;
+  std::string device_;
   int64_t known_version_ = -1;
   bool evaluated_ = false;  // result_ holds an evaluation
   Result result_;

@@ -1,5 +1,7 @@
 #include "services/worker/job_model.h"
 
+#include <spdlog/spdlog.h>
+
 namespace gaptrain {
 
 ModelInput ModelInputOf(const Dataset& data) {
@@ -12,6 +14,17 @@ Status CreateJobModel(const TrainingJob& job, const ModelInput& input, uint64_t 
     return Model::LoadTorchScript(job.model.torchscript, input, model);
   }
   return Model::CreateBuiltin(job.model.builtin, input, seed, model);
+}
+
+std::string PlaceJobModel(Model* model, const std::string& device, bool mirror_on_cpu) {
+  if (device != "cpu") {
+    Status s = model->MoveTo(device);
+    if (!s.ok()) spdlog::warn("--device {}: {}; computing on the CPU", device, s.message());
+  } else if (mirror_on_cpu) {
+    Status s = model->MirrorOnCpuForTesting();
+    if (!s.ok()) spdlog::warn("mirroring on the CPU: {}", s.message());
+  }
+  return model->device();
 }
 
 }  // namespace gaptrain

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "services/common/status.h"
 #include "services/common/training_job.h"
@@ -23,6 +24,13 @@ ModelInput ModelInputOf(const Dataset& data);
 // them with its first pull).
 Status CreateJobModel(const TrainingJob& job, const ModelInput& input, uint64_t seed,
                       std::unique_ptr<Model>* model);
+
+// Moves `model` to `device` ("cpu" or "cuda": ChooseDevice's choice, see
+// device.h). A model that cannot run there stays on the CPU, working, with
+// a warning that says why. `mirror_on_cpu` (tests): on the CPU, use the
+// mirrored mode of a GPU anyway (Model::MirrorOnCpuForTesting). Returns the
+// device the model computes on ("cpu", "cuda:0").
+std::string PlaceJobModel(Model* model, const std::string& device, bool mirror_on_cpu = false);
 
 }  // namespace gaptrain
 

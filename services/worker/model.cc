@@ -18,6 +18,18 @@
 //    copied into the slice and the view reinstalled, and counted in
 //    internal::GradFallbackCopies() so tests can assert it never happens.
 //
+// Devices (MoveTo): on a device other than the CPU the same rebinding is
+// done onto two flat DEVICE tensors (dev_params, dev_grads), and the host
+// buffers become their mirrors: SyncParameters() copies flat_params to
+// dev_params in one copy when params_dirty (set by the non-const
+// parameters() and ParametersChanged()), and ComputeGradient copies
+// dev_grads to flat_grads in one copy after backward. The host copy of the
+// parameters is the authoritative one (nothing writes the device copy but
+// SyncParameters), so moving back to the CPU only rebinds. Module buffers
+// (BatchNorm statistics) are moved with set_data, so the module's own
+// handles follow. MirrorOnCpuForTesting() runs the mirrored mode with CPU
+// "device" tensors: the same copies and bookkeeping, testable without a GPU.
+//
 // Only narrow LibTorch headers are included: <torch/torch.h> costs about
 // 30 s per translation unit.
 
@@ -32,6 +44,7 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/cuda.h>
 #include <torch/script.h>
 #include <torch/utils.h>
 
@@ -42,6 +55,7 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -266,6 +280,15 @@ Status CheckInput(const ModelInput& in) {
   return Status::OK();
 }
 
+// GPUs this LibTorch can use; 0 without CUDA.
+int64_t CudaDevices() {
+  try {
+    return torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 // Creating a built-in seeds LibTorch's process-wide generator and draws the
 // initial weights from it; the lock keeps two threads' draws apart.
 std::mutex& InitMutex() {
@@ -289,8 +312,42 @@ struct Model::Impl {
   std::vector<torch::Tensor> params;  // layout order
   std::vector<torch::Tensor> buffers;
   size_t num_buffer_values = 0;
-  torch::Tensor flat_params;
-  torch::Tensor flat_grads;
+  torch::Tensor flat_params;  // host: what parameters() returns
+  torch::Tensor flat_grads;   // host: what gradients() returns
+
+  // Where forward and backward run. When `mirrored`, the module's
+  // parameters and gradients are views into dev_params and dev_grads on
+  // `device`; otherwise into flat_params and flat_grads (and both dev_*
+  // are undefined).
+  c10::Device device{c10::kCPU};
+  bool mirrored = false;
+  torch::Tensor dev_params;
+  torch::Tensor dev_grads;
+  // flat_params changed since it was last copied to dev_params.
+  bool params_dirty = false;
+
+  // The tensor the module's gradients alias.
+  const torch::Tensor& ModuleGrads() const { return mirrored ? dev_grads : flat_grads; }
+
+  // Mirrored: the host parameters to the device, in one copy, if they changed.
+  void SyncParameters() {
+    if (!mirrored || !params_dirty) return;
+    torch::NoGradGuard no_grad;
+    dev_params.copy_(flat_params);
+    params_dirty = false;
+  }
+
+  // A caller's batch, on the compute device. Mirrored, always a copy (also
+  // on the CPU, so the tests take the same path as a GPU).
+  torch::Tensor ToDevice(const torch::Tensor& host) const {
+    if (!mirrored) return host;
+    return host.to(device, host.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
+  }
+
+  void ZeroGrads() {
+    flat_grads.zero_();
+    if (mirrored) dev_grads.zero_();
+  }
 
   torch::Tensor Forward(const torch::Tensor& x) {
     if (net) return net->forward(x);
@@ -312,8 +369,15 @@ struct Model::Impl {
   Status Bind(const std::vector<std::pair<std::string, torch::Tensor>>& named_params,
               const std::vector<torch::Tensor>& named_buffers);
 
-  // After backward: every .grad() must still be its slice of flat_grads.
+  // After backward: every .grad() must still be its slice of ModuleGrads().
   void ReclaimGrads();
+
+  // Rebinds parameters, gradients and buffers onto `target`, mirrored or
+  // not (only the CPU can be unmirrored). Either all of it moves or, on an
+  // exception, nothing did.
+  void Place(const c10::Device& target, bool mirror);
+  // Place, then a forward on a zero batch; on failure back to the CPU.
+  Status PlaceAndProbe(const c10::Device& target, bool mirror);
 };
 
 Status Model::Impl::Bind(
@@ -357,7 +421,8 @@ Status Model::Impl::Bind(
 }
 
 void Model::Impl::ReclaimGrads() {
-  float* base = flat_grads.data_ptr<float>();
+  const torch::Tensor& grads = ModuleGrads();
+  float* base = grads.data_ptr<float>();
   for (size_t i = 0; i < params.size(); ++i) {
     const TensorSpec& spec = layout.tensors()[i];
     torch::Tensor& grad = params[i].mutable_grad();
@@ -367,11 +432,93 @@ void Model::Impl::ReclaimGrads() {
     }
     torch::NoGradGuard no_grad;
     torch::Tensor slice =
-        flat_grads.narrow(0, static_cast<int64_t>(spec.offset), static_cast<int64_t>(spec.size))
+        grads.narrow(0, static_cast<int64_t>(spec.offset), static_cast<int64_t>(spec.size))
             .view(spec.shape);
     if (grad.defined()) slice.copy_(grad);  // else it stays 0
     grad = slice;
     internal::grad_fallback_copies.fetch_add(1);
+  }
+}
+
+void Model::Impl::Place(const c10::Device& target, bool mirror) {
+  torch::NoGradGuard no_grad;
+  const int64_t total = static_cast<int64_t>(layout.size());
+  // Everything that can fail (allocation on the device, copies) first.
+  torch::Tensor host_params = flat_params, host_grads = flat_grads;
+  torch::Tensor new_params, new_grads;
+  if (mirror) {
+    const auto options = torch::TensorOptions().dtype(torch::kFloat).device(target);
+    new_params = torch::empty({total}, options);
+    new_params.copy_(flat_params);
+    new_grads = torch::zeros({total}, options);
+    if (target.is_cuda() && !flat_params.is_pinned()) {
+      // Page-locked host buffers: the per-step copies run at full DMA speed.
+      try {
+        const auto pinned = torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true);
+        torch::Tensor p = torch::empty({total}, pinned);
+        torch::Tensor g = torch::empty({total}, pinned);
+        p.copy_(flat_params);
+        g.copy_(flat_grads);
+        host_params = p;
+        host_grads = g;
+      } catch (const std::exception&) {
+        // Pageable memory works too, only slower.
+      }
+    }
+  } else {
+    new_params = host_params;
+    new_grads = host_grads;
+  }
+  std::vector<torch::Tensor> new_buffers;
+  for (const torch::Tensor& b : buffers) new_buffers.push_back(b.to(target));
+
+  // Then the rebinding, which does not allocate.
+  for (size_t i = 0; i < params.size(); ++i) {
+    const TensorSpec& spec = layout.tensors()[i];
+    const auto offset = static_cast<int64_t>(spec.offset);
+    const auto size = static_cast<int64_t>(spec.size);
+    params[i].set_data(new_params.narrow(0, offset, size).view(spec.shape));
+    params[i].mutable_grad() = new_grads.narrow(0, offset, size).view(spec.shape);
+  }
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (!new_buffers[i].is_same(buffers[i])) buffers[i].set_data(new_buffers[i]);
+  }
+  flat_params = host_params;
+  flat_grads = host_grads;
+  dev_params = mirror ? new_params : torch::Tensor();
+  dev_grads = mirror ? new_grads : torch::Tensor();
+  device = mirror ? new_params.device() : target;  // "cuda" -> "cuda:0"
+  mirrored = mirror;
+  params_dirty = false;  // new_params was copied from flat_params
+}
+
+Status Model::Impl::PlaceAndProbe(const c10::Device& target, bool mirror) {
+  const std::string name = target.str() + (mirror && target.is_cpu() ? " (mirrored)" : "");
+  try {
+    Place(target, mirror);
+  } catch (const std::exception& e) {
+    // Place changed nothing.
+    return Status::FailedPrecondition(what + ": cannot move to " + name + ": " + ErrorText(e));
+  }
+  if (!mirror) return Status::OK();
+  try {
+    torch::NoGradGuard no_grad;
+    SetTraining(false);  // evaluation mode: BatchNorm statistics stay as they are
+    torch::Tensor probe = Forward(torch::zeros({2, input.channels, input.height, input.width},
+                                               torch::TensorOptions().device(device)));
+    if (probe.device() != device) {
+      throw std::runtime_error("forward returned its logits on " + probe.device().str());
+    }
+    return Status::OK();
+  } catch (const std::exception& e) {
+    const std::string why = ErrorText(e);
+    try {
+      Place(c10::Device(c10::kCPU), /*mirror=*/false);
+    } catch (const std::exception& back) {
+      return Status::Internal(what + ": does not run on " + name + " (" + why +
+                              "), and moving back to the CPU failed: " + ErrorText(back));
+    }
+    return Status::FailedPrecondition(what + ": does not run on " + name + ": " + why);
   }
 }
 
@@ -505,28 +652,75 @@ Status Model::LoadTorchScript(const std::string& path, const ModelInput& input,
 const ParameterLayout& Model::layout() const { return impl_->layout; }
 const ModelInput& Model::input() const { return impl_->input; }
 
-float* Model::parameters() { return impl_->flat_params.data_ptr<float>(); }
+Status Model::MoveTo(const std::string& device) {
+  c10::Device target(c10::kCPU);
+  try {
+    target = c10::Device(device);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(impl_->what + ": device \"" + device +
+                                   "\" is not a LibTorch device (cpu, cuda, cuda:N): " +
+                                   ErrorText(e));
+  }
+  if (target.is_cuda()) {
+    const int64_t gpus = CudaDevices();
+    if (gpus == 0) {
+      return Status::FailedPrecondition(impl_->what + ": cannot move to " + device +
+                                        ": this LibTorch has no CUDA or sees no GPU");
+    }
+    if (target.has_index() && target.index() >= gpus) {
+      return Status::FailedPrecondition(impl_->what + ": cannot move to " + device + ": " +
+                                        std::to_string(gpus) + " GPU(s) visible");
+    }
+  }
+  return impl_->PlaceAndProbe(target, /*mirror=*/!target.is_cpu());
+}
+
+Status Model::MirrorOnCpuForTesting() {
+  return impl_->PlaceAndProbe(c10::Device(c10::kCPU), /*mirror=*/true);
+}
+
+std::string Model::device() const { return impl_->device.str(); }
+bool Model::mirrored() const { return impl_->mirrored; }
+
+float* Model::parameters() {
+  impl_->params_dirty = true;
+  return impl_->flat_params.data_ptr<float>();
+}
 const float* Model::parameters() const { return impl_->flat_params.data_ptr<float>(); }
+void Model::ParametersChanged() { impl_->params_dirty = true; }
 const float* Model::gradients() const { return impl_->flat_grads.data_ptr<float>(); }
 
 float Model::ComputeGradient(const float* images, const int64_t* labels, int64_t batch) {
   Impl& m = *impl_;
   const ModelInput& in = m.input;
-  m.flat_grads.zero_();
+  m.ZeroGrads();
   try {
-    torch::Tensor x = torch::from_blob(const_cast<float*>(images),
-                                       {batch, in.channels, in.height, in.width}, torch::kFloat);
-    torch::Tensor y = torch::from_blob(const_cast<int64_t*>(labels), {batch}, torch::kLong);
+    m.SyncParameters();
+    torch::Tensor x = m.ToDevice(torch::from_blob(
+        const_cast<float*>(images), {batch, in.channels, in.height, in.width}, torch::kFloat));
+    torch::Tensor y =
+        m.ToDevice(torch::from_blob(const_cast<int64_t*>(labels), {batch}, torch::kLong));
     m.SetTraining(true);
     torch::Tensor loss = F::cross_entropy(m.Forward(x), y);
     loss.backward();
     m.ReclaimGrads();
+    if (m.mirrored) {
+      torch::NoGradGuard no_grad;
+      m.flat_grads.copy_(m.dev_grads);  // one copy; synchronous
+    }
     return loss.item<float>();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaptrain: %s: ComputeGradient failed: %s\n", m.what.c_str(),
                  ErrorText(e).c_str());
-    m.flat_grads.zero_();
-    m.ReclaimGrads();
+    try {
+      m.ZeroGrads();
+      m.ReclaimGrads();
+    } catch (const std::exception& again) {
+      // A device in a bad state: the host gradients are what callers read.
+      m.flat_grads.zero_();
+      std::fprintf(stderr, "gaptrain: %s: resetting the gradients failed: %s\n",
+                   m.what.c_str(), ErrorText(again).c_str());
+    }
     return std::numeric_limits<float>::quiet_NaN();
   }
 }
@@ -537,9 +731,11 @@ void Model::Evaluate(const float* images, const int64_t* labels, int64_t batch,
   const ModelInput& in = m.input;
   try {
     torch::NoGradGuard no_grad;
-    torch::Tensor x = torch::from_blob(const_cast<float*>(images),
-                                       {batch, in.channels, in.height, in.width}, torch::kFloat);
-    torch::Tensor y = torch::from_blob(const_cast<int64_t*>(labels), {batch}, torch::kLong);
+    m.SyncParameters();
+    torch::Tensor x = m.ToDevice(torch::from_blob(
+        const_cast<float*>(images), {batch, in.channels, in.height, in.width}, torch::kFloat));
+    torch::Tensor y =
+        m.ToDevice(torch::from_blob(const_cast<int64_t*>(labels), {batch}, torch::kLong));
     m.SetTraining(false);
     torch::Tensor logits = m.Forward(x);
     const double loss =
@@ -557,6 +753,9 @@ void Model::Evaluate(const float* images, const int64_t* labels, int64_t batch,
 
 size_t Model::num_buffer_values() const { return impl_->num_buffer_values; }
 
+// Buffer by buffer: copy_ converts type and device at once. ResNet-20 has
+// 57 small buffers; they travel rarely (not on every step), so one copy
+// each is fine.
 void Model::CopyBuffersTo(float* out) const {
   torch::NoGradGuard no_grad;
   for (const torch::Tensor& b : impl_->buffers) {

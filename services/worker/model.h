@@ -1,8 +1,17 @@
 // Model: an image classifier (a built-in mlp, lenet5 or resnet20, or a
-// user's TorchScript module) whose parameters and gradients are views into
-// two flat float buffers laid out as the master's ParameterLayout. A pull
-// writes straight into parameters(); a gradient leaves from gradients()
-// without a gather copy.
+// user's TorchScript module) whose parameters and gradients are two flat
+// float buffers in host memory laid out as the master's ParameterLayout. A
+// pull writes straight into parameters(); a gradient leaves from
+// gradients() without a gather copy.
+//
+// Devices. On the CPU (the default) the module's parameters and gradients
+// are views into those two host buffers themselves. After MoveTo("cuda")
+// they are views into ONE contiguous device tensor each, mirrored by the
+// host buffers: before a forward the host parameters are copied to the
+// device in one copy if they changed since the last copy, and after
+// backward the device gradients are copied to the host buffer in one copy,
+// so parameters() and gradients() keep their meaning for callers. Batches
+// go to the device with each call; BatchNorm buffers live there too.
 //
 // LibTorch stays behind this header (pimpl), so including it is cheap.
 // Not thread-safe; one Model per thread. Thread counts of the math
@@ -50,10 +59,35 @@ class Model {
   const ParameterLayout& layout() const;
   const ModelInput& input() const;
 
-  // The P parameters; writing here changes the module's weights.
+  // Where the module computes: "cpu" (the default) or a LibTorch device
+  // such as "cuda" or "cuda:1". On a device other than the CPU the host
+  // buffers are mirrored (see above); MoveTo("cpu") goes back to computing
+  // on the host buffers themselves. The parameters() and buffer values
+  // are kept. A forward on a small zero batch checks that the model runs
+  // there; on any error (no such device, a LibTorch without CUDA, out of
+  // memory, a TorchScript module that is not device-agnostic) the model
+  // is left on the CPU, working, and the error says why. May reallocate
+  // the host buffers (page-locked on a GPU, for faster copies): pointers
+  // taken from parameters() and gradients() before are invalid after.
+  Status MoveTo(const std::string& device);
+  // Tests: the mirrored mode on the CPU (separate "device" tensors and the
+  // same copies as on a GPU), to check the mirror without a GPU.
+  Status MirrorOnCpuForTesting();
+  // "cpu", "cuda:0", ...: where forward and backward run.
+  std::string device() const;
+  // Whether parameters() and gradients() are host copies of device tensors.
+  bool mirrored() const;
+
+  // The P parameters; writing here changes the module's weights. The
+  // non-const accessor marks them changed (a caller that may write gets
+  // them copied to the device before the next ComputeGradient or
+  // Evaluate); read through a const Model to avoid that copy. A caller
+  // that keeps the pointer and writes through it after a ComputeGradient
+  // or Evaluate must call ParametersChanged().
   float* parameters();
   const float* parameters() const;
-  // The P gradients of the last ComputeGradient.
+  void ParametersChanged();
+  // The P gradients of the last ComputeGradient (in host memory).
   const float* gradients() const;
 
   // Training step on one batch ([batch, C, H, W] normalised images, labels

@@ -76,6 +76,8 @@ Status Trainer::Setup() {
   }
   shuffle_seed_ = reg.shuffle_seed();
   GAPTRAIN_RETURN_IF_ERROR(CreateJobModel(job_, ModelInputOf(train_), shuffle_seed_, &model_));
+  device_ = PlaceJobModel(model_.get(), options_.device, options_.mirror_on_cpu_for_testing);
+  if (metrics_ != nullptr) metrics_->SetDevice(device_);
   p_ = model_->layout().size();
   loader_ = std::make_unique<BatchLoader>(train_, reg.batch_size());
   images_.assign(loader_->images_buffer_size(), 0.0f);
@@ -96,8 +98,8 @@ Status Trainer::Setup() {
     next_velocity_.assign(p_, 0.0f);
     u_.assign(p_, 0.0f);
   }
-  spdlog::info("trainer ready: {} parameters, batch {}, {} training samples{}", p_,
-               reg.batch_size(), train_.size(),
+  spdlog::info("trainer ready: {} parameters, batch {}, {} training samples, computing on {}{}",
+               p_, reg.batch_size(), train_.size(), device_,
                dana_slim_ ? ", DANA-Slim momentum on this worker" : "");
   return Status::OK();
 }
@@ -214,8 +216,11 @@ Status Trainer::PullParameters() {
   if (metrics_ != nullptr) metrics_->RecordPull(seconds);
   master_.NoteVersion(r.version);
   session_->SetMasterVersion(r.version);
+  // Reads go through a const Model: the non-const parameters() marks
+  // them changed (one more copy to a GPU before the next step).
+  const Model& model = *model_;
   if (r.modified && echo_ && echo_type_ == proto::BFLOAT16) {
-    FloatsToBf16(model_->parameters(), p_, echo_bf16_.data());
+    FloatsToBf16(model.parameters(), p_, echo_bf16_.data());
   }
   known_version_ = static_cast<int64_t>(r.version);
   base_version_ = r.version;
@@ -226,8 +231,9 @@ const float* Trainer::Gradient() {
   if (!dana_slim_) return model_->gradients();
   // u = g' + γv' with g' = g + λx and v' = γv + g'; v' is kept only when
   // the push is accepted.
-  const float* g = model_->gradients();
-  const float* x = model_->parameters();
+  const Model& model = *model_;
+  const float* g = model.gradients();
+  const float* x = model.parameters();
   for (size_t j = 0; j < p_; ++j) u_[j] = g[j] + weight_decay_ * x[j];
   std::memcpy(next_velocity_.data(), velocity_.data(), p_ * sizeof(float));
   DanaSlimWorkerStep(momentum_, u_.data(), next_velocity_.data(), u_.data(), p_);
@@ -309,7 +315,8 @@ Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* ou
     const void* echo = nullptr;
     if (echo_) {
       echo = echo_type_ == proto::BFLOAT16 ? static_cast<const void*>(echo_bf16_.data())
-                                           : static_cast<const void*>(model_->parameters());
+                                           : static_cast<const void*>(
+                                                 static_cast<const Model&>(*model_).parameters());
     }
     proto::PushResponse reply;
     const auto push_start = Clock::now();

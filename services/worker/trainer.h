@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "proto/gaptrain.pb.h"
@@ -54,6 +55,11 @@ class Trainer {
     uint64_t seed = 1;          // backoff jitter
     double grace_seconds = 20;  // after a preemption, until the worker has left
     int max_recomputes = 3;     // per batch, after stale or not-a-member refusals
+    // Where the model computes: "cpu" or "cuda" (ChooseDevice's choice);
+    // a model that cannot run there stays on the CPU (PlaceJobModel).
+    std::string device = "cpu";
+    // Tests: the GPU's mirrored mode on the CPU (model.h).
+    bool mirror_on_cpu_for_testing = false;
   };
 
   // Everything borrowed must outlive the trainer; `metrics` may be null.
@@ -75,6 +81,8 @@ class Trainer {
   uint64_t samples_pushed() const { return samples_; }
   uint64_t tasks_completed() const { return tasks_; }
   uint64_t batches_skipped() const { return skipped_; }
+  // Where the model computed ("cpu", "cuda:0"); "" before Setup.
+  const std::string& device() const { return device_; }
 
  private:
   enum class BatchOutcome { kTrained, kSkipped, kStopped, kTaskLost };
@@ -103,6 +111,7 @@ class Trainer {
   uint64_t seed_counter_ = 0;
 
   std::unique_ptr<Model> model_;
+  std::string device_;
   std::unique_ptr<BatchLoader> loader_;
   std::vector<float> images_;
   std::vector<int64_t> labels_;

@@ -9,15 +9,19 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "services/common/bfloat16.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/worker/batch_loader.h"
 #include "services/worker/compute_threads.h"
+#include "services/worker/device.h"
 #include "services/worker/epoch_order.h"
 #include "services/worker/evaluation_loop.h"
 #include "services/worker/fake_servers.h"
@@ -74,6 +78,8 @@ class Harness {
     Trainer::Options o;
     o.retry = FastRetry(max_attempts);
     o.grace_seconds = 5;
+    o.device = device_;
+    o.mirror_on_cpu_for_testing = mirror_;
     trainer_ = std::make_unique<Trainer>(job_, data_, &session, Connector(), &stop_, &metrics_, o);
     return trainer_->Run();
   }
@@ -85,11 +91,21 @@ class Harness {
     o.retry = FastRetry(4);
     o.poll = std::chrono::milliseconds(5);
     o.batch_size = 16;
+    o.device = device_;
+    o.mirror_on_cpu_for_testing = mirror_;
     EvaluationLoop evaluator(job_, data_, &session, Connector(), &stop_, &metrics_, o);
     Status s = evaluator.Run();
     *result = evaluator.result();
+    evaluator_device_ = evaluator.device();
     return s;
   }
+
+  // Options::device and Options::mirror_on_cpu_for_testing of both loops.
+  void SetDevice(const std::string& device, bool mirror_on_cpu) {
+    device_ = device;
+    mirror_ = mirror_on_cpu;
+  }
+  const std::string& evaluator_device() const { return evaluator_device_; }
 
   MasterLink::Connector Connector() {
     return [](const std::string& address) {
@@ -138,6 +154,9 @@ class Harness {
   StopFlag stop_;
   WorkerMetrics metrics_{std::make_shared<prometheus::Registry>()};
   std::unique_ptr<Trainer> trainer_;
+  std::string device_ = "cpu";
+  bool mirror_ = false;
+  std::string evaluator_device_;
 };
 
 constexpr int kBatches = kSamples / kBatch;
@@ -200,6 +219,56 @@ TEST(TrainerTest, DanaSlimPushesUWithTheWorkersMomentumAndWeightDecay) {
     worst = std::max(worst, std::fabs(static_cast<double>(pushed[j] - (g + gamma * g))));
   }
   EXPECT_LT(worst, 1e-5);
+}
+
+// The GPU's mirrored mode (model.h), on the CPU: the pulls that write the
+// host parameters reach the device copy (θ differs from the seeded
+// weights), and the gradients and echoes pushed are bit for bit the direct
+// mode's.
+TEST(TrainerTest, AMirroredModelPushesWhatTheDirectOneDoes) {
+  Harness direct, mirrored;
+  mirrored.SetDevice("cpu", /*mirror_on_cpu=*/true);
+  for (Harness* h : {&direct, &mirrored}) {
+    h->master().SetRule("gap-aware", /*needs_echo=*/true, proto::FLOAT32);
+    Status s = h->RunTrainer();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(h->master().pushes_applied(), kBatches);
+    EXPECT_EQ(h->trainer().device(), "cpu");
+    EXPECT_EQ(h->metrics().device(), "cpu");
+  }
+  const std::vector<float> g = mirrored.master().first_gradient();
+  ASSERT_EQ(g.size(), direct.layout().size());
+  EXPECT_EQ(g, direct.master().first_gradient());
+  EXPECT_TRUE(mirrored.master().first_echo() == direct.master().first_echo());
+
+  // And it is the gradient on θ, not on the seeded weights.
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::CreateBuiltin("mlp", ModelInput{1, kSide, kSide, 10}, 1, &model).ok());
+  BatchLoader loader(direct.data(), kBatch);
+  const std::vector<uint32_t> order = EpochPermutation(1, 0, kSamples);
+  std::vector<float> images(loader.images_buffer_size());
+  std::vector<int64_t> labels(loader.labels_buffer_size());
+  ASSERT_EQ(loader.Fill(order.data(), kBatch, images.data(), labels.data()), kBatch);
+  model->ComputeGradient(images.data(), labels.data(), kBatch);
+  const std::vector<float> on_seed(model->gradients(), model->gradients() + g.size());
+  EXPECT_NE(g, on_seed);
+  const std::vector<float>& theta = direct.master().theta();
+  std::copy(theta.begin(), theta.end(), model->parameters());
+  model->ComputeGradient(images.data(), labels.data(), kBatch);
+  EXPECT_EQ(g, std::vector<float>(model->gradients(), model->gradients() + g.size()));
+}
+
+// --device cuda where LibTorch has no CUDA: the trainer computes on the
+// CPU and says so in its metrics; with a GPU it computes there.
+TEST(TrainerTest, CudaComputesOnTheGpuOrFallsBackToTheCpu) {
+  Harness h;
+  h.SetDevice("cuda", false);
+  Status s = h.RunTrainer();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(h.master().pushes_applied(), kBatches);
+  const std::string expected = CudaAvailable() ? "cuda:0" : "cpu";
+  EXPECT_EQ(h.trainer().device(), expected);
+  EXPECT_EQ(h.metrics().device(), expected);
 }
 
 TEST(TrainerTest, AMasterWithAnotherModelSizeIsAClearError) {
@@ -345,6 +414,28 @@ TEST(EvaluationLoopTest, EvaluatesThetaWithObserverPullsAndReports) {
   EXPECT_GE(h.master().observer_pulls(), 1);
   EXPECT_EQ(h.master().pulls(), h.master().observer_pulls());  // never a member pull
   EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FINISHED);
+}
+
+// The evaluator in the mirrored mode reports what the direct one does.
+TEST(EvaluationLoopTest, AMirroredModelEvaluatesLikeTheDirectOne) {
+  Harness direct, mirrored;
+  mirrored.SetDevice("cpu", /*mirror_on_cpu=*/true);
+  EvaluationLoop::Result results[2];
+  Harness* harnesses[2] = {&direct, &mirrored};
+  for (int i = 0; i < 2; ++i) {
+    Harness& h = *harnesses[i];
+    h.master().SetVersion(10);
+    h.coordinator().SetPhaseAfterEvaluation(proto::JOB_PHASE_SUCCEEDED);
+    Status s = h.RunEvaluator(&results[i]);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(results[i].evaluations, 1u);
+    EXPECT_EQ(h.evaluator_device(), "cpu");
+    EXPECT_EQ(h.metrics().device(), "cpu");
+  }
+  EXPECT_EQ(results[1].accuracy, results[0].accuracy);
+  // (The direct one evaluated the pulled θ; a pull that did not reach the
+  // mirrored model's device copy would have left it the seeded weights.)
+  EXPECT_EQ(results[1].loss, results[0].loss);
 }
 
 TEST(EvaluationLoopTest, ABrokenStreamIsReportedNotFatalToTheProcess) {

@@ -73,6 +73,24 @@ WorkerMetrics::WorkerMetrics(std::shared_ptr<prometheus::Registry> registry)
                        .Register(r)
                        .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.25, 0.5, 1, 2.5, 5,
                                                                         10, 25, 50, 100});
+  device_family_ = &prometheus::BuildGauge()
+                        .Name("gaptrain_worker_device_info")
+                        .Help("1, labelled with the device the model computes on (cpu, cuda:0).")
+                        .Register(r);
+}
+
+void WorkerMetrics::SetDevice(const std::string& device) {
+  std::lock_guard<std::mutex> lock(device_mu_);
+  if (device_gauge_ != nullptr && device == device_) return;
+  if (device_gauge_ != nullptr) device_family_->Remove(device_gauge_);
+  device_gauge_ = &device_family_->Add({{"device", device}});
+  device_gauge_->Set(1);
+  device_ = device;
+}
+
+std::string WorkerMetrics::device() const {
+  std::lock_guard<std::mutex> lock(device_mu_);
+  return device_;
 }
 
 void WorkerMetrics::RecordBatch(uint64_t samples, float loss, Clock::time_point now) {

@@ -1,8 +1,9 @@
 // WorkerMetrics: what gaptrain-worker exports on /metrics (docs/metrics.md,
 // "Worker"): the step time split into pull, compute and push; samples
 // trained and their rate; the last training loss; reconnections to the
-// master and the coordinator; pushes the master refused; and, on the
-// evaluator, the last test accuracy and loss.
+// master and the coordinator; pushes the master refused; the device the
+// model computes on; and, on the evaluator, the last test accuracy and
+// loss.
 //
 // Thread-safe: prometheus-cpp metrics are atomic, and the rate's window is
 // guarded here.
@@ -48,10 +49,14 @@ class WorkerMetrics {
   void RecordPushRejected(const std::string& code);
   void SetMasterVersion(uint64_t version) { master_version_->Set(static_cast<double>(version)); }
   void RecordEvaluation(double accuracy, double loss, uint64_t version, double seconds);
+  // gaptrain_worker_device_info{device="cuda:0"} 1: where the model
+  // computes ("cpu", "cuda:0"); one series, replaced when it changes.
+  void SetDevice(const std::string& device);
 
   // For tests and logs.
   double samples_total() const { return samples_->Value(); }
   double reconnects(Peer peer) const;
+  std::string device() const;  // "" before SetDevice
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -69,6 +74,11 @@ class WorkerMetrics {
   prometheus::Gauge* eval_loss_;
   prometheus::Gauge* eval_version_;
   prometheus::Histogram* eval_seconds_;
+  prometheus::Family<prometheus::Gauge>* device_family_;
+
+  mutable std::mutex device_mu_;  // the device series
+  prometheus::Gauge* device_gauge_ = nullptr;
+  std::string device_;
 
   std::mutex mu_;  // the rate's window
   Clock::time_point window_start_;

@@ -55,12 +55,13 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
   Dataset data;
   const auto load_start = std::chrono::steady_clock::now();
   GAPTRAIN_RETURN_IF_ERROR(LoadDataset(format, dir, split, &data));
-  spdlog::info("{} split of {}: {} samples of {}x{}x{} ({:.2f} s); {} compute threads on {}",
+  spdlog::info("{} split of {}: {} samples of {}x{}x{} ({:.2f} s); {} compute threads, device {}",
                SplitName(split), dir, data.size(), data.channels, data.height, data.width,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count(),
                threads, device.device);
 
   auto metrics = std::make_shared<WorkerMetrics>(std::make_shared<prometheus::Registry>());
+  metrics->SetDevice(device.device);  // the loops set the one the model runs on
   std::unique_ptr<HttpServer> http;
   GAPTRAIN_RETURN_IF_ERROR(HttpServer::Start(options.http_address, options.http_port, &http));
   ServeMetrics(http.get(), metrics->registry());
@@ -107,6 +108,7 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
     o.retry = DefaultRetry();
     o.seed = seed;
     o.grace_seconds = options.grace_seconds;
+    o.device = device.device;
     EvaluationLoop evaluator(job, data, &session, connect, stop, metrics.get(), o);
     s = evaluator.Run();
   } else {
@@ -114,6 +116,7 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
     o.retry = DefaultRetry();
     o.seed = seed;
     o.grace_seconds = options.grace_seconds;
+    o.device = device.device;
     Trainer trainer(job, data, &session, connect, stop, metrics.get(), o);
     s = trainer.Run();
   }
