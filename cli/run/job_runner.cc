@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <thread>
@@ -31,7 +32,14 @@ JobRunner::JobRunner(const TrainingJob& job, RunDir* run_dir, LocalJob::Options 
       out_(out),
       local_(std::move(local)),
       monkey_(options.chaos),
-      trainer_down_by_chaos_(local_.trainer_count(), false) {}
+      trainer_down_by_chaos_(local_.trainer_count(), false),
+      trainer_ids_above_(local_.trainer_count(), 0) {}
+
+uint32_t JobRunner::HighestWorkerId() const {
+  uint32_t highest = 0;
+  for (const auto& w : status_.workers()) highest = std::max(highest, w.worker_id());
+  return highest;
+}
 
 double JobRunner::Elapsed() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -84,6 +92,7 @@ bool JobRunner::RestartTrainerAfterFailure(size_t index) {
         local_.LogFile(name));
     return true;  // the job goes on with fewer trainers, as on a cluster
   }
+  trainer_ids_above_[index] = HighestWorkerId();
   Status s = local_.StartTrainer(index);
   if (!s.ok()) {
     error_ = "cannot restart " + name + ": " + s.ToString();
@@ -134,13 +143,21 @@ bool JobRunner::Supervise() {
 
 void JobRunner::ApplyChaos() {
   if (!options_.chaos.enabled() || Terminal(status_.phase())) return;
-  // Only trainers the coordinator knows are killed, so every kill shows up
-  // in its counters: a SIGTERM as a preemption, a SIGKILL as a lease expiry.
+  // Only trainers registered with the coordinator are killed, so every kill
+  // shows up in its counters: a SIGTERM as a preemption, a SIGKILL as a
+  // lease expiry. A restarted trainer counts once it registered anew: the
+  // killed process's registration (same host) may still hold a lease, but
+  // it has a lower id, since ids only grow.
+  // No trainer is killed in the job's last 5% either: a worker stopped as
+  // the job ends may leave as finished rather than preempted.
   std::vector<size_t> killable;
-  for (size_t i = 0; i < local_.trainer_count(); ++i) {
+  for (size_t i = 0; i < local_.trainer_count() && status_.progress() < 0.95; ++i) {
     if (trainer_down_by_chaos_[i] || !local_.trainer(i)->Running()) continue;
     for (const auto& w : status_.workers()) {
-      if (w.host() == LocalJob::TrainerName(i)) killable.push_back(i);
+      if (w.host() == LocalJob::TrainerName(i) && w.worker_id() > trainer_ids_above_[i]) {
+        killable.push_back(i);
+        break;
+      }
     }
   }
   bool changed = false;
@@ -159,6 +176,7 @@ void JobRunner::ApplyChaos() {
         // A SIGTERM'd trainer may still be finishing its batch.
         if (!trainer->WaitExit(std::chrono::seconds(30))) trainer->Stop(std::chrono::seconds(1));
         trainer_down_by_chaos_[a.trainer] = false;
+        trainer_ids_above_[a.trainer] = HighestWorkerId();
         Status s = local_.StartTrainer(a.trainer);
         Say("chaos: restarted " + name + (s.ok() ? "" : ": " + s.ToString()));
         changed = true;

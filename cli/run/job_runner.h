@@ -62,6 +62,8 @@ class JobRunner {
   bool RestartAfterFailure(const std::string& service, Status (LocalJob::*start)());
   bool RestartTrainerAfterFailure(size_t index);
   void Say(const std::string& line);
+  // The highest worker id in the last status (0: none).
+  uint32_t HighestWorkerId() const;
 
   const TrainingJob& job_;
   RunDir* run_dir_;
@@ -78,6 +80,9 @@ class JobRunner {
   MasterTotals totals_;
 
   std::vector<bool> trainer_down_by_chaos_;
+  // A trainer's current process registered once the coordinator lists its
+  // host with an id above this (the highest id seen when it was started).
+  std::vector<uint32_t> trainer_ids_above_;
   bool master_down_by_chaos_ = false;
   uint64_t failures_ = 0;  // crashes, against backoffLimit
   uint64_t master_restarts_ = 0;
