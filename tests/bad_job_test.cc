@@ -56,7 +56,7 @@ TEST(BadJobTest, EachErrorNamesTheFieldAndNothingStarts) {
        "kind"},
   };
   for (const BadJob& c : cases) {
-    const std::string dir = FreshDir("bad-" + c.name);
+    const std::string dir = TestTempDir("bad-" + c.name);
     const std::string file = dir + "/bad.yaml";
     std::ofstream(file) << (c.spec[0] == '!' ? c.spec.substr(1) : Manifest(c.spec));
     const std::string run_dir = dir + "/run";
@@ -71,7 +71,7 @@ TEST(BadJobTest, EachErrorNamesTheFieldAndNothingStarts) {
 }
 
 TEST(BadJobTest, BadFlagsAreNamed) {
-  const std::string dir = FreshDir("bad-flags");
+  const std::string dir = TestTempDir("bad-flags");
   const struct {
     std::vector<std::string> args;
     std::string expected;
@@ -95,7 +95,7 @@ TEST(BadJobTest, BadFlagsAreNamed) {
 }
 
 TEST(BadJobTest, StatusWithoutARunningJobSaysSo) {
-  const std::string dir = FreshDir("no-job");
+  const std::string dir = TestTempDir("no-job");
   std::string output;
   const int status = RunGaptrain({"status", "--run-dir", dir + "/nothing"}, &output);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << output;

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "cli/run/process.h"
+#include "services/common/process.h"
 #include "services/master/checkpoint.h"
 #include "services/master/parameter_store.h"
 #include "services/worker/testdata_dir.h"
@@ -26,7 +26,7 @@ TEST(ChaosE2eTest, Lenet5OnMnistSurvivesKilledWorkersAndAKilledMaster) {
   std::string data;
   Status found = FindSharedDataDir(&data);
   ASSERT_TRUE(found.ok()) << found.ToString();
-  const std::string dir = FreshDir("chaos");
+  const std::string dir = TestTempDir("chaos");
   E2eJob job;
   job.name = "mnist-chaos";
   job.checkpoint_seconds = 4;
@@ -39,12 +39,12 @@ TEST(ChaosE2eTest, Lenet5OnMnistSurvivesKilledWorkersAndAKilledMaster) {
       dir + "/gaptrain.out");
   ASSERT_NE(run, nullptr);
   ASSERT_TRUE(run->WaitExit(std::chrono::minutes(20)));
-  const std::string out = ReadText(dir + "/gaptrain.out");
+  const std::string out = ReadWholeFile(dir + "/gaptrain.out");
   ASSERT_TRUE(WIFEXITED(run->wait_status()) && WEXITSTATUS(run->wait_status()) == 0)
       << DescribeWaitStatus(run->wait_status()) << "\n" << out;
 
   std::printf("---- gaptrain run's output\n%s\n", out.c_str());  // for the test log
-  const nlohmann::json summary = nlohmann::json::parse(ReadText(run_dir + "/summary.json"));
+  const nlohmann::json summary = nlohmann::json::parse(ReadWholeFile(run_dir + "/summary.json"));
   EXPECT_EQ(summary["outcome"], "Succeeded") << summary.dump(2);
   EXPECT_GE(summary["accuracy"].get<double>(), 0.975) << summary.dump(2);
 
@@ -56,10 +56,10 @@ TEST(ChaosE2eTest, Lenet5OnMnistSurvivesKilledWorkersAndAKilledMaster) {
   EXPECT_EQ(summary["chaos"]["masterRestarts"], 1) << out;
   EXPECT_EQ(summary["workers"]["preempted"].get<uint64_t>(), sigterms) << summary.dump(2);
   EXPECT_EQ(summary["workers"]["leaseExpiries"].get<uint64_t>(), sigkills)
-      << summary.dump(2) << "\ncoordinator log:\n" << ReadText(run_dir + "/logs/coordinator.log");
+      << summary.dump(2) << "\ncoordinator log:\n" << ReadWholeFile(run_dir + "/logs/coordinator.log");
   EXPECT_EQ(summary["workers"]["failed"], 0) << summary.dump(2);
   EXPECT_EQ(summary["workerRestarts"], 0) << "a worker crashed:\n" << out;
-  EXPECT_NE(ReadText(run_dir + "/logs/master.log").find("restored"), std::string::npos)
+  EXPECT_NE(ReadWholeFile(run_dir + "/logs/master.log").find("restored"), std::string::npos)
       << "the restarted master did not resume from a checkpoint";
 
   // No checkpoint lost: every file on disk verifies, and the newest holds

@@ -13,14 +13,6 @@
 
 namespace gaptrain {
 
-std::string FreshDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
-  const std::string command = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
-  if (std::system(command.c_str()) != 0) std::abort();
-  return dir;
-}
-
 std::string WriteJobFile(const std::string& dir, const E2eJob& job) {
   const std::string data = SharedDataDir();
   const std::string path = dir + "/" + job.name + ".yaml";
@@ -52,22 +44,6 @@ std::string WriteJobFile(const std::string& dir, const E2eJob& job) {
   return path;
 }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-bool Eventually(const std::function<bool()>& condition, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return condition();
-}
-
 std::unique_ptr<Process> StartGaptrain(const std::vector<std::string>& args,
                                        const std::string& log_file) {
   Process::Spec spec;
@@ -89,7 +65,7 @@ int RunGaptrain(const std::vector<std::string>& args, std::string* output,
   std::unique_ptr<Process> p = StartGaptrain(args, log);
   if (p == nullptr) return -1;
   const bool exited = p->WaitExit(timeout);
-  *output = ReadText(log);
+  *output = ReadWholeFile(log);
   return exited ? p->wait_status() : -1;
 }
 
@@ -117,7 +93,7 @@ bool ProcessGone(pid_t pid) {
   if (kill(pid, 0) == -1 && errno == ESRCH) return true;
   // A dead child of a killed launcher is a zombie until its new parent
   // reaps it: dead all the same. /proc/<pid>/stat: "pid (comm) state ...".
-  const std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat = ReadWholeFile("/proc/" + std::to_string(pid) + "/stat");
   const size_t paren = stat.rfind(')');
   return stat.empty() || (paren != std::string::npos && paren + 2 < stat.size() &&
                           stat[paren + 2] == 'Z');

@@ -8,14 +8,14 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "cli/run/process.h"
+#include "services/common/process.h"
+#include "services/worker/test_processes.h"  // TestTempDir, Eventually, ReadWholeFile
 
 namespace gaptrain {
 
@@ -36,16 +36,8 @@ struct E2eJob {
   uint64_t eval_every = 500;
 };
 
-// $TEST_TMPDIR/<name>, created empty.
-std::string FreshDir(const std::string& name);
-
 // Writes `job` as <dir>/<job.name>.yaml; the data path is the real MNIST.
 std::string WriteJobFile(const std::string& dir, const E2eJob& job);
-
-std::string ReadText(const std::string& path);
-
-// Polls `condition` every 50 ms until it holds or `timeout` passes.
-bool Eventually(const std::function<bool()>& condition, std::chrono::seconds timeout);
 
 // `gaptrain ARGS` started in the background, its stdout and stderr in
 // `log_file`.

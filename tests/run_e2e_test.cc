@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "cli/run/process.h"
+#include "services/common/process.h"
 #include "services/common/prometheus_test_server.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/checkpoint.h"
@@ -38,7 +38,7 @@ bool ExitedWith(int status, int code) {
 bool JobStatus(const std::string& run_dir, proto::CoordinatorStatusResponse* status) {
   const nlohmann::json endpoints = WaitForEndpoints(run_dir, std::chrono::seconds(0));
   if (!endpoints.is_object()) return false;
-  std::string token = ReadText(run_dir + "/token");
+  std::string token = ReadWholeFile(run_dir + "/token");
   while (!token.empty() && token.back() == '\n') token.pop_back();
   CoordinatorClient::Options options;
   options.token = token;
@@ -78,14 +78,14 @@ void StartRun(const std::string& dir, const std::string& job_file, const std::st
   job->launcher = StartGaptrain({"run", "-f", job_file, "--run-dir", job->run_dir}, job->output);
   ASSERT_NE(job->launcher, nullptr);
   job->endpoints = WaitForEndpoints(job->run_dir, std::chrono::seconds(180));
-  ASSERT_TRUE(job->endpoints.is_object()) << ReadText(job->output);
+  ASSERT_TRUE(job->endpoints.is_object()) << ReadWholeFile(job->output);
 }
 
 TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) {
   std::string data;
   Status found = FindSharedDataDir(&data);
   ASSERT_TRUE(found.ok()) << found.ToString();
-  const std::string dir = FreshDir("gap-aware");
+  const std::string dir = TestTempDir("gap-aware");
   E2eJob job;
   job.name = "mnist-e2e";
   RunningJob running;
@@ -127,14 +127,14 @@ TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) 
                                 60, &live);
   EXPECT_TRUE(s.ok()) << s.ToString();
 
-  ASSERT_TRUE(run->WaitExit(std::chrono::minutes(15))) << ReadText(running.output);
-  const std::string out = ReadText(running.output);
+  ASSERT_TRUE(run->WaitExit(std::chrono::minutes(15))) << ReadWholeFile(running.output);
+  const std::string out = ReadWholeFile(running.output);
   EXPECT_TRUE(ExitedWith(run->wait_status(), 0)) << DescribeWaitStatus(run->wait_status()) << "\n"
                                                   << out;
   EXPECT_NE(out.find("test accuracy"), std::string::npos) << out;
   std::printf("---- gaptrain run's output\n%s\n", out.c_str());  // for the test log
 
-  const nlohmann::json summary = nlohmann::json::parse(ReadText(run_dir + "/summary.json"));
+  const nlohmann::json summary = nlohmann::json::parse(ReadWholeFile(run_dir + "/summary.json"));
   EXPECT_EQ(summary["outcome"], "Succeeded") << summary.dump(2);
   ASSERT_TRUE(summary["accuracy"].is_number()) << summary.dump(2);
   EXPECT_GE(summary["accuracy"].get<double>(), 0.98) << summary.dump(2);
@@ -167,7 +167,7 @@ E2eJob SmallJob(const std::string& name) {
 }
 
 TEST(RunE2eTest, CtrlCStopsEverythingWithACheckpointAndResumeFinishesTheJob) {
-  const std::string dir = FreshDir("interrupt");
+  const std::string dir = TestTempDir("interrupt");
   const std::string job_file = WriteJobFile(dir, SmallJob("mnist-interrupt"));
   RunningJob running;
   ASSERT_NO_FATAL_FAILURE(StartRun(dir, job_file, "first.out", &running));
@@ -178,18 +178,18 @@ TEST(RunE2eTest, CtrlCStopsEverythingWithACheckpointAndResumeFinishesTheJob) {
   ASSERT_TRUE(Eventually(
       [&] { return JobStatus(run_dir, &status) && status.master_version() >= 200; },
       std::chrono::seconds(180)))
-      << ReadText(running.output);
+      << ReadWholeFile(running.output);
   ASSERT_NE(status.phase(), proto::JOB_PHASE_SUCCEEDED) << "the job ended before Ctrl-C";
 
   run->Signal(SIGINT);
   ASSERT_TRUE(run->WaitExit(std::chrono::minutes(2)));
-  const std::string first = ReadText(running.output);
+  const std::string first = ReadWholeFile(running.output);
   EXPECT_TRUE(ExitedWith(run->wait_status(), 130)) << DescribeWaitStatus(run->wait_status())
                                                     << "\n" << first;
   for (const auto& [service, pid] : ServicePids(endpoints)) {
     EXPECT_TRUE(ProcessGone(pid)) << service << " outlived the launcher";
   }
-  const nlohmann::json stopped = nlohmann::json::parse(ReadText(run_dir + "/summary.json"));
+  const nlohmann::json stopped = nlohmann::json::parse(ReadWholeFile(run_dir + "/summary.json"));
   EXPECT_EQ(stopped["outcome"], "Interrupted") << stopped.dump(2);
   const uint64_t stopped_version = stopped["version"];
   EXPECT_GE(stopped_version, 200u);
@@ -203,15 +203,15 @@ TEST(RunE2eTest, CtrlCStopsEverythingWithACheckpointAndResumeFinishesTheJob) {
   const int resumed = RunGaptrain({"run", "-f", job_file, "--run-dir", run_dir, "--resume"},
                                   &second, std::chrono::seconds(600));
   EXPECT_TRUE(ExitedWith(resumed, 0)) << second;
-  const nlohmann::json finished = nlohmann::json::parse(ReadText(run_dir + "/summary.json"));
+  const nlohmann::json finished = nlohmann::json::parse(ReadWholeFile(run_dir + "/summary.json"));
   EXPECT_EQ(finished["outcome"], "Succeeded") << finished.dump(2);
   EXPECT_GT(finished["version"].get<uint64_t>(), stopped_version);
   EXPECT_GE(finished["accuracy"].get<double>(), 0.95) << finished.dump(2);
-  EXPECT_NE(ReadText(run_dir + "/logs/master.log").find("restored"), std::string::npos);
+  EXPECT_NE(ReadWholeFile(run_dir + "/logs/master.log").find("restored"), std::string::npos);
 }
 
 TEST(RunE2eTest, SyncWithABackupWorkerTrainsTheMlp) {
-  const std::string dir = FreshDir("sync");
+  const std::string dir = TestTempDir("sync");
   E2eJob job = SmallJob("mnist-sync");
   job.mode = "sync";
   job.replicas = 3;
@@ -223,7 +223,7 @@ TEST(RunE2eTest, SyncWithABackupWorkerTrainsTheMlp) {
   const int status = RunGaptrain({"run", "-f", job_file, "--run-dir", dir + "/run"}, &out,
                                  std::chrono::seconds(600));
   EXPECT_TRUE(ExitedWith(status, 0)) << out;
-  const nlohmann::json summary = nlohmann::json::parse(ReadText(dir + "/run/summary.json"));
+  const nlohmann::json summary = nlohmann::json::parse(ReadWholeFile(dir + "/run/summary.json"));
   EXPECT_EQ(summary["outcome"], "Succeeded") << summary.dump(2);
   EXPECT_GE(summary["accuracy"].get<double>(), 0.95) << summary.dump(2);
   // A step averages the first (members - 1) gradients: at most 2 of the 3
@@ -237,7 +237,7 @@ TEST(RunE2eTest, SyncWithABackupWorkerTrainsTheMlp) {
 }
 
 TEST(RunE2eTest, AKilledLauncherTakesItsChildrenAlong) {
-  const std::string dir = FreshDir("launcher-killed");
+  const std::string dir = TestTempDir("launcher-killed");
   RunningJob running;
   ASSERT_NO_FATAL_FAILURE(
       StartRun(dir, WriteJobFile(dir, SmallJob("mnist-orphans")), "gaptrain.out", &running));

@@ -4,32 +4,13 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <thread>
+
+#include "services/common/ports_file.h"
 
 namespace gaptrain {
 namespace {
 
 constexpr auto kStartTimeout = std::chrono::seconds(120);
-
-std::string Tail(const std::string& path, size_t max_bytes = 2000) {
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return text.size() > max_bytes ? "..." + text.substr(text.size() - max_bytes) : text;
-}
-
-// Reads `count` port numbers from `path`; false until all are there.
-bool ReadPorts(const std::string& path, int count, std::vector<uint16_t>* ports) {
-  std::ifstream in(path);
-  std::vector<uint16_t> read;
-  unsigned port = 0;
-  while (static_cast<int>(read.size()) < count && in >> port) {
-    read.push_back(static_cast<uint16_t>(port));
-  }
-  if (static_cast<int>(read.size()) != count) return false;
-  *ports = read;
-  return true;
-}
 
 std::string Loopback(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
@@ -68,22 +49,8 @@ Status LocalJob::Launch(const std::string& service, const std::string& binary,
   spec.log_file = LogFile(service);
   process->reset();
   GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, process));
-  // The ports file appears once the process listens. Polled: it is
-  // another process's state, and start-up takes from milliseconds to
-  // seconds (a worker loads its data first).
-  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
-  while (!ReadPorts(ports_file, port_count, ports)) {
-    if (!(*process)->Running()) {
-      return Status::Unavailable(service + " exited during start-up (" +
-                                 DescribeWaitStatus((*process)->wait_status()) + "); " +
-                                 spec.log_file + " ends:\n" + Tail(spec.log_file));
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      return Status::Unavailable(service + " did not start listening within 120 s; " +
-                                 spec.log_file + " ends:\n" + Tail(spec.log_file));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  Status started = WaitForPortsFile(process->get(), ports_file, port_count, kStartTimeout, ports);
+  if (!started.ok()) return Status(started.code(), service + ": " + started.message());
   return Status::OK();
 }
 

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/run/process.h"
+#include "services/common/process.h"
 #include "cli/run/service_binaries.h"
 #include "services/common/status.h"
 

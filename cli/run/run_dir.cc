@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "services/common/os_error.h"
 #include "services/master/checkpoint.h"
 
 namespace gaptrain {
@@ -25,22 +26,6 @@ bool Exists(const std::string& path) {
 }
 
 std::string ErrnoText() { return std::strerror(errno); }
-
-// mkdir -p.
-Status MakeDirs(const std::string& path) {
-  std::string prefix;
-  std::stringstream parts(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/') prefix = "/";
-  while (std::getline(parts, part, '/')) {
-    if (part.empty()) continue;
-    prefix += part + "/";
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Status::Unavailable("cannot create " + prefix + ": " + ErrnoText());
-    }
-  }
-  return Status::OK();
-}
 
 std::string UtcStamp() {
   const std::time_t now = std::time(nullptr);

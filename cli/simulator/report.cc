@@ -13,6 +13,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "services/common/os_error.h"
+
 namespace gaptrain {
 namespace {
 
@@ -53,18 +55,6 @@ Groups Group(const std::vector<RunResult>& results) {
   return g;
 }
 
-bool MakeDirs(const std::string& path) {
-  std::string partial;
-  std::stringstream parts(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/') partial = "/";
-  while (std::getline(parts, part, '/')) {
-    if (part.empty()) continue;
-    partial += part + "/";
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -185,7 +175,7 @@ std::string SummaryTable(const std::vector<RunResult>& results) {
 
 Status PlotResults(const std::string& dir, const std::vector<RunResult>& results) {
   const std::string data_dir = dir + "/curves";
-  if (!MakeDirs(data_dir)) return Status::Unavailable(data_dir + ": cannot create");
+  GAPTRAIN_RETURN_IF_ERROR(MakeDirs(data_dir));
   Groups g = Group(results);
   const std::string script_path = dir + "/plot.gp";
   std::ofstream gp(script_path);

@@ -1,15 +1,12 @@
 #include "services/worker/test_processes.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "services/common/ports_file.h"
 
 namespace gaptrain {
 
@@ -42,72 +39,43 @@ ChildProcess::ChildProcess(const std::string& binary, std::vector<std::string> a
                            const std::string& token, int port_count)
     : log_file_(log_file) {
   std::remove(ports_file.c_str());
-  args.insert(args.begin(), binary);
   args.insert(args.end(), {"--ports-file", ports_file});
-  pid_ = fork();
-  if (pid_ == 0) {
-    const int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
-    }
-    setenv("GAPTRAIN_TOKEN", token.c_str(), 1);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+  Process::Spec spec;
+  spec.binary = binary;
+  spec.args = std::move(args);
+  spec.env = {{"GAPTRAIN_TOKEN", token}};
+  spec.log_file = log_file;
+  Status s = Process::Start(spec, &process_);
+  std::vector<uint16_t> ports;
+  if (s.ok()) {
+    s = WaitForPortsFile(process_.get(), ports_file, port_count, std::chrono::seconds(60), &ports);
   }
-  Eventually([&] {
-    std::ifstream in(ports_file);
-    std::vector<int> ports;
-    int p = 0;
-    while (static_cast<int>(ports.size()) < port_count && in >> p) ports.push_back(p);
-    if (static_cast<int>(ports.size()) == port_count) {
-      ports_ = ports;
-      return true;
-    }
-    int status;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return true;
-    }
-    return false;
-  });
-  if (ports_.empty()) {
-    std::fprintf(stderr, "%s did not start; its log:\n%s\n", binary.c_str(),
-                 ReadWholeFile(log_file).c_str());
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s did not start: %s\n", binary.c_str(), s.ToString().c_str());
+    return;
   }
+  ports_.assign(ports.begin(), ports.end());
 }
 
-ChildProcess::~ChildProcess() { Kill(SIGKILL); }
+ChildProcess::~ChildProcess() = default;  // Process SIGKILLs a running child
+
+bool ChildProcess::running() const { return process_ != nullptr && process_->Running(); }
 
 void ChildProcess::Signal(int signal) {
-  if (pid_ > 0) kill(pid_, signal);
+  if (process_ != nullptr) process_->Signal(signal);
 }
 
 bool ChildProcess::WaitExit(std::chrono::milliseconds timeout, int* status) {
-  if (pid_ <= 0) return false;
-  const bool exited = Eventually(
-      [&] {
-        if (waitpid(pid_, status, WNOHANG) == pid_) {
-          pid_ = -1;
-          return true;
-        }
-        return false;
-      },
-      timeout);
-  return exited && pid_ == -1;
+  if (process_ == nullptr || !process_->WaitExit(timeout)) return false;
+  *status = process_->wait_status();
+  return true;
 }
 
 int ChildProcess::Kill(int signal) {
-  if (pid_ <= 0) return -1;
-  kill(pid_, signal);
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-  return status;
+  if (!running()) return -1;
+  process_->Signal(signal);
+  process_->WaitExit(std::chrono::hours(1));
+  return process_->wait_status();
 }
 
 }  // namespace gaptrain

@@ -11,8 +11,11 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "services/common/process.h"
 
 namespace gaptrain {
 
@@ -36,7 +39,7 @@ class ChildProcess {
   ChildProcess(const std::string& binary, std::vector<std::string> args,
                const std::string& ports_file, const std::string& log_file, const std::string& token,
                int port_count);
-  ~ChildProcess();  // SIGKILL if still running
+  ~ChildProcess();  // SIGKILL if still running (see Process)
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
@@ -52,10 +55,10 @@ class ChildProcess {
   // Sends `signal` and waits for the exit; returns the wait status (-1 if
   // it was not running).
   int Kill(int signal);
-  bool running() const { return pid_ > 0; }
+  bool running() const;
 
  private:
-  pid_t pid_ = -1;
+  std::unique_ptr<Process> process_;
   std::string log_file_;
   std::vector<int> ports_;
 };

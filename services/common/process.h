@@ -1,5 +1,5 @@
-// Process: a child process the launcher owns (`gaptrain run` starts the
-// job's services with it; tests start `gaptrain` itself).
+// Process: a child process its parent owns (`gaptrain run` starts the
+// job's services with it; tests start the services and `gaptrain` itself).
 //
 // What the caller may rely on:
 //   - Start() returns only once the binary was exec'd: a missing or
@@ -13,8 +13,8 @@
 //   - The destructor SIGKILLs a child that is still running and reaps it.
 // Not thread-safe.
 
-#ifndef GAPTRAIN_CLI_RUN_PROCESS_H_
-#define GAPTRAIN_CLI_RUN_PROCESS_H_
+#ifndef GAPTRAIN_SERVICES_COMMON_PROCESS_H_
+#define GAPTRAIN_SERVICES_COMMON_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -71,4 +71,4 @@ std::string DescribeWaitStatus(int wait_status);
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_CLI_RUN_PROCESS_H_
+#endif  // GAPTRAIN_SERVICES_COMMON_PROCESS_H_

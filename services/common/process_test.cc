@@ -7,7 +7,7 @@
 // kills the child when the process that started it dies (PR_SET_PDEATHSIG).
 // Waiting on another process is done by polling with a deadline.
 
-#include "cli/run/process.h"
+#include "services/common/process.h"
 
 #include <signal.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "cli/run/process.h"
+#include "services/common/process.h"
 
 #include <fcntl.h>
 #include <signal.h>

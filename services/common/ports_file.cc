@@ -1,0 +1,50 @@
+#include "services/common/ports_file.h"
+
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+namespace gaptrain {
+namespace {
+
+std::string Tail(const std::string& path, size_t max_bytes = 2000) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.size() > max_bytes ? "..." + text.substr(text.size() - max_bytes) : text;
+}
+
+bool ReadPorts(const std::string& path, int count, std::vector<uint16_t>* ports) {
+  std::ifstream in(path);
+  std::vector<uint16_t> read;
+  unsigned port = 0;
+  while (static_cast<int>(read.size()) < count && in >> port) {
+    read.push_back(static_cast<uint16_t>(port));
+  }
+  if (static_cast<int>(read.size()) != count) return false;
+  *ports = read;
+  return true;
+}
+
+}  // namespace
+
+Status WaitForPortsFile(Process* process, const std::string& path, int count,
+                        std::chrono::milliseconds timeout, std::vector<uint16_t>* ports) {
+  const std::string& log = process->spec().log_file;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!ReadPorts(path, count, ports)) {
+    if (!process->Running()) {
+      return Status::Unavailable(process->spec().binary + " exited during start-up (" +
+                                 DescribeWaitStatus(process->wait_status()) + "); " + log +
+                                 " ends:\n" + Tail(log));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Status::Unavailable(process->spec().binary + " did not report its ports within " +
+                                 std::to_string(timeout.count() / 1000) + " s; " + log +
+                                 " ends:\n" + Tail(log));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Status::OK();
+}
+
+}  // namespace gaptrain
