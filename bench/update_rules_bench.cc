@@ -223,7 +223,7 @@ void BM_UpdateRule(benchmark::State& state, RuleVariant v, size_t p) {
 
   PushContext push;
   push.worker = kWorker;
-  push.gradient = gradient.f32();
+  push.gradient = GradientView(gradient.f32(), p);
   push.learning_rate = kLearningRate;
   push.staleness = kStaleness;
   push.base_version = kMasterVersion - kStaleness;
@@ -396,7 +396,7 @@ void CheckTorchMatchesFused() {
 
   PushContext push;
   push.worker = kWorker;
-  push.gradient = gradient.f32();
+  push.gradient = GradientView(gradient.f32(), p);
   push.copy.dtype = DType::kFloat32;
   push.copy.data = copy->data();
   push.learning_rate = kLearningRate;

@@ -269,13 +269,12 @@ class Simulation {
     PushRequest request;
     request.worker = w.id;
     request.base_version = w.version;
-    request.gradient = model_->gradients();
-    request.gradient_size = p_;
+    request.gradient = GradientView(model_->gradients(), p_);
     if (dana_slim_) {
       const float* g = model_->gradients();
       for (size_t j = 0; j < p_; ++j) scratch_[j] = g[j] + weight_decay_ * w.copy[j];
       DanaSlimWorkerStep(momentum_, scratch_.data(), w.velocity.data(), scratch_.data(), p_);
-      request.gradient = scratch_.data();
+      request.gradient = GradientView(scratch_.data(), p_);
     }
     if (echo_) {
       request.echo_size = p_;

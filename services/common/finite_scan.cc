@@ -9,18 +9,39 @@ namespace {
 
 constexpr size_t kBlock = 4096;
 
-// All exponent bits set: Inf or NaN.
+// Compiled for AVX2 and for baseline x86-64; the loader picks the best the
+// CPU has (the scan is exact integer work either way).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GAPTRAIN_SCAN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define GAPTRAIN_SCAN_CLONES
+#endif
+
+// Value j of the buffer, at any alignment (memcpy compiles to one
+// unaligned load).
+template <class Bits>
+inline Bits Load(const uint8_t* bytes, size_t j) {
+  Bits x;
+  std::memcpy(&x, bytes + j * sizeof(Bits), sizeof(Bits));
+  return x;
+}
+
+// All exponent bits set: Inf or NaN. Adding the exponent's lowest bit to
+// the masked exponent carries into the sign bit exactly then, so a block
+// is one AND, ADD and OR per value.
 template <class Bits, Bits kExponent>
-size_t FindAllOnesExponent(const Bits* bits, size_t n) {
+GAPTRAIN_SCAN_CLONES size_t FindAllOnesExponent(const uint8_t* bytes, size_t n) {
+  constexpr Bits kLowest = static_cast<Bits>(kExponent & ~(kExponent - 1));
+  constexpr Bits kSign = static_cast<Bits>(kExponent + kLowest);
   for (size_t b0 = 0; b0 < n; b0 += kBlock) {
     const size_t b1 = std::min(n, b0 + kBlock);
-    Bits bad = 0;
+    Bits carried = 0;
     for (size_t j = b0; j < b1; ++j) {
-      bad |= static_cast<Bits>((bits[j] & kExponent) == kExponent);
+      carried |= static_cast<Bits>((Load<Bits>(bytes, j) & kExponent) + kLowest);
     }
-    if (bad == 0) continue;
+    if ((carried & kSign) == 0) continue;
     for (size_t j = b0; j < b1; ++j) {
-      if ((bits[j] & kExponent) == kExponent) return j;
+      if ((Load<Bits>(bytes, j) & kExponent) == kExponent) return j;
     }
   }
   return n;
@@ -28,17 +49,21 @@ size_t FindAllOnesExponent(const Bits* bits, size_t n) {
 
 }  // namespace
 
-size_t FindNonFinite(const float* values, size_t n) {
+size_t FindNonFiniteFloatBytes(const uint8_t* bytes, size_t n) {
   static_assert(sizeof(float) == sizeof(uint32_t), "float must be 32-bit");
-  // Reading float storage through uint32_t: same size and alignment; the
-  // buffers come from the network or aligned_alloc, never from a float
-  // object whose lifetime the compiler tracks across this call.
-  return FindAllOnesExponent<uint32_t, 0x7F800000u>(
-      reinterpret_cast<const uint32_t*>(values), n);
+  return FindAllOnesExponent<uint32_t, 0x7F800000u>(bytes, n);
+}
+
+size_t FindNonFiniteBf16Bytes(const uint8_t* bytes, size_t n) {
+  return FindAllOnesExponent<uint16_t, 0x7F80u>(bytes, n);
+}
+
+size_t FindNonFinite(const float* values, size_t n) {
+  return FindNonFiniteFloatBytes(reinterpret_cast<const uint8_t*>(values), n);
 }
 
 size_t FindNonFinite(const bf16_t* values, size_t n) {
-  return FindAllOnesExponent<uint16_t, 0x7F80u>(values, n);
+  return FindNonFiniteBf16Bytes(reinterpret_cast<const uint8_t*>(values), n);
 }
 
 }  // namespace gaptrain

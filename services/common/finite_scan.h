@@ -7,6 +7,7 @@
 #define GAPTRAIN_SERVICES_COMMON_FINITE_SCAN_H_
 
 #include <cstddef>
+#include <cstdint>
 
 #include "services/common/bfloat16.h"
 
@@ -14,6 +15,11 @@ namespace gaptrain {
 
 size_t FindNonFinite(const float* values, size_t n);
 size_t FindNonFinite(const bf16_t* values, size_t n);
+
+// The same over n little-endian values stored at any alignment, as they
+// lie in received network buffers.
+size_t FindNonFiniteFloatBytes(const uint8_t* bytes, size_t n);
+size_t FindNonFiniteBf16Bytes(const uint8_t* bytes, size_t n);
 
 }  // namespace gaptrain
 

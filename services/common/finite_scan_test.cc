@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -34,6 +35,44 @@ TEST(FiniteScanTest, Bfloat16) {
   EXPECT_EQ(FindNonFinite(v.data(), v.size()), 4999u);
   v[123] = 0x7FC0;  // quiet NaN
   EXPECT_EQ(FindNonFinite(v.data(), v.size()), 123u);
+}
+
+// Every exponent but all-ones is finite, at every position and alignment.
+TEST(FiniteScanTest, UnalignedBytesAtEveryOffset) {
+  const std::vector<float> special = {0.0f, -0.0f, std::numeric_limits<float>::max(),
+                                      -std::numeric_limits<float>::max(),
+                                      std::numeric_limits<float>::denorm_min(), 1.0f,
+                                      std::numeric_limits<float>::min()};
+  const size_t n = 9000;
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = special[i % special.size()];
+  std::vector<uint8_t> storage(n * 4 + 3);
+  for (size_t offset = 0; offset < 4; ++offset) {
+    uint8_t* bytes = storage.data() + offset;
+    std::memcpy(bytes, values.data(), n * 4);
+    EXPECT_EQ(FindNonFiniteFloatBytes(bytes, n), n) << offset;
+    for (size_t bad : {size_t{0}, size_t{4095}, size_t{4096}, n - 1}) {
+      for (float x : {std::nanf(""), std::numeric_limits<float>::infinity(),
+                      -std::numeric_limits<float>::infinity()}) {
+        std::memcpy(bytes + bad * 4, &x, 4);
+        EXPECT_EQ(FindNonFiniteFloatBytes(bytes, n), bad) << offset << " " << bad;
+        std::memcpy(bytes + bad * 4, &values[bad], 4);
+      }
+    }
+  }
+}
+
+TEST(FiniteScanTest, UnalignedBf16Bytes) {
+  const size_t n = 5000;
+  std::vector<bf16_t> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = static_cast<bf16_t>(i % 2 ? 0x7F7F : 0xFF00);
+  std::vector<uint8_t> storage(n * 2 + 1);
+  uint8_t* bytes = storage.data() + 1;
+  std::memcpy(bytes, values.data(), n * 2);
+  EXPECT_EQ(FindNonFiniteBf16Bytes(bytes, n), n);  // 0x7F7F: largest finite
+  const bf16_t inf = 0xFF80;
+  std::memcpy(bytes + 4097 * 2, &inf, 2);
+  EXPECT_EQ(FindNonFiniteBf16Bytes(bytes, n), 4097u);
 }
 
 }  // namespace

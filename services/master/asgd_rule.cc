@@ -15,7 +15,7 @@ void AsgdKernel(float lr, float mom, float wd, float scale, const float* __restr
                 float* __restrict theta, float* __restrict v, size_t begin, size_t end) {
 #pragma omp simd
   for (size_t j = begin; j < end; ++j) {
-    const float d = scale * g[j] + wd * theta[j];
+    const float d = scale * g[j - begin] + wd * theta[j];
     MomentumStep<K>(d, v, theta, j, lr, mom);
   }
 }
@@ -23,7 +23,7 @@ void AsgdKernel(float lr, float mom, float wd, float scale, const float* __restr
 }  // namespace
 
 void AsgdStep(const RuleConfig& config, double learning_rate, float gradient_scale,
-              const float* gradient, ParameterStore* store) {
+              const GradientView& gradient, ParameterStore* store) {
   float* theta = store->params();
   FlatBuffer* momentum = store->buffer(kMomentumBuffer);
   float* v = momentum ? momentum->f32() : nullptr;
@@ -31,10 +31,10 @@ void AsgdStep(const RuleConfig& config, double learning_rate, float gradient_sca
 
   DispatchStep(StepKindOf(config), [&](auto kind) {
     constexpr StepKind K = decltype(kind)::value;
-    ForEachRange(store->layout(), config.num_threads,
-                 [&](size_t begin, size_t end, GapAccumulator*) {
-                   AsgdKernel<K>(lr, config.momentum, config.weight_decay, gradient_scale,
-                                 gradient, theta, v, begin, end);
+    ForEachRange(store->layout(), config.num_threads, &gradient,
+                 [&](size_t begin, size_t end, const float* g, GapAccumulator*) {
+                   AsgdKernel<K>(lr, config.momentum, config.weight_decay, gradient_scale, g,
+                                 theta, v, begin, end);
                  },
                  nullptr);
   });

@@ -12,7 +12,7 @@ namespace gaptrain {
 // One fused ASGD pass with d = scale·g + λθ. SA (scale 1/max(1, τ)) and the
 // sync aggregator (scale 1/count) reuse it.
 void AsgdStep(const RuleConfig& config, double learning_rate, float gradient_scale,
-              const float* gradient, ParameterStore* store);
+              const GradientView& gradient, ParameterStore* store);
 
 class AsgdRule : public UpdateRule {
  public:

@@ -788,8 +788,7 @@ class EngineDriver {
       PushRequest push;
       push.worker = w;
       push.base_version = it->second;
-      push.gradient = gradient.data();
-      push.gradient_size = gradient.size();
+      push.gradient = GradientView(gradient.data(), gradient.size());
       ApplyStats stats;
       Status s = engine_->Push(push, &stats);
       ASSERT_TRUE(s.ok()) << s.ToString();

@@ -2,10 +2,10 @@
 
 #include <grpc/slice.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "services/common/bfloat16.h"
-#include "services/common/finite_scan.h"
 
 namespace gaptrain {
 namespace {
@@ -137,67 +137,20 @@ void NoRelease(void*) {}
 
 }  // namespace
 
-void SlicedBytes::Append(const uint8_t* data, size_t size) {
-  if (size == 0) return;
-  parts_.push_back({data, size});
-  size_ += size;
-}
-
-void SlicedBytes::CopyTo(void* out) const {
-  uint8_t* p = static_cast<uint8_t*>(out);
-  for (const Part& part : parts_) {
-    std::memcpy(p, part.data, part.size);
-    p += part.size;
-  }
-}
-
-template <class OnPart>
-void SlicedBytes::Decode(proto::WireType type, float* out, OnPart on_part) const {
+void DecodeValues(const SlicedBytes& bytes, proto::WireType type, float* out) {
   if (type != proto::BFLOAT16) {
-    uint8_t* p = reinterpret_cast<uint8_t*>(out);
-    size_t done = 0;
-    for (const Part& part : parts_) {  // a value may straddle two parts
-      std::memcpy(p + done, part.data, part.size);
-      done += part.size;
-      on_part(done / sizeof(float));
-    }
+    bytes.CopyTo(out);
     return;
   }
-  // A bf16 value may straddle two parts.
-  size_t index = 0;
-  int have_low = 0;
-  uint8_t low = 0;
-  for (const Part& part : parts_) {
-    size_t i = 0;
-    if (have_low && part.size > 0) {
-      out[index++] = Bf16ToFloat(static_cast<bf16_t>(low | (part.data[0] << 8)));
-      have_low = 0;
-      i = 1;
-    }
-    for (; i + 1 < part.size; i += 2) {
-      out[index++] = Bf16ToFloat(static_cast<bf16_t>(part.data[i] | (part.data[i + 1] << 8)));
-    }
-    if (i < part.size) {
-      low = part.data[i];
-      have_low = 1;
-    }
-    on_part(index);
+  // Through a bounded bf16 block: the bytes may start at any alignment.
+  constexpr size_t kBlock = 4096;
+  bf16_t block[kBlock];
+  const size_t n = bytes.size() / sizeof(bf16_t);
+  for (size_t b0 = 0; b0 < n; b0 += kBlock) {
+    const size_t count = std::min(n - b0, kBlock);
+    bytes.CopyRange(b0 * sizeof(bf16_t), count * sizeof(bf16_t), block);
+    Bf16ToFloats(block, count, out + b0);
   }
-}
-
-void SlicedBytes::DecodeTo(proto::WireType type, float* out) const {
-  Decode(type, out, [](size_t) {});
-}
-
-bool SlicedBytes::DecodeFiniteTo(proto::WireType type, float* out) const {
-  size_t checked = 0;
-  bool finite = true;
-  Decode(type, out, [&](size_t complete) {
-    const size_t n = complete - checked;
-    finite = finite && FindNonFinite(out + checked, n) == n;
-    checked = complete;
-  });
-  return finite;
 }
 
 Status ParseParameterChunk(grpc::ByteBuffer* buffer, ReceivedParameterChunk* chunk) {

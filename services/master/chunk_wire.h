@@ -17,41 +17,19 @@
 #include <vector>
 
 #include "proto/gaptrain.pb.h"
+#include "services/common/sliced_bytes.h"
 #include "services/common/status.h"
 
 namespace gaptrain {
 
-// Bytes of one field of a received message, possibly spread over slices.
-class SlicedBytes {
- public:
-  void Append(const uint8_t* data, size_t size);
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  // Copies all bytes to `out` (size() bytes).
-  void CopyTo(void* out) const;
-  // Decodes values of `type` into `out` (size() / WireTypeSize values).
-  void DecodeTo(proto::WireType type, float* out) const;
-  // The same, and true when every decoded value is finite. Each part is
-  // checked right after it is decoded, while it is still in cache, so the
-  // check costs no extra pass over memory.
-  bool DecodeFiniteTo(proto::WireType type, float* out) const;
-
- private:
-  struct Part {
-    const uint8_t* data;
-    size_t size;
-  };
-  // Decodes part by part; after each part calls on_part(v), v being the
-  // number of values complete in `out` so far.
-  template <class OnPart>
-  void Decode(proto::WireType type, float* out, OnPart on_part) const;
-
-  std::vector<Part> parts_;
-  size_t size_ = 0;
-};
+// Decodes the values of `type` in `bytes` into `out` (bytes.size() /
+// WireTypeSize(type) floats).
+void DecodeValues(const SlicedBytes& bytes, proto::WireType type, float* out);
 
 // A parsed chunk: the scalar fields in `header` (values and echo left
-// empty), the payloads as views into `slices`, which keep them alive.
+// empty), the payloads as views into `slices`, which keep them alive. The
+// views point into the Slice objects themselves (a small slice holds its
+// bytes inline), so move `slices` only as a whole vector.
 struct ReceivedParameterChunk {
   std::vector<grpc::Slice> slices;
   proto::ParameterChunk header;

@@ -9,17 +9,16 @@ namespace {
 void DanaSlimKernel(float lr, const float* __restrict u, float* __restrict x, size_t begin,
                     size_t end) {
 #pragma omp simd
-  for (size_t j = begin; j < end; ++j) x[j] -= lr * u[j];
+  for (size_t j = begin; j < end; ++j) x[j] -= lr * u[j - begin];
 }
 
 }  // namespace
 
 void DanaSlimRule::Apply(const PushContext& push, ParameterStore* store, ApplyStats* stats) {
   float* __restrict x = store->params();
-  const float* __restrict u = push.gradient;
   const float lr = static_cast<float>(push.learning_rate);
-  ForEachRange(store->layout(), config().num_threads,
-               [&](size_t begin, size_t end, GapAccumulator*) {
+  ForEachRange(store->layout(), config().num_threads, &push.gradient,
+               [&](size_t begin, size_t end, const float* u, GapAccumulator*) {
                  DanaSlimKernel(lr, u, x, begin, end);
                },
                nullptr);

@@ -13,7 +13,7 @@ void DanaZeroKernel(float lr, float mom, float wd, const float* __restrict g,
                     size_t begin, size_t end) {
 #pragma omp simd
   for (size_t j = begin; j < end; ++j) {
-    const float d = g[j] + wd * theta[j];
+    const float d = g[j - begin] + wd * theta[j];
     const float v_old = vi[j];
     const float v_new = mom * v_old + d;
     theta[j] -= lr * v_new;
@@ -67,12 +67,11 @@ void DanaZeroRule::Apply(const PushContext& push, ParameterStore* store, ApplySt
   float* __restrict theta = store->params();
   float* __restrict s = store->buffer(kMomentumSumBuffer)->f32();
   float* __restrict vi = store->buffer(WorkerStateName(push.worker, kWorkerMomentum))->f32();
-  const float* __restrict g = push.gradient;
   const float lr = static_cast<float>(push.learning_rate);
   const float mom = config().momentum;
   const float wd = config().weight_decay;
-  ForEachRange(store->layout(), config().num_threads,
-               [&](size_t begin, size_t end, GapAccumulator*) {
+  ForEachRange(store->layout(), config().num_threads, &push.gradient,
+               [&](size_t begin, size_t end, const float* g, GapAccumulator*) {
                  DanaZeroKernel(lr, mom, wd, g, theta, s, vi, begin, end);
                },
                nullptr);

@@ -22,7 +22,7 @@ void DcAsgdKernel(const RuleConfig& config, float lr, const float* __restrict g,
 #pragma omp simd
   for (size_t j = begin; j < end; ++j) {
     const float t = theta[j];
-    const float gj = g[j];
+    const float gj = g[j - begin];
     float lam = lambda;
     if constexpr (kAdaptive) {
       const float ms = decay * mean_square[j] + (1.0f - decay) * gj * gj;
@@ -53,14 +53,12 @@ void DcAsgdRule::Apply(const PushContext& push, ParameterStore* store, ApplyStat
   DispatchStep(StepKindOf(c), [&](auto kind) {
     constexpr StepKind K = decltype(kind)::value;
     DispatchCopy(push.copy, [&](auto copy) {
-      ForEachRange(store->layout(), c.num_threads,
-                   [&](size_t begin, size_t end, GapAccumulator*) {
+      ForEachRange(store->layout(), c.num_threads, &push.gradient,
+                   [&](size_t begin, size_t end, const float* g, GapAccumulator*) {
                      if (c.dc_adaptive) {
-                       DcAsgdKernel<K, true>(c, lr, push.gradient, copy, theta, v, ms, begin,
-                                             end);
+                       DcAsgdKernel<K, true>(c, lr, g, copy, theta, v, ms, begin, end);
                      } else {
-                       DcAsgdKernel<K, false>(c, lr, push.gradient, copy, theta, v, ms, begin,
-                                              end);
+                       DcAsgdKernel<K, false>(c, lr, g, copy, theta, v, ms, begin, end);
                      }
                    },
                    nullptr);

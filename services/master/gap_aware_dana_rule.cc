@@ -28,7 +28,7 @@ void GapAwareDanaKernel(const RuleConfig& config, const GapParams& gp, float lr,
     for (size_t j = b0; j < b1; ++j) {
       float gap, inv_gap;
       const float d = PenalisedDirection<kPenalizeWeightDecay>(
-          g[j], theta[j], LoadAsFloat(copy, j), r[j], wd, gp, &gap, &inv_gap);
+          g[j - begin], theta[j], LoadAsFloat(copy, j), r[j], wd, gp, &gap, &inv_gap);
       const float v_old = vi[j];
       const float v_new = mom * v_old + d;
       theta[j] -= lr * v_new;
@@ -75,14 +75,14 @@ void GapAwareDanaRule::Apply(const PushContext& push, ParameterStore* store,
   float* vi = store->buffer(WorkerStateName(push.worker, kWorkerMomentum))->f32();
 
   DispatchCopy(push.copy, [&](auto copy) {
-    ForEachRange(store->layout(), c.num_threads,
-                 [&](size_t begin, size_t end, GapAccumulator* acc) {
+    ForEachRange(store->layout(), c.num_threads, &push.gradient,
+                 [&](size_t begin, size_t end, const float* g, GapAccumulator* acc) {
                    if (c.penalize_weight_decay) {
-                     GapAwareDanaKernel<true>(c, gp, lr, push.gradient, copy, theta, vi, s, r,
-                                              begin, end, acc);
+                     GapAwareDanaKernel<true>(c, gp, lr, g, copy, theta, vi, s, r, begin, end,
+                                              acc);
                    } else {
-                     GapAwareDanaKernel<false>(c, gp, lr, push.gradient, copy, theta, vi, s,
-                                               r, begin, end, acc);
+                     GapAwareDanaKernel<false>(c, gp, lr, g, copy, theta, vi, s, r, begin, end,
+                                               acc);
                    }
                  },
                  stats);

@@ -26,9 +26,9 @@ void GapAwareKernel(const RuleConfig& config, const GapParams& gp, float lr,
     for (size_t j = b0; j < b1; ++j) {
       float gap, inv_gap;
       const float d = PenalisedDirection<kPenalizeWeightDecay>(
-          g[j], theta[j], LoadAsFloat(copy, j), r[j], wd, gp, &gap, &inv_gap);
+          g[j - begin], theta[j], LoadAsFloat(copy, j), r[j], wd, gp, &gap, &inv_gap);
       const float step = MomentumStep<K>(d, v, theta, j, lr, mom);
-      const float fed = K == StepKind::kPlain ? g[j] : step;
+      const float fed = K == StepKind::kPlain ? g[j - begin] : step;
       r[j] = beta * r[j] + one_minus_beta * fed * fed;
       gap_sum += gap;
       penalty_sum += inv_gap;
@@ -58,14 +58,13 @@ void GapAwareRule::Apply(const PushContext& push, ParameterStore* store, ApplySt
   DispatchStep(StepKindOf(c), [&](auto kind) {
     constexpr StepKind K = decltype(kind)::value;
     DispatchCopy(push.copy, [&](auto copy) {
-      ForEachRange(store->layout(), c.num_threads,
-                   [&](size_t begin, size_t end, GapAccumulator* acc) {
+      ForEachRange(store->layout(), c.num_threads, &push.gradient,
+                   [&](size_t begin, size_t end, const float* g, GapAccumulator* acc) {
                      if (c.penalize_weight_decay) {
-                       GapAwareKernel<K, true>(c, gp, lr, push.gradient, copy, theta, v, r,
-                                               begin, end, acc);
+                       GapAwareKernel<K, true>(c, gp, lr, g, copy, theta, v, r, begin, end, acc);
                      } else {
-                       GapAwareKernel<K, false>(c, gp, lr, push.gradient, copy, theta, v, r,
-                                                begin, end, acc);
+                       GapAwareKernel<K, false>(c, gp, lr, g, copy, theta, v, r, begin, end,
+                                                acc);
                      }
                    },
                    stats);

@@ -160,7 +160,7 @@ Status MasterClient::PullImpl(uint32_t worker, bool observer, int64_t known_vers
         context.TryCancel();
         continue;
       }
-      chunk.values.DecodeTo(h.wire_type(), out + received);
+      DecodeValues(chunk.values, h.wire_type(), out + received);
       received += count;
     }
   }

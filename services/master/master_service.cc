@@ -25,6 +25,10 @@ double SecondsSince(Clock::time_point start) {
 
 bool ValidWireType(int type) { return proto::WireType_IsValid(type); }
 
+DType WireDType(proto::WireType type) {
+  return type == proto::BFLOAT16 ? DType::kBfloat16 : DType::kFloat32;
+}
+
 proto::PushResponse::Outcome ToProto(ApplyStats::Outcome outcome) {
   switch (outcome) {
     case ApplyStats::Outcome::kApplied: return proto::PushResponse::APPLIED;
@@ -228,9 +232,11 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
   grpc::ByteBuffer chunk_;
 };
 
-// Receives one push chunk by chunk, decoding values from the received
-// slices straight into a pooled buffer; applies it when the client ends the
-// stream with every value delivered.
+// Receives one push chunk by chunk and applies it when the client ends the
+// stream with every value delivered. The gradient stays in the slices gRPC
+// received it in: each chunk is checked for NaN/Inf as it arrives, and the
+// rule decodes the values block by block as it applies them
+// (GradientView). The echo, rarely used, is copied into one buffer.
 class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   PushReactor(MasterService* service, grpc::CallbackServerContext* context,
@@ -278,7 +284,6 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
       }
       header_ = c;
       has_echo_ = !chunk_.echo.empty();
-      gradient_ = service_->pool_->Acquire();
       if (has_echo_) echo_.resize(total * WireTypeSize(c.echo_type()));
       first_ = false;
     } else if (c.worker_id() != header_.worker_id() ||
@@ -304,11 +309,13 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
       return service_->RejectMalformed("chunk at offset " + std::to_string(received_) +
                                        ": echo must cover exactly the chunk's values");
     }
-    // Checked while decoding, outside the engine's mutex; a push with a
-    // NaN or Inf goes to the engine unchecked, which rejects it and says
-    // where the value is.
-    float* values = gradient_->data() + received_;
-    all_finite_ = chunk_.values.DecodeFiniteTo(header_.wire_type(), values) && all_finite_;
+    // Checked outside the engine's mutex; a push with a NaN or Inf goes to
+    // the engine unchecked, which rejects it and says where the value is.
+    all_finite_ = all_finite_ &&
+                  GradientView(&chunk_.values, WireDType(header_.wire_type()), n)
+                          .FindNonFinite() == n;
+    gradient_.Append(chunk_.values);
+    received_slices_.push_back(std::move(chunk_.slices));  // keeps gradient_'s bytes
     if (has_echo_) {
       char* echo = echo_.data() + received_ * echo_size;
       chunk_.echo.CopyTo(echo);
@@ -337,12 +344,10 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
     PushRequest request;
     request.worker = header_.worker_id();
     request.base_version = header_.base_version();
-    request.gradient = gradient_->data();
-    request.gradient_size = total;
+    request.gradient = GradientView(&gradient_, WireDType(header_.wire_type()), total);
     request.known_finite = all_finite_;
     if (has_echo_) {
-      request.echo.dtype =
-          header_.echo_type() == proto::BFLOAT16 ? DType::kBfloat16 : DType::kFloat32;
+      request.echo.dtype = WireDType(header_.echo_type());
       request.echo.data = echo_.data();
       request.echo_size = total;
     }
@@ -389,7 +394,10 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
   bool all_finite_ = true;  // every value decoded so far is finite
   size_t received_ = 0;
   uint64_t bytes_ = 0;
-  std::shared_ptr<std::vector<float>> gradient_;
+  // The gradient's wire bytes: views into received_slices_, whose vectors
+  // are moved whole so the Slice objects (and inlined bytes) stay put.
+  SlicedBytes gradient_;
+  std::vector<std::vector<grpc::Slice>> received_slices_;
   std::vector<char> echo_;
   ApplyStats stats_;
 };

@@ -7,10 +7,10 @@
 // UpdateEngine::reply_generation(): the first pull after a change copies
 // it, later ones share it), then streams it without the mutex, so a pull
 // always sees whole updates and a slow reader never blocks others. A push
-// is received, decoded and checked for NaN/Inf into a pooled buffer
-// without the mutex, and takes the mutex only to apply: applying is never
-// serialised behind network I/O. A push whose stream ends early is never
-// applied.
+// is received and checked for NaN/Inf without the mutex, staying in the
+// slices gRPC received it in, and takes the mutex only to apply (the rule
+// decodes the values as it goes): applying is never serialised behind
+// network I/O. A push whose stream ends early is never applied.
 //
 // Every RPC must carry "authorization: Bearer <token>" when a token is
 // configured; otherwise it fails with UNAUTHENTICATED.
@@ -99,7 +99,7 @@ class MasterService final : public MasterServiceBase {
   const bool needs_echo_;
   const proto::WireType echo_type_;
   CheckpointFn checkpoint_fn_;
-  const std::shared_ptr<BufferPool> pool_;  // P-float buffers for pulls and pushes
+  const std::shared_ptr<BufferPool> pool_;  // P-float buffers for pull replies
 
   // A pull reply, immutable once written, shared by every pull while the
   // engine's reply_generation() stays `generation`. Replaced (never

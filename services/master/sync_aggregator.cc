@@ -12,7 +12,7 @@ namespace {
 void AccumulateKernel(const float* __restrict g, float* __restrict sum, size_t begin,
                       size_t end) {
 #pragma omp simd
-  for (size_t j = begin; j < end; ++j) sum[j] += g[j];
+  for (size_t j = begin; j < end; ++j) sum[j] += g[j - begin];
 }
 
 // The step on the mean of sum (+ last, when not null), clearing the sum.
@@ -23,7 +23,7 @@ void SyncStepKernel(float lr, float mom, float wd, float inv_count, const float*
   if (last != nullptr) {
 #pragma omp simd
     for (size_t j = begin; j < end; ++j) {
-      const float d = (sum[j] + last[j]) * inv_count + wd * theta[j];
+      const float d = (sum[j] + last[j - begin]) * inv_count + wd * theta[j];
       sum[j] = 0.0f;
       MomentumStep<K>(d, v, theta, j, lr, mom);
     }
@@ -57,13 +57,13 @@ void SyncAggregator::Apply(const PushContext& push, ParameterStore* store,
   }
   const size_t count = static_cast<size_t>(store->scalar(kSyncCountScalar)) + 1;
   if (count >= RequiredGradients(push.live_workers)) {
-    Step(count, push.gradient, push.learning_rate, store, stats);
+    Step(count, &push.gradient, push.learning_rate, store, stats);
     return;
   }
   float* sum = store->buffer(kGradientSumBuffer)->f32();
-  ForEachRange(store->layout(), config().num_threads,
-               [&](size_t begin, size_t end, GapAccumulator*) {
-                 AccumulateKernel(push.gradient, sum, begin, end);
+  ForEachRange(store->layout(), config().num_threads, &push.gradient,
+               [&](size_t begin, size_t end, const float* g, GapAccumulator*) {
+                 AccumulateKernel(g, sum, begin, end);
                },
                nullptr);
   store->set_scalar(kSyncCountScalar, static_cast<double>(count));
@@ -78,14 +78,14 @@ bool SyncAggregator::OnMembershipChange(size_t live_workers, double learning_rat
   return true;
 }
 
-void SyncAggregator::Step(size_t count, const float* last, double learning_rate,
+void SyncAggregator::Step(size_t count, const GradientView* last, double learning_rate,
                           ParameterStore* store, ApplyStats* stats) const {
   const RuleConfig& c = config();
   const float lr = static_cast<float>(learning_rate);
   if (count == 1 && last != nullptr) {
     // The sum is still all zero: a plain ASGD step on this gradient moves
     // 20 bytes per parameter instead of 28.
-    AsgdStep(c, learning_rate, 1.0f, last, store);
+    AsgdStep(c, learning_rate, 1.0f, *last, store);
   } else {
     float* theta = store->params();
     float* sum = store->buffer(kGradientSumBuffer)->f32();
@@ -94,10 +94,10 @@ void SyncAggregator::Step(size_t count, const float* last, double learning_rate,
     const float inv_count = 1.0f / static_cast<float>(count);
     DispatchStep(StepKindOf(c), [&](auto kind) {
       constexpr StepKind K = decltype(kind)::value;
-      ForEachRange(store->layout(), c.num_threads,
-                   [&](size_t begin, size_t end, GapAccumulator*) {
-                     SyncStepKernel<K>(lr, c.momentum, c.weight_decay, inv_count, last, sum,
-                                       theta, v, begin, end);
+      ForEachRange(store->layout(), c.num_threads, last,
+                   [&](size_t begin, size_t end, const float* g, GapAccumulator*) {
+                     SyncStepKernel<K>(lr, c.momentum, c.weight_decay, inv_count, g, sum, theta,
+                                       v, begin, end);
                    },
                    nullptr);
     });

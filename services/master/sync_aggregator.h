@@ -33,7 +33,7 @@ class SyncAggregator : public UpdateRule {
  private:
   // Averages the sum (plus `last`, when not null, in the same pass), takes
   // the step and clears the sum.
-  void Step(size_t count, const float* last, double learning_rate, ParameterStore* store,
+  void Step(size_t count, const GradientView* last, double learning_rate, ParameterStore* store,
             ApplyStats* stats) const;
 };
 

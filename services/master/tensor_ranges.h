@@ -1,6 +1,8 @@
 // ForEachRange: runs a rule's fused kernel over [0, P), split over threads by
 // contiguous ranges and cut at tensor boundaries so each piece's Gap
-// statistics land in its tensor's accumulator.
+// statistics land in its tensor's accumulator. It hands the kernel the
+// pushed gradient's values for each piece (GradientView), decoding wire
+// values block by block where the push still holds them.
 
 #ifndef GAPTRAIN_SERVICES_MASTER_TENSOR_RANGES_H_
 #define GAPTRAIN_SERVICES_MASTER_TENSOR_RANGES_H_
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "services/master/apply_stats.h"
+#include "services/master/gradient_view.h"
 #include "services/master/parameter_layout.h"
 
 namespace gaptrain {
@@ -35,15 +38,22 @@ struct GapAccumulator {
   GapStats ToStats() const;
 };
 
-// fn(begin, end, acc) processes elements [begin, end), all in one tensor,
-// adding its Gap sums to *acc (kernels without a Gap ignore it).
-using RangeKernel = std::function<void(size_t begin, size_t end, GapAccumulator* acc)>;
+// fn(begin, end, g, acc) processes elements [begin, end), all in one
+// tensor, adding its Gap sums to *acc (kernels without a Gap ignore it).
+// g[0 .. end − begin) are the gradient's values of those elements (g[0] is
+// element `begin`), or null when no gradient was given.
+using RangeKernel =
+    std::function<void(size_t begin, size_t end, const float* g, GapAccumulator* acc)>;
 
 // Runs `kernel` over every element of `layout` exactly once, on up to
 // `num_threads` threads (fewer for small models: a thread is worth it only
-// for a large enough range). With `stats`, fills stats->per_tensor and
-// stats->gap and sets has_gap and penalty_mean.
-void ForEachRange(const ParameterLayout& layout, int num_threads,
+// for a large enough range). `gradient` (null, or P values) is read as the
+// kernel reaches each piece; wire values come in pieces of at most
+// GradientView::kBlock, each starting a multiple of kBlock past its
+// tensor piece's start, so a kernel's kStatsBlock sums are the same either
+// way. With `stats`, fills stats->per_tensor and stats->gap and sets
+// has_gap and penalty_mean.
+void ForEachRange(const ParameterLayout& layout, int num_threads, const GradientView* gradient,
                   const RangeKernel& kernel, ApplyStats* stats);
 
 }  // namespace gaptrain

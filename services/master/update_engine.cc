@@ -192,10 +192,10 @@ Status UpdateEngine::ValidatePush(const PushRequest& request, const WorkerRecord
   const uint64_t version = store_->version();
   const std::string who = Worker(request.worker);
 
-  if (request.gradient == nullptr || request.gradient_size != p) {
+  if (request.gradient.empty() || request.gradient.size() != p) {
     return Reject(RejectReason::kWrongSize,
                   Status::InvalidArgument(who + ": gradient has " +
-                                          std::to_string(request.gradient_size) +
+                                          std::to_string(request.gradient.size()) +
                                           " values, the model has " + std::to_string(p)));
   }
   if (request.base_version > version) {
@@ -259,9 +259,9 @@ Status UpdateEngine::ValidatePush(const PushRequest& request, const WorkerRecord
     }
   }
 
-  size_t bad = request.known_finite ? p : FindNonFinite(request.gradient, p);
+  size_t bad = request.known_finite ? p : request.gradient.FindNonFinite();
   if (bad != p) {
-    float value = request.gradient[bad];
+    float value = request.gradient.At(bad);
     return Reject(RejectReason::kNonFinite,
                   Status::InvalidArgument(who + ": gradient " +
                                           DescribeIndex(store_->layout(), bad) + " is " +

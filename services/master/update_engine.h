@@ -20,6 +20,7 @@
 
 #include "services/common/status.h"
 #include "services/master/apply_stats.h"
+#include "services/master/gradient_view.h"
 #include "services/master/learning_rate_schedule.h"
 #include "services/master/parameter_store.h"
 #include "services/master/rule_config.h"
@@ -31,8 +32,7 @@ namespace gaptrain {
 struct PushRequest {
   WorkerId worker = 0;
   uint64_t base_version = 0;  // s: the version the worker pulled
-  const float* gradient = nullptr;
-  size_t gradient_size = 0;
+  GradientView gradient;  // a float array, or the push's wire bytes
   // gapSource echo: the worker's copy θ⁽ⁱ⁾ (fp32 or bf16), echo_size values.
   WorkerCopyView echo;
   size_t echo_size = 0;

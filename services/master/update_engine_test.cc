@@ -84,8 +84,7 @@ PushRequest Request(WorkerId worker, uint64_t base, const Vec& g) {
   PushRequest r;
   r.worker = worker;
   r.base_version = base;
-  r.gradient = g.data();
-  r.gradient_size = g.size();
+  r.gradient = GradientView(g.data(), g.size());
   return r;
 }
 
@@ -646,14 +645,11 @@ TEST_P(BadInputTest, UnknownWorker) {
 TEST_P(BadInputTest, WrongGradientSize) {
   Vec shorter(kP - 1, 0.1f), longer(kP + 1, 0.1f);
   PushRequest r = Good();
-  r.gradient = shorter.data();
-  r.gradient_size = shorter.size();
+  r.gradient = GradientView(shorter.data(), shorter.size());
   ExpectRejected(r, RejectReason::kWrongSize, Code::kInvalidArgument);
-  r.gradient = longer.data();
-  r.gradient_size = longer.size();
+  r.gradient = GradientView(longer.data(), longer.size());
   ExpectRejected(r, RejectReason::kWrongSize, Code::kInvalidArgument);
-  r.gradient = nullptr;
-  r.gradient_size = 0;
+  r.gradient = GradientView();
   ExpectRejected(r, RejectReason::kWrongSize, Code::kInvalidArgument);
 }
 
@@ -678,7 +674,7 @@ TEST_P(BadInputTest, NonFiniteGradientNamesIndexAndTensor) {
     Vec g = good_g_;
     g[b.index] = b.value;
     PushRequest r = Good();
-    r.gradient = g.data();
+    r.gradient = GradientView(g.data(), g.size());
     Status s = ExpectRejected(r, RejectReason::kNonFinite, Code::kInvalidArgument);
     EXPECT_TRUE(Contains(s.message(), b.tensor)) << s.message();
     EXPECT_TRUE(Contains(s.message(), std::to_string(b.index)) ||
@@ -994,7 +990,7 @@ TEST_P(MixedInputTest, BadPushesChangeNothing) {
     if (echo) bad = WithEcho(bad, point[id]);
     switch (kind) {
       case 0: bad.worker = 1000; break;
-      case 1: bad.gradient_size = kP - 2; break;
+      case 1: bad.gradient = GradientView(bad_g.data(), kP - 2); break;
       case 2: bad_g[rng() % kP] = std::numeric_limits<float>::quiet_NaN(); break;
       case 3: bad.base_version = mixed->version() + 1; break;
       case 4: bad_g[rng() % kP] = -std::numeric_limits<float>::infinity(); break;
@@ -1002,10 +998,10 @@ TEST_P(MixedInputTest, BadPushesChangeNothing) {
         if (echo) {
           bad.echo_size = kP - 1;
         } else {
-          bad.gradient = nullptr;
+          bad.gradient = GradientView();
         }
         break;
-      default: bad.gradient_size = 0; break;
+      default: bad.gradient = GradientView(bad_g.data(), 0); break;
     }
     ApplyStats stats;
     ASSERT_FALSE(mixed->Push(bad, &stats).ok()) << "bad push kind " << kind;

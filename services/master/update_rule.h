@@ -15,6 +15,7 @@
 
 #include "services/master/apply_stats.h"
 #include "services/master/flat_buffer.h"
+#include "services/master/gradient_view.h"
 #include "services/master/parameter_store.h"
 #include "services/master/rule_config.h"
 
@@ -31,7 +32,7 @@ struct WorkerCopyView {
 // One validated push, as a rule sees it.
 struct PushContext {
   WorkerId worker = 0;
-  const float* gradient = nullptr;  // P finite values
+  GradientView gradient;            // P finite values
   WorkerCopyView copy;              // set when the rule NeedsWorkerCopy()
   uint64_t staleness = 0;           // τ = t − s
   uint64_t base_version = 0;        // s

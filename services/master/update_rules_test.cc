@@ -275,8 +275,7 @@ class Harness {
     PushRequest req;
     req.worker = w;
     req.base_version = worker.base;
-    req.gradient = g.data();
-    req.gradient_size = g.size();
+    req.gradient = GradientView(g.data(), g.size());
     if (echo_copy()) {
       req.echo.dtype = case_.echo_dtype;
       req.echo.data = case_.echo_dtype == DType::kBfloat16
@@ -692,8 +691,7 @@ PushRequest Request(uint32_t worker, uint64_t base, const Vec& g) {
   PushRequest r;
   r.worker = worker;
   r.base_version = base;
-  r.gradient = g.data();
-  r.gradient_size = g.size();
+  r.gradient = GradientView(g.data(), g.size());
   return r;
 }
 
