@@ -33,7 +33,9 @@
 #include <vector>
 
 #include "services/master/apply_stats.h"
+#include "services/common/sliced_bytes.h"
 #include "services/master/flat_buffer.h"
+#include "services/master/gradient_view.h"
 #include "services/master/kernel_util.h"
 #include "services/master/parameter_layout.h"
 #include "services/master/parameter_store.h"
@@ -138,6 +140,9 @@ struct RuleVariant {
   RuleConfig config;
   DType copy_dtype = DType::kFloat32;  // θ⁽ⁱ⁾ when config.NeedsWorkerCopy()
   double bytes_per_param = 0.0;
+  // The gradient as the master holds a push: fp32 wire bytes in received
+  // pieces (GradientView decodes them block by block), not one array.
+  bool wire_gradient = false;
 };
 
 RuleConfig BaseConfig(RuleKind kind) {
@@ -221,9 +226,18 @@ void BM_UpdateRule(benchmark::State& state, RuleVariant v, size_t p) {
   FlatBuffer gradient(DType::kFloat32, p);
   FillUniform(gradient.f32(), p, -0.01f, 0.01f, 2);
 
+  // Pieces of 64 KiB + 3 bytes, so values straddle pieces and start at
+  // every alignment, as in gRPC's receive buffers.
+  SlicedBytes wire;
+  const uint8_t* bytes = static_cast<const uint8_t*>(gradient.data());
+  for (size_t at = 0; at < gradient.bytes(); at += (64 << 10) + 3) {
+    wire.Append(bytes + at, std::min<size_t>((64 << 10) + 3, gradient.bytes() - at));
+  }
+
   PushContext push;
   push.worker = kWorker;
-  push.gradient = GradientView(gradient.f32(), p);
+  push.gradient = v.wire_gradient ? GradientView(&wire, DType::kFloat32, p)
+                                  : GradientView(gradient.f32(), p);
   push.learning_rate = kLearningRate;
   push.staleness = kStaleness;
   push.base_version = kMasterVersion - kStaleness;
@@ -464,6 +478,8 @@ constexpr char kTriadRow[] = "STREAM triad a=b+s*c";
 constexpr char kTorchRow[] = "gap-aware / LibTorch tensor ops";
 constexpr char kGaRow[] = "gap-aware / snapshot fp32";
 constexpr char kGaThreadsRow[] = "gap-aware / snapshot fp32, 2 threads";
+constexpr char kAsgdPlainRow[] = "asgd / plain (momentum 0)";
+constexpr char kWireSuffix[] = ", gradient in wire pieces";
 
 void RegisterAll() {
   const std::vector<RuleVariant> variants = AllVariants();
@@ -476,6 +492,14 @@ void RegisterAll() {
       const std::string name = BenchName(row, p);
       Register(name, row, p, v.bytes_per_param,
                benchmark::RegisterBenchmark(name.c_str(), BM_UpdateRule, v, p));
+      if (row == kGaRow || row == kAsgdPlainRow) {
+        RuleVariant wire = v;
+        wire.wire_gradient = true;
+        const std::string wrow = row + kWireSuffix;
+        const std::string wname = BenchName(wrow, p);
+        Register(wname, wrow, p, v.bytes_per_param,
+                 benchmark::RegisterBenchmark(wname.c_str(), BM_UpdateRule, wire, p));
+      }
       if (row == kGaRow && p >= 25000000) {
         RuleVariant threaded = v;
         threaded.config.num_threads = 2;
