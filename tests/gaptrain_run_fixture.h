@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "services/common/process.h"
-#include "services/worker/test_processes.h"  // TestTempDir, Eventually, ReadWholeFile
+#include "services/common/test_processes.h"  // TestTempDir, Eventually, ReadWholeFile
 
 namespace gaptrain {
 

@@ -6,20 +6,21 @@
 
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <thread>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "proto/health.grpc.pb.h"
 #include "services/common/http_client.h"
+#include "services/common/test_processes.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/master_client.h"
 
@@ -27,13 +28,9 @@ namespace gaptrain {
 namespace {
 
 constexpr char kToken[] = "coordinator-process-token";
-
-std::string TempDir(const std::string& name) {
-  std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  return dir;
-}
+// Both services' ports files: "GRPC HTTP", written once they serve.
+constexpr size_t kGrpcPort = 0;
+constexpr size_t kHttpPort = 1;
 
 std::string WriteJob(const std::string& dir) {
   std::string path = dir + "/job.yaml";
@@ -56,109 +53,54 @@ spec:
   return path;
 }
 
-// Polls `condition` every 20 ms for up to 30 s: for state inside another
-// process, which a test can only observe from outside.
-bool Eventually(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return condition();
+// Starts `binary` with `args`; its log is <dir>/<name>.log (a restart in
+// the same directory appends to it).
+std::unique_ptr<ChildProcess> Start(const std::string& binary, const std::string& dir,
+                                    const std::string& name, std::vector<std::string> args) {
+  auto child = std::make_unique<ChildProcess>(binary, std::move(args), dir + "/" + name + "-ports",
+                                              dir + "/" + name + ".log", kToken,
+                                              /*port_count=*/2);
+  EXPECT_TRUE(child->started()) << ReadWholeFile(child->log_file());
+  return child;
 }
 
-// A child process that writes "GRPC_PORT HTTP_PORT" to --ports-file once
-// it serves.
-class Child {
- public:
-  Child(const std::string& binary, const std::string& ports_file, std::vector<std::string> args) {
-    std::remove(ports_file.c_str());
-    args.insert(args.begin(), binary);
-    args.insert(args.end(), {"--ports-file", ports_file});
-    pid_ = fork();
-    if (pid_ == 0) {
-      setenv("GAPTRAIN_TOKEN", kToken, 1);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    Eventually([&] {
-      std::ifstream in(ports_file);
-      if (in >> grpc_port_ >> http_port_) return true;
-      grpc_port_ = 0;
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return true;
-      }
-      return false;
-    });
-    EXPECT_NE(grpc_port_, 0) << binary << " did not start";
-  }
-  ~Child() { Kill(SIGKILL); }
-
-  // Returns the wait status.
-  int Kill(int signal) {
-    if (pid_ <= 0) return -1;
-    kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
-  int grpc_port() const { return grpc_port_; }
-  int http_port() const { return http_port_; }
-
- private:
-  pid_t pid_ = -1;
-  int grpc_port_ = 0;
-  int http_port_ = 0;
-};
-
-std::unique_ptr<Child> StartMaster(const std::string& dir) {
-  return std::make_unique<Child>(
-      "services/master/gaptrain-master", dir + "/master-ports",
-      std::vector<std::string>{"--job", WriteJob(dir), "--listen", "127.0.0.1:0",
-                               "--http-address", "127.0.0.1", "--http-port", "0",
-                               "--train-samples", "1000"});
+std::unique_ptr<ChildProcess> StartMaster(const std::string& dir) {
+  return Start("services/master/gaptrain-master", dir, "master",
+               {"--job", WriteJob(dir), "--listen", "127.0.0.1:0", "--http-address", "127.0.0.1",
+                "--http-port", "0", "--train-samples", "1000"});
 }
 
-std::unique_ptr<Child> StartCoordinator(const std::string& dir,
-                                        const std::vector<std::string>& extra = {}) {
+std::unique_ptr<ChildProcess> StartCoordinator(const std::string& dir,
+                                               const std::vector<std::string>& extra = {}) {
   std::vector<std::string> args = {"--job", WriteJob(dir), "--listen", "127.0.0.1:0",
                                    "--http-address", "127.0.0.1", "--http-port", "0",
                                    "--train-samples", "1000", "--task-batches", "2",
                                    "--state-dir", dir + "/state"};
   args.insert(args.end(), extra.begin(), extra.end());
-  return std::make_unique<Child>("services/coordinator/gaptrain-coordinator",
-                                 dir + "/coordinator-ports", args);
+  return Start("services/coordinator/gaptrain-coordinator", dir, "coordinator", args);
 }
 
-CoordinatorClient Client(const Child& coordinator) {
+CoordinatorClient Client(const ChildProcess& coordinator) {
   CoordinatorClient::Options o;
   o.token = kToken;
-  return CoordinatorClient(grpc::CreateChannel(coordinator.address(),
-                                               grpc::InsecureChannelCredentials()),
-                           o);
+  return CoordinatorClient(
+      grpc::CreateChannel(coordinator.address(kGrpcPort), grpc::InsecureChannelCredentials()), o);
 }
 
 TEST(CoordinatorProcessTest, TheMasterLearnsTheLiveWorkers) {
-  const std::string dir = TempDir("feed");
+  const std::string dir = TestTempDir("feed");
   auto master = StartMaster(dir);
-  auto coordinator = StartCoordinator(dir, {"--master", master->address()});
+  auto coordinator = StartCoordinator(dir, {"--master", master->address(kGrpcPort)});
   CoordinatorClient client = Client(*coordinator);
   proto::RegisterResponse a, b;
   ASSERT_TRUE(client.Register("pod-a", proto::WORKER_ROLE_TRAINER, 0, &a).ok());
   ASSERT_TRUE(client.Register("pod-b", proto::WORKER_ROLE_TRAINER, 0, &b).ok());
-  EXPECT_EQ(a.master_address(), master->address());
+  EXPECT_EQ(a.master_address(), master->address(kGrpcPort));
 
   MasterClient::Options o;
   o.token = kToken;
   MasterClient master_client(
-      grpc::CreateChannel(master->address(), grpc::InsecureChannelCredentials()), o);
+      grpc::CreateChannel(master->address(kGrpcPort), grpc::InsecureChannelCredentials()), o);
   auto live_at_master = [&] {
     proto::DescribeResponse d;
     return master_client.Describe(&d).ok() ? static_cast<int>(d.live_workers()) : -1;
@@ -170,13 +112,13 @@ TEST(CoordinatorProcessTest, TheMasterLearnsTheLiveWorkers) {
   EXPECT_TRUE(Eventually([&] { return live_at_master() == 1; })) << live_at_master();
 
   HttpClientResponse metrics;
-  ASSERT_TRUE(HttpGet("127.0.0.1", coordinator->http_port(), "/metrics", 10, &metrics).ok());
+  ASSERT_TRUE(HttpGet("127.0.0.1", coordinator->port(kHttpPort), "/metrics", 10, &metrics).ok());
   EXPECT_NE(metrics.body.find("gaptrain_coordinator_master_member_updates_total{result=\"ok\"}"),
             std::string::npos);
 }
 
 TEST(CoordinatorProcessTest, SigtermPersistsAndARestartResumesMidEpoch) {
-  const std::string dir = TempDir("restart");
+  const std::string dir = TestTempDir("restart");
   uint32_t a = 0, b = 0;
   uint64_t held_by_a = 0, done_by_b = 0;
   {
@@ -227,14 +169,14 @@ TEST(CoordinatorProcessTest, SigtermPersistsAndARestartResumesMidEpoch) {
 }
 
 TEST(CoordinatorProcessTest, StatusMetricsAndHealthOverHttpAndGrpc) {
-  const std::string dir = TempDir("http");
+  const std::string dir = TestTempDir("http");
   auto coordinator = StartCoordinator(dir);
   CoordinatorClient client = Client(*coordinator);
   proto::RegisterResponse r;
   ASSERT_TRUE(client.Register("pod-a", proto::WORKER_ROLE_TRAINER, 0, &r).ok());
 
   HttpClientResponse status;
-  ASSERT_TRUE(HttpGet("127.0.0.1", coordinator->http_port(), "/status", 10, &status).ok());
+  ASSERT_TRUE(HttpGet("127.0.0.1", coordinator->port(kHttpPort), "/status", 10, &status).ok());
   EXPECT_EQ(status.status, 200);
   nlohmann::json j = nlohmann::json::parse(status.body);
   EXPECT_EQ(j["jobName"], "coordinator-process-test");
@@ -244,16 +186,16 @@ TEST(CoordinatorProcessTest, StatusMetricsAndHealthOverHttpAndGrpc) {
   EXPECT_EQ(j["tasks"]["total"], 10);
 
   HttpClientResponse metrics;
-  ASSERT_TRUE(HttpGet("127.0.0.1", coordinator->http_port(), "/metrics", 10, &metrics).ok());
+  ASSERT_TRUE(HttpGet("127.0.0.1", coordinator->port(kHttpPort), "/metrics", 10, &metrics).ok());
   EXPECT_NE(metrics.body.find("gaptrain_coordinator_live_workers 1"), std::string::npos);
   EXPECT_NE(metrics.body.find("gaptrain_coordinator_phase{phase=\"Pending\"} 1"),
             std::string::npos);
   HttpClientResponse health;
-  ASSERT_TRUE(HttpGet("127.0.0.1", coordinator->http_port(), "/healthz", 10, &health).ok());
+  ASSERT_TRUE(HttpGet("127.0.0.1", coordinator->port(kHttpPort), "/healthz", 10, &health).ok());
   EXPECT_EQ(health.status, 200);
 
   auto stub = grpc::health::v1::Health::NewStub(
-      grpc::CreateChannel(coordinator->address(), grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(coordinator->address(kGrpcPort), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   grpc::health::v1::HealthCheckRequest request;
   grpc::health::v1::HealthCheckResponse response;
@@ -262,7 +204,7 @@ TEST(CoordinatorProcessTest, StatusMetricsAndHealthOverHttpAndGrpc) {
 }
 
 TEST(CoordinatorProcessTest, BadFlagsOrACorruptStateFileStopTheStart) {
-  const std::string dir = TempDir("bad");
+  const std::string dir = TestTempDir("bad");
   auto run = [](const std::string& args) {
     std::string cmd = "services/coordinator/gaptrain-coordinator " + args + " >/dev/null 2>&1";
     int status = std::system(cmd.c_str());

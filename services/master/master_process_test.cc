@@ -10,15 +10,16 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
-#include <thread>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "proto/health.grpc.pb.h"
 #include "services/common/http_client.h"
 #include "services/common/prometheus_test_server.h"
+#include "services/common/test_processes.h"
 #include "services/master/checkpoint.h"
 #include "services/master/master_client.h"
 
@@ -26,13 +27,9 @@ namespace gaptrain {
 namespace {
 
 constexpr char kToken[] = "process-test-token";
-
-std::string TempDir(const std::string& name) {
-  std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  return dir;
-}
+// The master's ports file: "GRPC HTTP", written once both servers listen.
+constexpr size_t kGrpcPort = 0;
+constexpr size_t kHttpPort = 1;
 
 std::string WriteJob(const std::string& dir) {
   std::string path = dir + "/job.yaml";
@@ -55,71 +52,29 @@ spec:
   return path;
 }
 
-// A gaptrain-master child process.
-class MasterChild {
- public:
-  explicit MasterChild(const std::string& dir, const std::vector<std::string>& extra = {}) {
-    ports_file_ = dir + "/ports";
-    std::remove(ports_file_.c_str());
-    std::vector<std::string> args = {"services/master/gaptrain-master",
-                                     "--job", WriteJob(dir),
-                                     "--listen", "127.0.0.1:0",
-                                     "--http-address", "127.0.0.1",
-                                     "--http-port", "0",
-                                     "--train-samples", "60000",
-                                     "--ports-file", ports_file_};
-    args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      setenv("GAPTRAIN_TOKEN", kToken, 1);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    // The ports file appears once both servers listen (written atomically).
-    for (int i = 0; i < 600 && grpc_port_ == 0; ++i) {
-      std::ifstream in(ports_file_);
-      if (in >> grpc_port_ >> http_port_) break;
-      grpc_port_ = 0;
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    EXPECT_NE(grpc_port_, 0) << "gaptrain-master did not start";
-  }
-  ~MasterChild() { Kill(SIGKILL); }
+// gaptrain-master as a child process; its log is <dir>/master.log (a
+// restart in the same directory appends to it).
+std::unique_ptr<ChildProcess> StartMaster(const std::string& dir,
+                                          const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"--job", WriteJob(dir),
+                                   "--listen", "127.0.0.1:0",
+                                   "--http-address", "127.0.0.1",
+                                   "--http-port", "0",
+                                   "--train-samples", "60000"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto master = std::make_unique<ChildProcess>("services/master/gaptrain-master", args,
+                                               dir + "/ports", dir + "/master.log", kToken,
+                                               /*port_count=*/2);
+  EXPECT_TRUE(master->started()) << ReadWholeFile(master->log_file());
+  return master;
+}
 
-  // Returns the exit status.
-  int Kill(int signal) {
-    if (pid_ <= 0) return -1;
-    kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-
-  MasterClient Client() {
-    MasterClient::Options o;
-    o.token = kToken;
-    return MasterClient(grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_),
-                                            grpc::InsecureChannelCredentials()),
-                        o);
-  }
-  int grpc_port() const { return grpc_port_; }
-  int http_port() const { return http_port_; }
-
- private:
-  pid_t pid_ = -1;
-  std::string ports_file_;
-  int grpc_port_ = 0;
-  int http_port_ = 0;
-};
+MasterClient Client(const ChildProcess& master) {
+  MasterClient::Options o;
+  o.token = kToken;
+  return MasterClient(
+      grpc::CreateChannel(master.address(kGrpcPort), grpc::InsecureChannelCredentials()), o);
+}
 
 // Pulls and pushes `steps` times from worker 1 with a deterministic gradient.
 void Train(MasterClient& client, int steps, size_t p) {
@@ -143,13 +98,13 @@ std::vector<float> PullAll(MasterClient& client, size_t p, uint64_t* version) {
 }
 
 TEST(MasterProcessTest, CheckpointKillRestoreIsBitIdenticalAndTrainingContinues) {
-  const std::string dir = TempDir("kill");
+  const std::string dir = TestTempDir("kill");
   size_t p = 0;
   std::vector<float> at_checkpoint;
   uint64_t checkpoint_version = 0;
   {
-    MasterChild master(dir);
-    MasterClient client = master.Client();
+    auto master = StartMaster(dir);
+    MasterClient client = Client(*master);
     proto::DescribeResponse d;
     ASSERT_TRUE(client.Describe(&d).ok());
     EXPECT_EQ(d.rule(), "gap-aware");
@@ -168,10 +123,10 @@ TEST(MasterProcessTest, CheckpointKillRestoreIsBitIdenticalAndTrainingContinues)
     at_checkpoint = PullAll(client, p, &checkpoint_version);
     ASSERT_EQ(checkpoint_version, 20u);
     Train(client, 5, p);  // lost with the SIGKILL: never checkpointed
-    master.Kill(SIGKILL);
+    master->Kill(SIGKILL);
   }
-  MasterChild restarted(dir);
-  MasterClient client = restarted.Client();
+  auto restarted = StartMaster(dir);
+  MasterClient client = Client(*restarted);
   uint64_t version = 0;
   EXPECT_EQ(PullAll(client, p, &version), at_checkpoint);  // worker 1 is still a member
   EXPECT_EQ(version, 20u);
@@ -183,12 +138,12 @@ TEST(MasterProcessTest, CheckpointKillRestoreIsBitIdenticalAndTrainingContinues)
 }
 
 TEST(MasterProcessTest, TornNewestCheckpointIsSkipped) {
-  const std::string dir = TempDir("torn");
+  const std::string dir = TestTempDir("torn");
   size_t p = 235146;
   std::vector<float> older;
   {
-    MasterChild master(dir);
-    MasterClient client = master.Client();
+    auto master = StartMaster(dir);
+    MasterClient client = Client(*master);
     proto::SetMembersResponse m;
     ASSERT_TRUE(client.SetMembers({1}, &m).ok());
     Train(client, 4, p);
@@ -199,25 +154,25 @@ TEST(MasterProcessTest, TornNewestCheckpointIsSkipped) {
     Train(client, 4, p);
     ASSERT_TRUE(client.Checkpoint(&c).ok());
     EXPECT_EQ(c.version(), 8u);
-    master.Kill(SIGKILL);
+    master->Kill(SIGKILL);
     // Tear the newest file as a crash mid-write on a non-atomic store would.
     ASSERT_EQ(truncate(c.path().c_str(), 1000), 0);
   }
-  MasterChild restarted(dir);
-  MasterClient client = restarted.Client();
+  auto restarted = StartMaster(dir);
+  MasterClient client = Client(*restarted);
   uint64_t version = 0;
   EXPECT_EQ(PullAll(client, p, &version), older);
   EXPECT_EQ(version, 4u);
 }
 
 TEST(MasterProcessTest, SigtermWritesAFinalCheckpointAndExitsCleanly) {
-  const std::string dir = TempDir("term");
-  MasterChild master(dir);
-  MasterClient client = master.Client();
+  const std::string dir = TestTempDir("term");
+  auto master = StartMaster(dir);
+  MasterClient client = Client(*master);
   proto::SetMembersResponse m;
   ASSERT_TRUE(client.SetMembers({1}, &m).ok());
   Train(client, 7, 235146);
-  int status = master.Kill(SIGTERM);
+  int status = master->Kill(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   CheckpointDirectory checkpoints(dir + "/ckpt", 3);
@@ -230,19 +185,19 @@ TEST(MasterProcessTest, SigtermWritesAFinalCheckpointAndExitsCleanly) {
 }
 
 TEST(MasterProcessTest, HealthOverHttpAndGrpcAndMetrics) {
-  const std::string dir = TempDir("health");
-  MasterChild master(dir);
+  const std::string dir = TestTempDir("health");
+  auto master = StartMaster(dir);
   HttpClientResponse health;
-  ASSERT_TRUE(HttpGet("127.0.0.1", master.http_port(), "/healthz", 10, &health).ok());
+  ASSERT_TRUE(HttpGet("127.0.0.1", master->port(kHttpPort), "/healthz", 10, &health).ok());
   EXPECT_EQ(health.status, 200);
   HttpClientResponse metrics;
-  ASSERT_TRUE(HttpGet("127.0.0.1", master.http_port(), "/metrics", 10, &metrics).ok());
+  ASSERT_TRUE(HttpGet("127.0.0.1", master->port(kHttpPort), "/metrics", 10, &metrics).ok());
   EXPECT_NE(metrics.body.find("gaptrain_master_model_version"), std::string::npos);
   EXPECT_NE(metrics.body.find("gaptrain_master_tensor_gap{tensor=\"fc1.weight\"}"),
             std::string::npos);
 
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(master.grpc_port()),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel(master->address(kGrpcPort), grpc::InsecureChannelCredentials());
   auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::ClientContext context;
   grpc::health::v1::HealthCheckRequest request;
@@ -254,9 +209,9 @@ TEST(MasterProcessTest, HealthOverHttpAndGrpcAndMetrics) {
 // A real Prometheus server scrapes the master; the staleness histogram and
 // the Gap come back through Prometheus's query API.
 TEST(MasterProcessTest, PrometheusScrapesStalenessAndGap) {
-  const std::string dir = TempDir("prometheus");
-  MasterChild master(dir);
-  MasterClient client = master.Client();
+  const std::string dir = TestTempDir("prometheus");
+  auto master = StartMaster(dir);
+  MasterClient client = Client(*master);
   proto::SetMembersResponse m;
   ASSERT_TRUE(client.SetMembers({1, 2}, &m).ok());
   const size_t p = 235146;
@@ -274,8 +229,7 @@ TEST(MasterProcessTest, PrometheusScrapesStalenessAndGap) {
   }
 
   std::unique_ptr<PrometheusTestServer> prometheus;
-  Status s = PrometheusTestServer::Start({"127.0.0.1:" + std::to_string(master.http_port())},
-                                         0.5, &prometheus);
+  Status s = PrometheusTestServer::Start({master->address(kHttpPort)}, 0.5, &prometheus);
   ASSERT_TRUE(s.ok()) << s.ToString();
   double count = 0, sum = 0, gap_count = 0, version = 0;
   s = prometheus->WaitForSeries("gaptrain_master_staleness_count", 30, &count);
@@ -295,34 +249,30 @@ TEST(MasterProcessTest, PrometheusScrapesStalenessAndGap) {
 }
 
 TEST(MasterProcessTest, ServesOverTls) {
-  const std::string dir = TempDir("tls");
+  const std::string dir = TestTempDir("tls");
   std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 1 "
                     "-addext subjectAltName=DNS:localhost -keyout '" + dir + "/key.pem' -out '" +
                     dir + "/cert.pem' >/dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl could not make a test certificate";
-  MasterChild master(dir, {"--tls-cert", dir + "/cert.pem", "--tls-key", dir + "/key.pem"});
-  std::ifstream in(dir + "/cert.pem");
-  std::stringstream cert;
-  cert << in.rdbuf();
+  auto master = StartMaster(dir, {"--tls-cert", dir + "/cert.pem", "--tls-key", dir + "/key.pem"});
   grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = cert.str();
+  ssl.pem_root_certs = ReadWholeFile(dir + "/cert.pem");
   MasterClient::Options o;
   o.token = kToken;
-  MasterClient tls(grpc::CreateChannel("localhost:" + std::to_string(master.grpc_port()),
+  MasterClient tls(grpc::CreateChannel("localhost:" + std::to_string(master->port(kGrpcPort)),
                                        grpc::SslCredentials(ssl)),
                    o);
   proto::DescribeResponse d;
   Status s = tls.Describe(&d);
   EXPECT_TRUE(s.ok()) << s.ToString();
   o.deadline_seconds = 5;
-  MasterClient plain(grpc::CreateChannel("127.0.0.1:" + std::to_string(master.grpc_port()),
-                                         grpc::InsecureChannelCredentials()),
-                     o);
+  MasterClient plain(
+      grpc::CreateChannel(master->address(kGrpcPort), grpc::InsecureChannelCredentials()), o);
   EXPECT_FALSE(plain.Describe(&d).ok());
 }
 
 TEST(MasterProcessTest, BadFlagsAndJobFailFast) {
-  const std::string dir = TempDir("bad");
+  const std::string dir = TestTempDir("bad");
   auto run = [](const std::string& args) {
     std::string cmd = "services/master/gaptrain-master " + args + " >/dev/null 2>&1";
     int status = std::system(cmd.c_str());

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "services/common/http_client.h"
+#include "services/common/test_processes.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/master_client.h"
-#include "services/worker/test_processes.h"
 #include "services/worker/testdata_dir.h"
 
 namespace gaptrain {

@@ -1,4 +1,4 @@
-#include "services/worker/test_processes.h"
+#include "services/common/test_processes.h"
 
 #include <cstdio>
 #include <cstdlib>
