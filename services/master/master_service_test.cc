@@ -485,6 +485,31 @@ TEST(MasterServiceTest, NonFiniteValuesInAnyChunkAreRejected) {
   ASSERT_TRUE(client.Push(1, r.version, g.data(), 1000, 0, &p, theta.data(), proto::FLOAT32).ok());
 }
 
+// A bf16 push is applied as the rounded values it carries, read straight
+// from the received chunks; a NaN in a later chunk still rejects it whole.
+TEST(MasterServiceTest, Bf16PushAppliesTheRoundedGradient) {
+  constexpr size_t kSize = 10007;
+  MasterServer master(kSize, PlainSgd(), /*lr=*/0.25);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(master.Client().SetMembers({1}, &m).ok());
+  MasterClient client = master.Client(proto::BFLOAT16, /*chunk=*/3001);
+  std::vector<float> g(kSize);
+  for (size_t i = 0; i < kSize; ++i) g[i] = 0.001f * static_cast<float>(i) + 1.0f / 3.0f;
+  proto::PushResponse p;
+  std::vector<float> bad = g;
+  bad[9000] = std::nanf("");
+  Status rejected = client.Push(1, 0, bad.data(), kSize, 0, &p);
+  EXPECT_EQ(rejected.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(rejected.message().find("value 9000"), std::string::npos) << rejected.message();
+  EXPECT_EQ(master.Version(), 0u);
+
+  ASSERT_TRUE(client.Push(1, 0, g.data(), kSize, 0, &p).ok());
+  const std::vector<float> theta = master.Params();
+  for (size_t i = 0; i < kSize; ++i) {
+    ASSERT_EQ(theta[i], -0.25f * Bf16ToFloat(FloatToBf16(g[i]))) << i;
+  }
+}
+
 TEST(MasterServiceTest, CheckpointWithoutDirectoryIsAClearError) {
   MasterServer master(100, PlainSgd());
   proto::CheckpointResponse c;
