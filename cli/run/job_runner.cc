@@ -225,6 +225,7 @@ void JobRunner::PrintProgress(bool force) {
   last_gap_sum_ = totals_.gap_sum();
   last_gap_count_ = totals_.gap_count();
   in.trainers = static_cast<uint32_t>(local_.trainer_count());
+  in.lease_seconds = job_.coordinator.lease_seconds;
   in.chaos_kills = monkey_.trainer_sigterms() + monkey_.trainer_sigkills() + monkey_.master_kills();
   const std::string line = ProgressLine(in);
   if (options_.live_line) {

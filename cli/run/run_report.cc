@@ -102,7 +102,17 @@ std::string ProgressLine(const ProgressInput& in) {
   if (losses > 0) line += " | loss " + Printf("%.3f", loss_sum / losses);
   if (st.has_last_accuracy()) line += " | acc " + Printf("%.2f%%", 100 * st.last_accuracy());
   if (std::isfinite(in.recent_gap)) line += " | gap " + Printf("%.2f", in.recent_gap);
-  line += " | trainers " + std::to_string(st.live_trainers()) + "/" + std::to_string(in.trainers);
+  uint32_t silent = 0;
+  for (const auto& w : st.workers()) {
+    if (w.role() == proto::WORKER_ROLE_TRAINER && in.lease_seconds > 0 &&
+        w.seconds_since_heartbeat() > in.lease_seconds / 2) {
+      ++silent;
+    }
+  }
+  silent = std::min(silent, st.live_trainers());
+  line += " | trainers " + std::to_string(st.live_trainers() - silent) + "/" +
+          std::to_string(in.trainers);
+  if (silent > 0) line += " (+" + std::to_string(silent) + " silent)";
   if (!in.master_reachable) line += " | master down";
   if (in.chaos_kills > 0) line += " | chaos kills " + std::to_string(in.chaos_kills);
   return line;

@@ -51,11 +51,16 @@ struct ProgressInput {
   double updates_per_second = 0;
   double recent_gap = 0;  // mean Gap of the pushes since the last line; NaN: none
   uint32_t trainers = 0;  // the job's replicas
+  // A trainer silent for more than half its lease is shown apart: its
+  // process is gone (killed, preempted) and its lease not yet expired. 0:
+  // every live trainer counts.
+  double lease_seconds = 0;
   uint64_t chaos_kills = 0;
 };
 
 // "[1m05s] epoch 2/3 61% | v4210 62 upd/s | loss 0.081 | acc 98.02% |
-//  gap 1.31 | trainers 4/4"
+//  gap 1.31 | trainers 4/4", and "trainers 4/4 (+1 silent)" while a killed
+//  trainer's lease runs out
 std::string ProgressLine(const ProgressInput& input);
 
 struct RunSummary {

@@ -193,6 +193,21 @@ TEST(ProgressLineTest, TrainersDownMasterDownAndChaos) {
   EXPECT_EQ(line.rfind("chaos kills 3"), line.size() - std::string("chaos kills 3").size());
 }
 
+// A SIGKILLed trainer keeps its lease until it expires; its replacement
+// registers meanwhile. The line counts the silent one apart, not as a
+// fifth of four trainers.
+TEST(ProgressLineTest, SilentTrainersAreShownApart) {
+  ProgressInput in = RunningInput();
+  in.lease_seconds = 10;
+  in.status.set_live_trainers(5);
+  AddWorker(&in.status, 5, proto::WORKER_ROLE_TRAINER, kNaN)->set_seconds_since_heartbeat(6);
+  AddWorker(&in.status, 6, proto::WORKER_ROLE_TRAINER, kNaN)->set_seconds_since_heartbeat(4);
+  EXPECT_TRUE(Contains(ProgressLine(in), "| trainers 4/4 (+1 silent)")) << ProgressLine(in);
+  in.lease_seconds = 0;  // unknown: every live trainer counts
+  EXPECT_TRUE(Contains(ProgressLine(in), "| trainers 5/4")) << ProgressLine(in);
+  EXPECT_FALSE(Contains(ProgressLine(in), "silent")) << ProgressLine(in);
+}
+
 TEST(ProgressLineTest, NoChaosNoMention) {
   const std::string line = ProgressLine(RunningInput());
   EXPECT_FALSE(Contains(line, "chaos")) << line;
