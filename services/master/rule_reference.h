@@ -394,41 +394,25 @@ struct DanaSlimWorkerRef {
 
 // ---------------------------------------------------------- GA + DANA
 
-struct GapAwareDanaRef : RefRule {
-  float momentum, weight_decay;
+// DANA-Zero's state, membership and look-ahead reply, with the Gap penalty
+// on each worker's direction.
+struct GapAwareDanaRef : DanaZeroRef {
   bool penalize_weight_decay;
   double beta, epsilon;
   std::vector<RefRange> ranges;
-  std::map<uint32_t, Vec> v;
-  Vec S, r;
+  Vec r;
   uint64_t k = 0;
   double eta_max = 0.0;
 
   GapAwareDanaRef(Vec theta0, float momentum, float weight_decay, bool penalize_weight_decay,
                   double beta, double epsilon, std::vector<RefRange> ranges)
-      : RefRule(std::move(theta0)),
-        momentum(momentum),
-        weight_decay(weight_decay),
+      : DanaZeroRef(std::move(theta0), momentum, weight_decay),
         penalize_weight_decay(penalize_weight_decay),
         beta(beta),
         epsilon(epsilon),
         ranges(std::move(ranges)),
-        S(theta.size(), 0.0f),
         r(theta.size(), 0.0f) {}
 
-  void Join(uint32_t w) override { v[w] = Vec(theta.size(), 0.0f); }
-  bool Leave(uint32_t w, size_t, double, RefStats*) override {
-    const Vec& vi = v.at(w);
-    for (size_t j = 0; j < S.size(); ++j) S[j] -= vi[j];
-    v.erase(w);
-    return false;
-  }
-  Vec Reply(uint32_t, double lr) const override {
-    const float c = static_cast<float>(lr * static_cast<double>(momentum));
-    Vec out(theta.size());
-    for (size_t j = 0; j < theta.size(); ++j) out[j] = theta[j] - c * S[j];
-    return out;
-  }
   RefStats Push(const RefPush& p) override {
     const Vec& g = *p.gradient;
     const Vec& copy = *p.copy;
