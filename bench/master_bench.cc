@@ -23,8 +23,9 @@
 #include <thread>
 #include <vector>
 
-#include "services/master/master_client.h"
+#include "services/common/available_cpus.h"
 #include "services/common/heap_tuning.h"
+#include "services/master/master_client.h"
 #include "services/master/master_service.h"
 
 namespace gaptrain {
@@ -33,8 +34,9 @@ namespace {
 constexpr size_t kPushesPerSecondSize = 235146;  // the mlp's parameters
 constexpr size_t kSizes[] = {1 << 20, 25 << 20, kPushesPerSecondSize};
 
-// A master (plain SGD, so every push is applied; 64 joined workers)
-// serving on loopback.
+// A master (plain SGD, so every push is applied; 64 joined workers; one
+// update thread per CPU, as gaptrain-master by default) serving on
+// loopback.
 class Server {
  public:
   explicit Server(size_t size) {
@@ -42,6 +44,7 @@ class Server {
     layout.Add("w", {static_cast<int64_t>(size)});
     UpdateEngine::Options options;
     options.schedule.learning_rate = 1e-6;
+    options.rule.num_threads = AvailableCpus();  // the master's default (updateThreads: 0)
     std::unique_ptr<UpdateEngine> engine;
     UpdateEngine::Create(layout, options, &engine);
     for (uint32_t w = 1; w <= 64; ++w) engine->Join(w);

@@ -41,6 +41,7 @@
 #include "services/master/master_metrics.h"
 #include "services/master/master_service.h"
 #include "services/worker/batch_loader.h"
+#include "services/common/available_cpus.h"
 #include "services/worker/compute_threads.h"
 #include "services/worker/coordinator_session.h"
 #include "services/worker/dataset.h"

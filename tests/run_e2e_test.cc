@@ -88,6 +88,10 @@ TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) 
   const std::string dir = TestTempDir("gap-aware");
   E2eJob job;
   job.name = "mnist-e2e";
+  // 4 epochs ended between 97.9% and 99.0% over six runs (the low one with
+  // the rest of the test suite on the same 2 cores); a fifth keeps the
+  // 98% bar clear of that spread.
+  job.epochs = 5;
   RunningJob running;
   ASSERT_NO_FATAL_FAILURE(StartRun(dir, WriteJobFile(dir, job), "gaptrain.out", &running));
   Process* run = running.launcher.get();

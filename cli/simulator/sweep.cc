@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "services/common/available_cpus.h"
 #include "services/worker/compute_threads.h"
 
 namespace gaptrain {

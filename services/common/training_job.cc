@@ -188,8 +188,8 @@ void Validate(const TrainingJob& job, Status* status) {
   c.Require(job.master.checkpoint.keep >= 1, "spec.master.checkpoint.keep", "must be >= 1");
   c.Require(!job.master.checkpoint.path.empty(), "spec.master.checkpoint.path",
             "must not be empty");
-  c.Require(job.master.update_threads >= 1 && job.master.update_threads <= 256,
-            "spec.master.updateThreads", "must be in [1, 256]");
+  c.Require(job.master.update_threads <= 256, "spec.master.updateThreads",
+            "must be in [0, 256] (0: one per CPU the master may use)");
   c.Require(job.coordinator.lease_seconds >= 1, "spec.coordinator.leaseSeconds",
             "must be >= 1");
   c.OneOf(job.run_policy.clean_pod_policy, {"All", "Running", "None"},

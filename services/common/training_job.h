@@ -92,7 +92,7 @@ struct CheckpointSpec {
 
 struct MasterSpec {
   CheckpointSpec checkpoint;
-  uint32_t update_threads = 1;
+  uint32_t update_threads = 0;  // 0: one per CPU the master may use
   std::string template_yaml;
 };
 

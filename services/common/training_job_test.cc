@@ -132,6 +132,7 @@ spec:
   EXPECT_EQ(job.training.batch_size, 128u);
   EXPECT_EQ(job.workers.replicas, 1u);
   EXPECT_EQ(job.master.checkpoint.interval_seconds, 60u);
+  EXPECT_EQ(job.master.update_threads, 0u);  // one per CPU
 }
 
 TEST(TrainingJobTest, ErrorsNameTheField) {
@@ -155,6 +156,10 @@ TEST(TrainingJobTest, ErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(ErrorOf(WithLine("atFractions: [0.5, 0.75]", "atFractions: [0.75, 0.5]"))
                 .find("spec.training.optimizer.decay.atFractions"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(WithLine("checkpoint: {intervalSeconds: 30, keep: 5, path: /checkpoints}",
+                             "updateThreads: 300"))
+                .find("spec.master.updateThreads: must be in [0, 256]"),
             std::string::npos);
   EXPECT_NE(ErrorOf(WithLine("preemptible: true", "preemptible: maybe"))
                 .find("spec.workers.preemptible: must be true or false"),

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "services/common/available_cpus.h"
+
 namespace gaptrain {
 
 Status RuleConfigFromJob(const TrainingJob& job, RuleConfig* config) {
@@ -30,7 +32,8 @@ Status RuleConfigFromJob(const TrainingJob& job, RuleConfig* config) {
   c.dc_adaptive = t.staleness.dc_adaptive;
   c.max_staleness = t.staleness.max_staleness;
   c.backup_workers = t.sync.backup_workers;
-  c.num_threads = static_cast<int>(job.master.update_threads);
+  c.num_threads = job.master.update_threads > 0 ? static_cast<int>(job.master.update_threads)
+                                                : std::min(AvailableCpus(), 256);
   GAPTRAIN_RETURN_IF_ERROR(c.Validate());
   *config = c;
   return Status::OK();

@@ -14,7 +14,8 @@
 
 namespace gaptrain {
 
-// spec.training.{mode, optimizer, staleness, sync} and spec.master.
+// spec.training.{mode, optimizer, staleness, sync} and spec.master
+// (updateThreads 0 becomes AvailableCpus() of this process).
 Status RuleConfigFromJob(const TrainingJob& job, RuleConfig* config);
 
 // The schedule for a job whose epoch has `updates_per_epoch` master

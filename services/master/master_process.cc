@@ -112,9 +112,11 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
     GAPTRAIN_RETURN_IF_ERROR(UpdateEngine::Create(model->layout(), engine_options, &engine));
     std::memcpy(engine->mutable_store()->params(), model->parameters(),
                 model->layout().size() * sizeof(float));
-    spdlog::info("starting {} from the initial {} model ({} parameters), rule {}", job.name,
-                 job.model.torchscript.empty() ? job.model.builtin : job.model.torchscript,
-                 model->layout().size(), RuleKindName(engine_options.rule.kind));
+    spdlog::info("starting {} from the initial {} model ({} parameters), rule {}, {} update "
+                 "thread(s)",
+                 job.name, job.model.torchscript.empty() ? job.model.builtin : job.model.torchscript,
+                 model->layout().size(), RuleKindName(engine_options.rule.kind),
+                 engine_options.rule.num_threads);
   } else {
     return r;
   }

@@ -2,44 +2,59 @@
 
 #include <algorithm>
 #include <memory>
-#include <thread>
+
+#include "services/common/helping_pool.h"
 
 namespace gaptrain {
 namespace {
 
-// Below this many elements per thread, starting a thread costs more than
-// the memory-bound pass it would take over.
+// Below this many elements per thread, waking a helper costs more than the
+// memory-bound pass it would take over.
 constexpr size_t kMinElementsPerThread = size_t{1} << 18;
 
-// Calls kernel on [lo, hi) (one tensor piece) with the gradient's values:
+// The unit of work threads claim: big enough that claiming is free, small
+// enough that a caller whose helper wakes late waits for little. A multiple
+// of GradientView::kBlock, so blocks and kernels' statistics blocks start
+// where they would in one pass over the tensor.
+constexpr size_t kUnit = size_t{1} << 16;
+static_assert(kUnit % GradientView::kBlock == 0, "units must hold whole blocks");
+
+// A piece of one tensor: [begin, end), a multiple of kUnit past the
+// tensor's start.
+struct Unit {
+  size_t begin;
+  size_t end;
+  size_t tensor;
+};
+
+std::vector<Unit> UnitsOf(const ParameterLayout& layout) {
+  std::vector<Unit> units;
+  units.reserve(layout.num_tensors() + layout.size() / kUnit);
+  const auto& tensors = layout.tensors();
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const size_t end = tensors[t].offset + tensors[t].size;
+    for (size_t lo = tensors[t].offset; lo < end; lo += kUnit) {
+      units.push_back({lo, std::min(end, lo + kUnit), t});
+    }
+  }
+  return units;
+}
+
+// Calls kernel on [lo, hi) (part of one tensor) with the gradient's values:
 // all at once from an array, block by block from wire bytes.
 void RunPiece(size_t lo, size_t hi, const GradientView* gradient, const RangeKernel& kernel,
-              GapAccumulator* acc, std::unique_ptr<GradientView::Scratch>* scratch) {
+              GapAccumulator* acc) {
   if (gradient == nullptr) {
     kernel(lo, hi, nullptr, acc);
   } else if (gradient->contiguous()) {
     kernel(lo, hi, gradient->Read(lo, hi, nullptr), acc);
   } else {
-    if (*scratch == nullptr) *scratch = std::make_unique<GradientView::Scratch>();
+    thread_local std::unique_ptr<GradientView::Scratch> scratch;  // stays in L1
+    if (scratch == nullptr) scratch = std::make_unique<GradientView::Scratch>();
     for (size_t b0 = lo; b0 < hi; b0 += GradientView::kBlock) {
       const size_t b1 = std::min(hi, b0 + GradientView::kBlock);
-      kernel(b0, b1, gradient->Read(b0, b1, scratch->get()), acc);
+      kernel(b0, b1, gradient->Read(b0, b1, scratch.get()), acc);
     }
-  }
-}
-
-// Calls kernel on each tensor piece of [begin, end), accumulating per tensor.
-void RunRange(const ParameterLayout& layout, size_t begin, size_t end,
-              const GradientView* gradient, const RangeKernel& kernel,
-              std::vector<GapAccumulator>* per_tensor) {
-  if (begin >= end) return;
-  std::unique_ptr<GradientView::Scratch> scratch;  // this thread's, made when needed
-  const auto& tensors = layout.tensors();
-  for (size_t t = layout.TensorIndexOf(begin); t < tensors.size(); ++t) {
-    size_t lo = std::max(begin, tensors[t].offset);
-    size_t hi = std::min(end, tensors[t].offset + tensors[t].size);
-    if (lo >= end) break;
-    if (lo < hi) RunPiece(lo, hi, gradient, kernel, &(*per_tensor)[t], &scratch);
   }
 }
 
@@ -66,36 +81,24 @@ GapStats GapAccumulator::ToStats() const {
 
 void ForEachRange(const ParameterLayout& layout, int num_threads, const GradientView* gradient,
                   const RangeKernel& kernel, ApplyStats* stats) {
-  const size_t n = layout.size();
-  const size_t num_tensors = layout.num_tensors();
-  size_t threads = std::min<size_t>(std::max(num_threads, 1),
-                                    std::max<size_t>(1, n / kMinElementsPerThread));
-
-  std::vector<std::vector<GapAccumulator>> partial(
-      threads, std::vector<GapAccumulator>(num_tensors));
-  if (threads == 1) {
-    RunRange(layout, 0, n, gradient, kernel, &partial[0]);
-  } else {
-    std::vector<std::thread> pool;
-    pool.reserve(threads - 1);
-    for (size_t i = 1; i < threads; ++i) {
-      pool.emplace_back([&, i] {
-        RunRange(layout, n * i / threads, n * (i + 1) / threads, gradient, kernel,
-                 &partial[i]);
-      });
-    }
-    RunRange(layout, 0, n / threads, gradient, kernel, &partial[0]);
-    for (std::thread& t : pool) t.join();
-  }
+  const size_t threads = std::min<size_t>(
+      std::max(num_threads, 1), std::max<size_t>(1, layout.size() / kMinElementsPerThread));
+  const std::vector<Unit> units = UnitsOf(layout);
+  // One accumulator per unit, summed in unit order below: the statistics do
+  // not depend on which thread ran which unit, nor on how many threads ran.
+  std::vector<GapAccumulator> per_unit(units.size());
+  HelpingPool::Shared()->Run(units.size(), static_cast<int>(threads) - 1, [&](size_t i) {
+    RunPiece(units[i].begin, units[i].end, gradient, kernel, &per_unit[i]);
+  });
 
   if (stats == nullptr) return;
+  std::vector<GapAccumulator> per_tensor(layout.num_tensors());
+  for (size_t i = 0; i < units.size(); ++i) per_tensor[units[i].tensor].Merge(per_unit[i]);
   GapAccumulator total;
-  stats->per_tensor.resize(num_tensors);
-  for (size_t t = 0; t < num_tensors; ++t) {
-    GapAccumulator tensor;
-    for (size_t i = 0; i < threads; ++i) tensor.Merge(partial[i][t]);
-    stats->per_tensor[t] = tensor.ToStats();
-    total.Merge(tensor);
+  stats->per_tensor.resize(per_tensor.size());
+  for (size_t t = 0; t < per_tensor.size(); ++t) {
+    stats->per_tensor[t] = per_tensor[t].ToStats();
+    total.Merge(per_tensor[t]);
   }
   stats->has_gap = true;
   stats->gap = total.ToStats();

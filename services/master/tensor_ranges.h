@@ -1,6 +1,6 @@
-// ForEachRange: runs a rule's fused kernel over [0, P), split over threads by
-// contiguous ranges and cut at tensor boundaries so each piece's Gap
-// statistics land in its tensor's accumulator. It hands the kernel the
+// ForEachRange: runs a rule's fused kernel over [0, P) in units of 64Ki
+// elements cut at tensor boundaries, so each unit's Gap statistics land in
+// its tensor's accumulator; idle cores help (HelpingPool). It hands the kernel the
 // pushed gradient's values for each piece (GradientView), decoding wire
 // values block by block where the push still holds them.
 
@@ -45,13 +45,14 @@ struct GapAccumulator {
 using RangeKernel =
     std::function<void(size_t begin, size_t end, const float* g, GapAccumulator* acc)>;
 
-// Runs `kernel` over every element of `layout` exactly once, on up to
-// `num_threads` threads (fewer for small models: a thread is worth it only
-// for a large enough range). `gradient` (null, or P values) is read as the
-// kernel reaches each piece; wire values come in pieces of at most
-// GradientView::kBlock, each starting a multiple of kBlock past its
-// tensor piece's start, so a kernel's kStatsBlock sums are the same either
-// way. With `stats`, fills stats->per_tensor and stats->gap and sets
+// Runs `kernel` over every element of `layout` exactly once, on this thread
+// and up to `num_threads` − 1 helpers that are free (fewer for small
+// models: a helper is worth waking only for a large enough range). θ, the
+// state and the statistics are the same for any `num_threads`. `gradient`
+// (null, or P values) is read as the kernel reaches each piece; wire values
+// come in pieces of at most GradientView::kBlock, each starting a multiple
+// of kBlock past its tensor's start, so a kernel's kStatsBlock sums are the
+// same either way. With `stats`, fills stats->per_tensor and stats->gap and sets
 // has_gap and penalty_mean.
 void ForEachRange(const ParameterLayout& layout, int num_threads, const GradientView* gradient,
                   const RangeKernel& kernel, ApplyStats* stats);

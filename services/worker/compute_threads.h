@@ -12,10 +12,6 @@ namespace gaptrain {
 // process; later calls leave it).
 void SetComputeThreads(int threads);
 
-// CPUs this process may use: the cgroup CPU quota (a container's limit)
-// when there is one, else the affinity mask's count.
-int AvailableCpus();
-
 }  // namespace gaptrain
 
 #endif  // GAPTRAIN_SERVICES_WORKER_COMPUTE_THREADS_H_

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "services/common/available_cpus.h"
 #include "services/worker/compute_threads.h"
 
 namespace gaptrain {

@@ -12,6 +12,7 @@
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/checkpoint.h"
 #include "services/master/master_client.h"
+#include "services/common/available_cpus.h"
 #include "services/worker/compute_threads.h"
 #include "services/worker/coordinator_session.h"
 #include "services/worker/dataset.h"
