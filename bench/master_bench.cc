@@ -72,6 +72,46 @@ class Server {
 // its own gRPC pollers and threads); --in_process keeps them in this one.
 std::map<size_t, int> g_ports;
 std::vector<std::unique_ptr<Server>> g_in_process_servers;
+pid_t g_server_pid = 0;  // the masters' process; 0 when they run in this one
+
+// CPU seconds used so far by this process and the masters' process, all
+// threads: what a transfer costs the machine, whichever side pays.
+double MachineCpuSeconds() {
+  auto seconds = [](clockid_t clock) {
+    timespec t{};
+    clock_gettime(clock, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  };
+  double total = seconds(CLOCK_PROCESS_CPUTIME_ID);
+  clockid_t server_clock;
+  if (g_server_pid != 0 && clock_getcpuclockid(g_server_pid, &server_clock) == 0) {
+    total += seconds(server_clock);
+  }
+  return total;
+}
+
+// Measures the CPU both processes spend over one benchmark run. Only the
+// first thread measures, from its first iteration (the run's threads start
+// their loops together, after every thread's setup) to its loop's end.
+class CpuMeter {
+ public:
+  explicit CpuMeter(const benchmark::State& state) : active_(state.thread_index() == 0) {}
+  // Call at the top of every iteration; the first starts the clock.
+  void StartOnce() {
+    if (active_ && start_ < 0) start_ = MachineCpuSeconds();
+  }
+  // Sets "cpu_ns_per_byte": machine CPU per byte moved by all threads,
+  // `bytes_per_thread` each.
+  void Report(benchmark::State& state, double bytes_per_thread) const {
+    if (!active_ || start_ < 0 || bytes_per_thread <= 0) return;
+    const double cpu = MachineCpuSeconds() - start_;
+    state.counters["cpu_ns_per_byte"] = 1e9 * cpu / (bytes_per_thread * state.threads());
+  }
+
+ private:
+  const bool active_;
+  double start_ = -1;
+};
 
 void StartServersInProcess() {
   for (size_t size : kSizes) {
@@ -102,6 +142,7 @@ void StartServerProcess() {
     }
     _exit(0);  // skips destructors: nothing to flush
   }
+  g_server_pid = pid;
   close(ports[1]);
   close(control[0]);  // control[1] stays open until this process exits
   for (size_t size : kSizes) {
@@ -137,12 +178,15 @@ void BM_Pull(benchmark::State& state) {
   MasterClient client = ClientOf(size);
   std::vector<float> theta(size);
   double bytes = 0;
+  CpuMeter cpu(state);
   for (auto _ : state) {
+    cpu.StartOnce();
     MasterClient::PullResult r;
     Status s = client.Pull(1, -1, theta.data(), size, &r);
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
     bytes += 4.0 * size;
   }
+  cpu.Report(state, bytes);
   Record(state, "pull", bytes);
 }
 
@@ -183,13 +227,16 @@ void BM_Push(benchmark::State& state) {
   proto::DescribeResponse d;
   client.Describe(&d);
   version = d.version();
+  CpuMeter cpu(state);
   for (auto _ : state) {
+    cpu.StartOnce();
     proto::PushResponse r;
     Status s = client.Push(state.thread_index() + 1, version, g.data(), size, 0, &r);
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
     version = r.version();
     bytes += 4.0 * size;
   }
+  cpu.Report(state, bytes);
   Record(state, "push", bytes);
 }
 
@@ -216,7 +263,9 @@ void BM_PlainTcp(benchmark::State& state) {
   connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   std::vector<char> data(bytes_per_transfer, 1);
   double bytes = 0;
+  CpuMeter cpu(state);  // the writer and the reader are both in this process
   for (auto _ : state) {
+    cpu.StartOnce();
     size_t sent = 0;
     while (sent < data.size()) {
       ssize_t n = write(fd, data.data() + sent, std::min<size_t>(data.size() - sent, 4 << 20));
@@ -225,6 +274,7 @@ void BM_PlainTcp(benchmark::State& state) {
     }
     bytes += static_cast<double>(sent);
   }
+  cpu.Report(state, bytes);
   close(fd);
   reader.join();
   close(listener);
@@ -277,12 +327,13 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
       const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-      auto it = r.counters.find("bytes_per_second");
-      if (median && it != r.counters.end()) {
-        std::string key = r.run_name.function_name + "/" + r.run_name.args;
-        if (!r.run_name.threads.empty()) key += "/" + r.run_name.threads;
-        rates_[key] = it->second.value;
-      }
+      if (!median) continue;
+      std::string key = r.run_name.function_name + "/" + r.run_name.args;
+      if (!r.run_name.threads.empty()) key += "/" + r.run_name.threads;
+      auto rate = r.counters.find("bytes_per_second");
+      if (rate != r.counters.end()) rates_[key] = rate->second.value;
+      auto cpu = r.counters.find("cpu_ns_per_byte");
+      if (cpu != r.counters.end()) cpu_ns_per_byte_[key] = cpu->second.value;
     }
   }
   void Finalize() override {
@@ -310,10 +361,49 @@ class RatioReporter : public benchmark::ConsoleReporter {
                     !has_target ? "(no target)" : ratio >= 0.6 ? "PASS" : "BELOW TARGET");
       }
     }
+    PrintCpuCeilings();
   }
 
  private:
+  // CPU per byte of each row (both processes) against TCP's. A transfer
+  // that needs c ns of CPU per byte cannot move more than cpus / c bytes
+  // per ns on this machine, however well it overlaps its work: that
+  // ceiling, as a ratio to TCP's rate, is printed beside the measured one.
+  void PrintCpuCeilings() {
+    const int cpus = AvailableCpus();
+    std::printf("\nCPU per byte moved (client and master processes together), and the\n"
+                "ratio to TCP that this CPU cost allows on the machine's %d CPUs:\n",
+                cpus);
+    for (const char* size : {"1048576", "26214400"}) {
+      const std::string tcp_key = "BM_PlainTcp/" + std::string(size);
+      const double tcp_cpu = cpu_ns_per_byte_[tcp_key];
+      const double tcp_busy = tcp_cpu * rates_[tcp_key] / 1e9;
+      std::printf("  TCP P=%s: %.3f ns/B, %.2f CPUs busy\n", size, tcp_cpu, tcp_busy);
+      const struct {
+        const char* key;
+        const char* label;
+      } rows[] = {{"BM_Pull", "Pull"},
+                  {"BM_Push", "Push, 1 client"},
+                  {"BM_Push/threads:2", "Push, 2 clients"},
+                  {"BM_Push/threads:4", "Push, 4 clients"}};
+      for (const auto& row : rows) {
+        std::string key = row.key;
+        const size_t slash = key.find('/');
+        key = slash == std::string::npos ? key + "/" + size
+                                         : key.substr(0, slash) + "/" + size + key.substr(slash);
+        const double cpu = cpu_ns_per_byte_[key];
+        const double tcp = rates_[tcp_key];
+        if (cpu <= 0 || tcp <= 0) continue;
+        const double ceiling = cpus * 1e9 / cpu / tcp;
+        std::printf("  %s P=%s: %.3f ns/B = %.2fx TCP's: ceiling %.2f, measured %.2f\n",
+                    row.label, size, cpu, cpu / tcp_cpu, ceiling, rates_[key] / tcp);
+      }
+    }
+  }
+
+
   std::map<std::string, double> rates_;
+  std::map<std::string, double> cpu_ns_per_byte_;
 };
 
 }  // namespace
