@@ -97,8 +97,9 @@ void MasterLink::NoteSuccess() {
 
 void MasterLink::NoteVersion(uint64_t version) {
   if (version < highest_version_) {
-    spdlog::warn("master: version went back from {} to {}: it restarted from a checkpoint",
-                 highest_version_, version);
+    spdlog::warn("master: version went back from {} to {}: it restarted from {}",
+                 highest_version_, version,
+                 version == 0 ? "the initial model (no checkpoint yet)" : "a checkpoint");
     highest_version_ = version;
   }
   highest_version_ = std::max(highest_version_, version);

@@ -52,7 +52,8 @@ class MasterLink {
   // A successful call: counts a reconnect after failures.
   void NoteSuccess();
   // The version of a pull: a version below the highest one seen means the
-  // master restarted from a checkpoint (logged once per restart).
+  // master restarted, from a checkpoint or, before its first one, from the
+  // initial model (logged once per restart).
   void NoteVersion(uint64_t version);
   uint64_t highest_version() const { return highest_version_; }
 
