@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "services/common/available_cpus.h"
 #include "services/common/training_job.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/coordinator/coordinator_config.h"
@@ -41,7 +42,6 @@
 #include "services/master/master_metrics.h"
 #include "services/master/master_service.h"
 #include "services/worker/batch_loader.h"
-#include "services/common/available_cpus.h"
 #include "services/worker/compute_threads.h"
 #include "services/worker/coordinator_session.h"
 #include "services/worker/dataset.h"

@@ -6,10 +6,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "services/common/metrics_endpoint.h"
+#include "services/common/tls_credentials.h"
 #include "services/coordinator/coordinator_config.h"
 #include "services/coordinator/state_file.h"
 #include "services/coordinator/status_json.h"
@@ -23,15 +22,6 @@ namespace {
 constexpr std::chrono::milliseconds kTickPeriod(200);
 constexpr uint64_t kTicksPerProgressWrite = 25;  // 5 s
 constexpr uint64_t kTicksPerSummary = 150;       // 30 s
-
-Status ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  *out = text.str();
-  return Status::OK();
-}
 
 // The training set's size: from the flag when given, else by reading the
 // dataset named in the job (once, at start).
@@ -99,14 +89,6 @@ Status LoadOrCreateState(const CoordinatorConfig& config, const std::string& pat
   return Status::OK();
 }
 
-std::shared_ptr<grpc::ChannelCredentials> MasterCredentials(const CoordinatorOptions& options,
-                                                            Status* status) {
-  if (options.master_ca.empty()) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions ssl;
-  *status = ReadFile(options.master_ca, &ssl.pem_root_certs);
-  return grpc::SslCredentials(ssl);
-}
-
 }  // namespace
 
 Status CoordinatorProcess::Start(const CoordinatorOptions& options, const TrainingJob& job,
@@ -140,9 +122,8 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
   GAPTRAIN_RETURN_IF_ERROR(p->service_->PersistNow(/*force=*/true));
 
   if (!options.master.empty()) {
-    Status credentials_ok;
-    auto credentials = MasterCredentials(options, &credentials_ok);
-    GAPTRAIN_RETURN_IF_ERROR(credentials_ok);
+    std::shared_ptr<grpc::ChannelCredentials> credentials;
+    GAPTRAIN_RETURN_IF_ERROR(ChannelCredentialsFromCa("--master-ca", options.master_ca, &credentials));
     MasterClient::Options client_options;
     client_options.token = options.token;
     client_options.deadline_seconds = 5;
@@ -172,15 +153,9 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
     spdlog::warn("no --master: the master is not told who is live");
   }
 
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-  if (!options.tls_cert.empty()) {
-    grpc::SslServerCredentialsOptions ssl;
-    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-    GAPTRAIN_RETURN_IF_ERROR(ReadFile(options.tls_key, &pair.private_key));
-    GAPTRAIN_RETURN_IF_ERROR(ReadFile(options.tls_cert, &pair.cert_chain));
-    ssl.pem_key_cert_pairs.push_back(pair);
-    credentials = grpc::SslServerCredentials(ssl);
-  }
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  GAPTRAIN_RETURN_IF_ERROR(
+      ServerCredentialsFromFiles(options.tls_cert, options.tls_key, &credentials));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &p->grpc_port_);

@@ -4,25 +4,15 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "services/common/metrics_endpoint.h"
+#include "services/common/tls_credentials.h"
 #include "services/master/job_config.h"
 #include "services/worker/dataset.h"
 #include "services/worker/model.h"
 
 namespace gaptrain {
 namespace {
-
-Status ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  *out = text.str();
-  return Status::OK();
-}
 
 // The training set's size and image shape: from flags when given, else by
 // reading the dataset named in the job.
@@ -132,15 +122,9 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   p->service_->set_checkpoint_fn(
       [raw](std::string* path, uint64_t* version) { return raw->CheckpointNow(path, version); });
 
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-  if (!options.tls_cert.empty()) {
-    grpc::SslServerCredentialsOptions ssl;
-    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-    GAPTRAIN_RETURN_IF_ERROR(ReadFile(options.tls_key, &pair.private_key));
-    GAPTRAIN_RETURN_IF_ERROR(ReadFile(options.tls_cert, &pair.cert_chain));
-    ssl.pem_key_cert_pairs.push_back(pair);
-    credentials = grpc::SslServerCredentials(ssl);
-  }
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  GAPTRAIN_RETURN_IF_ERROR(
+      ServerCredentialsFromFiles(options.tls_cert, options.tls_key, &credentials));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &p->grpc_port_);

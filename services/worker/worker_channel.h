@@ -16,8 +16,6 @@
 #include <memory>
 #include <string>
 
-#include "services/common/status.h"
-
 namespace gaptrain {
 
 enum class ChannelKind { kMaster, kCoordinator };
@@ -25,11 +23,6 @@ enum class ChannelKind { kMaster, kCoordinator };
 std::shared_ptr<grpc::Channel> CreateWorkerChannel(
     const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials,
     ChannelKind kind);
-
-// Insecure credentials when `ca_file` is empty, else TLS trusting the PEM
-// CA in `ca_file`; `flag` names the flag in errors.
-Status WorkerCredentials(const std::string& flag, const std::string& ca_file,
-                         std::shared_ptr<grpc::ChannelCredentials>* credentials);
 
 }  // namespace gaptrain
 

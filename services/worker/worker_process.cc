@@ -7,12 +7,13 @@
 #include <memory>
 #include <string>
 
+#include "services/common/available_cpus.h"
 #include "services/common/http_server.h"
 #include "services/common/metrics_endpoint.h"
+#include "services/common/tls_credentials.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/checkpoint.h"
 #include "services/master/master_client.h"
-#include "services/common/available_cpus.h"
 #include "services/worker/compute_threads.h"
 #include "services/worker/coordinator_session.h"
 #include "services/worker/dataset.h"
@@ -77,9 +78,9 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
 
   std::shared_ptr<grpc::ChannelCredentials> coordinator_credentials, master_credentials;
   GAPTRAIN_RETURN_IF_ERROR(
-      WorkerCredentials("--coordinator-ca", options.coordinator_ca, &coordinator_credentials));
+      ChannelCredentialsFromCa("--coordinator-ca", options.coordinator_ca, &coordinator_credentials));
   GAPTRAIN_RETURN_IF_ERROR(
-      WorkerCredentials("--master-ca", options.master_ca, &master_credentials));
+      ChannelCredentialsFromCa("--master-ca", options.master_ca, &master_credentials));
   CoordinatorClient::Options coordinator_options;
   coordinator_options.token = options.token;
   coordinator_options.deadline_seconds = kCoordinatorDeadlineSeconds;
