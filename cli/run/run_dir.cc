@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "services/common/atomic_file.h"
 #include "services/common/os_error.h"
-#include "services/master/checkpoint.h"
 
 namespace gaptrain {
 namespace {

@@ -4,6 +4,8 @@
 #include <iterator>
 #include <thread>
 
+#include "services/common/atomic_file.h"
+
 namespace gaptrain {
 namespace {
 
@@ -26,6 +28,17 @@ bool ReadPorts(const std::string& path, int count, std::vector<uint16_t>* ports)
 }
 
 }  // namespace
+
+Status WritePortsFile(const std::string& path, const std::vector<uint16_t>& ports) {
+  if (ports.empty()) return Status::InvalidArgument(path + ": no ports to report");
+  std::string text;
+  for (uint16_t port : ports) {
+    if (port == 0) return Status::InvalidArgument(path + ": port 0 is not a bound port");
+    if (!text.empty()) text += ' ';
+    text += std::to_string(port);
+  }
+  return WriteFileAtomically(path, text.data(), text.size());
+}
 
 Status WaitForPortsFile(Process* process, const std::string& path, int count,
                         std::chrono::milliseconds timeout, std::vector<uint16_t>* ports) {

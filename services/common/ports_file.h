@@ -1,6 +1,7 @@
-// The services report the ports they bound (--ports-file: the numbers,
-// space-separated, written atomically once they listen). Whoever started
-// one waits here for them.
+// The services report the ports they bound (--ports-file) with
+// WritePortsFile once they listen; whoever started one waits for them with
+// WaitForPortsFile. The file holds the numbers in decimal, separated by
+// single spaces, in an order each service documents (e.g. "GRPC HTTP").
 
 #ifndef GAPTRAIN_SERVICES_COMMON_PORTS_FILE_H_
 #define GAPTRAIN_SERVICES_COMMON_PORTS_FILE_H_
@@ -14,6 +15,11 @@
 #include "services/common/status.h"
 
 namespace gaptrain {
+
+// Writes `ports` to `path` atomically (services/common/atomic_file.h), so a
+// poller never reads a partial list. INVALID_ARGUMENT for no ports or port
+// 0, which no listening socket has.
+Status WritePortsFile(const std::string& path, const std::vector<uint16_t>& ports);
 
 // Polls `path` until it holds `count` port numbers (sets *ports), while
 // `process` runs. UNAVAILABLE when the process exits first or `timeout`

@@ -8,11 +8,11 @@
 #include <cstring>
 
 #include "services/common/metrics_endpoint.h"
+#include "services/common/ports_file.h"
 #include "services/common/tls_credentials.h"
 #include "services/coordinator/coordinator_config.h"
 #include "services/coordinator/state_file.h"
 #include "services/coordinator/status_json.h"
-#include "services/master/checkpoint.h"
 #include "services/master/master_client.h"
 #include "services/worker/dataset.h"
 
@@ -176,8 +176,8 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
   ServeStatus(p->http_.get(), [service] { return service->Describe(); });
 
   if (!options.ports_file.empty()) {
-    std::string ports = std::to_string(p->grpc_port_) + " " + std::to_string(p->http_->port());
-    GAPTRAIN_RETURN_IF_ERROR(WriteFileAtomically(options.ports_file, ports.data(), ports.size()));
+    GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(
+        options.ports_file, {static_cast<uint16_t>(p->grpc_port_), p->http_->port()}));
   }
   p->ticks_ = std::make_unique<TickTimer>(kTickPeriod, [raw] { raw->OnTick(); });
   p->ticks_->Start();

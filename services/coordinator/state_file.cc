@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "services/master/checkpoint.h"
+#include "services/common/atomic_file.h"
 
 namespace gaptrain {
 namespace {

@@ -1,6 +1,6 @@
 // The coordinator's state file: one CoordinatorSnapshot (proto/gaptrain.proto)
 // framed and checksummed, replaced atomically (temp file, fsync, rename,
-// directory fsync: services/master/checkpoint.h's WriteFileAtomically), so
+// directory fsync: services/common/atomic_file.h's WriteFileAtomically), so
 // the file always holds one whole snapshot, the old or the new.
 //
 // Format, little-endian:

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "proto/gaptrain.pb.h"
+#include "services/common/atomic_file.h"
 #include "services/common/os_error.h"
 #include "services/master/layout_proto.h"
 
@@ -37,7 +38,6 @@ constexpr size_t kChunkBytes = size_t{1} << 20;
 
 constexpr char kFilePrefix[] = "ckpt-";
 constexpr char kFileSuffix[] = ".gtc";
-constexpr char kTempSuffix[] = ".tmp";
 constexpr size_t kVersionDigits = 20;
 
 // Status of a failed system call on `path`, following the tree's convention
@@ -89,21 +89,6 @@ class FdCloser {
   int fd_;
 };
 
-// Writes all n bytes, retrying on EINTR and short writes; returns 0 or errno.
-int WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (w == 0) return EIO;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return 0;
-}
-
 // Reads n bytes at `offset`, retrying on EINTR and short reads; *got is less
 // than n only at end of file. Returns 0 or errno.
 int PreadAll(int fd, uint64_t offset, char* p, size_t n, size_t* got) {
@@ -120,83 +105,19 @@ int PreadAll(int fd, uint64_t offset, char* p, size_t n, size_t* got) {
   return 0;
 }
 
-int FsyncRetry(int fd) {
-  while (::fsync(fd) != 0) {
-    if (errno != EINTR) return errno;
+// Appends n bytes a chunk at a time, folding each chunk into *crc just
+// before it is written, while it is still in cache.
+Status AppendWithCrc(AtomicFile* file, const void* data, size_t n, uint32_t* crc) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    size_t chunk = std::min(n, kChunkBytes);
+    *crc = Crc(*crc, p, chunk);
+    GAPTRAIN_RETURN_IF_ERROR(file->Append(p, chunk));
+    p += chunk;
+    n -= chunk;
   }
-  return 0;
-}
-
-std::string DirName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-Status SyncDirectory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return OsError(dir, "open directory for fsync", errno);
-  FdCloser closer(fd);
-  if (int err = FsyncRetry(fd)) return OsError(dir, "fsync directory", err);
   return Status::OK();
 }
-
-// A file written under path + ".tmp" and renamed over `path` by Commit();
-// destroyed uncommitted, it removes the temp file.
-class AtomicFile {
- public:
-  explicit AtomicFile(std::string path) : path_(std::move(path)), temp_(path_ + kTempSuffix) {}
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (created_ && !committed_) ::unlink(temp_.c_str());
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  Status Open() {
-    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) return OsError(temp_, "create", errno);
-    created_ = true;
-    return Status::OK();
-  }
-
-  // Writes n bytes in chunks, folding each into the running CRC first.
-  Status Append(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      size_t chunk = std::min(n, kChunkBytes);
-      crc_ = Crc(crc_, p, chunk);
-      if (int err = WriteAll(fd_, p, chunk)) return OsError(temp_, "write", err);
-      p += chunk;
-      n -= chunk;
-    }
-    return Status::OK();
-  }
-
-  uint32_t crc() const { return crc_; }
-
-  // fsync, close, rename over the destination, fsync its directory.
-  Status Commit() {
-    if (int err = FsyncRetry(fd_)) return OsError(temp_, "fsync", err);
-    int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) return OsError(temp_, "close", errno);
-    if (::rename(temp_.c_str(), path_.c_str()) != 0) {
-      return OsError(path_, ("rename from " + temp_).c_str(), errno);
-    }
-    committed_ = true;
-    return SyncDirectory(DirName(path_));
-  }
-
- private:
-  std::string path_;
-  std::string temp_;
-  int fd_ = -1;
-  bool created_ = false;
-  bool committed_ = false;
-  uint32_t crc_ = 0;
-};
 
 // True when `s` is well-formed UTF-8 (proto3 string fields must be, or the
 // header would not parse back).
@@ -375,23 +296,18 @@ Status WriteCheckpoint(const ParameterStore& store, const CheckpointMeta& meta,
 
   AtomicFile file(path);
   GAPTRAIN_RETURN_IF_ERROR(file.Open());
-  GAPTRAIN_RETURN_IF_ERROR(file.Append(prefix, sizeof prefix));
-  GAPTRAIN_RETURN_IF_ERROR(file.Append(header.data(), header.size()));
-  GAPTRAIN_RETURN_IF_ERROR(file.Append(store.params(), store.size() * sizeof(float)));
+  uint32_t crc = 0;
+  GAPTRAIN_RETURN_IF_ERROR(AppendWithCrc(&file, prefix, sizeof prefix, &crc));
+  GAPTRAIN_RETURN_IF_ERROR(AppendWithCrc(&file, header.data(), header.size(), &crc));
+  GAPTRAIN_RETURN_IF_ERROR(
+      AppendWithCrc(&file, store.params(), store.size() * sizeof(float), &crc));
   for (const auto& [name, buffer] : store.buffers()) {
-    GAPTRAIN_RETURN_IF_ERROR(file.Append(buffer.data(), buffer.bytes()));
+    GAPTRAIN_RETURN_IF_ERROR(AppendWithCrc(&file, buffer.data(), buffer.bytes(), &crc));
   }
   char trailer[kTrailerBytes];
-  EncodeFixed32(trailer, file.crc());
+  EncodeFixed32(trailer, crc);
   std::memcpy(trailer + 4, kEndMagic, 8);
   GAPTRAIN_RETURN_IF_ERROR(file.Append(trailer, sizeof trailer));
-  return file.Commit();
-}
-
-Status WriteFileAtomically(const std::string& path, const void* data, size_t size) {
-  AtomicFile file(path);
-  GAPTRAIN_RETURN_IF_ERROR(file.Open());
-  GAPTRAIN_RETURN_IF_ERROR(file.Append(data, size));
   return file.Commit();
 }
 
@@ -507,7 +423,7 @@ Status ScanDirectory(const std::string& dir, std::vector<uint64_t>* versions,
   if (d == nullptr) return OsError(dir, "open directory", errno);
   versions->clear();
   if (temps != nullptr) temps->clear();
-  const size_t temp_len = sizeof(kTempSuffix) - 1;
+  const size_t temp_len = sizeof(kAtomicFileTempSuffix) - 1;
   while (true) {
     errno = 0;
     struct dirent* e = ::readdir(d);
@@ -522,7 +438,7 @@ Status ScanDirectory(const std::string& dir, std::vector<uint64_t>* versions,
     if (CheckpointDirectory::ParseFileName(name, &v)) {
       versions->push_back(v);
     } else if (temps != nullptr && name.size() > temp_len &&
-               name.compare(name.size() - temp_len, temp_len, kTempSuffix) == 0 &&
+               name.compare(name.size() - temp_len, temp_len, kAtomicFileTempSuffix) == 0 &&
                CheckpointDirectory::ParseFileName(name.substr(0, name.size() - temp_len), &v)) {
       temps->push_back(name);
     }

@@ -57,7 +57,8 @@ struct CheckpointMeta {
   std::vector<WorkerId> workers;
 };
 
-// Writes `store` and `meta` to `path`: to path + ".tmp" first, fsync'd, then
+// Writes `store` and `meta` to `path` with an AtomicFile
+// (services/common/atomic_file.h): to path + ".tmp" first, fsync'd, then
 // renamed over `path`, then the directory fsync'd, so `path` holds either
 // its old content or the complete new file. Buffers are streamed from the
 // store (no copy of the model is made). On error the temp file is removed
@@ -75,10 +76,6 @@ Status WriteCheckpoint(const ParameterStore& store, const CheckpointMeta& meta,
 // *store and *meta are unchanged. `meta` may be nullptr.
 Status ReadCheckpoint(const std::string& path, std::unique_ptr<ParameterStore>* store,
                       CheckpointMeta* meta);
-
-// Writes `size` bytes to `path` with the same temp-file, fsync, rename
-// protocol as WriteCheckpoint (used for exports).
-Status WriteFileAtomically(const std::string& path, const void* data, size_t size);
 
 // The checkpoints of one job: files <dir>/ckpt-<version, 20 digits>.gtc.
 // Other files in the directory are never read or removed, except stale

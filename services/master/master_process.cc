@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "services/common/metrics_endpoint.h"
+#include "services/common/ports_file.h"
 #include "services/common/tls_credentials.h"
 #include "services/master/job_config.h"
 #include "services/worker/dataset.h"
@@ -143,9 +144,8 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   });
 
   if (!options.ports_file.empty()) {
-    std::string ports = std::to_string(p->grpc_port_) + " " + std::to_string(p->http_->port());
-    GAPTRAIN_RETURN_IF_ERROR(
-        WriteFileAtomically(options.ports_file, ports.data(), ports.size()));
+    GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(
+        options.ports_file, {static_cast<uint16_t>(p->grpc_port_), p->http_->port()}));
   }
   spdlog::info("master of {} serving gRPC on port {}{}, metrics on http://{}:{}/metrics",
                job.name, p->grpc_port_, options.tls_cert.empty() ? "" : " (TLS)",

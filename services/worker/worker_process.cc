@@ -10,9 +10,9 @@
 #include "services/common/available_cpus.h"
 #include "services/common/http_server.h"
 #include "services/common/metrics_endpoint.h"
+#include "services/common/ports_file.h"
 #include "services/common/tls_credentials.h"
 #include "services/coordinator/coordinator_client.h"
-#include "services/master/checkpoint.h"
 #include "services/master/master_client.h"
 #include "services/worker/compute_threads.h"
 #include "services/worker/coordinator_session.h"
@@ -69,8 +69,7 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
   ServeMetrics(http.get(), metrics->registry());
   ServeHealth(http.get(), nullptr);
   if (!options.ports_file.empty()) {
-    const std::string port = std::to_string(http->port());
-    GAPTRAIN_RETURN_IF_ERROR(WriteFileAtomically(options.ports_file, port.data(), port.size()));
+    GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(options.ports_file, {http->port()}));
   }
   spdlog::info("worker {} ({}) of job {}: metrics on http://{}:{}/metrics", options.host_name,
                options.evaluator ? "evaluator" : "trainer", job.name, options.http_address,
