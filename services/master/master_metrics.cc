@@ -73,6 +73,13 @@ MasterMetrics::MasterMetrics(std::shared_ptr<prometheus::Registry> registry,
                     .Register(r);
   pulls_ = &pulls.Add({{"result", "sent"}});
   pulls_not_modified_ = &pulls.Add({{"result", "not_modified"}});
+  auto& pulls_rejected = prometheus::BuildCounter()
+                             .Name("gaptrain_master_pulls_rejected_total")
+                             .Help("Pulls refused, by reason.")
+                             .Register(r);
+  pulls_malformed_ = &pulls_rejected.Add({{"reason", RejectReasonName(RejectReason::kMalformed)}});
+  pulls_unknown_worker_ =
+      &pulls_rejected.Add({{"reason", RejectReasonName(RejectReason::kUnknownWorker)}});
   received_bytes_ = Counter(r, "gaptrain_master_received_bytes_total",
                             "Gradient and echo payload bytes received.");
   sent_bytes_ = Counter(r, "gaptrain_master_sent_bytes_total", "Parameter payload bytes sent.");
@@ -108,7 +115,7 @@ MasterMetrics::MasterMetrics(std::shared_ptr<prometheus::Registry> registry,
                                   .Register(r);
 }
 
-void MasterMetrics::RecordPush(WorkerId worker, const ApplyStats& stats, double seconds) {
+void MasterMetrics::RecordPush(const ApplyStats& stats, double seconds) {
   push_seconds_->Observe(seconds);
   switch (stats.outcome) {
     case ApplyStats::Outcome::kApplied: applied_->Increment(); break;
@@ -122,13 +129,6 @@ void MasterMetrics::RecordPush(WorkerId worker, const ApplyStats& stats, double 
   if (stats.has_gap) gap_->Observe(stats.gap.gap_mean);
 
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = worker_staleness_.find(worker);
-  if (it == worker_staleness_.end()) {
-    it = worker_staleness_
-             .emplace(worker, &worker_staleness_family_->Add({{"worker", std::to_string(worker)}}))
-             .first;
-  }
-  it->second->Set(static_cast<double>(stats.staleness));
   if (stats.has_gap && stats.per_tensor.size() == tensor_gap_.size()) {
     const double a = have_tensor_avg_ ? kTensorSmoothing : 1.0;
     for (size_t t = 0; t < tensor_gap_.size(); ++t) {
@@ -139,6 +139,22 @@ void MasterMetrics::RecordPush(WorkerId worker, const ApplyStats& stats, double 
     }
     have_tensor_avg_ = true;
   }
+}
+
+void MasterMetrics::SetWorkerStaleness(WorkerId worker, const ApplyStats& stats) {
+  if (stats.outcome == ApplyStats::Outcome::kDiscardedLate) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = worker_staleness_.find(worker);
+  if (it == worker_staleness_.end()) {
+    it = worker_staleness_
+             .emplace(worker, &worker_staleness_family_->Add({{"worker", std::to_string(worker)}}))
+             .first;
+  }
+  it->second->Set(static_cast<double>(stats.staleness));
+}
+
+void MasterMetrics::RecordPullRejected(RejectReason reason) {
+  (reason == RejectReason::kUnknownWorker ? pulls_unknown_worker_ : pulls_malformed_)->Increment();
 }
 
 void MasterMetrics::RecordRejected(RejectReason reason) {

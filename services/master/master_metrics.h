@@ -36,9 +36,16 @@ class MasterMetrics {
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
   // One push that passed validation, with what the engine reported.
-  void RecordPush(WorkerId worker, const ApplyStats& stats, double seconds);
+  void RecordPush(const ApplyStats& stats, double seconds);
+  // The worker's staleness gauge. Calls of this and SetMembers must come in
+  // the order the engine saw the push and the membership change (the
+  // master makes both under its engine mutex), so a series dropped for a
+  // worker that left is never re-created by a push that finished late.
+  void SetWorkerStaleness(WorkerId worker, const ApplyStats& stats);
   void RecordRejected(RejectReason reason);
   void RecordPull(double seconds, bool had_payload);
+  // A pull refused: kMalformed or kUnknownWorker.
+  void RecordPullRejected(RejectReason reason);
   void AddReceivedBytes(uint64_t bytes) { received_bytes_->Increment(static_cast<double>(bytes)); }
   void AddSentBytes(uint64_t bytes) { sent_bytes_->Increment(static_cast<double>(bytes)); }
   void SetModel(uint64_t version, double learning_rate, size_t live_workers);
@@ -61,6 +68,8 @@ class MasterMetrics {
   std::array<prometheus::Counter*, static_cast<size_t>(RejectReason::kNumReasons)> rejected_;
   prometheus::Counter* pulls_;
   prometheus::Counter* pulls_not_modified_;
+  prometheus::Counter* pulls_malformed_;
+  prometheus::Counter* pulls_unknown_worker_;
   prometheus::Counter* received_bytes_;
   prometheus::Counter* sent_bytes_;
   prometheus::Gauge* version_;

@@ -89,9 +89,21 @@ grpc::Status MasterService::Authorize(const grpc::ServerContextBase* context) co
   return AuthorizeBearer(*context, options_.token);
 }
 
+grpc::Status MasterService::RejectPush(RejectReason reason, grpc::Status status) {
+  metrics_->RecordRejected(reason);
+  spdlog::warn("rejected push ({}): {}", RejectReasonName(reason), status.error_message());
+  return status;
+}
+
 grpc::Status MasterService::RejectMalformed(const std::string& message) {
-  metrics_->RecordRejected(RejectReason::kMalformed);
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+  return RejectPush(RejectReason::kMalformed,
+                    grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message));
+}
+
+grpc::Status MasterService::RejectPull(RejectReason reason, grpc::Status status) {
+  metrics_->RecordPullRejected(reason);
+  spdlog::warn("rejected pull ({}): {}", RejectReasonName(reason), status.error_message());
+  return status;
 }
 
 grpc::Status MasterService::Describe(grpc::ServerContext* context, const proto::DescribeRequest*,
@@ -136,13 +148,7 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
     WriteNext();
   }
 
-  void OnDone() override {
-    if (completed_) {
-      service_->metrics_->AddSentBytes(sent_bytes_);
-      service_->metrics_->RecordPull(SecondsSince(start_), send_);
-    }
-    delete this;
-  }
+  void OnDone() override { delete this; }
 
  private:
   grpc::Status Prepare(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
@@ -151,10 +157,14 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
     proto::PullRequest pull;
     grpc::ByteBuffer copy(*request);  // shares the slices
     if (!grpc::SerializationTraits<proto::PullRequest>::Deserialize(&copy, &pull).ok()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed PullRequest");
+      return service_->RejectPull(
+          RejectReason::kMalformed,
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed PullRequest"));
     }
     if (!ValidWireType(pull.wire_type())) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "wire_type: unknown value");
+      return service_->RejectPull(
+          RejectReason::kMalformed,
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "wire_type: unknown value"));
     }
     wire_type_ = pull.wire_type();
     chunk_values_ = pull.chunk_values() == 0
@@ -174,16 +184,31 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
     if (shared.values != nullptr && shared.generation == engine->reply_generation()) {
       reply_ = shared.values;  // written by an earlier pull: no copy
       if (pull.observer()) return grpc::Status::OK;
-      return ToGrpcStatus(engine->PullFrom(pull.worker_id(), reply_->data(), total_, &version_));
+      return Refused(engine->PullFrom(pull.worker_id(), reply_->data(), total_, &version_));
     }
     std::shared_ptr<std::vector<float>> fresh = service_->pool_->Acquire();
     Status s = pull.observer() ? engine->PullModel(fresh->data(), total_, &version_)
                                : engine->Pull(pull.worker_id(), fresh->data(), total_, &version_);
-    if (!s.ok()) return ToGrpcStatus(s);
+    if (!s.ok()) return Refused(s);
     reply_ = fresh;
     shared.generation = engine->reply_generation();
     shared.values = reply_;
     return grpc::Status::OK;
+  }
+
+  // Before Finish, so a client that has the status sees the pull counted.
+  void RecordCompleted() {
+    service_->metrics_->AddSentBytes(sent_bytes_);
+    service_->metrics_->RecordPull(SecondsSince(start_), send_);
+  }
+
+  // The engine refused the pull: a worker that is not a member (NOT_FOUND)
+  // or, never from this service, a reply buffer of the wrong size.
+  grpc::Status Refused(const Status& s) {
+    if (s.ok()) return grpc::Status::OK;
+    return service_->RejectPull(s.code() == Status::Code::kNotFound ? RejectReason::kUnknownWorker
+                                                                    : RejectReason::kMalformed,
+                                ToGrpcStatus(s));
   }
 
   void WriteNext() {
@@ -192,13 +217,13 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
     header.set_total_values(total_);
     header.set_wire_type(wire_type_);
     if (!send_) {  // the worker holds this version: one chunk, no values
-      completed_ = true;
+      RecordCompleted();
       chunk_ = ParameterChunkBuffer(header, grpc::Slice());
       StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
       return;
     }
     if (offset_ >= total_) {
-      completed_ = true;
+      RecordCompleted();
       Finish(grpc::Status::OK);
       return;
     }
@@ -225,7 +250,6 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
   size_t total_ = 0;
   uint64_t version_ = 0;
   bool send_ = false;
-  bool completed_ = false;
   std::shared_ptr<const std::vector<float>> reply_;
   size_t offset_ = 0;
   uint64_t sent_bytes_ = 0;
@@ -270,14 +294,17 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
     Status parsed = ParseGradientChunk(&incoming_, &chunk_);
     if (!parsed.ok()) return service_->RejectMalformed(parsed.message());
     const proto::GradientChunk& c = chunk_.header;
-    bytes_ += chunk_.values.size() + chunk_.echo.size();
+    // Every payload byte read counts, whether the push is applied or not.
+    service_->metrics_->AddReceivedBytes(chunk_.values.size() + chunk_.echo.size());
     const size_t total = service_->num_values_;
     if (first_) {
       if (c.total_values() != total) {
-        service_->metrics_->RecordRejected(RejectReason::kWrongSize);
-        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            "total_values: gradient has " + std::to_string(c.total_values()) +
-                                " values, the model has " + std::to_string(total));
+        return service_->RejectPush(
+            RejectReason::kWrongSize,
+            grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                         "total_values: gradient from worker " + std::to_string(c.worker_id()) +
+                             " has " + std::to_string(c.total_values()) +
+                             " values, the model has " + std::to_string(total)));
       }
       if (!ValidWireType(c.wire_type()) || !ValidWireType(c.echo_type())) {
         return service_->RejectMalformed("wire_type: unknown value");
@@ -334,12 +361,15 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
   }
 
   grpc::Status Complete() {
-    service_->metrics_->AddReceivedBytes(bytes_);
     const size_t total = service_->num_values_;
     if (context_->IsCancelled() || first_ || received_ != total) {
-      return grpc::Status(grpc::StatusCode::CANCELLED,
-                          "push stream ended after " + std::to_string(received_) + " of " +
-                              std::to_string(total) + " values; nothing was applied");
+      const std::string from =
+          first_ ? std::string("a push") : "the push from worker " + std::to_string(header_.worker_id());
+      return service_->RejectPush(
+          RejectReason::kIncomplete,
+          grpc::Status(grpc::StatusCode::CANCELLED,
+                       from + " ended after " + std::to_string(received_) + " of " +
+                           std::to_string(total) + " values; nothing was applied"));
     }
     PushRequest request;
     request.worker = header_.worker_id();
@@ -362,13 +392,16 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
       version = service_->engine_->version();
       next_lr = service_->engine_->learning_rate();
       live = service_->engine_->num_workers();
+      // Under the mutex, ordered with SetMembers: a worker that has left
+      // never gets its series back from a push that finished late.
+      if (s.ok()) service_->metrics_->SetWorkerStaleness(request.worker, stats_);
     }
     if (!s.ok()) {
       service_->metrics_->RecordRejected(reason);
       spdlog::warn("rejected push from worker {}: {}", request.worker, s.ToString());
       return ToGrpcStatus(s);
     }
-    service_->metrics_->RecordPush(request.worker, stats_, SecondsSince(start_));
+    service_->metrics_->RecordPush(stats_, SecondsSince(start_));
     service_->metrics_->SetModel(version, next_lr, live);
     proto::PushResponse reply;
     reply.set_outcome(ToProto(stats_.outcome));
@@ -393,7 +426,6 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
   bool has_echo_ = false;
   bool all_finite_ = true;  // every value decoded so far is finite
   size_t received_ = 0;
-  uint64_t bytes_ = 0;
   // The gradient's wire bytes: views into received_slices_, whose vectors
   // are moved whole so the Slice objects (and inlined bytes) stay put.
   SlicedBytes gradient_;
@@ -441,8 +473,8 @@ grpc::Status MasterService::SetMembers(grpc::ServerContext* context,
     members = engine_->members();
     version = engine_->version();
     metrics_->SetModel(version, engine_->learning_rate(), members.size());
+    metrics_->SetMembers(members);
   }
-  metrics_->SetMembers(members);
   for (uint32_t w : response->joined()) spdlog::info("worker {} joined", w);
   for (uint32_t w : response->left()) spdlog::info("worker {} left; its state was released", w);
   response->set_version(version);

@@ -91,7 +91,11 @@ class MasterService final : public MasterServiceBase {
   class PushReactor;
 
   grpc::Status Authorize(const grpc::ServerContextBase* context) const;
-  grpc::Status RejectMalformed(const std::string& message);
+  // Count and log a push or pull the service refuses before the engine
+  // sees it, and return `status` for the caller to finish the call with.
+  grpc::Status RejectPush(RejectReason reason, grpc::Status status);
+  grpc::Status RejectMalformed(const std::string& message);  // a push stream
+  grpc::Status RejectPull(RejectReason reason, grpc::Status status);
 
   const Options options_;
   const std::shared_ptr<MasterMetrics> metrics_;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <cmath>
 #include <thread>
 
@@ -75,6 +76,34 @@ class MasterServer {
   }
 
   MasterService* service() { return service_.get(); }
+
+  // The value of the sample of metric `family` whose labels include every
+  // one of `labels`: a counter's or gauge's value, a histogram's count.
+  // -1 when there is no such sample.
+  double Metric(const std::string& family, const std::map<std::string, std::string>& labels = {}) {
+    for (const prometheus::MetricFamily& f : metrics_->registry()->Collect()) {
+      if (f.name != family) continue;
+      for (const prometheus::ClientMetric& m : f.metric) {
+        size_t matched = 0;
+        for (const prometheus::ClientMetric::Label& l : m.label) {
+          auto it = labels.find(l.name);
+          matched += it != labels.end() && it->second == l.value;
+        }
+        if (matched != labels.size()) continue;
+        switch (f.type) {
+          case prometheus::MetricType::Counter: return m.counter.value;
+          case prometheus::MetricType::Gauge: return m.gauge.value;
+          case prometheus::MetricType::Histogram:
+            return static_cast<double>(m.histogram.sample_count);
+          default: return -1;
+        }
+      }
+    }
+    return -1;
+  }
+  double Rejected(const std::string& reason) {
+    return Metric("gaptrain_master_pushes_rejected_total", {{"reason", reason}});
+  }
 
  private:
   std::shared_ptr<MasterMetrics> metrics_;
@@ -248,6 +277,14 @@ TEST(MasterServiceTest, SyncWithBackupAndAMemberLeavingMidStep) {
   ASSERT_TRUE(client.Push(3, 0, g3.data(), 1000, 0, &p).ok());
   EXPECT_EQ(p.outcome(), proto::PushResponse::DISCARDED_LATE);
   EXPECT_EQ(master.Version(), 1u);
+
+  EXPECT_EQ(master.Metric("gaptrain_master_pushes_total", {{"outcome", "accumulated"}}), 1);
+  EXPECT_EQ(master.Metric("gaptrain_master_pushes_total", {{"outcome", "discarded_late"}}), 1);
+  EXPECT_EQ(master.Metric("gaptrain_master_pushes_total", {{"outcome", "applied"}}), 0);
+  EXPECT_EQ(master.Rejected("duplicate"), 1);
+  // A late gradient has no staleness to show: only worker 1's series.
+  EXPECT_EQ(master.Metric("gaptrain_master_worker_staleness", {{"worker", "3"}}), -1);
+  EXPECT_EQ(master.Metric("gaptrain_master_worker_staleness", {{"worker", "1"}}), 0);
 }
 
 TEST(MasterServiceTest, BadPushesAreRejectedAndNeverApplied) {
@@ -311,8 +348,90 @@ TEST(MasterServiceTest, BadPushesAreRejectedAndNeverApplied) {
 
   EXPECT_EQ(master.Version(), 0u);
   EXPECT_EQ(master.Params(), before);
+
+  // Each refusal is counted under its reason. The two cut-off streams (the
+  // cancelled call and the oversized message) may be counted after the
+  // client has its status, so "incomplete" has the early end and maybe more.
+  EXPECT_EQ(master.Rejected("wrong_size"), 1);
+  EXPECT_EQ(master.Rejected("unknown_worker"), 1);
+  EXPECT_EQ(master.Rejected("future_version"), 1);
+  EXPECT_EQ(master.Rejected("non_finite"), 1);
+  EXPECT_EQ(master.Rejected("malformed"), 4);
+  EXPECT_GE(master.Rejected("incomplete"), 1);
+  EXPECT_EQ(master.Metric("gaptrain_master_pushes_total", {{"outcome", "applied"}}), 0);
+
   ASSERT_TRUE(client.Push(1, 0, g.data(), 1000, 0, &p).ok());  // still serving
   EXPECT_EQ(master.Version(), 1u);
+  EXPECT_EQ(master.Metric("gaptrain_master_pushes_total", {{"outcome", "applied"}}), 1);
+}
+
+TEST(MasterServiceTest, BadPullsAreRejectedAndCounted) {
+  MasterServer master(1000, PlainSgd());
+  MasterClient client = master.Client();
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1}, &m).ok());
+  std::vector<float> theta(1000);
+  MasterClient::PullResult r;
+  EXPECT_EQ(client.Pull(9, -1, theta.data(), 1000, &r).code(), Status::Code::kNotFound);
+
+  auto stub = proto::Master::NewStub(master.Channel());
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", std::string("Bearer ") + kToken);
+  proto::PullRequest request;
+  request.set_worker_id(1);
+  request.set_wire_type(static_cast<proto::WireType>(77));
+  auto reader = stub->Pull(&context, request);
+  proto::ParameterChunk chunk;
+  while (reader->Read(&chunk)) {
+  }
+  grpc::Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("wire_type"), std::string::npos) << s.error_message();
+
+  EXPECT_EQ(master.Metric("gaptrain_master_pulls_rejected_total", {{"reason", "unknown_worker"}}),
+            1);
+  EXPECT_EQ(master.Metric("gaptrain_master_pulls_rejected_total", {{"reason", "malformed"}}), 1);
+  EXPECT_EQ(master.Metric("gaptrain_master_pulls_total", {{"result", "sent"}}), 0);
+}
+
+// What /metrics shows after a few pushes and pulls, and when a worker leaves.
+TEST(MasterServiceTest, MetricsFollowTrafficAndMembership) {
+  MasterServer master(1000, PlainSgd(), /*lr=*/0.5);
+  MasterClient client = master.Client(proto::FLOAT32, 300);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1, 2, 3}, &m).ok());
+  std::vector<float> g(1000, 1.0f), theta(1000);
+  MasterClient::PullResult r;
+  proto::PushResponse p;
+  ASSERT_TRUE(client.Pull(1, -1, theta.data(), 1000, &r).ok());  // sent
+  ASSERT_TRUE(client.Pull(1, 0, theta.data(), 1000, &r).ok());   // not modified
+  ASSERT_TRUE(client.Push(1, 0, g.data(), 1000, 0, &p).ok());    // staleness 0
+  ASSERT_TRUE(client.Push(2, 0, g.data(), 1000, 0, &p).ok());    // staleness 1
+  ASSERT_TRUE(client.Push(2, 0, g.data(), 1000, 0, &p).ok());    // staleness 2
+
+  EXPECT_EQ(master.Metric("gaptrain_master_pushes_total", {{"outcome", "applied"}}), 3);
+  EXPECT_EQ(master.Metric("gaptrain_master_model_version"), 3);
+  EXPECT_EQ(master.Metric("gaptrain_master_learning_rate"), 0.5);
+  EXPECT_EQ(master.Metric("gaptrain_master_live_workers"), 3);
+  EXPECT_EQ(master.Metric("gaptrain_master_received_bytes_total"), 3 * 1000 * 4);
+  EXPECT_EQ(master.Metric("gaptrain_master_sent_bytes_total"), 1000 * 4);
+  EXPECT_EQ(master.Metric("gaptrain_master_pulls_total", {{"result", "sent"}}), 1);
+  EXPECT_EQ(master.Metric("gaptrain_master_pulls_total", {{"result", "not_modified"}}), 1);
+  EXPECT_EQ(master.Metric("gaptrain_master_push_duration_seconds"), 3);
+  EXPECT_EQ(master.Metric("gaptrain_master_pull_duration_seconds"), 2);
+  EXPECT_EQ(master.Metric("gaptrain_master_staleness"), 3);
+  EXPECT_EQ(master.Metric("gaptrain_master_penalty_factor"), 3);
+  EXPECT_EQ(master.Metric("gaptrain_master_worker_staleness", {{"worker", "1"}}), 0);
+  EXPECT_EQ(master.Metric("gaptrain_master_worker_staleness", {{"worker", "2"}}), 2);
+  EXPECT_EQ(master.Metric("gaptrain_master_worker_staleness", {{"worker", "3"}}), -1);
+
+  ASSERT_TRUE(client.SetMembers({1, 3}, &m).ok());
+  EXPECT_EQ(master.Metric("gaptrain_master_worker_staleness", {{"worker", "2"}}), -1);
+  EXPECT_EQ(master.Metric("gaptrain_master_worker_staleness", {{"worker", "1"}}), 0);
+  EXPECT_EQ(master.Metric("gaptrain_master_live_workers"), 2);
+  // A push from the departed worker is refused and brings no series back.
+  EXPECT_EQ(client.Push(2, 3, g.data(), 1000, 0, &p).code(), Status::Code::kNotFound);
+  EXPECT_EQ(master.Metric("gaptrain_master_worker_staleness", {{"worker", "2"}}), -1);
 }
 
 TEST(MasterServiceTest, GapAwareWithEchoedCopy) {

@@ -34,6 +34,7 @@ const char* RejectReasonName(RejectReason reason) {
     case RejectReason::kNoWorkerCopy: return "no_worker_copy";
     case RejectReason::kDuplicate: return "duplicate";
     case RejectReason::kMalformed: return "malformed";
+    case RejectReason::kIncomplete: return "incomplete";
     case RejectReason::kNumReasons: break;
   }
   return "unknown";

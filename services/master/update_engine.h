@@ -52,6 +52,7 @@ enum class RejectReason {
   kNoWorkerCopy,   // snapshot of another version, or echo missing
   kDuplicate,      // sync: a second gradient for the same step
   kMalformed,      // the wire stream was inconsistent (counted by the service)
+  kIncomplete,     // the stream ended or broke before every value arrived (service)
   kNumReasons,
 };
 
