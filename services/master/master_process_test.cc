@@ -10,10 +10,12 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "proto/health.grpc.pb.h"
@@ -31,7 +33,7 @@ constexpr char kToken[] = "process-test-token";
 constexpr size_t kGrpcPort = 0;
 constexpr size_t kHttpPort = 1;
 
-std::string WriteJob(const std::string& dir) {
+std::string WriteJob(const std::string& dir, int checkpoint_interval_seconds = 3600) {
   std::string path = dir + "/job.yaml";
   std::ofstream(path) << R"(apiVersion: gaptrain.io/v1alpha1
 kind: TrainingJob
@@ -46,8 +48,9 @@ spec:
     staleness: {rule: gap-aware, gapPrecision: bf16}
   workers: {replicas: 2}
   master:
-    checkpoint: {intervalSeconds: 3600, keep: 3, path: )"
-                     << dir << R"(/ckpt}
+    checkpoint: {intervalSeconds: )"
+                     << checkpoint_interval_seconds << R"(, keep: 3, path: )" << dir
+                     << R"(/ckpt}
 )";
   return path;
 }
@@ -55,8 +58,9 @@ spec:
 // gaptrain-master as a child process; its log is <dir>/master.log (a
 // restart in the same directory appends to it).
 std::unique_ptr<ChildProcess> StartMaster(const std::string& dir,
-                                          const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"--job", WriteJob(dir),
+                                          const std::vector<std::string>& extra = {},
+                                          int checkpoint_interval_seconds = 3600) {
+  std::vector<std::string> args = {"--job", WriteJob(dir, checkpoint_interval_seconds),
                                    "--listen", "127.0.0.1:0",
                                    "--http-address", "127.0.0.1",
                                    "--http-port", "0",
@@ -135,6 +139,34 @@ TEST(MasterProcessTest, CheckpointKillRestoreIsBitIdenticalAndTrainingContinues)
   ASSERT_TRUE(client.Describe(&d).ok());
   EXPECT_EQ(d.version(), 23u);
   EXPECT_EQ(d.live_workers(), 2u);
+}
+
+TEST(MasterProcessTest, CheckpointsEveryIntervalSeconds) {
+  const std::string dir = TestTempDir("interval");
+  auto master = StartMaster(dir, {}, /*checkpoint_interval_seconds=*/1);
+  MasterClient client = Client(*master);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1}, &m).ok());
+  const size_t p = 235146;
+  Train(client, 3, p);
+  uint64_t version = 0;
+  const std::vector<float> theta = PullAll(client, p, &version);
+  ASSERT_EQ(version, 3u);
+
+  // No request and no signal: only the interval writes a checkpoint of
+  // version 3. Waits for the file the master must write within seconds.
+  const std::string expected = dir + "/ckpt/" + CheckpointDirectory::FileName(3);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::unique_ptr<ParameterStore> loaded;
+  Status read = Status::NotFound("not yet");
+  while (!read.ok() && std::chrono::steady_clock::now() < deadline) {
+    if (access(expected.c_str(), F_OK) == 0) read = ReadCheckpoint(expected, &loaded, nullptr);
+    if (!read.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(read.ok()) << read.ToString() << "\n" << ReadWholeFile(master->log_file());
+  ASSERT_EQ(loaded->size(), p);
+  EXPECT_EQ(std::vector<float>(loaded->params(), loaded->params() + p), theta);
+  EXPECT_NE(ReadWholeFile(master->log_file()).find("written (version 3"), std::string::npos);
 }
 
 TEST(MasterProcessTest, TornNewestCheckpointIsSkipped) {
@@ -273,15 +305,25 @@ TEST(MasterProcessTest, ServesOverTls) {
 
 TEST(MasterProcessTest, BadFlagsAndJobFailFast) {
   const std::string dir = TestTempDir("bad");
-  auto run = [](const std::string& args) {
-    std::string cmd = "services/master/gaptrain-master " + args + " >/dev/null 2>&1";
+  // Exits with 2 and says `what` on stderr.
+  auto fails_saying = [&](const std::string& args, const std::string& what) {
+    const std::string err = dir + "/stderr";
+    std::string cmd = "env -u GAPTRAIN_TOKEN services/master/gaptrain-master " + args +
+                      " >/dev/null 2>" + err;
     int status = std::system(cmd.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << args;
+    const std::string said = ReadWholeFile(err);
+    EXPECT_NE(said.find(what), std::string::npos) << args << " said: " << said;
   };
-  EXPECT_EQ(run(""), 2);                              // --job missing
-  EXPECT_EQ(run("--job " + WriteJob(dir) + " --http-port 99999 --insecure-no-token"), 2);
-  EXPECT_EQ(run("--job /nonexistent.yaml --insecure-no-token"), 2);
-  EXPECT_EQ(run("--job " + WriteJob(dir)), 2);        // no token anywhere
+  fails_saying("", "--job: is required");
+  fails_saying("--job " + WriteJob(dir) + " --http-port 99999 --insecure-no-token",
+               "--http-port");
+  fails_saying("--job " + WriteJob(dir) + " --listen nowhere --insecure-no-token", "--listen");
+  fails_saying("--job " + WriteJob(dir) + " --tls-cert a.pem --insecure-no-token",
+               "--tls-cert and --tls-key");
+  fails_saying("--job /nonexistent.yaml --insecure-no-token", "/nonexistent.yaml");
+  fails_saying("--job " + WriteJob(dir), "token");  // no token anywhere
+  fails_saying("--job " + WriteJob(dir) + " --insecure-no-token --bogus", "--bogus");
 }
 
 }  // namespace

@@ -145,6 +145,8 @@ TEST(MasterServiceTest, EveryRpcNeedsTheJobToken) {
     EXPECT_EQ(client.Pull(1, -1, buf.data(), 100, &r).code(), Status::Code::kUnauthenticated);
     proto::PushResponse p;
     EXPECT_EQ(client.Push(1, 0, g.data(), 100, 0, &p).code(), Status::Code::kUnauthenticated);
+    proto::CheckpointResponse c;
+    EXPECT_EQ(client.Checkpoint(&c).code(), Status::Code::kUnauthenticated);
   }
   EXPECT_EQ(master.Version(), 0u);
   EXPECT_TRUE(master.Client().Describe(&d).ok());
