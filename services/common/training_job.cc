@@ -38,6 +38,7 @@ void ReadSpec(const YAML::Node& spec_node, TrainingJob* job, Status* status) {
   training.Read("targetAccuracy", &t.target_accuracy);
   training.Read("evalEveryUpdates", &t.eval_every_updates);
   training.Read("mode", &t.mode);
+  training.Read("wireType", &t.wire_type);
 
   OptimizerSpec& o = t.optimizer;
   YamlFields optimizer(training.Map("optimizer"), "spec.training.optimizer", status);
@@ -139,6 +140,7 @@ void Validate(const TrainingJob& job, Status* status) {
             "must be in [0, 1], got " + Num(t.target_accuracy));
   c.Require(t.eval_every_updates >= 1, "spec.training.evalEveryUpdates", "must be >= 1");
   c.OneOf(t.mode, {"async", "sync"}, "spec.training.mode");
+  c.OneOf(t.wire_type, {"fp32", "bf16"}, "spec.training.wireType");
 
   const std::string opt = "spec.training.optimizer.";
   c.Require(o.learning_rate > 0, opt + "learningRate", "must be > 0, got " + Num(o.learning_rate));

@@ -71,6 +71,9 @@ struct TrainingSpec {
   uint64_t eval_every_updates = 500;
   OptimizerSpec optimizer;
   std::string mode = "async";   // async | sync
+  // Values on the wire for pulled parameters and pushed gradients: fp32 |
+  // bf16 (half the bytes; the master keeps θ and its state in fp32).
+  std::string wire_type = "fp32";
   StalenessSpec staleness;
   SyncSpec sync;
 };

@@ -35,6 +35,7 @@ spec:
       warmupEpochs: 5
       decay: {type: step, atFractions: [0.5, 0.75], factor: 0.1}
     mode: async
+    wireType: bf16
     staleness:
       rule: gap-aware
       gapSource: echo
@@ -98,6 +99,7 @@ TEST(TrainingJobTest, ParsesEveryField) {
   EXPECT_DOUBLE_EQ(job.training.optimizer.weight_decay, 1e-4);
   EXPECT_DOUBLE_EQ(job.training.optimizer.warmup_epochs, 5);
   EXPECT_EQ(job.training.optimizer.decay.at_fractions, (std::vector<double>{0.5, 0.75}));
+  EXPECT_EQ(job.training.wire_type, "bf16");
   EXPECT_EQ(job.training.staleness.rule, "gap-aware");
   EXPECT_EQ(job.training.staleness.gap_source, "echo");
   EXPECT_EQ(job.training.staleness.gap_precision, "bf16");
@@ -128,6 +130,7 @@ spec:
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(job.model.builtin, "mlp");
   EXPECT_EQ(job.training.mode, "async");
+  EXPECT_EQ(job.training.wire_type, "fp32");
   EXPECT_EQ(job.training.staleness.rule, "gap-aware");
   EXPECT_EQ(job.training.batch_size, 128u);
   EXPECT_EQ(job.workers.replicas, 1u);
@@ -170,6 +173,19 @@ TEST(TrainingJobTest, ErrorsNameTheField) {
   EXPECT_NE(ErrorOf(WithLine("format: mnist-idx", "format: png"))
                 .find("spec.data.format"),
             std::string::npos);
+}
+
+TEST(TrainingJobTest, WireTypeIsFp32OrBf16) {
+  TrainingJob job;
+  ASSERT_TRUE(Parse(WithLine("wireType: bf16", "wireType: fp32"), &job).ok());
+  EXPECT_EQ(job.training.wire_type, "fp32");
+  for (const char* bad : {"wireType: fp16", "wireType: BF16", "wireType: 16", "wireType: ''"}) {
+    std::string msg = ErrorOf(WithLine("wireType: bf16", bad));
+    EXPECT_NE(msg.find("spec.training.wireType: must be one of"), std::string::npos)
+        << bad << ": " << msg;
+  }
+  std::string msg = ErrorOf(WithLine("wireType: bf16", "wireType: [bf16]"));
+  EXPECT_NE(msg.find("spec.training.wireType"), std::string::npos) << msg;
 }
 
 TEST(TrainingJobTest, UnknownFieldIsRejectedWithItsPath) {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "services/common/bfloat16.h"
+#include "services/common/wire_values.h"
 #include "services/master/layout_proto.h"
 
 namespace gaptrain {
@@ -24,7 +26,13 @@ bool Take(int* times) {
   return true;
 }
 
-std::string Bytes(const float* values, size_t n) {
+// n values as `type` on the wire.
+std::string Bytes(const float* values, size_t n, proto::WireType type = proto::FLOAT32) {
+  if (type == proto::BFLOAT16) {
+    std::vector<bf16_t> bf(n);
+    FloatsToBf16(values, n, bf.data());
+    return std::string(reinterpret_cast<const char*>(bf.data()), n * sizeof(bf16_t));
+  }
   return std::string(reinterpret_cast<const char*>(values), n * sizeof(float));
 }
 
@@ -93,6 +101,22 @@ std::string FakeMaster::first_echo() const {
   std::lock_guard<std::mutex> lock(mu_);
   return first_echo_;
 }
+std::vector<proto::WireType> FakeMaster::pull_wire_types() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pull_wire_types_;
+}
+std::vector<proto::WireType> FakeMaster::push_wire_types() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return push_wire_types_;
+}
+uint64_t FakeMaster::pulled_value_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pulled_value_bytes_;
+}
+uint64_t FakeMaster::pushed_value_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pushed_value_bytes_;
+}
 
 grpc::Status FakeMaster::Describe(grpc::ServerContext*, const proto::DescribeRequest*,
                                   proto::DescribeResponse* response) {
@@ -116,6 +140,7 @@ grpc::Status FakeMaster::Pull(grpc::ServerContext*, const proto::PullRequest* re
     std::lock_guard<std::mutex> lock(mu_);
     ++pulls_;
     if (request->observer()) ++observer_pulls_;
+    pull_wire_types_.push_back(request->wire_type());
     mode = Take(&pull_times_) ? pull_mode_ : PullMode::kGood;
     version = version_;
   }
@@ -123,7 +148,7 @@ grpc::Status FakeMaster::Pull(grpc::ServerContext*, const proto::PullRequest* re
   proto::ParameterChunk chunk;
   chunk.set_version(version);
   chunk.set_total_values(p);
-  chunk.set_wire_type(proto::FLOAT32);
+  chunk.set_wire_type(proto::FLOAT32);  // the scripted faults stay fp32
   switch (mode) {
     case PullMode::kUnavailable:
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake master: down");
@@ -150,13 +175,18 @@ grpc::Status FakeMaster::Pull(grpc::ServerContext*, const proto::PullRequest* re
     writer->Write(chunk);  // not modified: no values
     return grpc::Status::OK;
   }
-  // Two chunks, as a real master would for a larger model.
+  // Two chunks in the requested type, as a real master would for a larger
+  // model.
+  const proto::WireType type = request->wire_type();
   const size_t half = p / 2;
-  chunk.set_values(Bytes(theta_.data(), half));
+  chunk.set_wire_type(type);
+  chunk.set_values(Bytes(theta_.data(), half, type));
   writer->Write(chunk);
   chunk.set_offset(half);
-  chunk.set_values(Bytes(theta_.data() + half, p - half));
+  chunk.set_values(Bytes(theta_.data() + half, p - half, type));
   writer->Write(chunk);
+  std::lock_guard<std::mutex> lock(mu_);
+  pulled_value_bytes_ += p * WireTypeSize(type);
   return grpc::Status::OK;
 }
 
@@ -165,16 +195,28 @@ grpc::Status FakeMaster::Push(grpc::ServerContext*,
                               proto::PushResponse* response) {
   std::vector<float> gradient;
   std::string echo;
+  proto::WireType type = proto::FLOAT32;
+  uint64_t bytes = 0;
   proto::GradientChunk chunk;
   while (reader->Read(&chunk)) {
-    const size_t n = chunk.values().size() / sizeof(float);
+    type = chunk.wire_type();
+    bytes += chunk.values().size();
+    const size_t n = chunk.values().size() / WireTypeSize(type);
     const size_t at = gradient.size();
     gradient.resize(at + n);
-    std::memcpy(gradient.data() + at, chunk.values().data(), n * sizeof(float));
+    if (type == proto::BFLOAT16) {
+      std::vector<bf16_t> bf(n);
+      std::memcpy(bf.data(), chunk.values().data(), n * sizeof(bf16_t));
+      Bf16ToFloats(bf.data(), n, gradient.data() + at);
+    } else {
+      std::memcpy(gradient.data() + at, chunk.values().data(), n * sizeof(float));
+    }
     echo += chunk.echo();
   }
   std::lock_guard<std::mutex> lock(mu_);
   ++pushes_received_;
+  push_wire_types_.push_back(type);
+  pushed_value_bytes_ += bytes;
   const PushMode mode = Take(&push_times_) ? push_mode_ : PushMode::kGood;
   switch (mode) {
     case PushMode::kInvalidArgument:

@@ -59,9 +59,16 @@ class FakeMaster final : public proto::Master::Service {
   int observer_pulls() const;
   int pushes_received() const;  // every push stream, accepted or not
   int pushes_applied() const;
-  // The first accepted push's gradient and echo (raw bytes).
+  // The first accepted push's gradient (decoded) and echo (raw bytes).
   std::vector<float> first_gradient() const;
   std::string first_echo() const;
+  // Wire types: of each pull request (the reply is sent in it) and of each
+  // push's gradient chunks, in order; and the value bytes that travelled
+  // (pull replies, pushed gradients without echoes).
+  std::vector<proto::WireType> pull_wire_types() const;
+  std::vector<proto::WireType> push_wire_types() const;
+  uint64_t pulled_value_bytes() const;
+  uint64_t pushed_value_bytes() const;
 
   grpc::Status Describe(grpc::ServerContext*, const proto::DescribeRequest*,
                         proto::DescribeResponse* response) override;
@@ -89,6 +96,8 @@ class FakeMaster final : public proto::Master::Service {
   int pulls_ = 0, observer_pulls_ = 0, pushes_received_ = 0, pushes_applied_ = 0;
   std::vector<float> first_gradient_;
   std::string first_echo_;
+  std::vector<proto::WireType> pull_wire_types_, push_wire_types_;
+  uint64_t pulled_value_bytes_ = 0, pushed_value_bytes_ = 0;
 };
 
 class FakeCoordinator final : public proto::Coordinator::Service {

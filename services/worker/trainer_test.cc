@@ -25,6 +25,7 @@
 #include "services/worker/epoch_order.h"
 #include "services/worker/evaluation_loop.h"
 #include "services/worker/fake_servers.h"
+#include "services/worker/worker_channel.h"
 
 namespace gaptrain {
 namespace {
@@ -107,7 +108,17 @@ class Harness {
   }
   const std::string& evaluator_device() const { return evaluator_device_; }
 
+  // Both loops connect as gaptrain-worker does (MasterConnector, from the
+  // job) instead of with the plain fp32 test client.
+  void UseJobConnector() { job_connector_ = true; }
+
   MasterLink::Connector Connector() {
+    if (job_connector_) {
+      MasterLink::Connector connect;
+      Status s = MasterConnector(job_, "", 5, grpc::InsecureChannelCredentials(), &connect);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      return connect;
+    }
     return [](const std::string& address) {
       MasterClient::Options o;
       o.token = "";
@@ -156,6 +167,7 @@ class Harness {
   std::unique_ptr<Trainer> trainer_;
   std::string device_ = "cpu";
   bool mirror_ = false;
+  bool job_connector_ = false;
   std::string evaluator_device_;
 };
 
@@ -192,6 +204,47 @@ TEST(TrainerTest, EchoesTheCopyTheGradientWasComputedOn) {
     }
     EXPECT_TRUE(h.master().first_echo() == expected) << proto::WireType_Name(type);
   }
+}
+
+// True when every value is exactly a bfloat16 (its low 16 bits are zero).
+bool AllBf16(const std::vector<float>& values) {
+  for (float v : values) {
+    if (Bf16ToFloat(FloatToBf16(v)) != v) return false;
+  }
+  return true;
+}
+
+// spec.training.wireType reaches the wire through the connector
+// gaptrain-worker uses: every pull and push of a bf16 job is bf16 and
+// moves half the bytes of the same fp32 job.
+TEST(TrainerTest, PullsAndPushesInTheJobsWireType) {
+  uint64_t pulled[2], pushed[2];
+  const char* names[2] = {"fp32", "bf16"};
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(names[i]);
+    const proto::WireType type = i == 0 ? proto::FLOAT32 : proto::BFLOAT16;
+    Harness h;
+    h.job().training.wire_type = names[i];
+    h.UseJobConnector();
+    const uint64_t p = h.layout().size(), size = i == 0 ? 4 : 2;
+    Status s = h.RunTrainer();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_EQ(h.master().pushes_applied(), kBatches);
+    EXPECT_EQ(h.master().push_wire_types(), std::vector<proto::WireType>(kBatches, type));
+    const std::vector<proto::WireType> pulls = h.master().pull_wire_types();
+    ASSERT_GE(pulls.size(), static_cast<size_t>(kBatches));
+    EXPECT_EQ(pulls, std::vector<proto::WireType>(pulls.size(), type));
+    // Each push carries the whole gradient, each batch's pull a changed θ.
+    pushed[i] = h.master().pushed_value_bytes();
+    pulled[i] = h.master().pulled_value_bytes();
+    EXPECT_EQ(pushed[i], kBatches * p * size);
+    EXPECT_GE(pulled[i], kBatches * p * size);
+    EXPECT_EQ(pulled[i] % (p * size), 0u);
+    // The master decodes bf16 values; an fp32 gradient is not all bf16.
+    EXPECT_EQ(AllBf16(h.master().first_gradient()), i == 1);
+  }
+  EXPECT_EQ(pushed[1] * 2, pushed[0]);
+  EXPECT_EQ(pulled[1] * 2, pulled[0]);
 }
 
 TEST(TrainerTest, DanaSlimPushesUWithTheWorkersMomentumAndWeightDecay) {
@@ -414,6 +467,33 @@ TEST(EvaluationLoopTest, EvaluatesThetaWithObserverPullsAndReports) {
   EXPECT_GE(h.master().observer_pulls(), 1);
   EXPECT_EQ(h.master().pulls(), h.master().observer_pulls());  // never a member pull
   EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FINISHED);
+}
+
+// The evaluator's observer pulls come in the job's wire type too.
+TEST(EvaluationLoopTest, ObserverPullsInTheJobsWireType) {
+  Harness h;
+  h.job().training.wire_type = "bf16";
+  h.UseJobConnector();
+  h.master().SetVersion(10);
+  h.coordinator().SetPhaseAfterEvaluation(proto::JOB_PHASE_SUCCEEDED);
+  EvaluationLoop::Result result;
+  Status s = h.RunEvaluator(&result);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(result.evaluations, 1u);
+  const std::vector<proto::WireType> pulls = h.master().pull_wire_types();
+  ASSERT_GE(h.master().observer_pulls(), 1);
+  EXPECT_EQ(pulls, std::vector<proto::WireType>(pulls.size(), proto::BFLOAT16));
+  EXPECT_EQ(h.master().pulled_value_bytes(), h.layout().size() * 2);  // θ once
+}
+
+TEST(MasterConnectorTest, AnUnknownWireTypeNamesTheField) {
+  TrainingJob job;
+  job.training.wire_type = "fp16";
+  MasterLink::Connector connect;
+  Status s = MasterConnector(job, "", 5, grpc::InsecureChannelCredentials(), &connect);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("spec.training.wireType"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(connect);
 }
 
 // The evaluator in the mirrored mode reports what the direct one does.

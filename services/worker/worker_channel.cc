@@ -1,5 +1,6 @@
 #include "services/worker/worker_channel.h"
 
+#include "services/master/master_client.h"
 #include "services/master/master_service.h"
 
 namespace gaptrain {
@@ -12,6 +13,32 @@ std::shared_ptr<grpc::Channel> CreateWorkerChannel(
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   return grpc::CreateCustomChannel(target, credentials, args);
+}
+
+Status ParseWireType(const std::string& name, proto::WireType* type) {
+  if (name == "fp32") {
+    *type = proto::FLOAT32;
+  } else if (name == "bf16") {
+    *type = proto::BFLOAT16;
+  } else {
+    return Status::InvalidArgument("spec.training.wireType: must be one of fp32 | bf16, got '" +
+                                   name + "'");
+  }
+  return Status::OK();
+}
+
+Status MasterConnector(const TrainingJob& job, const std::string& token, double deadline_seconds,
+                       std::shared_ptr<grpc::ChannelCredentials> credentials,
+                       MasterLink::Connector* connector) {
+  MasterClient::Options o;
+  GAPTRAIN_RETURN_IF_ERROR(ParseWireType(job.training.wire_type, &o.wire_type));
+  o.token = token;
+  o.deadline_seconds = deadline_seconds;
+  *connector = [o, credentials](const std::string& address) {
+    return std::make_unique<MasterClient>(
+        CreateWorkerChannel(address, credentials, ChannelKind::kMaster), o);
+  };
+  return Status::OK();
 }
 
 }  // namespace gaptrain

@@ -7,6 +7,10 @@
 // try again after 100 ms, growing to at most 500 ms; the worker's
 // RetryLoop paces the calls. Channels to the master also get the HTTP/2
 // settings for model-sized streams (ApplyBulkTransferArguments).
+//
+// MasterConnector: how a worker of a job makes its MasterClients (the
+// trainer's and the evaluator's): such channels, the job token, and the
+// job's spec.training.wireType for the values pulled and pushed.
 
 #ifndef GAPTRAIN_SERVICES_WORKER_WORKER_CHANNEL_H_
 #define GAPTRAIN_SERVICES_WORKER_WORKER_CHANNEL_H_
@@ -16,6 +20,11 @@
 #include <memory>
 #include <string>
 
+#include "proto/gaptrain.pb.h"
+#include "services/common/status.h"
+#include "services/common/training_job.h"
+#include "services/worker/master_link.h"
+
 namespace gaptrain {
 
 enum class ChannelKind { kMaster, kCoordinator };
@@ -23,6 +32,17 @@ enum class ChannelKind { kMaster, kCoordinator };
 std::shared_ptr<grpc::Channel> CreateWorkerChannel(
     const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials,
     ChannelKind kind);
+
+// The wire type named by a manifest's spec.training.wireType ("fp32" or
+// "bf16"); anything else is INVALID_ARGUMENT naming the field.
+Status ParseWireType(const std::string& name, proto::WireType* type);
+
+// A connector for a worker of `job`: CreateWorkerChannel(kMaster) with
+// `credentials`, `token` on every call, `deadline_seconds` per call, and
+// the job's wire type.
+Status MasterConnector(const TrainingJob& job, const std::string& token, double deadline_seconds,
+                       std::shared_ptr<grpc::ChannelCredentials> credentials,
+                       MasterLink::Connector* connector);
 
 }  // namespace gaptrain
 

@@ -86,13 +86,11 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
   CoordinatorClient coordinator(
       CreateWorkerChannel(options.coordinator, coordinator_credentials, ChannelKind::kCoordinator),
       coordinator_options);
-  MasterLink::Connector connect = [&options, master_credentials](const std::string& address) {
-    MasterClient::Options o;
-    o.token = options.token;
-    o.deadline_seconds = kMasterDeadlineSeconds;
-    return std::make_unique<MasterClient>(
-        CreateWorkerChannel(address, master_credentials, ChannelKind::kMaster), o);
-  };
+  // The trainer's and the evaluator's clients: pulls and pushes in the
+  // job's spec.training.wireType.
+  MasterLink::Connector connect;
+  GAPTRAIN_RETURN_IF_ERROR(
+      MasterConnector(job, options.token, kMasterDeadlineSeconds, master_credentials, &connect));
 
   const uint64_t seed = std::hash<std::string>()(options.host_name);
   CoordinatorSession::Options session_options;
