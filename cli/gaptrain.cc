@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/export/export_command.h"
 #include "cli/run/run_command.h"
 #include "cli/run/status_command.h"
 #include "cli/simulator/simulate_command.h"
@@ -21,6 +22,9 @@ constexpr char kUsage[] =
     "  status [NAME]          a running job's phase, progress, accuracy and workers\n"
     "  simulate -f JOB.yaml   N virtual workers with real gradients and update rules:\n"
     "                         compare rules, worker counts and learning rates\n"
+    "  export CHECKPOINT -o OUT.pt\n"
+    "                         a checkpoint's parameters as a PyTorch state_dict\n"
+    "                         (--run-dir DIR: the run's newest valid checkpoint)\n"
     "Run 'gaptrain COMMAND --help' for a command's options.\n";
 
 }  // namespace
@@ -43,6 +47,7 @@ int main(int argc, char** argv) {
   if (command == "run") return gaptrain::RunCommand(args);
   if (command == "status") return gaptrain::StatusCommand(args);
   if (command == "simulate") return gaptrain::SimulateCommand(args);
+  if (command == "export") return gaptrain::ExportCommand(args);
   std::fprintf(stderr, "gaptrain: unknown command '%s'\n%s", command.c_str(), kUsage);
   return 2;
 }

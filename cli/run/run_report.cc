@@ -146,6 +146,9 @@ std::string SummaryText(const RunSummary& s) {
             std::to_string(s.worker_restarts) + " worker crash restart(s)\n";
   }
   text += "  checkpoint: " + (s.checkpoint.empty() ? std::string("none") : s.checkpoint) + "\n";
+  if (!s.checkpoint.empty()) {
+    text += "  export: gaptrain export --run-dir " + s.run_dir + " -o model.pt\n";
+  }
   text += "  logs, state and summary.json: " + s.run_dir + "\n";
   return text;
 }

@@ -283,6 +283,7 @@ TEST(SummaryTextTest, FullRun) {
             "  survived: 2 SIGTERM and 1 SIGKILL of trainers, 1 master restart(s), 0 worker "
             "crash restart(s)\n"
             "  checkpoint: runs/mnist-ga/checkpoints/ckpt-9100\n"
+            "  export: gaptrain export --run-dir runs/mnist-ga -o model.pt\n"
             "  logs, state and summary.json: runs/mnist-ga\n");
 }
 
@@ -306,6 +307,7 @@ TEST(SummaryTextTest, InterruptedRunWithoutEvaluationOrFaults) {
   EXPECT_FALSE(Contains(text, "survived")) << text;
   EXPECT_FALSE(Contains(text, "/s)")) << "no rate without a duration: " << text;
   EXPECT_TRUE(Contains(text, "  checkpoint: none\n")) << text;
+  EXPECT_FALSE(Contains(text, "gaptrain export")) << "nothing to export: " << text;
 }
 
 TEST(SummaryTextTest, WorkerCrashRestartsAloneAreReported) {

@@ -1,0 +1,281 @@
+// `gaptrain export` on real checkpoints in a temp dir: the .pt read back with
+// LibTorch's pickle_load holds the store's names, shapes and exact values;
+// --run-dir takes the newest valid checkpoint; every bad input fails with a
+// message naming the problem and writes nothing. (checkpoint_torch_test
+// loads an export in Python.)
+
+#include "cli/export/export_command.h"
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/ivalue.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "services/master/checkpoint.h"
+#include "services/master/parameter_store.h"
+
+namespace gaptrain {
+namespace {
+
+std::string TestDir() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/export_command_test_" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::string cmd = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir;
+  return dir;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::string bytes;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return bytes;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
+  std::fclose(f);
+  return bytes;
+}
+
+// Overwrites one byte at `offset` from the end.
+void Damage(const std::string& path, long offset) {
+  FILE* f = std::fopen(path.c_str(), "r+b");
+  ASSERT_NE(f, nullptr) << path;
+  ASSERT_EQ(std::fseek(f, -offset, SEEK_END), 0);
+  const int c = std::fgetc(f);
+  ASSERT_EQ(std::fseek(f, -offset, SEEK_END), 0);
+  ASSERT_EQ(std::fputc(c ^ 0x5a, f), c ^ 0x5a);
+  ASSERT_EQ(std::fclose(f), 0);
+}
+
+// fc1: Linear(3, 4), fc2: Linear(4, 2); values depend on `seed`, so stores
+// of different versions differ everywhere.
+std::unique_ptr<ParameterStore> MlpStore(uint64_t version, float seed) {
+  ParameterLayout layout;
+  EXPECT_TRUE(layout.Add("fc1.weight", {4, 3}).ok());
+  EXPECT_TRUE(layout.Add("fc1.bias", {4}).ok());
+  EXPECT_TRUE(layout.Add("fc2.weight", {2, 4}).ok());
+  EXPECT_TRUE(layout.Add("fc2.bias", {2}).ok());
+  auto store = std::make_unique<ParameterStore>(std::move(layout));  // P = 26
+  for (size_t i = 0; i < store->size(); ++i) {
+    store->params()[i] = std::sin(seed + 0.7f * i) * (i % 3 == 0 ? -1.5f : 0.8f);
+  }
+  store->AddBuffer("momentum", DType::kFloat32)->Fill(42.0f);  // not exported
+  store->set_version(version);
+  return store;
+}
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result Export(const std::vector<std::string>& args) {
+  Result r;
+  r.code = ExportCommand(args, &r.out, &r.err);
+  return r;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The .pt at `path` holds exactly the store's parameters: names in layout
+// order, shapes, float32 values bit for bit, nothing else.
+void ExpectExportOf(const std::string& path, const ParameterStore& store) {
+  const std::string bytes = ReadAll(path);
+  ASSERT_FALSE(bytes.empty()) << path;
+  c10::IValue loaded = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  ASSERT_TRUE(loaded.isGenericDict());
+  c10::impl::GenericDict dict = loaded.toGenericDict();
+  const auto& specs = store.layout().tensors();
+  ASSERT_EQ(dict.size(), specs.size());
+  size_t i = 0;
+  for (const auto& entry : dict) {
+    const TensorSpec& spec = specs[i++];
+    EXPECT_EQ(entry.key().toStringRef(), spec.name);
+    const at::Tensor t = entry.value().toTensor();
+    EXPECT_EQ(t.sizes().vec(), spec.shape) << spec.name;
+    ASSERT_EQ(t.scalar_type(), at::kFloat) << spec.name;
+    ASSERT_TRUE(t.is_contiguous()) << spec.name;
+    ASSERT_EQ(static_cast<size_t>(t.numel()), spec.size) << spec.name;
+    EXPECT_EQ(
+        std::memcmp(t.data_ptr<float>(), store.params() + spec.offset, spec.size * sizeof(float)),
+        0)
+        << spec.name;
+  }
+}
+
+TEST(ExportCommandTest, ExportsACheckpointFile) {
+  const std::string dir = TestDir();
+  std::unique_ptr<ParameterStore> store = MlpStore(321, 1.0f);
+  const std::string checkpoint = dir + "/model.gtc";
+  ASSERT_TRUE(WriteCheckpoint(*store, CheckpointMeta(), checkpoint).ok());
+  const std::string checkpoint_bytes = ReadAll(checkpoint);
+
+  const std::string out = dir + "/model.pt";
+  Result r = Export({checkpoint, "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "wrote " + out + ": 4 tensors, 26 parameters from " + checkpoint +
+                       " (version 321); in Python: model.load_state_dict(torch.load('" + out +
+                       "'))\n");
+  ExpectExportOf(out, *store);
+  EXPECT_FALSE(Exists(out + ".tmp"));
+  EXPECT_EQ(ReadAll(checkpoint), checkpoint_bytes);  // only read
+
+  // --output, before CHECKPOINT, replacing an existing file.
+  std::unique_ptr<ParameterStore> other = MlpStore(7, 2.5f);
+  ASSERT_TRUE(WriteCheckpoint(*other, CheckpointMeta(), checkpoint).ok());
+  r = Export({"--output", out, checkpoint});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "(version 7)")) << r.out;
+  ExpectExportOf(out, *other);
+}
+
+TEST(ExportCommandTest, RunDirTakesTheNewestValidCheckpoint) {
+  const std::string run = TestDir() + "/runs/mnist";
+  CheckpointDirectory checkpoints(run + "/checkpoints", 5);
+  std::vector<std::unique_ptr<ParameterStore>> stores;
+  for (uint64_t version : {100, 200, 300}) {
+    stores.push_back(MlpStore(version, 0.1f * version));
+    ASSERT_TRUE(checkpoints.Save(*stores.back(), CheckpointMeta(), nullptr).ok());
+  }
+  const std::string newest = run + "/checkpoints/" + CheckpointDirectory::FileName(300);
+  const std::string older = run + "/checkpoints/" + CheckpointDirectory::FileName(200);
+  const std::string out = run + "/model.pt";
+
+  Result r = Export({"--run-dir", run, "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(Contains(r.out, " from " + newest + " (version 300)")) << r.out;
+  ExpectExportOf(out, *stores[2]);
+
+  // A torn newest file is skipped (and said so); the one before it is used.
+  ASSERT_EQ(::truncate(newest.c_str(), 100), 0);
+  r = Export({"--run-dir", run, "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, " from " + older + " (version 200)")) << r.out;
+  EXPECT_TRUE(Contains(r.err, "skipped corrupt checkpoint " + newest)) << r.err;
+  ExpectExportOf(out, *stores[1]);
+}
+
+// Each case fails with `code`, says `message`, and leaves no OUT behind.
+struct BadCase {
+  std::vector<std::string> args;
+  int code;
+  std::string message;
+};
+
+void ExpectFails(const BadCase& c, const std::string& out) {
+  std::string joined;
+  for (const std::string& a : c.args) joined += " '" + a + "'";
+  Result r = Export(c.args);
+  EXPECT_EQ(r.code, c.code) << joined << "\n" << r.err;
+  EXPECT_TRUE(Contains(r.err, "gaptrain export: " + c.message)) << joined << "\n" << r.err;
+  EXPECT_EQ(r.out, "") << joined;
+  EXPECT_FALSE(Exists(out)) << joined;
+  EXPECT_FALSE(Exists(out + ".tmp")) << joined;
+}
+
+TEST(ExportCommandTest, BadUsageIsRefused) {
+  const std::string dir = TestDir();
+  const std::string checkpoint = dir + "/model.gtc";
+  ASSERT_TRUE(WriteCheckpoint(*MlpStore(1, 1.0f), CheckpointMeta(), checkpoint).ok());
+  const std::string out = dir + "/model.pt";
+  const std::vector<BadCase> cases = {
+      {{}, 2, "give a CHECKPOINT file or --run-dir DIR"},
+      {{"-o", out}, 2, "give a CHECKPOINT file or --run-dir DIR"},
+      {{checkpoint, "--run-dir", dir, "-o", out}, 2, "give CHECKPOINT or --run-dir, not both"},
+      {{checkpoint, checkpoint, "-o", out}, 2, "unexpected argument '" + checkpoint + "'"},
+      {{checkpoint}, 2, "missing -o OUT.pt"},
+      {{checkpoint, "-o"}, 2, "-o: needs a value"},
+      {{checkpoint, "-o", ""}, 2, "-o: empty path"},
+      {{checkpoint, "-o", out, "--output", out}, 2, "-o/--output: given twice"},
+      {{checkpoint, "-o", out, "--format", "onnx"}, 2, "unknown flag '--format'"},
+      {{"", "-o", out}, 2, "CHECKPOINT: empty path"},
+      {{"--run-dir", "", "-o", out}, 2, "--run-dir: empty path"},
+      {{checkpoint, "-o", dir}, 2, "-o " + dir + ": is a directory"},
+      {{checkpoint, "-o", dir + "/absent/model.pt"},
+       2,
+       "-o " + dir + "/absent/model.pt: directory " + dir + "/absent does not exist"},
+      {{dir, "-o", out},
+       2,
+       "CHECKPOINT " + dir + " is a directory; for a run directory use --run-dir"},
+  };
+  for (const BadCase& c : cases) ExpectFails(c, out);
+
+  // Exporting over the checkpoint itself would destroy it.
+  Result r = Export({checkpoint, "-o", checkpoint});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(Contains(r.err, "-o " + checkpoint + ": is the checkpoint itself")) << r.err;
+  std::unique_ptr<ParameterStore> still;
+  EXPECT_TRUE(ReadCheckpoint(checkpoint, &still, nullptr).ok());
+
+  r = Export({"--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(Contains(r.out, "usage: gaptrain export CHECKPOINT -o OUT.pt")) << r.out;
+}
+
+TEST(ExportCommandTest, MissingOrCorruptCheckpointIsAnError) {
+  const std::string dir = TestDir();
+  const std::string out = dir + "/model.pt";
+  const std::string flipped = dir + "/flipped.gtc";
+  const std::string torn = dir + "/torn.gtc";
+  ASSERT_TRUE(WriteCheckpoint(*MlpStore(5, 1.0f), CheckpointMeta(), flipped).ok());
+  ASSERT_TRUE(WriteCheckpoint(*MlpStore(5, 1.0f), CheckpointMeta(), torn).ok());
+  Damage(flipped, 20);  // a parameter byte: only the CRC notices
+  ASSERT_EQ(::truncate(torn.c_str(), 60), 0);
+
+  const std::vector<BadCase> cases = {
+      {{dir + "/absent.gtc", "-o", out}, 1, "no such checkpoint: " + dir + "/absent.gtc"},
+      {{flipped, "-o", out}, 1, "corrupt checkpoint (torn or damaged; not exported): " + flipped},
+      {{torn, "-o", out}, 1, "corrupt checkpoint (torn or damaged; not exported): " + torn},
+  };
+  for (const BadCase& c : cases) ExpectFails(c, out);
+}
+
+TEST(ExportCommandTest, RunDirWithoutAValidCheckpointIsAnError) {
+  const std::string dir = TestDir();
+  const std::string out = dir + "/model.pt";
+  const std::string empty_run = dir + "/empty";  // no checkpoints/ yet
+  ASSERT_EQ(::mkdir(empty_run.c_str(), 0755), 0);
+  const std::string bad_run = dir + "/bad";
+  CheckpointDirectory checkpoints(bad_run + "/checkpoints", 5);
+  for (uint64_t version : {10, 20}) {
+    ASSERT_TRUE(checkpoints.Save(*MlpStore(version, 1.0f), CheckpointMeta(), nullptr).ok());
+    Damage(bad_run + "/checkpoints/" + CheckpointDirectory::FileName(version), 20);
+  }
+
+  const std::vector<BadCase> cases = {
+      {{"--run-dir", dir + "/absent", "-o", out},
+       1,
+       "--run-dir " + dir + "/absent: no such directory"},
+      {{"--run-dir", empty_run, "-o", out}, 1, "no checkpoint in " + empty_run + "/checkpoints"},
+      {{"--run-dir", bad_run, "-o", out},
+       1,
+       "no valid checkpoint in " + bad_run + "/checkpoints: every one is corrupt"},
+  };
+  for (const BadCase& c : cases) ExpectFails(c, out);
+  Result r = Export({"--run-dir", bad_run, "-o", out});
+  EXPECT_TRUE(Contains(r.err, CheckpointDirectory::FileName(20))) << r.err;  // names the file
+}
+
+}  // namespace
+}  // namespace gaptrain
