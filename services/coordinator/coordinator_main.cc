@@ -17,18 +17,18 @@
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
-    std::fputs(gaptrain::CoordinatorUsage(), stdout);
+    std::fputs(gaptrain::CoordinatorUsage().c_str(), stdout);
     return 0;
   }
   gaptrain::CoordinatorOptions options;
   gaptrain::Status s = gaptrain::ParseCoordinatorFlags(args, &options);
   if (!s.ok()) {
     std::fprintf(stderr, "gaptrain-coordinator: %s\n%s", s.message().c_str(),
-                 gaptrain::CoordinatorUsage());
+                 gaptrain::CoordinatorUsage().c_str());
     return 2;
   }
   gaptrain::TrainingJob job;
-  s = gaptrain::LoadTrainingJob(options.job_file, &job);
+  s = gaptrain::LoadTrainingJob(options.server.job_file, &job);
   if (!s.ok()) {
     std::fprintf(stderr, "gaptrain-coordinator: %s\n", s.message().c_str());
     return 2;

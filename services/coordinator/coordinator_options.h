@@ -10,20 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "services/common/server_flags.h"
 #include "services/common/status.h"
 #include "services/coordinator/coordinator_config.h"
 
 namespace gaptrain {
 
 struct CoordinatorOptions {
-  std::string job_file;                   // --job (required)
-  std::string listen = "0.0.0.0:7071";    // --listen: gRPC address
-  std::string http_address = "0.0.0.0";   // --http-address: /metrics, /healthz, /status
-  uint16_t http_port = 9091;              // --http-port (0: ephemeral)
-  std::string token;                      // --token-file, or $GAPTRAIN_TOKEN
-  bool allow_no_token = false;            // --insecure-no-token (tests only)
-  std::string tls_cert;                   // --tls-cert and --tls-key: TLS
-  std::string tls_key;
+  // --job, --listen [0.0.0.0:7071], --http-address, --http-port [9091],
+  // the token, TLS and --ports-file.
+  ServerFlags server = ServerFlags::Defaults("0.0.0.0:7071", 9091);
   std::string master;                     // --master HOST:PORT: the membership feed
   std::string master_ca;                  // --master-ca PATH: the master serves TLS
   std::string state_dir = "coordinator-state";  // --state-dir
@@ -31,7 +27,6 @@ struct CoordinatorOptions {
   uint32_t task_batches = kDefaultTaskBatches;  // --task-batches
   uint64_t no_worker_timeout_seconds = 600;     // --no-worker-timeout-seconds (0: never)
   uint64_t master_timeout_seconds = 300;        // --master-timeout-seconds (0: never)
-  std::string ports_file;                 // --ports-file: write "grpc http" when listening
 };
 
 // Parses flags (argv[0] excluded) and $GAPTRAIN_TOKEN. Errors name the
@@ -39,7 +34,7 @@ struct CoordinatorOptions {
 Status ParseCoordinatorFlags(const std::vector<std::string>& args, CoordinatorOptions* options);
 
 // The flags' help text.
-const char* CoordinatorUsage();
+std::string CoordinatorUsage();
 
 }  // namespace gaptrain
 

@@ -16,8 +16,8 @@ TEST(CoordinatorOptionsTest, DefaultsAndEveryFlag) {
   unsetenv("GAPTRAIN_TOKEN");
   CoordinatorOptions o;
   ASSERT_TRUE(Parse({"--job", "j.yaml", "--insecure-no-token"}, &o).ok());
-  EXPECT_EQ(o.listen, "0.0.0.0:7071");
-  EXPECT_EQ(o.http_port, 9091);
+  EXPECT_EQ(o.server.listen, "0.0.0.0:7071");
+  EXPECT_EQ(o.server.http_port, 9091);
   EXPECT_EQ(o.state_dir, "coordinator-state");
   EXPECT_EQ(o.task_batches, 200u);
   EXPECT_EQ(o.no_worker_timeout_seconds, 600u);
@@ -33,7 +33,7 @@ TEST(CoordinatorOptionsTest, DefaultsAndEveryFlag) {
                      "--ports-file", "/tmp/p"},
                     &o)
                   .ok());
-  EXPECT_EQ(o.token, "s3cret");
+  EXPECT_EQ(o.server.token, "s3cret");
   EXPECT_EQ(o.master, "master:7070");
   EXPECT_EQ(o.train_samples, 60000u);
   EXPECT_EQ(o.task_batches, 50u);
@@ -42,7 +42,7 @@ TEST(CoordinatorOptionsTest, DefaultsAndEveryFlag) {
 
   setenv("GAPTRAIN_TOKEN", "from-env", 1);
   ASSERT_TRUE(Parse({"--job", "j.yaml"}, &o).ok());
-  EXPECT_EQ(o.token, "from-env");
+  EXPECT_EQ(o.server.token, "from-env");
   unsetenv("GAPTRAIN_TOKEN");
 }
 

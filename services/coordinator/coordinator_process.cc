@@ -110,7 +110,7 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
 
   p->metrics_ = std::make_shared<CoordinatorMetrics>(std::make_shared<prometheus::Registry>());
   CoordinatorService::Options service_options;
-  service_options.token = options.token;
+  service_options.token = options.server.token;
   service_options.master_address = options.master;
   p->service_ = std::make_unique<CoordinatorService>(std::move(state), service_options,
                                                      p->metrics_, clock);
@@ -123,9 +123,10 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
 
   if (!options.master.empty()) {
     std::shared_ptr<grpc::ChannelCredentials> credentials;
-    GAPTRAIN_RETURN_IF_ERROR(ChannelCredentialsFromCa("--master-ca", options.master_ca, &credentials));
+    GAPTRAIN_RETURN_IF_ERROR(
+        ChannelCredentialsFromCa("--master-ca", options.master_ca, &credentials));
     MasterClient::Options client_options;
-    client_options.token = options.token;
+    client_options.token = options.server.token;
     client_options.deadline_seconds = 5;
     // Used on the feed's thread only (MasterClient is thread-compatible).
     auto client = std::make_shared<MasterClient>(CreateMasterChannel(options.master, credentials),
@@ -155,18 +156,19 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
 
   std::shared_ptr<grpc::ServerCredentials> credentials;
   GAPTRAIN_RETURN_IF_ERROR(
-      ServerCredentialsFromFiles(options.tls_cert, options.tls_key, &credentials));
+      ServerCredentialsFromFiles(options.server.tls_cert, options.server.tls_key, &credentials));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, credentials, &p->grpc_port_);
+  builder.AddListeningPort(options.server.listen, credentials, &p->grpc_port_);
   builder.RegisterService(p->service_.get());
   p->server_ = builder.BuildAndStart();
   if (p->server_ == nullptr || p->grpc_port_ == 0) {
-    return Status::Unavailable("--listen: cannot serve gRPC on " + options.listen);
+    return Status::Unavailable("--listen: cannot serve gRPC on " + options.server.listen);
   }
 
   CoordinatorProcess* raw = p.get();
-  GAPTRAIN_RETURN_IF_ERROR(HttpServer::Start(options.http_address, options.http_port, &p->http_));
+  GAPTRAIN_RETURN_IF_ERROR(
+      HttpServer::Start(options.server.http_address, options.server.http_port, &p->http_));
   ServeMetrics(p->http_.get(), p->metrics_->registry());
   ServeHealth(p->http_.get(), [raw] {
     std::lock_guard<std::mutex> lock(raw->mu_);
@@ -175,15 +177,15 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
   CoordinatorService* service = p->service_.get();
   ServeStatus(p->http_.get(), [service] { return service->Describe(); });
 
-  if (!options.ports_file.empty()) {
+  if (!options.server.ports_file.empty()) {
     GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(
-        options.ports_file, {static_cast<uint16_t>(p->grpc_port_), p->http_->port()}));
+        options.server.ports_file, {static_cast<uint16_t>(p->grpc_port_), p->http_->port()}));
   }
   p->ticks_ = std::make_unique<TickTimer>(kTickPeriod, [raw] { raw->OnTick(); });
   p->ticks_->Start();
   spdlog::info("coordinator of {} serving gRPC on port {}{}, status on http://{}:{}/status",
-               job.name, p->grpc_port_, options.tls_cert.empty() ? "" : " (TLS)",
-               options.http_address, p->http_->port());
+               job.name, p->grpc_port_, options.server.tls_cert.empty() ? "" : " (TLS)",
+               options.server.http_address, p->http_->port());
   *process = std::move(p);
   return Status::OK();
 }

@@ -19,17 +19,18 @@ int main(int argc, char** argv) {
   gaptrain::KeepFreedHeapForTransfers();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
-    std::fputs(gaptrain::MasterUsage(), stdout);
+    std::fputs(gaptrain::MasterUsage().c_str(), stdout);
     return 0;
   }
   gaptrain::MasterOptions options;
   gaptrain::Status s = gaptrain::ParseMasterFlags(args, &options);
   if (!s.ok()) {
-    std::fprintf(stderr, "gaptrain-master: %s\n%s", s.message().c_str(), gaptrain::MasterUsage());
+    std::fprintf(stderr, "gaptrain-master: %s\n%s", s.message().c_str(),
+                 gaptrain::MasterUsage().c_str());
     return 2;
   }
   gaptrain::TrainingJob job;
-  s = gaptrain::LoadTrainingJob(options.job_file, &job);
+  s = gaptrain::LoadTrainingJob(options.server.job_file, &job);
   if (!s.ok()) {
     std::fprintf(stderr, "gaptrain-master: %s\n", s.message().c_str());
     return 2;

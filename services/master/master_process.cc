@@ -43,7 +43,9 @@ Status DescribeData(const MasterOptions& options, const TrainingJob& job, uint64
 
 Status InitialModel(const MasterOptions& options, const TrainingJob& job,
                     const ModelInput& input, std::unique_ptr<Model>* model) {
-  if (!job.model.torchscript.empty()) return Model::LoadTorchScript(job.model.torchscript, input, model);
+  if (!job.model.torchscript.empty()) {
+    return Model::LoadTorchScript(job.model.torchscript, input, model);
+  }
   return Model::CreateBuiltin(job.model.builtin, input, options.model_seed, model);
 }
 
@@ -103,11 +105,12 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
     GAPTRAIN_RETURN_IF_ERROR(UpdateEngine::Create(model->layout(), engine_options, &engine));
     std::memcpy(engine->mutable_store()->params(), model->parameters(),
                 model->layout().size() * sizeof(float));
-    spdlog::info("starting {} from the initial {} model ({} parameters), rule {}, {} update "
-                 "thread(s)",
-                 job.name, job.model.torchscript.empty() ? job.model.builtin : job.model.torchscript,
-                 model->layout().size(), RuleKindName(engine_options.rule.kind),
-                 engine_options.rule.num_threads);
+    spdlog::info(
+        "starting {} from the initial {} model ({} parameters), rule {}, {} update "
+        "thread(s)",
+        job.name, job.model.torchscript.empty() ? job.model.builtin : job.model.torchscript,
+        model->layout().size(), RuleKindName(engine_options.rule.kind),
+        engine_options.rule.num_threads);
   } else {
     return r;
   }
@@ -117,7 +120,7 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
                                                 engine->store().layout());
   MasterService::Options service_options;
   service_options.job_name = job.name;
-  service_options.token = options.token;
+  service_options.token = options.server.token;
   p->service_ = std::make_unique<MasterService>(std::move(engine), service_options, p->metrics_);
   MasterProcess* raw = p.get();
   p->service_->set_checkpoint_fn(
@@ -125,31 +128,32 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
 
   std::shared_ptr<grpc::ServerCredentials> credentials;
   GAPTRAIN_RETURN_IF_ERROR(
-      ServerCredentialsFromFiles(options.tls_cert, options.tls_key, &credentials));
+      ServerCredentialsFromFiles(options.server.tls_cert, options.server.tls_key, &credentials));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, credentials, &p->grpc_port_);
+  builder.AddListeningPort(options.server.listen, credentials, &p->grpc_port_);
   ApplyBulkTransferArguments(&builder);
   builder.RegisterService(p->service_.get());
   p->server_ = builder.BuildAndStart();
   if (p->server_ == nullptr || p->grpc_port_ == 0) {
-    return Status::Unavailable("--listen: cannot serve gRPC on " + options.listen);
+    return Status::Unavailable("--listen: cannot serve gRPC on " + options.server.listen);
   }
 
-  GAPTRAIN_RETURN_IF_ERROR(HttpServer::Start(options.http_address, options.http_port, &p->http_));
+  GAPTRAIN_RETURN_IF_ERROR(
+      HttpServer::Start(options.server.http_address, options.server.http_port, &p->http_));
   ServeMetrics(p->http_.get(), p->metrics_->registry());
   ServeHealth(p->http_.get(), [raw] {
     std::lock_guard<std::mutex> lock(raw->mu_);
     return !raw->stopping_;
   });
 
-  if (!options.ports_file.empty()) {
+  if (!options.server.ports_file.empty()) {
     GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(
-        options.ports_file, {static_cast<uint16_t>(p->grpc_port_), p->http_->port()}));
+        options.server.ports_file, {static_cast<uint16_t>(p->grpc_port_), p->http_->port()}));
   }
   spdlog::info("master of {} serving gRPC on port {}{}, metrics on http://{}:{}/metrics",
-               job.name, p->grpc_port_, options.tls_cert.empty() ? "" : " (TLS)",
-               options.http_address, p->http_->port());
+               job.name, p->grpc_port_, options.server.tls_cert.empty() ? "" : " (TLS)",
+               options.server.http_address, p->http_->port());
   p->background_ = std::thread([raw] { raw->BackgroundLoop(); });
   *process = std::move(p);
   return Status::OK();
