@@ -156,6 +156,8 @@ Status UpdateEngine::PullFrom(WorkerId worker, const float* reply, size_t reply_
     it->second.has_copy = true;
     it->second.copy_version = store_->version();
   }
+  it->second.has_pulled = true;
+  it->second.pulled_generation = reply_generation_;
   *version = store_->version();
   return Status::OK();
 }
@@ -182,8 +184,7 @@ bool UpdateEngine::NeedsPull(WorkerId worker, int64_t known_version) const {
       static_cast<uint64_t>(known_version) != store_->version()) {
     return true;
   }
-  return keeps_snapshots() &&
-         !(it->second.has_copy && it->second.copy_version == store_->version());
+  return !(it->second.has_pulled && it->second.pulled_generation == reply_generation_);
 }
 
 Status UpdateEngine::ValidatePush(const PushRequest& request, const WorkerRecord& record,

@@ -108,8 +108,10 @@ class UpdateEngine {
   Status PullModel(float* out, size_t out_size, uint64_t* version) const;
 
   // False when `worker` already holds the current reply: it is a member,
-  // `known_version` is the current version, and (with snapshots) the
-  // engine recorded its copy at that version. A pull can then skip the
+  // `known_version` is the current version, and its last Pull or PullFrom
+  // was of the current reply_generation(), so the reply is the same (DANA's
+  // point moves when a member joins or leaves, without a new version) and,
+  // with snapshots, the engine holds its copy. A pull can then skip the
   // payload.
   bool NeedsPull(WorkerId worker, int64_t known_version) const;
 
@@ -149,6 +151,8 @@ class UpdateEngine {
   struct WorkerRecord {
     bool has_copy = false;        // snapshot recorded by a pull
     uint64_t copy_version = 0;    // version of that snapshot
+    bool has_pulled = false;      // a Pull or PullFrom since joining
+    uint64_t pulled_generation = 0;  // reply_generation_ of the last one
     bool has_pushed = false;      // sync duplicate detection
     uint64_t last_push_base = 0;
   };

@@ -332,10 +332,14 @@ TEST(UpdateEngineTest, ReplyGenerationMovesWhenAReplyMayChange) {
   // although the version does not.
   const uint64_t version = e->version();
   const Vec before = Pull(e.get(), 1, &v1);
+  EXPECT_FALSE(e->NeedsPull(1, static_cast<int64_t>(version)));  // holds this reply
   ASSERT_TRUE(e->Leave(0).ok());
   EXPECT_TRUE(moved());
   EXPECT_EQ(e->version(), version);
+  // Same version, new point: worker 1 must not be told it is up to date.
+  EXPECT_TRUE(e->NeedsPull(1, static_cast<int64_t>(version)));
   EXPECT_NE(Pull(e.get(), 1, &v1), before);
+  EXPECT_FALSE(e->NeedsPull(1, static_cast<int64_t>(version)));
 
   e->mutable_store();
   EXPECT_TRUE(moved());
