@@ -96,8 +96,11 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
     }
     GAPTRAIN_RETURN_IF_ERROR(
         UpdateEngine::Restore(std::move(restored), meta.workers, engine_options, &engine));
-    spdlog::info("restored {} at version {} with {} workers, {} update thread(s)", restored_path,
-                 engine->version(), meta.workers.size(), engine_options.rule.num_threads);
+    std::string ids;
+    for (WorkerId w : meta.workers) ids += (ids.empty() ? "" : ", ") + std::to_string(w);
+    spdlog::info("restored {} at version {} with {} workers [{}], {} update thread(s)",
+                 restored_path, engine->version(), meta.workers.size(), ids,
+                 engine_options.rule.num_threads);
   } else if (r.code() == Status::Code::kNotFound || r.code() == Status::Code::kDataLoss) {
     if (r.code() == Status::Code::kDataLoss) {
       spdlog::error("no valid checkpoint in {}: starting from the initial model", dir);

@@ -134,6 +134,9 @@ TEST(MasterProcessTest, CheckpointKillRestoreIsBitIdenticalAndTrainingContinues)
   uint64_t version = 0;
   EXPECT_EQ(PullAll(client, p, &version), at_checkpoint);  // worker 1 is still a member
   EXPECT_EQ(version, 20u);
+  EXPECT_NE(ReadWholeFile(restarted->log_file()).find("at version 20 with 2 workers [1, 2]"),
+            std::string::npos)
+      << ReadWholeFile(restarted->log_file());
   Train(client, 3, p);
   proto::DescribeResponse d;
   ASSERT_TRUE(client.Describe(&d).ok());
