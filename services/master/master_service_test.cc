@@ -462,6 +462,23 @@ TEST(MasterServiceTest, GapAwareWithEchoedCopy) {
                     .ok());
   }
   EXPECT_EQ(master.Version(), 5u);
+
+  // The echo is the copy the Gap is measured from: the parameters pulled
+  // (rounded to bf16) give G near 1; a copy far from them a large G and a
+  // strong penalty.
+  ASSERT_TRUE(client.Pull(1, -1, theta.data(), 1000, &r).ok());
+  FloatsToBf16(theta.data(), 1000, echo.data());
+  ASSERT_TRUE(
+      client.Push(1, r.version, g.data(), 1000, 0, &p, echo.data(), proto::BFLOAT16).ok());
+  EXPECT_LT(p.gap_mean(), 1.1);
+  EXPECT_GT(p.penalty_mean(), 0.9);
+  ASSERT_TRUE(client.Pull(1, -1, theta.data(), 1000, &r).ok());
+  for (float& x : theta) x += 10.0f;
+  FloatsToBf16(theta.data(), 1000, echo.data());
+  ASSERT_TRUE(
+      client.Push(1, r.version, g.data(), 1000, 0, &p, echo.data(), proto::BFLOAT16).ok());
+  EXPECT_GT(p.gap_mean(), 2.0);
+  EXPECT_LT(p.penalty_mean(), 0.5);
 }
 
 // The evaluator's observer pull: θ itself, while a member computes on
