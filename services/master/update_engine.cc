@@ -104,6 +104,7 @@ bool UpdateEngine::keeps_snapshots() const {
 Status UpdateEngine::Join(WorkerId worker) {
   if (IsMember(worker)) return Status::AlreadyExists(Worker(worker) + " has already joined");
   ++reply_generation_;
+  ++pull_epoch_;
   workers_[worker] = WorkerRecord();
   rule_->AddWorker(worker, store_.get());
   if (keeps_snapshots()) {
@@ -117,6 +118,7 @@ Status UpdateEngine::Join(WorkerId worker) {
 Status UpdateEngine::Leave(WorkerId worker, ApplyStats* stats) {
   if (!IsMember(worker)) return Status::NotFound(Worker(worker) + " is not a member");
   ++reply_generation_;
+  ++pull_epoch_;
   rule_->RemoveWorker(worker, store_.get());
   store_->RemoveBuffer(WorkerStateName(worker, kWorkerCopy));
   workers_.erase(worker);
@@ -157,7 +159,8 @@ Status UpdateEngine::PullFrom(WorkerId worker, const float* reply, size_t reply_
     it->second.copy_version = store_->version();
   }
   it->second.has_pulled = true;
-  it->second.pulled_generation = reply_generation_;
+  it->second.pulled_version = store_->version();
+  it->second.pulled_epoch = pull_epoch_;
   *version = store_->version();
   return Status::OK();
 }
@@ -184,7 +187,8 @@ bool UpdateEngine::NeedsPull(WorkerId worker, int64_t known_version) const {
       static_cast<uint64_t>(known_version) != store_->version()) {
     return true;
   }
-  return !(it->second.has_pulled && it->second.pulled_generation == reply_generation_);
+  const WorkerRecord& r = it->second;
+  return !(r.has_pulled && r.pulled_version == store_->version() && r.pulled_epoch == pull_epoch_);
 }
 
 Status UpdateEngine::ValidatePush(const PushRequest& request, const WorkerRecord& record,

@@ -109,10 +109,12 @@ class UpdateEngine {
 
   // False when `worker` already holds the current reply: it is a member,
   // `known_version` is the current version, and its last Pull or PullFrom
-  // was of the current reply_generation(), so the reply is the same (DANA's
-  // point moves when a member joins or leaves, without a new version) and,
-  // with snapshots, the engine holds its copy. A pull can then skip the
-  // payload.
+  // was of this version with no join, leave or mutable_store() since (they
+  // change a reply without a new version: DANA's point moves with the
+  // members), so the reply is the same and, with snapshots, the engine
+  // holds its copy. A pull can then skip the payload. Pushes that leave
+  // the version alone (sync: accumulated, discarded late) do not count, so
+  // a worker waiting for the step gets no payload until it completes.
   bool NeedsPull(WorkerId worker, int64_t known_version) const;
 
   // Validates and applies one gradient. On rejection, *reason (optional)
@@ -136,6 +138,7 @@ class UpdateEngine {
   // reply_generation() only when called.
   ParameterStore* mutable_store() {
     ++reply_generation_;
+    ++pull_epoch_;
     return store_.get();
   }
   const RuleConfig& rule_config() const { return rule_->config(); }
@@ -152,7 +155,8 @@ class UpdateEngine {
     bool has_copy = false;        // snapshot recorded by a pull
     uint64_t copy_version = 0;    // version of that snapshot
     bool has_pulled = false;      // a Pull or PullFrom since joining
-    uint64_t pulled_generation = 0;  // reply_generation_ of the last one
+    uint64_t pulled_version = 0;  // the version and pull_epoch_ of the last one
+    uint64_t pulled_epoch = 0;
     bool has_pushed = false;      // sync duplicate detection
     uint64_t last_push_base = 0;
   };
@@ -179,6 +183,7 @@ class UpdateEngine {
   uint64_t applied_ = 0;
   uint64_t discarded_late_ = 0;
   uint64_t reply_generation_ = 0;
+  uint64_t pull_epoch_ = 0;  // moves when a reply changes without a new version
   RejectReason last_reject_ = RejectReason::kNumReasons;
 };
 

@@ -345,6 +345,30 @@ TEST(UpdateEngineTest, ReplyGenerationMovesWhenAReplyMayChange) {
   EXPECT_TRUE(moved());
 }
 
+// A sync worker waiting for its step holds the current reply: pushes that
+// leave the version alone must not make every poll resend the model.
+TEST(UpdateEngineTest, SyncWorkersWaitingForTheStepNeedNoPull) {
+  auto e = MakeEngine(Rule(RuleKind::kSync));
+  ASSERT_TRUE(e);
+  ASSERT_TRUE(e->Join(0).ok());
+  ASSERT_TRUE(e->Join(1).ok());  // a step needs both gradients
+  uint64_t v0 = 0, v1 = 0;
+  Pull(e.get(), 0, &v0);
+  Pull(e.get(), 1, &v1);
+  std::mt19937 rng(9);
+  ApplyStats stats;
+  ASSERT_TRUE(e->Push(Request(0, v0, RandomVec(&rng, kP, 1.0f)), &stats).ok());
+  ASSERT_EQ(stats.outcome, ApplyStats::Outcome::kAccumulated);
+  EXPECT_FALSE(e->NeedsPull(0, static_cast<int64_t>(v0)));
+  EXPECT_FALSE(e->NeedsPull(1, static_cast<int64_t>(v1)));
+  ASSERT_TRUE(e->Push(Request(1, v1, RandomVec(&rng, kP, 1.0f)), &stats).ok());
+  ASSERT_EQ(stats.outcome, ApplyStats::Outcome::kApplied);
+  EXPECT_TRUE(e->NeedsPull(0, static_cast<int64_t>(v0)));  // the step moved θ
+  EXPECT_TRUE(e->NeedsPull(0, static_cast<int64_t>(e->version())));  // never pulled it
+  Pull(e.get(), 0, &v0);
+  EXPECT_FALSE(e->NeedsPull(0, static_cast<int64_t>(v0)));
+}
+
 // PullFrom records a reply the caller already holds exactly as Pull does.
 TEST(UpdateEngineTest, PullFromRecordsTheSnapshotLikePull) {
   for (GapPrecision precision : {GapPrecision::kFloat32, GapPrecision::kBfloat16}) {
