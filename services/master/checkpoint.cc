@@ -40,8 +40,7 @@ constexpr char kFilePrefix[] = "ckpt-";
 constexpr char kFileSuffix[] = ".gtc";
 constexpr size_t kVersionDigits = 20;
 
-// Status of a failed system call on `path`, following the tree's convention
-// (services/worker/gzip_file.cc) with space and permission errors told apart.
+// DATA_LOSS naming the file and what is wrong with it.
 Status Corrupt(const std::string& path, const std::string& what) {
   return Status::DataLoss(path + ": " + what);
 }

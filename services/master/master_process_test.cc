@@ -160,16 +160,21 @@ TEST(MasterProcessTest, CheckpointsEveryIntervalSeconds) {
   // version 3. Waits for the file the master must write within seconds.
   const std::string expected = dir + "/ckpt/" + CheckpointDirectory::FileName(3);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  // The file appears at its rename; the log line follows it.
   std::unique_ptr<ParameterStore> loaded;
   Status read = Status::NotFound("not yet");
-  while (!read.ok() && std::chrono::steady_clock::now() < deadline) {
-    if (access(expected.c_str(), F_OK) == 0) read = ReadCheckpoint(expected, &loaded, nullptr);
-    if (!read.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  bool logged = false;
+  while (!(read.ok() && logged) && std::chrono::steady_clock::now() < deadline) {
+    if (!read.ok() && access(expected.c_str(), F_OK) == 0) {
+      read = ReadCheckpoint(expected, &loaded, nullptr);
+    }
+    logged = ReadWholeFile(master->log_file()).find("written (version 3") != std::string::npos;
+    if (!(read.ok() && logged)) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_TRUE(read.ok()) << read.ToString() << "\n" << ReadWholeFile(master->log_file());
+  EXPECT_TRUE(logged) << ReadWholeFile(master->log_file());
   ASSERT_EQ(loaded->size(), p);
   EXPECT_EQ(std::vector<float>(loaded->params(), loaded->params() + p), theta);
-  EXPECT_NE(ReadWholeFile(master->log_file()).find("written (version 3"), std::string::npos);
 }
 
 TEST(MasterProcessTest, TornNewestCheckpointIsSkipped) {

@@ -102,7 +102,10 @@ grpc::Status MasterService::RejectMalformed(const std::string& message) {
 
 grpc::Status MasterService::RejectPull(RejectReason reason, grpc::Status status) {
   metrics_->RecordPullRejected(reason);
-  spdlog::warn("rejected pull ({}): {}", RejectReasonName(reason), status.error_message());
+  // A worker may pull before the coordinator's SetMembers arrives (start,
+  // master restart) and retries: counted, but not worth a warning each time.
+  spdlog::log(reason == RejectReason::kUnknownWorker ? spdlog::level::debug : spdlog::level::warn,
+              "rejected pull ({}): {}", RejectReasonName(reason), status.error_message());
   return status;
 }
 
@@ -384,17 +387,18 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
     Status s;
     RejectReason reason = RejectReason::kNumReasons;
     uint64_t version = 0;
-    double next_lr = 0;
-    size_t live = 0;
     {
       std::lock_guard<std::mutex> lock(service_->mu_);
       s = service_->engine_->Push(request, &stats_, &reason);
       version = service_->engine_->version();
-      next_lr = service_->engine_->learning_rate();
-      live = service_->engine_->num_workers();
-      // Under the mutex, ordered with SetMembers: a worker that has left
+      // Under the mutex, in the engine's order: the gauges never go back
+      // to an older version or membership, and a worker that has left
       // never gets its series back from a push that finished late.
-      if (s.ok()) service_->metrics_->SetWorkerStaleness(request.worker, stats_);
+      if (s.ok()) {
+        service_->metrics_->SetModel(version, service_->engine_->learning_rate(),
+                                     service_->engine_->num_workers());
+        service_->metrics_->SetWorkerStaleness(request.worker, stats_);
+      }
     }
     if (!s.ok()) {
       service_->metrics_->RecordRejected(reason);
@@ -402,7 +406,6 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
       return ToGrpcStatus(s);
     }
     service_->metrics_->RecordPush(stats_, SecondsSince(start_));
-    service_->metrics_->SetModel(version, next_lr, live);
     proto::PushResponse reply;
     reply.set_outcome(ToProto(stats_.outcome));
     reply.set_version(version);
