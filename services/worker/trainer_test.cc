@@ -110,12 +110,16 @@ class Harness {
 
   // Both loops connect as gaptrain-worker does (MasterConnector, from the
   // job) instead of with the plain fp32 test client.
-  void UseJobConnector() { job_connector_ = true; }
+  void UseJobConnector(MasterRole role) {
+    job_connector_ = true;
+    role_ = role;
+  }
 
   MasterLink::Connector Connector() {
     if (job_connector_) {
       MasterLink::Connector connect;
-      Status s = MasterConnector(job_, "", 5, grpc::InsecureChannelCredentials(), &connect);
+      Status s =
+          MasterConnector(job_, role_, "", 5, grpc::InsecureChannelCredentials(), &connect);
       EXPECT_TRUE(s.ok()) << s.ToString();
       return connect;
     }
@@ -168,6 +172,7 @@ class Harness {
   std::string device_ = "cpu";
   bool mirror_ = false;
   bool job_connector_ = false;
+  MasterRole role_ = MasterRole::kTrainer;
   std::string evaluator_device_;
 };
 
@@ -225,7 +230,7 @@ TEST(TrainerTest, PullsAndPushesInTheJobsWireType) {
     const proto::WireType type = i == 0 ? proto::FLOAT32 : proto::BFLOAT16;
     Harness h;
     h.job().training.wire_type = names[i];
-    h.UseJobConnector();
+    h.UseJobConnector(MasterRole::kTrainer);
     const uint64_t p = h.layout().size(), size = i == 0 ? 4 : 2;
     Status s = h.RunTrainer();
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -470,10 +475,11 @@ TEST(EvaluationLoopTest, EvaluatesThetaWithObserverPullsAndReports) {
 }
 
 // The evaluator's observer pulls come in the job's wire type too.
-TEST(EvaluationLoopTest, ObserverPullsInTheJobsWireType) {
+// The evaluator scores the fp32 model whatever the trainers' wire type.
+TEST(EvaluationLoopTest, EvaluatorPullsFp32WhateverTheWireType) {
   Harness h;
   h.job().training.wire_type = "bf16";
-  h.UseJobConnector();
+  h.UseJobConnector(MasterRole::kEvaluator);
   h.master().SetVersion(10);
   h.coordinator().SetPhaseAfterEvaluation(proto::JOB_PHASE_SUCCEEDED);
   EvaluationLoop::Result result;
@@ -482,15 +488,16 @@ TEST(EvaluationLoopTest, ObserverPullsInTheJobsWireType) {
   EXPECT_EQ(result.evaluations, 1u);
   const std::vector<proto::WireType> pulls = h.master().pull_wire_types();
   ASSERT_GE(h.master().observer_pulls(), 1);
-  EXPECT_EQ(pulls, std::vector<proto::WireType>(pulls.size(), proto::BFLOAT16));
-  EXPECT_EQ(h.master().pulled_value_bytes(), h.layout().size() * 2);  // θ once
+  EXPECT_EQ(pulls, std::vector<proto::WireType>(pulls.size(), proto::FLOAT32));
+  EXPECT_EQ(h.master().pulled_value_bytes(), h.layout().size() * 4);  // θ once
 }
 
 TEST(MasterConnectorTest, AnUnknownWireTypeNamesTheField) {
   TrainingJob job;
   job.training.wire_type = "fp16";
   MasterLink::Connector connect;
-  Status s = MasterConnector(job, "", 5, grpc::InsecureChannelCredentials(), &connect);
+  Status s = MasterConnector(job, MasterRole::kTrainer, "", 5, grpc::InsecureChannelCredentials(),
+                             &connect);
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("spec.training.wireType"), std::string::npos) << s.ToString();
   EXPECT_FALSE(connect);

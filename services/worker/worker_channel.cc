@@ -27,11 +27,13 @@ Status ParseWireType(const std::string& name, proto::WireType* type) {
   return Status::OK();
 }
 
-Status MasterConnector(const TrainingJob& job, const std::string& token, double deadline_seconds,
+Status MasterConnector(const TrainingJob& job, MasterRole role, const std::string& token,
+                       double deadline_seconds,
                        std::shared_ptr<grpc::ChannelCredentials> credentials,
                        MasterLink::Connector* connector) {
   MasterClient::Options o;
   GAPTRAIN_RETURN_IF_ERROR(ParseWireType(job.training.wire_type, &o.wire_type));
+  if (role == MasterRole::kEvaluator) o.wire_type = proto::FLOAT32;
   o.token = token;
   o.deadline_seconds = deadline_seconds;
   *connector = [o, credentials](const std::string& address) {

@@ -10,7 +10,9 @@
 //
 // MasterConnector: how a worker of a job makes its MasterClients (the
 // trainer's and the evaluator's): such channels, the job token, and the
-// job's spec.training.wireType for the values pulled and pushed.
+// job's spec.training.wireType for the values a trainer pulls and pushes.
+// The evaluator always pulls fp32: it scores the model that checkpoints
+// and `gaptrain export` hold, not its bf16 rounding.
 
 #ifndef GAPTRAIN_SERVICES_WORKER_WORKER_CHANNEL_H_
 #define GAPTRAIN_SERVICES_WORKER_WORKER_CHANNEL_H_
@@ -37,10 +39,13 @@ std::shared_ptr<grpc::Channel> CreateWorkerChannel(
 // "bf16"); anything else is INVALID_ARGUMENT naming the field.
 Status ParseWireType(const std::string& name, proto::WireType* type);
 
-// A connector for a worker of `job`: CreateWorkerChannel(kMaster) with
-// `credentials`, `token` on every call, `deadline_seconds` per call, and
-// the job's wire type.
-Status MasterConnector(const TrainingJob& job, const std::string& token, double deadline_seconds,
+enum class MasterRole { kTrainer, kEvaluator };
+
+// A connector for a worker of `job` in `role`: CreateWorkerChannel(kMaster)
+// with `credentials`, `token` on every call, `deadline_seconds` per call,
+// and the wire type above.
+Status MasterConnector(const TrainingJob& job, MasterRole role, const std::string& token,
+                       double deadline_seconds,
                        std::shared_ptr<grpc::ChannelCredentials> credentials,
                        MasterLink::Connector* connector);
 

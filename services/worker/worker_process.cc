@@ -86,11 +86,12 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
   CoordinatorClient coordinator(
       CreateWorkerChannel(options.coordinator, coordinator_credentials, ChannelKind::kCoordinator),
       coordinator_options);
-  // The trainer's and the evaluator's clients: pulls and pushes in the
-  // job's spec.training.wireType.
+  // A trainer pulls and pushes in the job's spec.training.wireType; the
+  // evaluator pulls fp32.
   MasterLink::Connector connect;
   GAPTRAIN_RETURN_IF_ERROR(
-      MasterConnector(job, options.token, kMasterDeadlineSeconds, master_credentials, &connect));
+      MasterConnector(job, options.evaluator ? MasterRole::kEvaluator : MasterRole::kTrainer,
+                      options.token, kMasterDeadlineSeconds, master_credentials, &connect));
 
   const uint64_t seed = std::hash<std::string>()(options.host_name);
   CoordinatorSession::Options session_options;
