@@ -169,7 +169,7 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
     }
     if (!s.ok()) return Fail(err, CheckpointError(s), 1);
     for (const std::string& reason : skipped) {
-      *err += "gaptrain export: skipped corrupt checkpoint " + reason + "\n";
+      *err += "gaptrain export: skipped checkpoint " + reason + "\n";
     }
   }
   if (SameFile(output, checkpoint)) {

@@ -6,9 +6,9 @@
 // checkpoints/ (CheckpointDirectory::RestoreNewest: corrupt newer files are
 // skipped and reported).
 //
-// What callers may rely on: OUT is replaced atomically and only after the
-// checkpoint verified; on any error nothing is written. The checkpoint is
-// only read.
+// What callers may rely on: OUT is replaced atomically (WriteFileAtomically)
+// and only after the checkpoint verified; an error before the rename leaves
+// OUT as it was. The checkpoint is only read.
 
 #ifndef GAPTRAIN_CLI_EXPORT_EXPORT_COMMAND_H_
 #define GAPTRAIN_CLI_EXPORT_EXPORT_COMMAND_H_

@@ -172,7 +172,7 @@ TEST(ExportCommandTest, RunDirTakesTheNewestValidCheckpoint) {
   r = Export({"--run-dir", run, "-o", out});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, " from " + older + " (version 200)")) << r.out;
-  EXPECT_TRUE(Contains(r.err, "skipped corrupt checkpoint " + newest)) << r.err;
+  EXPECT_TRUE(Contains(r.err, "skipped checkpoint " + newest)) << r.err;
   ExpectExportOf(out, *stores[1]);
 }
 

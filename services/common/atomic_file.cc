@@ -61,7 +61,7 @@ AtomicFile::~AtomicFile() {
 }
 
 Status AtomicFile::Open() {
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) return OsError(temp_, "create", errno);
   created_ = true;
   return Status::OK();

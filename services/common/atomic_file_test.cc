@@ -134,6 +134,18 @@ TEST(AtomicFileTest, LeavesNoTempFileBehind) {
   EXPECT_EQ(ReadAll(path), "3");
 }
 
+// A symlink planted at the temp path is never written through.
+TEST(AtomicFileTest, NeverWritesThroughASymlinkedTempFile) {
+  const std::string dir = TestDir();
+  const std::string path = dir + "/model.pt";
+  const std::string victim = dir + "/victim";
+  std::ofstream(victim) << "keep me";
+  ASSERT_EQ(::symlink(victim.c_str(), (path + kAtomicFileTempSuffix).c_str()), 0);
+  EXPECT_FALSE(Write(path, "payload").ok());
+  EXPECT_EQ(ReadAll(victim), "keep me");
+  EXPECT_FALSE(Exists(path));
+}
+
 TEST(AtomicFileTest, StreamedWriteAppearsOnlyOnCommit) {
   const std::string dir = TestDir();
   const std::string path = dir + "/model";
