@@ -8,6 +8,8 @@
 #include <memory>
 #include <set>
 
+#include "cli/run/local_job.h"
+#include "services/common/file_paths.h"
 #include "services/common/flag_values.h"
 #include "services/common/status.h"
 #include "services/master/checkpoint.h"
@@ -30,9 +32,6 @@ constexpr char kUsage[] =
 // The flags that take a value: their values are never CHECKPOINT.
 const std::set<std::string> kValueFlags = {"-o", "--output", "--run-dir"};
 
-// Where `gaptrain run` has the master keep its checkpoints (local_job.h).
-constexpr char kRunCheckpoints[] = "/checkpoints";
-
 int Fail(std::string* err, const std::string& message, int code) {
   *err += "gaptrain export: " + message + "\n";
   return code;
@@ -42,23 +41,10 @@ int Usage(std::string* err, const std::string& message) {
   return Fail(err, message + "\n" + kUsage, 2);
 }
 
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 bool SameFile(const std::string& a, const std::string& b) {
   struct stat sa, sb;
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
          sa.st_ino == sb.st_ino;
-}
-
-// The directory a new file at `path` goes into.
-std::string ParentDir(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
 }
 
 // `text` as a Python string literal.
@@ -134,8 +120,8 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
   if (seen.count("-o") == 0) return Usage(err, "missing -o OUT.pt");
   if (output.empty()) return Usage(err, "-o: empty path");
   if (IsDirectory(output)) return Usage(err, "-o " + output + ": is a directory; name a file");
-  if (!IsDirectory(ParentDir(output))) {
-    return Usage(err, "-o " + output + ": directory " + ParentDir(output) + " does not exist");
+  if (!IsDirectory(DirName(output))) {
+    return Usage(err, "-o " + output + ": directory " + DirName(output) + " does not exist");
   }
   if (from_file && IsDirectory(checkpoint_arg)) {
     return Usage(
@@ -153,7 +139,7 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
     if (!IsDirectory(run_dir)) {
       return Fail(err, "--run-dir " + run_dir + ": no such directory", 1);
     }
-    CheckpointDirectory dir(run_dir + kRunCheckpoints, /*keep=*/1);  // only read
+    CheckpointDirectory dir(LocalJob::CheckpointDir(run_dir), /*keep=*/1);  // only read
     std::vector<std::string> skipped;
     s = dir.RestoreNewest(&store, nullptr, &checkpoint, &skipped);
     if (s.code() == Status::Code::kNotFound) {

@@ -359,7 +359,7 @@ void JobRunner::Finish(bool interrupted, RunSummary* summary) {
   s.chaos_sigkills = monkey_.trainer_sigkills();
   s.master_restarts = master_restarts_;
   s.worker_restarts = worker_restarts_;
-  CheckpointDirectory checkpoints(run_dir_->path() + "/checkpoints", 1);
+  CheckpointDirectory checkpoints(LocalJob::CheckpointDir(run_dir_->path()), 1);
   const std::vector<std::string> paths = checkpoints.List();
   s.checkpoint = paths.empty() ? "" : paths.back();
   Say(SummaryText(s));

@@ -59,7 +59,7 @@ Status LocalJob::StartMaster() {
   const std::string listen = Loopback(master_ports_[0]);
   return Launch("master", options_.binaries.master,
                 {"--job", options_.job_file, "--listen", listen, "--http-address", "127.0.0.1",
-                 "--http-port", "0", "--checkpoint-dir", options_.run_dir + "/checkpoints"},
+                 "--http-port", "0", "--checkpoint-dir", CheckpointDir(options_.run_dir)},
                 2, &master_, &master_ports_);
 }
 

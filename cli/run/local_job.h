@@ -38,6 +38,9 @@ namespace gaptrain {
 
 class LocalJob {
  public:
+  // Where the master of a run in `run_dir` keeps its checkpoints.
+  static std::string CheckpointDir(const std::string& run_dir) { return run_dir + "/checkpoints"; }
+
   struct Options {
     std::string job_file;  // the manifest every process reads
     std::string run_dir;

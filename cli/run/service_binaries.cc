@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "services/common/file_paths.h"
+
 namespace gaptrain {
 namespace {
 
@@ -15,11 +17,6 @@ std::string ThisExecutable() {
   char buffer[4096];
   const ssize_t n = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
   return n > 0 ? std::string(buffer, n) : "";
-}
-
-std::string DirName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
 }  // namespace

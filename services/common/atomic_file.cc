@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "services/common/file_paths.h"
 #include "services/common/os_error.h"
 
 namespace gaptrain {
@@ -31,13 +32,6 @@ int FsyncRetry(int fd) {
     if (errno != EINTR) return errno;
   }
   return 0;
-}
-
-std::string DirName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
 }
 
 // The rename is only durable once the directory entry is on disk.

@@ -7,26 +7,16 @@
 
 #include <vector>
 
+#include "services/common/file_paths.h"
+
 namespace gaptrain {
 namespace {
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 // realpath(3), or "" when `path` does not resolve.
 std::string RealPath(const std::string& path) {
   char buf[PATH_MAX];
   if (::realpath(path.c_str(), buf) == nullptr) return "";
   return buf;
-}
-
-std::string DirName(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
 }
 
 std::string Env(const char* name) {
