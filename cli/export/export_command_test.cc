@@ -21,37 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "services/common/test_files.h"
 #include "services/master/checkpoint.h"
 #include "services/master/parameter_store.h"
 
 namespace gaptrain {
 namespace {
-
-std::string TestDir() {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/export_command_test_" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  std::string cmd = "rm -rf '" + dir + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  EXPECT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir;
-  return dir;
-}
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::string bytes;
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return bytes;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
-  std::fclose(f);
-  return bytes;
-}
 
 // Overwrites one byte at `offset` from the end.
 void Damage(const std::string& path, long offset) {
@@ -99,7 +74,7 @@ bool Contains(const std::string& text, const std::string& part) {
 // The .pt at `path` holds exactly the store's parameters: names in layout
 // order, shapes, float32 values bit for bit, nothing else.
 void ExpectExportOf(const std::string& path, const ParameterStore& store) {
-  const std::string bytes = ReadAll(path);
+  const std::string bytes = ReadRaw(path);
   ASSERT_FALSE(bytes.empty()) << path;
   c10::IValue loaded = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
   ASSERT_TRUE(loaded.isGenericDict());
@@ -123,11 +98,11 @@ void ExpectExportOf(const std::string& path, const ParameterStore& store) {
 }
 
 TEST(ExportCommandTest, ExportsACheckpointFile) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("export_command_test");
   std::unique_ptr<ParameterStore> store = MlpStore(321, 1.0f);
   const std::string checkpoint = dir + "/model.gtc";
   ASSERT_TRUE(WriteCheckpoint(*store, CheckpointMeta(), checkpoint).ok());
-  const std::string checkpoint_bytes = ReadAll(checkpoint);
+  const std::string checkpoint_bytes = ReadRaw(checkpoint);
 
   const std::string out = dir + "/model.pt";
   Result r = Export({checkpoint, "-o", out});
@@ -137,8 +112,8 @@ TEST(ExportCommandTest, ExportsACheckpointFile) {
                        " (version 321); in Python: model.load_state_dict(torch.load('" + out +
                        "'))\n");
   ExpectExportOf(out, *store);
-  EXPECT_FALSE(Exists(out + ".tmp"));
-  EXPECT_EQ(ReadAll(checkpoint), checkpoint_bytes);  // only read
+  EXPECT_FALSE(PathExists(out + ".tmp"));
+  EXPECT_EQ(ReadRaw(checkpoint), checkpoint_bytes);  // only read
 
   // --output, before CHECKPOINT, replacing an existing file.
   std::unique_ptr<ParameterStore> other = MlpStore(7, 2.5f);
@@ -150,7 +125,7 @@ TEST(ExportCommandTest, ExportsACheckpointFile) {
 }
 
 TEST(ExportCommandTest, RunDirTakesTheNewestValidCheckpoint) {
-  const std::string run = TestDir() + "/runs/mnist";
+  const std::string run = TestDir("export_command_test") + "/runs/mnist";
   CheckpointDirectory checkpoints(run + "/checkpoints", 5);
   std::vector<std::unique_ptr<ParameterStore>> stores;
   for (uint64_t version : {100, 200, 300}) {
@@ -190,12 +165,12 @@ void ExpectFails(const BadCase& c, const std::string& out) {
   EXPECT_EQ(r.code, c.code) << joined << "\n" << r.err;
   EXPECT_TRUE(Contains(r.err, "gaptrain export: " + c.message)) << joined << "\n" << r.err;
   EXPECT_EQ(r.out, "") << joined;
-  EXPECT_FALSE(Exists(out)) << joined;
-  EXPECT_FALSE(Exists(out + ".tmp")) << joined;
+  EXPECT_FALSE(PathExists(out)) << joined;
+  EXPECT_FALSE(PathExists(out + ".tmp")) << joined;
 }
 
 TEST(ExportCommandTest, BadUsageIsRefused) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("export_command_test");
   const std::string checkpoint = dir + "/model.gtc";
   ASSERT_TRUE(WriteCheckpoint(*MlpStore(1, 1.0f), CheckpointMeta(), checkpoint).ok());
   const std::string out = dir + "/model.pt";
@@ -234,7 +209,7 @@ TEST(ExportCommandTest, BadUsageIsRefused) {
 }
 
 TEST(ExportCommandTest, MissingOrCorruptCheckpointIsAnError) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("export_command_test");
   const std::string out = dir + "/model.pt";
   const std::string flipped = dir + "/flipped.gtc";
   const std::string torn = dir + "/torn.gtc";
@@ -252,7 +227,7 @@ TEST(ExportCommandTest, MissingOrCorruptCheckpointIsAnError) {
 }
 
 TEST(ExportCommandTest, RunDirWithoutAValidCheckpointIsAnError) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("export_command_test");
   const std::string out = dir + "/model.pt";
   const std::string empty_run = dir + "/empty";  // no checkpoints/ yet
   ASSERT_EQ(::mkdir(empty_run.c_str(), 0755), 0);

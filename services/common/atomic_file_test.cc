@@ -13,41 +13,19 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "services/common/test_files.h"
 
 namespace gaptrain {
 namespace {
 
 using Code = Status::Code;
-
-// A fresh directory under $TEST_TMPDIR.
-std::string TestDir() {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/atomic_file_test.XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
-  }
-  return pattern;
-}
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 std::set<std::string> Entries(const std::string& dir) {
   std::set<std::string> names;
@@ -101,27 +79,27 @@ class WithoutFileCapabilities {
 };
 
 TEST(AtomicFileTest, WritesTheBytes) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("atomic_file_test");
   const std::string path = dir + "/data.bin";
   const std::string bytes("a\0b\xff\n", 5);
   ASSERT_TRUE(Write(path, bytes).ok());
-  EXPECT_EQ(ReadAll(path), bytes);
+  EXPECT_EQ(ReadRaw(path), bytes);
 
   const std::string empty = dir + "/empty";
   ASSERT_TRUE(Write(empty, "").ok());
-  EXPECT_TRUE(Exists(empty));
-  EXPECT_EQ(ReadAll(empty), "");
+  EXPECT_TRUE(PathExists(empty));
+  EXPECT_EQ(ReadRaw(empty), "");
 }
 
 TEST(AtomicFileTest, ReplacesAnExistingFileWhole) {
-  const std::string path = TestDir() + "/state";
+  const std::string path = TestDir("atomic_file_test") + "/state";
   ASSERT_TRUE(Write(path, std::string(100000, 'a')).ok());
   ASSERT_TRUE(Write(path, "xyz").ok());
-  EXPECT_EQ(ReadAll(path), "xyz");  // not "xyzaaaa..."
+  EXPECT_EQ(ReadRaw(path), "xyz");  // not "xyzaaaa..."
 }
 
 TEST(AtomicFileTest, LeavesNoTempFileBehind) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("atomic_file_test");
   const std::string path = dir + "/ports";
   ASSERT_TRUE(Write(path, "1").ok());
   ASSERT_TRUE(Write(path, "2").ok());
@@ -131,23 +109,23 @@ TEST(AtomicFileTest, LeavesNoTempFileBehind) {
   std::ofstream(path + kAtomicFileTempSuffix) << "stale and longer";
   ASSERT_TRUE(Write(path, "3").ok());
   EXPECT_EQ(Entries(dir), std::set<std::string>{"ports"});
-  EXPECT_EQ(ReadAll(path), "3");
+  EXPECT_EQ(ReadRaw(path), "3");
 }
 
 // A symlink planted at the temp path is never written through.
 TEST(AtomicFileTest, NeverWritesThroughASymlinkedTempFile) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("atomic_file_test");
   const std::string path = dir + "/model.pt";
   const std::string victim = dir + "/victim";
   std::ofstream(victim) << "keep me";
   ASSERT_EQ(::symlink(victim.c_str(), (path + kAtomicFileTempSuffix).c_str()), 0);
   EXPECT_FALSE(Write(path, "payload").ok());
-  EXPECT_EQ(ReadAll(victim), "keep me");
-  EXPECT_FALSE(Exists(path));
+  EXPECT_EQ(ReadRaw(victim), "keep me");
+  EXPECT_FALSE(PathExists(path));
 }
 
 TEST(AtomicFileTest, StreamedWriteAppearsOnlyOnCommit) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("atomic_file_test");
   const std::string path = dir + "/model";
   ASSERT_TRUE(Write(path, "old").ok());
   {
@@ -155,24 +133,24 @@ TEST(AtomicFileTest, StreamedWriteAppearsOnlyOnCommit) {
     ASSERT_TRUE(file.Open().ok());
     ASSERT_TRUE(file.Append("new ", 4).ok());
     ASSERT_TRUE(file.Append("content", 7).ok());
-    EXPECT_EQ(ReadAll(path), "old");
+    EXPECT_EQ(ReadRaw(path), "old");
     ASSERT_TRUE(file.Commit().ok());
   }
-  EXPECT_EQ(ReadAll(path), "new content");
+  EXPECT_EQ(ReadRaw(path), "new content");
   EXPECT_EQ(Entries(dir), std::set<std::string>{"model"});
 
   {
     AtomicFile abandoned(path);
     ASSERT_TRUE(abandoned.Open().ok());
     ASSERT_TRUE(abandoned.Append("partial", 7).ok());
-    EXPECT_TRUE(Exists(path + kAtomicFileTempSuffix));
+    EXPECT_TRUE(PathExists(path + kAtomicFileTempSuffix));
   }
-  EXPECT_EQ(ReadAll(path), "new content");
+  EXPECT_EQ(ReadRaw(path), "new content");
   EXPECT_EQ(Entries(dir), std::set<std::string>{"model"});
 }
 
 TEST(AtomicFileTest, UnwritableDirectoryIsAnErrorAndLeavesTheFile) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("atomic_file_test");
   const std::string path = dir + "/run.json";
   ASSERT_TRUE(Write(path, "before").ok());
   ASSERT_EQ(::chmod(dir.c_str(), 0555), 0);
@@ -184,19 +162,19 @@ TEST(AtomicFileTest, UnwritableDirectoryIsAnErrorAndLeavesTheFile) {
   ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
   EXPECT_EQ(s.code(), Code::kPermissionDenied) << s.ToString();
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
-  EXPECT_EQ(ReadAll(path), "before");
+  EXPECT_EQ(ReadRaw(path), "before");
   EXPECT_EQ(Entries(dir), std::set<std::string>{"run.json"});
 }
 
 TEST(AtomicFileTest, MissingDirectoryIsNotFound) {
-  const std::string path = TestDir() + "/no/such/dir/file";
+  const std::string path = TestDir("atomic_file_test") + "/no/such/dir/file";
   Status s = Write(path, "x");
   EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
 }
 
 TEST(AtomicFileTest, FailedRenameRemovesTheTempFile) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("atomic_file_test");
   const std::string path = dir + "/taken";
   ASSERT_EQ(::mkdir(path.c_str(), 0755), 0);
   Status s = Write(path, "x");

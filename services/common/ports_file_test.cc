@@ -8,15 +8,8 @@
 
 #include "services/common/ports_file.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "services/common/process.h"
+#include "services/common/test_files.h"
 
 namespace gaptrain {
 namespace {
@@ -32,27 +26,6 @@ using Code = Status::Code;
 using Ports = std::vector<uint16_t>;
 
 constexpr std::chrono::seconds kTimeout(30);
-
-std::string TestDir() {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/ports_file_test.XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
-  }
-  return pattern;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 // A running stand-in for the service whose ports are awaited.
 std::unique_ptr<Process> StartSleeper(const std::string& dir) {
@@ -67,13 +40,13 @@ std::unique_ptr<Process> StartSleeper(const std::string& dir) {
 }
 
 TEST(PortsFileTest, WrittenPortsReadBackInOrder) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("ports_file_test");
   std::unique_ptr<Process> sleeper = StartSleeper(dir);
   ASSERT_NE(sleeper, nullptr);
 
   const std::string two = dir + "/master.ports";
   ASSERT_TRUE(WritePortsFile(two, {50051, 65535}).ok());
-  EXPECT_EQ(ReadAll(two), "50051 65535");
+  EXPECT_EQ(ReadRaw(two), "50051 65535");
   Ports ports;
   Status s = WaitForPortsFile(sleeper.get(), two, 2, kTimeout, &ports);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -87,7 +60,7 @@ TEST(PortsFileTest, WrittenPortsReadBackInOrder) {
 }
 
 TEST(PortsFileTest, RewrittenFileReadsAsTheNewPorts) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("ports_file_test");
   std::unique_ptr<Process> sleeper = StartSleeper(dir);
   ASSERT_NE(sleeper, nullptr);
   const std::string path = dir + "/coordinator.ports";
@@ -97,13 +70,13 @@ TEST(PortsFileTest, RewrittenFileReadsAsTheNewPorts) {
   Status s = WaitForPortsFile(sleeper.get(), path, 2, kTimeout, &ports);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(ports, (Ports{7, 8}));
-  EXPECT_FALSE(Exists(path + ".tmp"));
+  EXPECT_FALSE(PathExists(path + ".tmp"));
 }
 
 // The way a service and its starter meet: the reader polls before the file
 // exists.
 TEST(PortsFileTest, ReaderWaitingBeforeTheWriteGetsThePorts) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("ports_file_test");
   std::unique_ptr<Process> sleeper = StartSleeper(dir);
   ASSERT_NE(sleeper, nullptr);
   const std::string path = dir + "/late.ports";
@@ -121,17 +94,17 @@ TEST(PortsFileTest, ReaderWaitingBeforeTheWriteGetsThePorts) {
 }
 
 TEST(PortsFileTest, RefusesWhatNoServiceCouldReport) {
-  const std::string path = TestDir() + "/bad.ports";
+  const std::string path = TestDir("ports_file_test") + "/bad.ports";
   Status s = WritePortsFile(path, {});
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
   s = WritePortsFile(path, {8080, 0});
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
-  EXPECT_FALSE(Exists(path));
+  EXPECT_FALSE(PathExists(path));
 }
 
 TEST(PortsFileTest, MissingDirectoryIsNotFound) {
-  const std::string path = TestDir() + "/no/such/dir/x.ports";
+  const std::string path = TestDir("ports_file_test") + "/no/such/dir/x.ports";
   Status s = WritePortsFile(path, {8080});
   EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "services/common/test_files.h"
 #include "services/master/checkpoint.h"
 #include "services/master/parameter_store.h"
 
@@ -30,28 +31,6 @@ namespace {
 
 using Code = Status::Code;
 using Named = std::vector<std::pair<std::string, at::Tensor>>;
-
-std::string TestDir() {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/checkpoint_torch_test_" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  std::string cmd = "rm -rf '" + dir + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  EXPECT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir;
-  return dir;
-}
-
-void WriteRaw(const std::string& path, const std::string& bytes) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr) << path;
-  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
-  ASSERT_EQ(std::fclose(f), 0);
-}
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 // fc1: Linear(3, 4), fc2: Linear(4, 2), as torch.nn names them.
 std::unique_ptr<ParameterStore> MlpStore() {
@@ -139,7 +118,7 @@ print("OK")
 )PY";
 
 TEST(CheckpointTorchTest, LoadsNamedTensorsWithTheLayoutsShapes) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("checkpoint_torch_test");
   std::unique_ptr<ParameterStore> store = MlpStore();
   const std::string path = dir + "/model.gtc";
   ASSERT_TRUE(WriteCheckpoint(*store, CheckpointMeta(), path).ok());
@@ -186,7 +165,7 @@ TEST(CheckpointTorchTest, ZeroDimensionalTensor) {
 }
 
 TEST(CheckpointTorchTest, CorruptOrMissingCheckpointIsAnError) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("checkpoint_torch_test");
   const std::string path = dir + "/model.gtc";
   ASSERT_TRUE(WriteCheckpoint(*MlpStore(), CheckpointMeta(), path).ok());
   FILE* f = std::fopen(path.c_str(), "r+b");
@@ -203,20 +182,20 @@ TEST(CheckpointTorchTest, CorruptOrMissingCheckpointIsAnError) {
   s = ExportCheckpointForTorch(path, out);
   EXPECT_EQ(s.code(), Code::kDataLoss) << s.ToString();
   EXPECT_NE(s.message().find(path), std::string::npos);
-  EXPECT_FALSE(Exists(out));
-  EXPECT_FALSE(Exists(out + ".tmp"));
+  EXPECT_FALSE(PathExists(out));
+  EXPECT_FALSE(PathExists(out + ".tmp"));
   EXPECT_EQ(ExportCheckpointForTorch(dir + "/absent.gtc", out).code(), Code::kNotFound);
 }
 
 TEST(CheckpointTorchTest, PythonTorchLoadReadsTheExport) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDir("checkpoint_torch_test");
   std::unique_ptr<ParameterStore> store = MlpStore();
   const std::string checkpoint = dir + "/model.gtc";
   ASSERT_TRUE(WriteCheckpoint(*store, CheckpointMeta(), checkpoint).ok());
   const std::string out = dir + "/model.pt";
   Status s = ExportCheckpointForTorch(checkpoint, out);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_FALSE(Exists(out + ".tmp"));
+  EXPECT_FALSE(PathExists(out + ".tmp"));
 
   const std::string expected = dir + "/expected.f32";
   WriteRaw(expected, std::string(reinterpret_cast<const char*>(store->params()),

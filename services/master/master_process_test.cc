@@ -15,7 +15,6 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "proto/health.grpc.pb.h"
@@ -157,22 +156,17 @@ TEST(MasterProcessTest, CheckpointsEveryIntervalSeconds) {
   ASSERT_EQ(version, 3u);
 
   // No request and no signal: only the interval writes a checkpoint of
-  // version 3. Waits for the file the master must write within seconds.
+  // version 3. The file appears at its rename; the log line follows it.
   const std::string expected = dir + "/ckpt/" + CheckpointDirectory::FileName(3);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  // The file appears at its rename; the log line follows it.
   std::unique_ptr<ParameterStore> loaded;
-  Status read = Status::NotFound("not yet");
-  bool logged = false;
-  while (!(read.ok() && logged) && std::chrono::steady_clock::now() < deadline) {
-    if (!read.ok() && access(expected.c_str(), F_OK) == 0) {
-      read = ReadCheckpoint(expected, &loaded, nullptr);
-    }
-    logged = ReadWholeFile(master->log_file()).find("written (version 3") != std::string::npos;
-    if (!(read.ok() && logged)) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(read.ok()) << read.ToString() << "\n" << ReadWholeFile(master->log_file());
-  EXPECT_TRUE(logged) << ReadWholeFile(master->log_file());
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return ReadWholeFile(master->log_file()).find("written (version 3") != std::string::npos;
+      },
+      std::chrono::seconds(30)))
+      << ReadWholeFile(master->log_file());
+  Status read = ReadCheckpoint(expected, &loaded, nullptr);
+  ASSERT_TRUE(read.ok()) << read.ToString();
   ASSERT_EQ(loaded->size(), p);
   EXPECT_EQ(std::vector<float>(loaded->params(), loaded->params() + p), theta);
 }

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "services/worker/test_files.h"
+#include "services/common/test_files.h"
 
 namespace gaptrain {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "services/worker/test_files.h"
+#include "services/common/test_files.h"
 
 namespace gaptrain {
 namespace {

@@ -1,4 +1,4 @@
-#include "services/worker/test_files.h"
+#include "services/common/test_files.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -41,6 +41,11 @@ std::string ReadRaw(const std::string& path) {
   while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
   std::fclose(f);
   return out;
+}
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
 }
 
 }  // namespace gaptrain

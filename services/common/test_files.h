@@ -1,8 +1,8 @@
-// Files for data-layer tests: a fresh directory per test, and writing or
-// reading whole files, plain or gzip.
+// Files for tests: a directory per test, and writing or reading whole
+// files, plain or gzip.
 
-#ifndef GAPTRAIN_SERVICES_WORKER_TEST_FILES_H_
-#define GAPTRAIN_SERVICES_WORKER_TEST_FILES_H_
+#ifndef GAPTRAIN_SERVICES_COMMON_TEST_FILES_H_
+#define GAPTRAIN_SERVICES_COMMON_TEST_FILES_H_
 
 #include <string>
 
@@ -18,6 +18,9 @@ void WriteGzip(const std::string& path, const std::string& bytes);
 // The file's bytes; "" when it cannot be read.
 std::string ReadRaw(const std::string& path);
 
+// True when something (file, directory, live symlink) is at `path`.
+bool PathExists(const std::string& path);
+
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_TEST_FILES_H_
+#endif  // GAPTRAIN_SERVICES_COMMON_TEST_FILES_H_
