@@ -17,7 +17,7 @@
 #include "cli/simulator/simulation_spec.h"
 #include "cli/simulator/simulator.h"
 #include "services/common/training_job.h"
-#include "services/worker/compute_threads.h"
+#include "services/learn/compute_threads.h"
 
 namespace gaptrain {
 namespace {

@@ -32,15 +32,15 @@
 #include <string>
 #include <vector>
 
-#include "services/master/apply_stats.h"
 #include "services/common/sliced_bytes.h"
-#include "services/master/flat_buffer.h"
-#include "services/master/gradient_view.h"
-#include "services/master/kernel_util.h"
-#include "services/master/parameter_layout.h"
-#include "services/master/parameter_store.h"
-#include "services/master/rule_config.h"
-#include "services/master/update_rule.h"
+#include "services/engine/apply_stats.h"
+#include "services/engine/flat_buffer.h"
+#include "services/engine/gradient_view.h"
+#include "services/engine/parameter_layout.h"
+#include "services/engine/parameter_store.h"
+#include "services/engine/rules/kernel_util.h"
+#include "services/engine/rules/rule_config.h"
+#include "services/engine/rules/update_rule.h"
 
 namespace gaptrain {
 namespace {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, `bazel test //...`, then prints
 # "N passed, N failed" counted over GoogleTest cases (a target that fails to
-# build, crashes or times out counts as one failure). Exits non-zero on any
-# failure. Extra arguments go to `bazel test`.
+# build, crashes or times out counts as one failure), plus
+# scripts/check_layering.py as one test. Exits non-zero on any failure.
+# Extra arguments go to `bazel test`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +21,7 @@ testlogs=$(bazel info bazel-testlogs 2>/dev/null)
 passed=0
 failed=0
 targets=0
-# Summary lines look like: "//services/master:update_engine_test   (cached) PASSED in 0.4s"
+# Summary lines look like: "//services/engine:update_engine_test   (cached) PASSED in 0.4s"
 while IFS='|' read -r target status; do
   targets=$((targets + 1))
   xml="$testlogs/${target#//}"
@@ -42,6 +43,15 @@ while IFS='|' read -r target status; do
     failed=$((failed + 1))  # FAILED TO BUILD, NO STATUS, TIMEOUT, ...
   fi
 done < <(sed -n -E 's#^(//[^ ]+)[[:space:]]+(\(cached\)[[:space:]]+)?(PASSED|FAILED TO BUILD|FAILED|NO STATUS|TIMEOUT|FLAKY|INCOMPLETE|SKIPPED)( in .*)?$#\1|\3#p' "$log")
+
+# The include graph of services/ against its layering (issue 15): counted as
+# one test.
+targets=$((targets + 1))
+if python3 scripts/check_layering.py; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+fi
 
 echo
 echo "test targets: $targets"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "services/worker/testdata_dir.h"
+#include "services/testing/testdata_dir.h"
 #include "tests/gaptrain_run_fixture.h"
 
 namespace gaptrain {

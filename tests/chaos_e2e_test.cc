@@ -14,9 +14,9 @@
 #include <string>
 
 #include "services/common/process.h"
+#include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
-#include "services/master/parameter_store.h"
-#include "services/worker/testdata_dir.h"
+#include "services/testing/testdata_dir.h"
 #include "tests/gaptrain_run_fixture.h"
 
 namespace gaptrain {

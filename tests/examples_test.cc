@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "services/common/training_job.h"
-#include "services/worker/testdata_dir.h"
+#include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
 namespace {

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "services/worker/testdata_dir.h"
+#include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
 

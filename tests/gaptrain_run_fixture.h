@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "services/common/process.h"
-#include "services/common/test_processes.h"  // TestTempDir, Eventually, ReadWholeFile
+#include "services/testing/test_processes.h"  // TestTempDir, Eventually, ReadWholeFile
 
 namespace gaptrain {
 

@@ -12,9 +12,9 @@
 #include "services/common/file_paths.h"
 #include "services/common/flag_values.h"
 #include "services/common/status.h"
+#include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
 #include "services/master/checkpoint_torch.h"
-#include "services/master/parameter_store.h"
 
 namespace gaptrain {
 namespace {

@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "services/common/process.h"
 #include "cli/run/service_binaries.h"
+#include "services/common/process.h"
 #include "services/common/status.h"
 
 namespace gaptrain {

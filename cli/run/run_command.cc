@@ -15,7 +15,7 @@
 #include "services/common/flag_values.h"
 #include "services/common/termination_signal.h"
 #include "services/common/training_job.h"
-#include "services/worker/dataset.h"
+#include "services/learn/dataset.h"
 
 namespace gaptrain {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "services/worker/epoch_order.h"
+#include "services/learn/epoch_order.h"
 
 namespace gaptrain {
 

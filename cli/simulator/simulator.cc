@@ -10,13 +10,13 @@
 
 #include "cli/simulator/batch_time.h"
 #include "services/common/bfloat16.h"
-#include "services/common/dana_slim_worker.h"
-#include "services/master/job_config.h"
-#include "services/master/update_engine.h"
-#include "services/worker/batch_loader.h"
-#include "services/worker/epoch_order.h"
-#include "services/worker/evaluator.h"
-#include "services/worker/model.h"
+#include "services/engine/job_config.h"
+#include "services/engine/rules/dana_slim_worker.h"
+#include "services/engine/update_engine.h"
+#include "services/learn/batch_loader.h"
+#include "services/learn/epoch_order.h"
+#include "services/learn/evaluator.h"
+#include "services/learn/model.h"
 
 namespace gaptrain {
 namespace {

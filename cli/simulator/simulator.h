@@ -21,7 +21,7 @@
 #include "cli/simulator/simulation_spec.h"
 #include "services/common/status.h"
 #include "services/common/training_job.h"
-#include "services/worker/dataset.h"
+#include "services/learn/dataset.h"
 
 namespace gaptrain {
 

@@ -7,11 +7,11 @@
 
 #include "cli/simulator/batch_time.h"
 #include "cli/simulator/simulation_spec.h"
-#include "services/worker/batch_loader.h"
-#include "services/worker/compute_threads.h"
-#include "services/worker/epoch_order.h"
-#include "services/worker/model.h"
-#include "services/worker/testdata_dir.h"
+#include "services/learn/batch_loader.h"
+#include "services/learn/compute_threads.h"
+#include "services/learn/epoch_order.h"
+#include "services/learn/model.h"
+#include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
 namespace {

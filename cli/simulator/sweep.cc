@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "services/common/available_cpus.h"
-#include "services/worker/compute_threads.h"
+#include "services/learn/compute_threads.h"
 
 namespace gaptrain {
 

@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "services/common/http_server.h"
 #include "services/common/http_client.h"
+#include "services/common/http_server.h"
 
 namespace gaptrain {
 namespace {

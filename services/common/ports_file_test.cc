@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "services/common/process.h"
-#include "services/common/test_files.h"
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {

@@ -13,8 +13,8 @@
 #include "services/coordinator/coordinator_config.h"
 #include "services/coordinator/state_file.h"
 #include "services/coordinator/status_json.h"
+#include "services/learn/dataset.h"
 #include "services/master/master_client.h"
-#include "services/worker/dataset.h"
 
 namespace gaptrain {
 namespace {

@@ -20,9 +20,9 @@
 
 #include "proto/health.grpc.pb.h"
 #include "services/common/http_client.h"
-#include "services/common/test_processes.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/master_client.h"
+#include "services/testing/test_processes.h"
 
 namespace gaptrain {
 namespace {

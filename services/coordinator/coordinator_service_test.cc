@@ -10,8 +10,8 @@
 #include <set>
 #include <thread>
 
-#include "services/common/http_server.h"
 #include "services/common/http_client.h"
+#include "services/common/http_server.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/coordinator/status_json.h"
 

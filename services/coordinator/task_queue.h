@@ -25,7 +25,7 @@
 
 #include "services/common/status.h"
 #include "services/coordinator/membership.h"
-#include "services/worker/epoch_order.h"
+#include "services/learn/epoch_order.h"
 
 namespace gaptrain {
 

@@ -1,8 +1,8 @@
 // ApplyStats: what applying one push did, as the master exports it
 // (staleness, Gap and penalty; docs/metrics.md).
 
-#ifndef GAPTRAIN_SERVICES_MASTER_APPLY_STATS_H_
-#define GAPTRAIN_SERVICES_MASTER_APPLY_STATS_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_APPLY_STATS_H_
+#define GAPTRAIN_SERVICES_ENGINE_APPLY_STATS_H_
 
 #include <cstdint>
 #include <vector>
@@ -47,4 +47,4 @@ struct ApplyStats {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_APPLY_STATS_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_APPLY_STATS_H_

@@ -1,4 +1,4 @@
-#include "services/master/flat_buffer.h"
+#include "services/engine/flat_buffer.h"
 
 #include <cassert>
 #include <cstdlib>

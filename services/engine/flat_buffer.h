@@ -3,8 +3,8 @@
 // are all FlatBuffers of the model's length P, so update rules are single
 // passes over aligned arrays.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_FLAT_BUFFER_H_
-#define GAPTRAIN_SERVICES_MASTER_FLAT_BUFFER_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_FLAT_BUFFER_H_
+#define GAPTRAIN_SERVICES_ENGINE_FLAT_BUFFER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -59,4 +59,4 @@ class FlatBuffer {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_FLAT_BUFFER_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_FLAT_BUFFER_H_

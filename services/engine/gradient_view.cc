@@ -1,4 +1,4 @@
-#include "services/master/gradient_view.h"
+#include "services/engine/gradient_view.h"
 
 #include <algorithm>
 #include <cstring>

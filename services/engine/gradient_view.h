@@ -8,14 +8,14 @@
 // a push reaches θ without first being copied into a model-sized buffer:
 // one pass over memory less for every push (docs/performance.md).
 
-#ifndef GAPTRAIN_SERVICES_MASTER_GRADIENT_VIEW_H_
-#define GAPTRAIN_SERVICES_MASTER_GRADIENT_VIEW_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_GRADIENT_VIEW_H_
+#define GAPTRAIN_SERVICES_ENGINE_GRADIENT_VIEW_H_
 
 #include <cstddef>
 
 #include "services/common/bfloat16.h"
 #include "services/common/sliced_bytes.h"
-#include "services/master/flat_buffer.h"
+#include "services/engine/flat_buffer.h"
 
 namespace gaptrain {
 
@@ -65,4 +65,4 @@ class GradientView {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_GRADIENT_VIEW_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_GRADIENT_VIEW_H_

@@ -1,4 +1,4 @@
-#include "services/master/gradient_view.h"
+#include "services/engine/gradient_view.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "services/common/bfloat16.h"
-#include "services/master/update_engine.h"
+#include "services/engine/update_engine.h"
 
 namespace gaptrain {
 namespace {

@@ -15,8 +15,8 @@
 // deterministic results keep one output per unit and combine them in unit
 // order. Run is thread-safe: concurrent callers share the threads.
 
-#ifndef GAPTRAIN_SERVICES_COMMON_HELPING_POOL_H_
-#define GAPTRAIN_SERVICES_COMMON_HELPING_POOL_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_HELPING_POOL_H_
+#define GAPTRAIN_SERVICES_ENGINE_HELPING_POOL_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -70,4 +70,4 @@ class HelpingPool {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_COMMON_HELPING_POOL_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_HELPING_POOL_H_

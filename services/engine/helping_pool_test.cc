@@ -1,4 +1,4 @@
-#include "services/common/helping_pool.h"
+#include "services/engine/helping_pool.h"
 
 #include <gtest/gtest.h>
 

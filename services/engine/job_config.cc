@@ -1,4 +1,4 @@
-#include "services/master/job_config.h"
+#include "services/engine/job_config.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,15 +2,15 @@
 // schedule it implies. Shared by the master service and the simulator, so
 // both run a job's rule with the same settings.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_JOB_CONFIG_H_
-#define GAPTRAIN_SERVICES_MASTER_JOB_CONFIG_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_JOB_CONFIG_H_
+#define GAPTRAIN_SERVICES_ENGINE_JOB_CONFIG_H_
 
 #include <cstdint>
 
 #include "services/common/status.h"
 #include "services/common/training_job.h"
-#include "services/master/learning_rate_schedule.h"
-#include "services/master/rule_config.h"
+#include "services/engine/learning_rate_schedule.h"
+#include "services/engine/rules/rule_config.h"
 
 namespace gaptrain {
 
@@ -29,4 +29,4 @@ uint64_t TotalUpdates(const TrainingJob& job, double updates_per_epoch);
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_JOB_CONFIG_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_JOB_CONFIG_H_

@@ -3,8 +3,8 @@
 // the first warmup_updates, then ×decay_factor at each listed fraction of
 // total_updates (step decay). GA's η_max is tracked by the rule, not here.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_LEARNING_RATE_SCHEDULE_H_
-#define GAPTRAIN_SERVICES_MASTER_LEARNING_RATE_SCHEDULE_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_LEARNING_RATE_SCHEDULE_H_
+#define GAPTRAIN_SERVICES_ENGINE_LEARNING_RATE_SCHEDULE_H_
 
 #include <cstdint>
 #include <vector>
@@ -41,4 +41,4 @@ class LearningRateSchedule {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_LEARNING_RATE_SCHEDULE_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_LEARNING_RATE_SCHEDULE_H_

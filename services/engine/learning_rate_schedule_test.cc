@@ -1,4 +1,4 @@
-#include "services/master/learning_rate_schedule.h"
+#include "services/engine/learning_rate_schedule.h"
 
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "services/master/parameter_layout.h"
+#include "services/engine/parameter_layout.h"
 
 #include <algorithm>
 

@@ -3,8 +3,8 @@
 // worker's LibTorch parameters can be views into the same buffer and a
 // gradient leaves the worker without a gather copy.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_PARAMETER_LAYOUT_H_
-#define GAPTRAIN_SERVICES_MASTER_PARAMETER_LAYOUT_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_PARAMETER_LAYOUT_H_
+#define GAPTRAIN_SERVICES_ENGINE_PARAMETER_LAYOUT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -48,4 +48,4 @@ class ParameterLayout {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_PARAMETER_LAYOUT_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_PARAMETER_LAYOUT_H_

@@ -1,4 +1,4 @@
-#include "services/master/parameter_store.h"
+#include "services/engine/parameter_store.h"
 
 #include <cstring>
 #include <utility>

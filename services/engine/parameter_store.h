@@ -9,8 +9,8 @@
 // Not thread-safe: the owner (UpdateEngine, then the master service)
 // serialises access.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_PARAMETER_STORE_H_
-#define GAPTRAIN_SERVICES_MASTER_PARAMETER_STORE_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_PARAMETER_STORE_H_
+#define GAPTRAIN_SERVICES_ENGINE_PARAMETER_STORE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -18,8 +18,8 @@
 #include <memory>
 #include <string>
 
-#include "services/master/flat_buffer.h"
-#include "services/master/parameter_layout.h"
+#include "services/engine/flat_buffer.h"
+#include "services/engine/parameter_layout.h"
 
 namespace gaptrain {
 
@@ -75,4 +75,4 @@ class ParameterStore {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_PARAMETER_STORE_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_PARAMETER_STORE_H_

@@ -1,4 +1,4 @@
-#include "services/master/parameter_store.h"
+#include "services/engine/parameter_store.h"
 
 #include <cmath>
 #include <cstdint>
@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "services/common/bfloat16.h"
-#include "services/master/flat_buffer.h"
-#include "services/master/parameter_layout.h"
+#include "services/engine/flat_buffer.h"
+#include "services/engine/parameter_layout.h"
 
 namespace gaptrain {
 namespace {

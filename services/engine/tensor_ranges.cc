@@ -1,9 +1,9 @@
-#include "services/master/tensor_ranges.h"
+#include "services/engine/tensor_ranges.h"
 
 #include <algorithm>
 #include <memory>
 
-#include "services/common/helping_pool.h"
+#include "services/engine/helping_pool.h"
 
 namespace gaptrain {
 namespace {

@@ -4,17 +4,17 @@
 // pushed gradient's values for each piece (GradientView), decoding wire
 // values block by block where the push still holds them.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_TENSOR_RANGES_H_
-#define GAPTRAIN_SERVICES_MASTER_TENSOR_RANGES_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_TENSOR_RANGES_H_
+#define GAPTRAIN_SERVICES_ENGINE_TENSOR_RANGES_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
-#include "services/master/apply_stats.h"
-#include "services/master/gradient_view.h"
-#include "services/master/parameter_layout.h"
+#include "services/engine/apply_stats.h"
+#include "services/engine/gradient_view.h"
+#include "services/engine/parameter_layout.h"
 
 namespace gaptrain {
 
@@ -59,4 +59,4 @@ void ForEachRange(const ParameterLayout& layout, int num_threads, const Gradient
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_TENSOR_RANGES_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_TENSOR_RANGES_H_

@@ -1,4 +1,4 @@
-#include "services/master/update_engine.h"
+#include "services/engine/update_engine.h"
 
 #include <cmath>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "services/common/finite_scan.h"
-#include "services/master/kernel_util.h"
+#include "services/engine/rules/kernel_util.h"
 
 namespace gaptrain {
 namespace {

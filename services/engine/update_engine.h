@@ -8,8 +8,8 @@
 // Not thread-safe: the master service serialises calls (one mutex), and
 // keeps network I/O outside it.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_UPDATE_ENGINE_H_
-#define GAPTRAIN_SERVICES_MASTER_UPDATE_ENGINE_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_UPDATE_ENGINE_H_
+#define GAPTRAIN_SERVICES_ENGINE_UPDATE_ENGINE_H_
 
 #include <array>
 #include <cstddef>
@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "services/common/status.h"
-#include "services/master/apply_stats.h"
-#include "services/master/gradient_view.h"
-#include "services/master/learning_rate_schedule.h"
-#include "services/master/parameter_store.h"
-#include "services/master/rule_config.h"
-#include "services/master/update_rule.h"
+#include "services/engine/apply_stats.h"
+#include "services/engine/gradient_view.h"
+#include "services/engine/learning_rate_schedule.h"
+#include "services/engine/parameter_store.h"
+#include "services/engine/rules/rule_config.h"
+#include "services/engine/rules/update_rule.h"
 
 namespace gaptrain {
 
@@ -189,4 +189,4 @@ class UpdateEngine {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_UPDATE_ENGINE_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_UPDATE_ENGINE_H_

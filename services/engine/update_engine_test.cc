@@ -2,7 +2,7 @@
 // and validation (every rejected push leaves the store bit-identical, is
 // counted by reason, and names the problem).
 
-#include "services/master/update_engine.h"
+#include "services/engine/update_engine.h"
 
 #include <array>
 #include <cctype>
@@ -22,11 +22,11 @@
 #include <gtest/gtest.h>
 
 #include "services/common/bfloat16.h"
-#include "services/master/apply_stats.h"
-#include "services/master/learning_rate_schedule.h"
-#include "services/master/parameter_layout.h"
-#include "services/master/parameter_store.h"
-#include "services/master/rule_config.h"
+#include "services/engine/apply_stats.h"
+#include "services/engine/learning_rate_schedule.h"
+#include "services/engine/parameter_layout.h"
+#include "services/engine/parameter_store.h"
+#include "services/engine/rules/rule_config.h"
 
 namespace gaptrain {
 namespace {

@@ -1,4 +1,4 @@
-#include "services/worker/batch_loader.h"
+#include "services/learn/batch_loader.h"
 
 #include <algorithm>
 #include <cassert>

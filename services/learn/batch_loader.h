@@ -14,16 +14,16 @@
 // channel; both are read-only after construction, so one loader may fill
 // different buffers from several threads at once.
 
-#ifndef GAPTRAIN_SERVICES_WORKER_BATCH_LOADER_H_
-#define GAPTRAIN_SERVICES_WORKER_BATCH_LOADER_H_
+#ifndef GAPTRAIN_SERVICES_LEARN_BATCH_LOADER_H_
+#define GAPTRAIN_SERVICES_LEARN_BATCH_LOADER_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "services/common/status.h"
-#include "services/worker/dataset.h"
-#include "services/worker/epoch_order.h"
+#include "services/learn/dataset.h"
+#include "services/learn/epoch_order.h"
 
 namespace gaptrain {
 
@@ -91,4 +91,4 @@ class BatchIterator {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_BATCH_LOADER_H_
+#endif  // GAPTRAIN_SERVICES_LEARN_BATCH_LOADER_H_

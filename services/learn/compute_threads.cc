@@ -20,7 +20,7 @@
 // the only way to change it afterwards. It is looked up with dlsym so a
 // build linked against another BLAS simply skips it.
 
-#include "services/worker/compute_threads.h"
+#include "services/learn/compute_threads.h"
 
 #include <dlfcn.h>
 

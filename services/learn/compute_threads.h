@@ -2,8 +2,8 @@
 // explicitly: on a small machine, LibTorch's intra-op pool and OpenBLAS's
 // pool oversubscribing the cores made a LeNet step 10x slower.
 
-#ifndef GAPTRAIN_SERVICES_WORKER_COMPUTE_THREADS_H_
-#define GAPTRAIN_SERVICES_WORKER_COMPUTE_THREADS_H_
+#ifndef GAPTRAIN_SERVICES_LEARN_COMPUTE_THREADS_H_
+#define GAPTRAIN_SERVICES_LEARN_COMPUTE_THREADS_H_
 
 namespace gaptrain {
 
@@ -14,4 +14,4 @@ void SetComputeThreads(int threads);
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_COMPUTE_THREADS_H_
+#endif  // GAPTRAIN_SERVICES_LEARN_COMPUTE_THREADS_H_

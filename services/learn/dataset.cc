@@ -1,4 +1,4 @@
-#include "services/worker/dataset.h"
+#include "services/learn/dataset.h"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <utility>
 
-#include "services/worker/gzip_file.h"
+#include "services/learn/gzip_file.h"
 
 namespace gaptrain {
 namespace {

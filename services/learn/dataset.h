@@ -25,8 +25,8 @@
 // also give the byte offset, and for a bad label the record index. Offsets
 // in a .gz file are offsets in its uncompressed contents.
 
-#ifndef GAPTRAIN_SERVICES_WORKER_DATASET_H_
-#define GAPTRAIN_SERVICES_WORKER_DATASET_H_
+#ifndef GAPTRAIN_SERVICES_LEARN_DATASET_H_
+#define GAPTRAIN_SERVICES_LEARN_DATASET_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -89,4 +89,4 @@ void ComputeChannelStats(const uint8_t* images, size_t n, int64_t channels,
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_DATASET_H_
+#endif  // GAPTRAIN_SERVICES_LEARN_DATASET_H_

@@ -1,4 +1,4 @@
-#include "services/worker/dataset.h"
+#include "services/learn/dataset.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/test_files.h"
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {

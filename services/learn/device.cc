@@ -1,4 +1,4 @@
-#include "services/worker/device.h"
+#include "services/learn/device.h"
 
 #include <torch/cuda.h>
 

@@ -7,8 +7,8 @@
 // not run on the GPU (a TorchScript module that is not device-agnostic, out
 // of GPU memory) stays on the CPU with a warning.
 
-#ifndef GAPTRAIN_SERVICES_WORKER_DEVICE_H_
-#define GAPTRAIN_SERVICES_WORKER_DEVICE_H_
+#ifndef GAPTRAIN_SERVICES_LEARN_DEVICE_H_
+#define GAPTRAIN_SERVICES_LEARN_DEVICE_H_
 
 #include <string>
 
@@ -27,4 +27,4 @@ bool CudaAvailable();
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_DEVICE_H_
+#endif  // GAPTRAIN_SERVICES_LEARN_DEVICE_H_

@@ -2,7 +2,7 @@
 // LibTorch sees a GPU, else the CPU with a note that says why (Debian's
 // LibTorch has no CUDA, so here it is the fallback).
 
-#include "services/worker/device.h"
+#include "services/learn/device.h"
 
 #include <gtest/gtest.h>
 

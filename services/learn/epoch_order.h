@@ -10,8 +10,8 @@
 // so only ranges of positions ever need to be sent. The algorithm is frozen
 // by golden values in epoch_order_test.cc: changing it changes every run.
 
-#ifndef GAPTRAIN_SERVICES_WORKER_EPOCH_ORDER_H_
-#define GAPTRAIN_SERVICES_WORKER_EPOCH_ORDER_H_
+#ifndef GAPTRAIN_SERVICES_LEARN_EPOCH_ORDER_H_
+#define GAPTRAIN_SERVICES_LEARN_EPOCH_ORDER_H_
 
 #include <cstdint>
 #include <vector>
@@ -54,4 +54,4 @@ class Xoshiro256 {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_EPOCH_ORDER_H_
+#endif  // GAPTRAIN_SERVICES_LEARN_EPOCH_ORDER_H_

@@ -1,4 +1,4 @@
-#include "services/worker/epoch_order.h"
+#include "services/learn/epoch_order.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-#include "services/worker/evaluator.h"
+#include "services/learn/evaluator.h"
 
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include "services/worker/batch_loader.h"
-#include "services/worker/epoch_order.h"
+#include "services/learn/batch_loader.h"
+#include "services/learn/epoch_order.h"
 
 namespace gaptrain {
 namespace {

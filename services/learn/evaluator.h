@@ -1,14 +1,14 @@
 // EvaluateModel: accuracy and mean cross-entropy of a Model over a whole
 // dataset split, in evaluation mode (BatchNorm uses its running statistics).
 
-#ifndef GAPTRAIN_SERVICES_WORKER_EVALUATOR_H_
-#define GAPTRAIN_SERVICES_WORKER_EVALUATOR_H_
+#ifndef GAPTRAIN_SERVICES_LEARN_EVALUATOR_H_
+#define GAPTRAIN_SERVICES_LEARN_EVALUATOR_H_
 
 #include <cstdint>
 
 #include "services/common/status.h"
-#include "services/worker/dataset.h"
-#include "services/worker/model.h"
+#include "services/learn/dataset.h"
+#include "services/learn/model.h"
 
 namespace gaptrain {
 
@@ -27,4 +27,4 @@ Status EvaluateModel(Model* model, const Dataset& test, int64_t batch_size, Eval
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_EVALUATOR_H_
+#endif  // GAPTRAIN_SERVICES_LEARN_EVALUATOR_H_

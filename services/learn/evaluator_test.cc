@@ -2,7 +2,7 @@
 // an mlp trained by hand-written SGD on the real MNIST train split
 // (../shared/data; missing data fails the test) must reach 90% on test.
 
-#include "services/worker/evaluator.h"
+#include "services/learn/evaluator.h"
 
 #include <gtest/gtest.h>
 
@@ -13,11 +13,11 @@
 #include <random>
 #include <vector>
 
-#include "services/worker/batch_loader.h"
-#include "services/worker/compute_threads.h"
-#include "services/worker/dataset.h"
-#include "services/worker/epoch_order.h"
-#include "services/worker/testdata_dir.h"
+#include "services/learn/batch_loader.h"
+#include "services/learn/compute_threads.h"
+#include "services/learn/dataset.h"
+#include "services/learn/epoch_order.h"
+#include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
 namespace {

@@ -1,4 +1,4 @@
-#include "services/worker/gzip_file.h"
+#include "services/learn/gzip_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -17,8 +17,8 @@
 //                   the error was noticed, not where the bad byte is;
 //   UNAVAILABLE     an I/O error from the operating system.
 
-#ifndef GAPTRAIN_SERVICES_WORKER_GZIP_FILE_H_
-#define GAPTRAIN_SERVICES_WORKER_GZIP_FILE_H_
+#ifndef GAPTRAIN_SERVICES_LEARN_GZIP_FILE_H_
+#define GAPTRAIN_SERVICES_LEARN_GZIP_FILE_H_
 
 #include <string>
 
@@ -32,4 +32,4 @@ Status ReadFileMaybeGzip(const std::string& path, std::string* contents);
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_GZIP_FILE_H_
+#endif  // GAPTRAIN_SERVICES_LEARN_GZIP_FILE_H_

@@ -1,4 +1,4 @@
-#include "services/worker/gzip_file.h"
+#include "services/learn/gzip_file.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "services/common/test_files.h"
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {

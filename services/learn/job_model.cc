@@ -1,4 +1,4 @@
-#include "services/worker/job_model.h"
+#include "services/learn/job_model.h"
 
 #include <spdlog/spdlog.h>
 

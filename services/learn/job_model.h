@@ -3,8 +3,8 @@
 // Trainers and the evaluator build theirs this way, so their layouts match
 // the master's (which builds it from the same manifest).
 
-#ifndef GAPTRAIN_SERVICES_WORKER_JOB_MODEL_H_
-#define GAPTRAIN_SERVICES_WORKER_JOB_MODEL_H_
+#ifndef GAPTRAIN_SERVICES_LEARN_JOB_MODEL_H_
+#define GAPTRAIN_SERVICES_LEARN_JOB_MODEL_H_
 
 #include <cstdint>
 #include <memory>
@@ -12,8 +12,8 @@
 
 #include "services/common/status.h"
 #include "services/common/training_job.h"
-#include "services/worker/dataset.h"
-#include "services/worker/model.h"
+#include "services/learn/dataset.h"
+#include "services/learn/model.h"
 
 namespace gaptrain {
 
@@ -34,4 +34,4 @@ std::string PlaceJobModel(Model* model, const std::string& device, bool mirror_o
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_JOB_MODEL_H_
+#endif  // GAPTRAIN_SERVICES_LEARN_JOB_MODEL_H_

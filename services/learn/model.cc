@@ -33,7 +33,7 @@
 // Only narrow LibTorch headers are included: <torch/torch.h> costs about
 // 30 s per translation unit.
 
-#include "services/worker/model.h"
+#include "services/learn/model.h"
 
 #include <sys/stat.h>
 

@@ -17,15 +17,15 @@
 // Not thread-safe; one Model per thread. Thread counts of the math
 // libraries are process-wide: see compute_threads.h.
 
-#ifndef GAPTRAIN_SERVICES_WORKER_MODEL_H_
-#define GAPTRAIN_SERVICES_WORKER_MODEL_H_
+#ifndef GAPTRAIN_SERVICES_LEARN_MODEL_H_
+#define GAPTRAIN_SERVICES_LEARN_MODEL_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "services/common/status.h"
-#include "services/master/parameter_layout.h"
+#include "services/engine/parameter_layout.h"
 
 namespace gaptrain {
 
@@ -121,4 +121,4 @@ class Model {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_MODEL_H_
+#endif  // GAPTRAIN_SERVICES_LEARN_MODEL_H_

@@ -5,10 +5,10 @@
 //
 // The step timing (ms per ComputeGradient at batch 128, 1 and 2 threads)
 // and the mirrored mode's copy cost are disabled tests; run them with
-//   bazel test //services/worker:model_test --test_output=all
+//   bazel test //services/learn:model_test --test_output=all
 //     --test_arg=--gtest_also_run_disabled_tests --test_arg=--gtest_filter=*Timing*
 
-#include "services/worker/model.h"
+#include "services/learn/model.h"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "services/common/available_cpus.h"
-#include "services/worker/compute_threads.h"
+#include "services/learn/compute_threads.h"
 
 namespace gaptrain {
 
@@ -55,7 +55,7 @@ std::string Runfile(const std::string& path) {
          path;
 }
 
-const std::string kScripted = "services/worker/testdata/tiny_convnet.pt";
+const std::string kScripted = "services/learn/testdata/tiny_convnet.pt";
 
 // A deterministic batch: pixels uniform in [-1.73, 1.73) (mean 0, std 1),
 // labels cycling through the classes. A bare LCG rather than <random>'s
@@ -526,7 +526,7 @@ TEST(TorchScriptTest, LoadsTrainsAndAliases) {
 }
 
 TEST(TorchScriptTest, MissingFile) {
-  const std::string path = Runfile("services/worker/testdata/no_such_model.pt");
+  const std::string path = Runfile("services/learn/testdata/no_such_model.pt");
   std::unique_ptr<Model> m;
   Status s = Model::LoadTorchScript(path, Mnist(), &m);
   EXPECT_EQ(s.code(), Status::Code::kNotFound) << s.ToString();
@@ -535,7 +535,7 @@ TEST(TorchScriptTest, MissingFile) {
 }
 
 TEST(TorchScriptTest, WrongOutputShape) {
-  const std::string path = Runfile("services/worker/testdata/tiny_convnet_7_classes.pt");
+  const std::string path = Runfile("services/learn/testdata/tiny_convnet_7_classes.pt");
   std::unique_ptr<Model> m;
   Status s = Model::LoadTorchScript(path, Mnist(), &m);
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
@@ -564,7 +564,7 @@ TEST(TorchScriptTest, WrongInputShape) {
 }
 
 TEST(TorchScriptTest, NotTorchScript) {
-  const std::string path = Runfile("services/worker/testdata/make_scripted_model.py");
+  const std::string path = Runfile("services/learn/testdata/make_scripted_model.py");
   std::unique_ptr<Model> m;
   Status s = Model::LoadTorchScript(path, Mnist(), &m);
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
@@ -572,7 +572,7 @@ TEST(TorchScriptTest, NotTorchScript) {
   EXPECT_NE(s.message().find("not a TorchScript archive"), std::string::npos) << s.message();
   EXPECT_FALSE(m);
   // A directory.
-  const std::string dir = Runfile("services/worker/testdata");
+  const std::string dir = Runfile("services/learn/testdata");
   s = Model::LoadTorchScript(dir, Mnist(), &m);
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find(dir), std::string::npos) << s.message();
@@ -580,7 +580,7 @@ TEST(TorchScriptTest, NotTorchScript) {
 }
 
 TEST(TorchScriptTest, NoParameters) {
-  const std::string path = Runfile("services/worker/testdata/no_params.pt");
+  const std::string path = Runfile("services/learn/testdata/no_params.pt");
   std::unique_ptr<Model> m;
   Status s = Model::LoadTorchScript(path, Mnist(), &m);
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "services/worker/batch_loader.h"
-#include "services/worker/dataset.h"
-#include "services/worker/epoch_order.h"
-#include "services/worker/testdata_dir.h"
+#include "services/learn/batch_loader.h"
+#include "services/learn/dataset.h"
+#include "services/learn/epoch_order.h"
+#include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
 namespace {

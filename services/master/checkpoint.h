@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "services/common/status.h"
-#include "services/master/parameter_store.h"
+#include "services/engine/parameter_store.h"
 
 namespace gaptrain {
 

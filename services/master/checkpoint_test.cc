@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "proto/gaptrain.pb.h"
+#include "services/engine/parameter_layout.h"
+#include "services/engine/parameter_store.h"
+#include "services/engine/update_engine.h"
 #include "services/master/layout_proto.h"
-#include "services/master/parameter_layout.h"
-#include "services/master/parameter_store.h"
-#include "services/master/update_engine.h"
 
 namespace gaptrain {
 namespace {

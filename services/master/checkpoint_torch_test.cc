@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "services/common/test_files.h"
+#include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
-#include "services/master/parameter_store.h"
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {

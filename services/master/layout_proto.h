@@ -6,7 +6,7 @@
 
 #include "proto/gaptrain.pb.h"
 #include "services/common/status.h"
-#include "services/master/parameter_layout.h"
+#include "services/engine/parameter_layout.h"
 
 namespace gaptrain {
 

@@ -5,8 +5,8 @@
 
 #include "services/common/bfloat16.h"
 #include "services/common/wire_values.h"
+#include "services/master/bulk_transfer.h"
 #include "services/master/chunk_wire.h"
-#include "services/master/master_service.h"
 
 namespace gaptrain {
 

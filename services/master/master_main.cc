@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "services/common/heap_tuning.h"
 #include "services/common/termination_signal.h"
 #include "services/common/training_job.h"
 #include "services/master/master_options.h"
 #include "services/master/master_process.h"
-#include "services/common/heap_tuning.h"
 
 int main(int argc, char** argv) {
   gaptrain::KeepFreedHeapForTransfers();

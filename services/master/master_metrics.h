@@ -22,10 +22,10 @@
 #include <mutex>
 #include <vector>
 
-#include "services/master/apply_stats.h"
-#include "services/master/parameter_layout.h"
-#include "services/master/parameter_store.h"
-#include "services/master/update_engine.h"
+#include "services/engine/apply_stats.h"
+#include "services/engine/parameter_layout.h"
+#include "services/engine/parameter_store.h"
+#include "services/engine/update_engine.h"
 
 namespace gaptrain {
 

@@ -8,9 +8,9 @@
 #include "services/common/metrics_endpoint.h"
 #include "services/common/ports_file.h"
 #include "services/common/tls_credentials.h"
-#include "services/master/job_config.h"
-#include "services/worker/dataset.h"
-#include "services/worker/model.h"
+#include "services/engine/job_config.h"
+#include "services/learn/dataset.h"
+#include "services/learn/model.h"
 
 namespace gaptrain {
 namespace {

@@ -19,10 +19,10 @@
 
 #include "proto/health.grpc.pb.h"
 #include "services/common/http_client.h"
-#include "services/common/prometheus_test_server.h"
-#include "services/common/test_processes.h"
 #include "services/master/checkpoint.h"
 #include "services/master/master_client.h"
+#include "services/testing/prometheus_test_server.h"
+#include "services/testing/test_processes.h"
 
 namespace gaptrain {
 namespace {

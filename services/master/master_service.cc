@@ -45,26 +45,6 @@ grpc::Status ToGrpcStatus(const Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), status.message());
 }
 
-namespace {
-constexpr int kLookaheadBytes = 64 << 20;
-constexpr int kMaxFrameSize = (1 << 24) - 1;  // HTTP/2's largest
-constexpr int kWriteBufferSize = 8 << 20;
-}  // namespace
-
-void ApplyBulkTransferArguments(grpc::ServerBuilder* builder) {
-  builder->SetMaxReceiveMessageSize(MasterService::kMaxMessageBytes);
-  builder->AddChannelArgument("grpc.http2.lookahead_bytes", kLookaheadBytes);
-  builder->AddChannelArgument("grpc.http2.max_frame_size", kMaxFrameSize);
-  builder->AddChannelArgument("grpc.http2.write_buffer_size", kWriteBufferSize);
-}
-
-void ApplyBulkTransferArguments(grpc::ChannelArguments* args) {
-  args->SetMaxReceiveMessageSize(MasterService::kMaxMessageBytes);
-  args->SetInt("grpc.http2.lookahead_bytes", kLookaheadBytes);
-  args->SetInt("grpc.http2.max_frame_size", kMaxFrameSize);
-  args->SetInt("grpc.http2.write_buffer_size", kWriteBufferSize);
-}
-
 MasterService::MasterService(std::unique_ptr<UpdateEngine> engine, Options options,
                              std::shared_ptr<MasterMetrics> metrics)
     : options_(std::move(options)),

@@ -28,21 +28,15 @@
 
 #include "proto/gaptrain.grpc.pb.h"
 #include "services/common/status.h"
+#include "services/engine/update_engine.h"
 #include "services/master/buffer_pool.h"
+#include "services/master/bulk_transfer.h"
 #include "services/master/master_metrics.h"
-#include "services/master/update_engine.h"
 
 namespace gaptrain {
 
 // Maps a gaptrain Status onto gRPC (the codes are numbered alike).
 grpc::Status ToGrpcStatus(const Status& status);
-
-// HTTP/2 settings for model-sized streams, for servers and clients alike:
-// larger flow-control windows and frames keep a 100 MB transfer from
-// stalling on window updates (docs/performance.md has the numbers).
-void ApplyBulkTransferArguments(grpc::ServerBuilder* builder);
-void ApplyBulkTransferArguments(grpc::ChannelArguments* args);
-
 
 // Pull and Push are raw callback methods: their chunks are written and
 // read as gRPC byte buffers whose payload slices point at model buffers
@@ -59,10 +53,8 @@ class MasterService final : public MasterServiceBase {
     // Values per Pull chunk unless the client asks; at most kMaxChunkValues.
     uint32_t default_chunk_values = 256 * 1024;  // 1 MiB of fp32
   };
-  static constexpr uint32_t kMaxChunkValues = 1024 * 1024;  // 4 MiB of fp32
-  // The gRPC receive limit a server must set: a chunk of kMaxChunkValues
-  // fp32 values plus as many echoed values, and the header.
-  static constexpr int kMaxMessageBytes = 2 * 4 * kMaxChunkValues + (64 << 10);
+  static constexpr uint32_t kMaxChunkValues = kBulkMaxChunkValues;
+  static constexpr int kMaxMessageBytes = kBulkMaxMessageBytes;
 
   // Writes a checkpoint and reports where; wired by the master process.
   using CheckpointFn = std::function<Status(std::string* path, uint64_t* version)>;

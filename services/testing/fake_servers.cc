@@ -1,4 +1,4 @@
-#include "services/worker/fake_servers.h"
+#include "services/testing/fake_servers.h"
 
 #include <cmath>
 #include <cstring>

@@ -4,8 +4,8 @@
 // size, malformed or truncated streams, refusals, outages) that a real
 // server never sends. They record what the worker sent. Thread-safe.
 
-#ifndef GAPTRAIN_SERVICES_WORKER_FAKE_SERVERS_H_
-#define GAPTRAIN_SERVICES_WORKER_FAKE_SERVERS_H_
+#ifndef GAPTRAIN_SERVICES_TESTING_FAKE_SERVERS_H_
+#define GAPTRAIN_SERVICES_TESTING_FAKE_SERVERS_H_
 
 #include <grpcpp/grpcpp.h>
 
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "proto/gaptrain.grpc.pb.h"
-#include "services/master/parameter_layout.h"
+#include "services/engine/parameter_layout.h"
 
 namespace gaptrain {
 
@@ -155,4 +155,4 @@ class FakeCoordinator final : public proto::Coordinator::Service {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_FAKE_SERVERS_H_
+#endif  // GAPTRAIN_SERVICES_TESTING_FAKE_SERVERS_H_

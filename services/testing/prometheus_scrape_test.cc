@@ -16,7 +16,7 @@
 
 #include "services/common/http_server.h"
 #include "services/common/metrics_endpoint.h"
-#include "services/common/prometheus_test_server.h"
+#include "services/testing/prometheus_test_server.h"
 
 namespace gaptrain {
 namespace {

@@ -1,4 +1,4 @@
-#include "services/common/prometheus_test_server.h"
+#include "services/testing/prometheus_test_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -19,8 +19,8 @@
 //     test; call Start() from a thread that lives as long as the server.
 //   - Methods are not thread-safe; use one instance from one thread.
 
-#ifndef GAPTRAIN_SERVICES_COMMON_PROMETHEUS_TEST_SERVER_H_
-#define GAPTRAIN_SERVICES_COMMON_PROMETHEUS_TEST_SERVER_H_
+#ifndef GAPTRAIN_SERVICES_TESTING_PROMETHEUS_TEST_SERVER_H_
+#define GAPTRAIN_SERVICES_TESTING_PROMETHEUS_TEST_SERVER_H_
 
 #include <sys/types.h>
 
@@ -107,4 +107,4 @@ class PrometheusTestServer {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_COMMON_PROMETHEUS_TEST_SERVER_H_
+#endif  // GAPTRAIN_SERVICES_TESTING_PROMETHEUS_TEST_SERVER_H_

@@ -1,4 +1,4 @@
-#include "services/common/test_files.h"
+#include "services/testing/test_files.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

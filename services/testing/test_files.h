@@ -1,8 +1,8 @@
 // Files for tests: a directory per test, and writing or reading whole
 // files, plain or gzip.
 
-#ifndef GAPTRAIN_SERVICES_COMMON_TEST_FILES_H_
-#define GAPTRAIN_SERVICES_COMMON_TEST_FILES_H_
+#ifndef GAPTRAIN_SERVICES_TESTING_TEST_FILES_H_
+#define GAPTRAIN_SERVICES_TESTING_TEST_FILES_H_
 
 #include <string>
 
@@ -23,4 +23,4 @@ bool PathExists(const std::string& path);
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_COMMON_TEST_FILES_H_
+#endif  // GAPTRAIN_SERVICES_TESTING_TEST_FILES_H_

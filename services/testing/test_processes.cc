@@ -1,4 +1,4 @@
-#include "services/common/test_processes.h"
+#include "services/testing/test_processes.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -4,8 +4,8 @@
 // deadline (state inside another process can only be observed from
 // outside; no sleeps as synchronisation).
 
-#ifndef GAPTRAIN_SERVICES_COMMON_TEST_PROCESSES_H_
-#define GAPTRAIN_SERVICES_COMMON_TEST_PROCESSES_H_
+#ifndef GAPTRAIN_SERVICES_TESTING_TEST_PROCESSES_H_
+#define GAPTRAIN_SERVICES_TESTING_TEST_PROCESSES_H_
 
 #include <sys/types.h>
 
@@ -65,4 +65,4 @@ class ChildProcess {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_COMMON_TEST_PROCESSES_H_
+#endif  // GAPTRAIN_SERVICES_TESTING_TEST_PROCESSES_H_

@@ -1,4 +1,4 @@
-#include "services/worker/testdata_dir.h"
+#include "services/testing/testdata_dir.h"
 
 #include <limits.h>
 #include <stdlib.h>

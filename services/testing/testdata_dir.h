@@ -11,8 +11,8 @@
 // Tests must fail, not skip, when the data is missing: check the Status of
 // FindSharedDataDir and print it.
 
-#ifndef GAPTRAIN_SERVICES_WORKER_TESTDATA_DIR_H_
-#define GAPTRAIN_SERVICES_WORKER_TESTDATA_DIR_H_
+#ifndef GAPTRAIN_SERVICES_TESTING_TESTDATA_DIR_H_
+#define GAPTRAIN_SERVICES_TESTING_TESTDATA_DIR_H_
 
 #include <string>
 
@@ -29,4 +29,4 @@ std::string SharedDataDir();
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_TESTDATA_DIR_H_
+#endif  // GAPTRAIN_SERVICES_TESTING_TESTDATA_DIR_H_

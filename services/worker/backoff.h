@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "services/common/status.h"
-#include "services/worker/epoch_order.h"
+#include "services/learn/epoch_order.h"
 
 namespace gaptrain {
 

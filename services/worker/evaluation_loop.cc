@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "services/worker/evaluator.h"
-#include "services/worker/job_model.h"
+#include "services/learn/evaluator.h"
+#include "services/learn/job_model.h"
 
 namespace gaptrain {
 namespace {

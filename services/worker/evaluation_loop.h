@@ -21,10 +21,10 @@
 
 #include "services/common/status.h"
 #include "services/common/training_job.h"
+#include "services/learn/dataset.h"
+#include "services/learn/model.h"
 #include "services/worker/coordinator_session.h"
-#include "services/worker/dataset.h"
 #include "services/worker/master_link.h"
-#include "services/worker/model.h"
 #include "services/worker/retry.h"
 #include "services/worker/stop_flag.h"
 #include "services/worker/worker_metrics.h"

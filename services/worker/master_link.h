@@ -22,8 +22,8 @@
 
 #include "proto/gaptrain.pb.h"
 #include "services/common/status.h"
+#include "services/engine/parameter_layout.h"
 #include "services/master/master_client.h"
-#include "services/master/parameter_layout.h"
 #include "services/worker/retry.h"
 #include "services/worker/worker_metrics.h"
 

@@ -9,9 +9,9 @@
 #include <limits>
 #include <optional>
 
-#include "services/common/dana_slim_worker.h"
-#include "services/worker/epoch_order.h"
-#include "services/worker/job_model.h"
+#include "services/engine/rules/dana_slim_worker.h"
+#include "services/learn/epoch_order.h"
+#include "services/learn/job_model.h"
 
 namespace gaptrain {
 namespace {

@@ -19,12 +19,12 @@
 
 #include "services/common/bfloat16.h"
 #include "services/coordinator/coordinator_client.h"
-#include "services/worker/batch_loader.h"
-#include "services/worker/compute_threads.h"
-#include "services/worker/device.h"
-#include "services/worker/epoch_order.h"
+#include "services/learn/batch_loader.h"
+#include "services/learn/compute_threads.h"
+#include "services/learn/device.h"
+#include "services/learn/epoch_order.h"
+#include "services/testing/fake_servers.h"
 #include "services/worker/evaluation_loop.h"
-#include "services/worker/fake_servers.h"
 #include "services/worker/worker_channel.h"
 
 namespace gaptrain {

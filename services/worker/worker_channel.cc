@@ -1,7 +1,7 @@
 #include "services/worker/worker_channel.h"
 
+#include "services/master/bulk_transfer.h"
 #include "services/master/master_client.h"
-#include "services/master/master_service.h"
 
 namespace gaptrain {
 

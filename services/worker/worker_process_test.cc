@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "services/common/http_client.h"
-#include "services/common/test_processes.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/master_client.h"
-#include "services/worker/testdata_dir.h"
+#include "services/testing/test_processes.h"
+#include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
 namespace {

@@ -1,7 +1,7 @@
-#include "services/master/asgd_rule.h"
+#include "services/engine/rules/asgd_rule.h"
 
-#include "services/master/kernel_util.h"
-#include "services/master/tensor_ranges.h"
+#include "services/engine/rules/kernel_util.h"
+#include "services/engine/tensor_ranges.h"
 
 namespace gaptrain {
 

@@ -2,10 +2,10 @@
 // Nesterov step θ ← θ − η(d + γv). Stale gradients are applied as they are.
 // Master memory: θ, plus v when γ > 0.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_ASGD_RULE_H_
-#define GAPTRAIN_SERVICES_MASTER_ASGD_RULE_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_ASGD_RULE_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_ASGD_RULE_H_
 
-#include "services/master/update_rule.h"
+#include "services/engine/rules/update_rule.h"
 
 namespace gaptrain {
 
@@ -24,4 +24,4 @@ class AsgdRule : public UpdateRule {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_ASGD_RULE_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_ASGD_RULE_H_

@@ -1,6 +1,6 @@
-#include "services/master/dana_slim_rule.h"
+#include "services/engine/rules/dana_slim_rule.h"
 
-#include "services/master/tensor_ranges.h"
+#include "services/engine/tensor_ranges.h"
 
 namespace gaptrain {
 namespace {

@@ -2,8 +2,8 @@
 // u = g + γv instead of g, so the master (dana-slim rule) needs only
 // x ← x − ηu. `gradient` already includes weight decay λx.
 
-#ifndef GAPTRAIN_SERVICES_COMMON_DANA_SLIM_WORKER_H_
-#define GAPTRAIN_SERVICES_COMMON_DANA_SLIM_WORKER_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_DANA_SLIM_WORKER_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_DANA_SLIM_WORKER_H_
 
 #include <cstddef>
 
@@ -22,4 +22,4 @@ inline void DanaSlimWorkerStep(float momentum, const float* gradient,
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_COMMON_DANA_SLIM_WORKER_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_DANA_SLIM_WORKER_H_

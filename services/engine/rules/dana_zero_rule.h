@@ -9,10 +9,10 @@
 // worker that no longer pushes would keep dragging θ̂ forever.
 // Master memory: (N + 2)·P floats.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_DANA_ZERO_RULE_H_
-#define GAPTRAIN_SERVICES_MASTER_DANA_ZERO_RULE_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_DANA_ZERO_RULE_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_DANA_ZERO_RULE_H_
 
-#include "services/master/update_rule.h"
+#include "services/engine/rules/update_rule.h"
 
 namespace gaptrain {
 
@@ -37,4 +37,4 @@ void DanaWriteLookAhead(const RuleConfig& config, double learning_rate,
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_DANA_ZERO_RULE_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_DANA_ZERO_RULE_H_

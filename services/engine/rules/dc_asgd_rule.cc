@@ -1,9 +1,9 @@
-#include "services/master/dc_asgd_rule.h"
+#include "services/engine/rules/dc_asgd_rule.h"
 
 #include <cmath>
 
-#include "services/master/kernel_util.h"
-#include "services/master/tensor_ranges.h"
+#include "services/engine/rules/kernel_util.h"
+#include "services/engine/tensor_ranges.h"
 
 namespace gaptrain {
 namespace {

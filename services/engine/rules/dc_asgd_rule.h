@@ -6,10 +6,10 @@
 // Master memory: θ, v if γ > 0, MeanSquare if adaptive, plus the worker
 // copies when the engine keeps snapshots.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_DC_ASGD_RULE_H_
-#define GAPTRAIN_SERVICES_MASTER_DC_ASGD_RULE_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_DC_ASGD_RULE_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_DC_ASGD_RULE_H_
 
-#include "services/master/update_rule.h"
+#include "services/engine/rules/update_rule.h"
 
 namespace gaptrain {
 
@@ -23,4 +23,4 @@ class DcAsgdRule : public UpdateRule {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_DC_ASGD_RULE_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_DC_ASGD_RULE_H_

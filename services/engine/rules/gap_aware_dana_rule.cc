@@ -1,10 +1,10 @@
-#include "services/master/gap_aware_dana_rule.h"
+#include "services/engine/rules/gap_aware_dana_rule.h"
 
 #include <algorithm>
 
-#include "services/master/dana_zero_rule.h"
-#include "services/master/kernel_util.h"
-#include "services/master/tensor_ranges.h"
+#include "services/engine/rules/dana_zero_rule.h"
+#include "services/engine/rules/kernel_util.h"
+#include "services/engine/tensor_ranges.h"
 
 namespace gaptrain {
 namespace {

@@ -11,10 +11,10 @@
 // Master memory: (N + 3)·P floats plus the worker copies when the engine
 // keeps snapshots.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_GAP_AWARE_DANA_RULE_H_
-#define GAPTRAIN_SERVICES_MASTER_GAP_AWARE_DANA_RULE_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_GAP_AWARE_DANA_RULE_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_GAP_AWARE_DANA_RULE_H_
 
-#include "services/master/update_rule.h"
+#include "services/engine/rules/update_rule.h"
 
 namespace gaptrain {
 
@@ -32,4 +32,4 @@ class GapAwareDanaRule : public UpdateRule {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_GAP_AWARE_DANA_RULE_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_GAP_AWARE_DANA_RULE_H_

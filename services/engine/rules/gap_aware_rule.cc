@@ -1,9 +1,9 @@
-#include "services/master/gap_aware_rule.h"
+#include "services/engine/rules/gap_aware_rule.h"
 
 #include <algorithm>
 
-#include "services/master/kernel_util.h"
-#include "services/master/tensor_ranges.h"
+#include "services/engine/rules/kernel_util.h"
+#include "services/engine/tensor_ranges.h"
 
 namespace gaptrain {
 namespace {

@@ -11,10 +11,10 @@
 // Master memory: θ, r, v if γ > 0, and the worker copies when the engine
 // keeps snapshots (N·P in fp32 or bf16).
 
-#ifndef GAPTRAIN_SERVICES_MASTER_GAP_AWARE_RULE_H_
-#define GAPTRAIN_SERVICES_MASTER_GAP_AWARE_RULE_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_GAP_AWARE_RULE_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_GAP_AWARE_RULE_H_
 
-#include "services/master/update_rule.h"
+#include "services/engine/rules/update_rule.h"
 
 namespace gaptrain {
 
@@ -28,4 +28,4 @@ class GapAwareRule : public UpdateRule {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_GAP_AWARE_RULE_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_GAP_AWARE_RULE_H_

@@ -3,17 +3,17 @@
 // instances (so inner loops carry no branches), and the store names of the
 // rules' state.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_KERNEL_UTIL_H_
-#define GAPTRAIN_SERVICES_MASTER_KERNEL_UTIL_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_KERNEL_UTIL_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_KERNEL_UTIL_H_
 
 #include <cmath>
 #include <cstddef>
 #include <type_traits>
 
 #include "services/common/bfloat16.h"
-#include "services/master/parameter_store.h"
-#include "services/master/rule_config.h"
-#include "services/master/update_rule.h"
+#include "services/engine/parameter_store.h"
+#include "services/engine/rules/rule_config.h"
+#include "services/engine/rules/update_rule.h"
 
 namespace gaptrain {
 
@@ -132,4 +132,4 @@ FlatBuffer* EnsureBuffer(ParameterStore* store, const char* name);
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_KERNEL_UTIL_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_KERNEL_UTIL_H_

@@ -1,4 +1,4 @@
-#include "services/master/rule_config.h"
+#include "services/engine/rules/rule_config.h"
 
 #include <cmath>
 

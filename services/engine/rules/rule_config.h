@@ -3,8 +3,8 @@
 // (docs/trainingjob.md). ../shared/docs/ALGORITHMS.md, mirrored in
 // docs/algorithms.md, defines every symbol.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_RULE_CONFIG_H_
-#define GAPTRAIN_SERVICES_MASTER_RULE_CONFIG_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_RULE_CONFIG_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_RULE_CONFIG_H_
 
 #include <cstdint>
 #include <string>
@@ -77,4 +77,4 @@ struct RuleConfig {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_RULE_CONFIG_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_RULE_CONFIG_H_

@@ -9,8 +9,8 @@
 // engine and the reference agree to a few ulps; tests compare with a
 // relative tolerance.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_RULE_REFERENCE_H_
-#define GAPTRAIN_SERVICES_MASTER_RULE_REFERENCE_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_RULE_REFERENCE_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_RULE_REFERENCE_H_
 
 #include <algorithm>
 #include <cmath>
@@ -580,4 +580,4 @@ struct SyncRef : RefRule {
 }  // namespace testing
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_RULE_REFERENCE_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_RULE_REFERENCE_H_

@@ -1,9 +1,9 @@
-#include "services/master/staleness_aware_rule.h"
+#include "services/engine/rules/staleness_aware_rule.h"
 
 #include <algorithm>
 
-#include "services/master/asgd_rule.h"
-#include "services/master/kernel_util.h"
+#include "services/engine/rules/asgd_rule.h"
+#include "services/engine/rules/kernel_util.h"
 
 namespace gaptrain {
 

@@ -3,10 +3,10 @@
 // gradient shrinks about N-fold, even late in training; GA exists to fix
 // that. Master memory: as ASGD.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_STALENESS_AWARE_RULE_H_
-#define GAPTRAIN_SERVICES_MASTER_STALENESS_AWARE_RULE_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_STALENESS_AWARE_RULE_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_STALENESS_AWARE_RULE_H_
 
-#include "services/master/update_rule.h"
+#include "services/engine/rules/update_rule.h"
 
 namespace gaptrain {
 
@@ -20,4 +20,4 @@ class StalenessAwareRule : public UpdateRule {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_STALENESS_AWARE_RULE_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_STALENESS_AWARE_RULE_H_

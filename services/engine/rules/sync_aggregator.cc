@@ -1,8 +1,8 @@
-#include "services/master/sync_aggregator.h"
+#include "services/engine/rules/sync_aggregator.h"
 
-#include "services/master/asgd_rule.h"
-#include "services/master/kernel_util.h"
-#include "services/master/tensor_ranges.h"
+#include "services/engine/rules/asgd_rule.h"
+#include "services/engine/rules/kernel_util.h"
+#include "services/engine/tensor_ranges.h"
 
 namespace gaptrain {
 namespace {

@@ -9,12 +9,12 @@
 // The engine rejects a second gradient from one worker for the same step.
 // Master memory: θ, the gradient sum, and v when γ > 0.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_SYNC_AGGREGATOR_H_
-#define GAPTRAIN_SERVICES_MASTER_SYNC_AGGREGATOR_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_SYNC_AGGREGATOR_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_SYNC_AGGREGATOR_H_
 
 #include <cstddef>
 
-#include "services/master/update_rule.h"
+#include "services/engine/rules/update_rule.h"
 
 namespace gaptrain {
 
@@ -39,4 +39,4 @@ class SyncAggregator : public UpdateRule {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_SYNC_AGGREGATOR_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_SYNC_AGGREGATOR_H_

@@ -1,18 +1,18 @@
-#include "services/master/update_rule.h"
+#include "services/engine/rules/update_rule.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "services/master/asgd_rule.h"
-#include "services/master/dana_slim_rule.h"
-#include "services/master/dana_zero_rule.h"
-#include "services/master/dc_asgd_rule.h"
-#include "services/master/gap_aware_dana_rule.h"
-#include "services/master/gap_aware_rule.h"
-#include "services/master/kernel_util.h"
-#include "services/master/staleness_aware_rule.h"
-#include "services/master/sync_aggregator.h"
+#include "services/engine/rules/asgd_rule.h"
+#include "services/engine/rules/dana_slim_rule.h"
+#include "services/engine/rules/dana_zero_rule.h"
+#include "services/engine/rules/dc_asgd_rule.h"
+#include "services/engine/rules/gap_aware_dana_rule.h"
+#include "services/engine/rules/gap_aware_rule.h"
+#include "services/engine/rules/kernel_util.h"
+#include "services/engine/rules/staleness_aware_rule.h"
+#include "services/engine/rules/sync_aggregator.h"
 
 namespace gaptrain {
 

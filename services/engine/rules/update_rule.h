@@ -6,18 +6,18 @@
 // The UpdateEngine validates every push (size, finiteness, worker, version)
 // before a rule sees it, so rules never fail.
 
-#ifndef GAPTRAIN_SERVICES_MASTER_UPDATE_RULE_H_
-#define GAPTRAIN_SERVICES_MASTER_UPDATE_RULE_H_
+#ifndef GAPTRAIN_SERVICES_ENGINE_RULES_UPDATE_RULE_H_
+#define GAPTRAIN_SERVICES_ENGINE_RULES_UPDATE_RULE_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
-#include "services/master/apply_stats.h"
-#include "services/master/flat_buffer.h"
-#include "services/master/gradient_view.h"
-#include "services/master/parameter_store.h"
-#include "services/master/rule_config.h"
+#include "services/engine/apply_stats.h"
+#include "services/engine/flat_buffer.h"
+#include "services/engine/gradient_view.h"
+#include "services/engine/parameter_store.h"
+#include "services/engine/rules/rule_config.h"
 
 namespace gaptrain {
 
@@ -81,4 +81,4 @@ std::unique_ptr<UpdateRule> CreateUpdateRule(const RuleConfig& config);
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_MASTER_UPDATE_RULE_H_
+#endif  // GAPTRAIN_SERVICES_ENGINE_RULES_UPDATE_RULE_H_

@@ -18,13 +18,13 @@
 #include <gtest/gtest.h>
 
 #include "services/common/bfloat16.h"
-#include "services/common/dana_slim_worker.h"
-#include "services/master/apply_stats.h"
-#include "services/master/learning_rate_schedule.h"
-#include "services/master/parameter_layout.h"
-#include "services/master/rule_config.h"
-#include "services/master/rule_reference.h"
-#include "services/master/update_engine.h"
+#include "services/engine/apply_stats.h"
+#include "services/engine/learning_rate_schedule.h"
+#include "services/engine/parameter_layout.h"
+#include "services/engine/rules/dana_slim_worker.h"
+#include "services/engine/rules/rule_config.h"
+#include "services/engine/rules/rule_reference.h"
+#include "services/engine/update_engine.h"
 
 namespace gaptrain {
 namespace {
