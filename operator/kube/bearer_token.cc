@@ -10,19 +10,9 @@
 
 namespace gaptrain {
 namespace kube {
-namespace {
-
-std::string Trimmed(const std::string& s) {
-  const char* space = " \t\r\n";
-  const size_t begin = s.find_first_not_of(space);
-  if (begin == std::string::npos) return "";
-  return s.substr(begin, s.find_last_not_of(space) - begin + 1);
-}
-
-}  // namespace
 
 BearerToken::BearerToken(std::string token, std::string file)
-    : inline_token_(Trimmed(token)), file_(std::move(file)) {}
+    : inline_token_(std::move(token)), file_(std::move(file)) {}
 
 Status BearerToken::Current(std::string* token) {
   if (file_.empty()) {
@@ -39,9 +29,8 @@ Status BearerToken::Current(std::string* token) {
                          st.st_mtim.tv_nsec == mtime_.tv_nsec;
   if (!unchanged) {
     std::string contents;
-    Status read = ReadFileToString(file_, &contents);
+    Status read = ReadTrimmedFile(file_, &contents);
     if (!read.ok()) return Status::Unauthenticated("token file " + read.message());
-    contents = Trimmed(contents);
     if (contents.empty()) return Status::Unauthenticated("token file " + file_ + " is empty");
     cached_ = std::move(contents);
     have_cached_ = true;

@@ -25,9 +25,9 @@ class BearerToken {
   // `file` wins over `token` when both are given; neither means no token.
   BearerToken(std::string token, std::string file);
 
-  // Sets *token to the token to send now ("" for none), without the
-  // surrounding whitespace. UNAUTHENTICATED naming the file when it cannot
-  // be read or is empty.
+  // Sets *token to the token to send now ("" for none); a file's token
+  // without its surrounding whitespace. UNAUTHENTICATED naming the file
+  // when it cannot be read or is empty.
   Status Current(std::string* token);
 
  private:

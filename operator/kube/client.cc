@@ -63,14 +63,19 @@ std::string EncodeQuery(const std::map<std::string, std::string>& params) {
 bool WatchStream::Next(WatchEvent* event) {
   while (pending_.empty()) {
     if (ended_) return false;
+    std::vector<WatchEvent> decoded;
     if (decoder_.done()) {
-      ended_ = true;  // the server ended the watch (timeoutSeconds)
-      return false;
+      // The server ended the watch (timeoutSeconds); a last line without
+      // its newline may still be pending in the decoder.
+      ended_ = true;
+      Status s = decoder_.Finish(&decoded);
+      if (!s.ok()) status_ = Status(s.code(), what_ + ": " + s.message());
+      for (WatchEvent& e : decoded) pending_.push_back(std::move(e));
+      continue;
     }
     std::string bytes;
     bool eof = false;
     Status s = stream_->ReadSome(Clock::now() + idle_timeout_, &bytes, &eof);
-    std::vector<WatchEvent> decoded;
     if (s.code() == Status::Code::kDeadlineExceeded) {
       status_ = Status(s.code(), what_ + ": no data for " +
                                      std::to_string(idle_timeout_.count()) + " ms");
@@ -295,9 +300,12 @@ Status Client::Delete(const Resource& resource, const std::string& ns, const std
   if (!options.precondition_resource_version.empty()) {
     body["preconditions"]["resourceVersion"] = options.precondition_resource_version;
   }
-  return Send(what,
-              {"DELETE", resource.ObjectPath(ns_used, name), "application/json", body.dump()},
-              nullptr, out, error);
+  HttpCall http{"DELETE", resource.ObjectPath(ns_used, name), "", ""};
+  if (body.size() > 2) {  // more than apiVersion and kind: send the options
+    http.content_type = "application/json";
+    http.body = body.dump();
+  }
+  return Send(what, http, nullptr, out, error);
 }
 
 Status Client::Watch(const Resource& resource, const std::string& ns, const WatchOptions& options,

@@ -155,7 +155,8 @@ class Client {
   Status Apply(const Resource& resource, const std::string& ns, const nlohmann::json& object,
                nlohmann::json* out, ApiError* error = nullptr);
 
-  // DELETE with a DeleteOptions body. *out is the deleted object, or the
+  // DELETE, with a DeleteOptions body when `options` sets anything. *out
+  // is the deleted object, or the
   // object with deletionTimestamp set while finalizers run, or a Status.
   Status Delete(const Resource& resource, const std::string& ns, const std::string& name,
                 const DeleteOptions& options, nlohmann::json* out = nullptr,

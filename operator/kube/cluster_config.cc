@@ -38,13 +38,6 @@ std::string EnvValue(const Environment& env, const std::string& name) {
   return it == env.end() ? std::string() : it->second;
 }
 
-std::string Trimmed(const std::string& s) {
-  const char* space = " \t\r\n";
-  const size_t begin = s.find_first_not_of(space);
-  if (begin == std::string::npos) return "";
-  return s.substr(begin, s.find_last_not_of(space) - begin + 1);
-}
-
 }  // namespace
 
 std::string ServerUrl::HostPort() const {
@@ -124,6 +117,17 @@ Status ReadFileToString(const std::string& path, std::string* out) {
   return Status::OK();
 }
 
+Status ReadTrimmedFile(const std::string& path, std::string* out) {
+  std::string text;
+  GAPTRAIN_RETURN_IF_ERROR(ReadFileToString(path, &text));
+  const char* space = " \t\r\n";
+  const size_t begin = text.find_first_not_of(space);
+  *out = begin == std::string::npos
+             ? ""
+             : text.substr(begin, text.find_last_not_of(space) - begin + 1);
+  return Status::OK();
+}
+
 Status LoadInClusterConfig(const std::string& dir, const Environment& env, ClusterConfig* out) {
   const std::string host = EnvValue(env, "KUBERNETES_SERVICE_HOST");
   const std::string port = EnvValue(env, "KUBERNETES_SERVICE_PORT");
@@ -157,8 +161,7 @@ Status LoadInClusterConfig(const std::string& dir, const Environment& env, Clust
   }
   std::string ns = EnvValue(env, "POD_NAMESPACE");
   if (ns.empty()) {
-    std::string from_file;
-    if (ReadFileToString(dir + "/namespace", &from_file).ok()) ns = Trimmed(from_file);
+    if (!ReadTrimmedFile(dir + "/namespace", &ns).ok()) ns.clear();
   }
   if (!ns.empty()) config.default_namespace = ns;
   *out = std::move(config);

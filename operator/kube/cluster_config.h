@@ -87,6 +87,9 @@ Status ResolveClusterConfig(const ResolveOptions& options, ClusterConfig* out);
 
 // Reads a whole file; errors name the path ("<path>: cannot read: <why>").
 Status ReadFileToString(const std::string& path, std::string* out);
+// The same, without leading and trailing whitespace (token and namespace
+// files end with a newline).
+Status ReadTrimmedFile(const std::string& path, std::string* out);
 
 }  // namespace kube
 }  // namespace gaptrain

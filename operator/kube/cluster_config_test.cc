@@ -391,7 +391,7 @@ TEST_F(ClusterConfigTest, TheTokenFileIsReadAgainWhenItChanges) {
   s = token.Current(&value);
   EXPECT_EQ(s.message(), "token file " + path + ": No such file or directory");
 
-  BearerToken inline_only(" abc \n", "");
+  BearerToken inline_only("abc", "");
   ASSERT_TRUE(inline_only.Current(&value).ok());
   EXPECT_EQ(value, "abc");
 }

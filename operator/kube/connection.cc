@@ -67,7 +67,7 @@ Status NewEndpoint(const ClusterConfig& config, std::shared_ptr<const Endpoint>*
       s = CheckCertificatesPem(config.ca_pem);
       if (!s.ok()) return fail("certificate authority", s.message());
       e->tls->add_certificate_authority(asio::buffer(config.ca_pem), ec);
-      if (ec) return fail("certificate authority", ec.message() + " " + TakeOpensslErrors());
+      if (ec) return fail("certificate authority", ec.message() + TakeOpensslErrors());
     } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
       return fail("system certificate authorities", TakeOpensslErrors());
     }
@@ -81,9 +81,13 @@ Status NewEndpoint(const ClusterConfig& config, std::shared_ptr<const Endpoint>*
     s = CheckPrivateKeyPem(config.client_key_pem);
     if (!s.ok()) return fail("client key", s.message());
     e->tls->use_certificate_chain(asio::buffer(config.client_certificate_pem), ec);
-    if (ec) return fail("client certificate", ec.message() + " " + TakeOpensslErrors());
+    if (ec) return fail("client certificate", ec.message() + TakeOpensslErrors());
     e->tls->use_private_key(asio::buffer(config.client_key_pem), ssl::context::pem, ec);
-    if (ec) return fail("client key", ec.message() + " " + TakeOpensslErrors());
+    if (ec) {
+      // The key parsed (checked above), so OpenSSL refused the pair.
+      TakeOpensslErrors();
+      return fail("client key", "does not match the client certificate (" + ec.message() + ")");
+    }
     if (SSL_CTX_check_private_key(ctx) != 1) {
       return fail("client key", "does not match the client certificate");
     }

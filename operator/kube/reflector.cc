@@ -18,7 +18,7 @@ Reflector::Reflector(Client* client, const Resource& resource, std::string ns,
       ns_(std::move(ns)),
       options_(options),
       handler_(handler),
-      backoff_(options.backoff) {}
+      backoff_(options.backoff, options.backoff_seed) {}
 
 void Reflector::Stop() {
   stop_.Cancel();

@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
-#include "operator/kube/backoff.h"
 #include "operator/kube/cancellation.h"
 #include "operator/kube/client.h"
 #include "operator/kube/resource.h"
+#include "services/common/backoff.h"
 #include "services/common/status.h"
 
 namespace gaptrain {
@@ -58,7 +58,11 @@ class Reflector {
     int64_t page_size = 500;
     int watch_timeout_seconds = 300;
     std::chrono::milliseconds idle_timeout{330000};
-    Backoff::Options backoff;
+    // client-go's reflector backs off from 800 ms to 30 s. Must pass
+    // Backoff::Validate.
+    Backoff::Options backoff{std::chrono::milliseconds(800), std::chrono::milliseconds(30000),
+                             2.0, 0.5};
+    uint64_t backoff_seed = 1;  // tests fix it to see the same delays
   };
 
   struct Stats {

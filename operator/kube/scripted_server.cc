@@ -1,6 +1,7 @@
 #include "operator/kube/scripted_server.h"
 
 #include <arpa/inet.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -83,6 +84,8 @@ std::map<std::string, std::string> DecodeQuery(const std::string& query) {
 }
 
 Status ScriptedServer::Start(const Options& options, std::unique_ptr<ScriptedServer>* server) {
+  // OpenSSL writes to a socket the client closed raise SIGPIPE otherwise.
+  ::signal(SIGPIPE, SIG_IGN);
   std::unique_ptr<ScriptedServer> s(new ScriptedServer());
   s->options_ = options;
   if (!options.cert_file.empty()) {
@@ -212,6 +215,7 @@ ScriptedReply ScriptedServer::NextReply(const ReceivedRequest& request) {
 void ScriptedServer::Serve(int fd, int connection) {
   SSL* ssl = nullptr;
   std::string common_name;
+  std::string server_name;
   auto receive = [&](std::string* out) {
     char buf[16384];
     const int n = ssl != nullptr ? SSL_read(ssl, buf, sizeof(buf))
@@ -244,6 +248,8 @@ void ScriptedServer::Serve(int fd, int connection) {
       serving = false;
     } else {
       common_name = CommonName(ssl);
+      const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+      if (sni != nullptr) server_name = sni;
     }
   }
 
@@ -282,6 +288,7 @@ void ScriptedServer::Serve(int fd, int connection) {
     }
     request.body = message.body();
     request.client_common_name = common_name;
+    request.server_name = server_name;
     request.connection = connection;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -295,6 +302,7 @@ void ScriptedServer::Serve(int fd, int connection) {
       if (changed_.wait_for(lock, reply.delay, [this] { return stopping_; })) break;
     }
     if (reply.hang) {
+      if (!reply.raw.empty()) send_all(reply.raw);
       std::string ignored;
       while (receive(&ignored)) {
       }
@@ -305,7 +313,7 @@ void ScriptedServer::Serve(int fd, int connection) {
       send_all(bytes.substr(0, reply.cut_after));
       break;
     }
-    if (!send_all(bytes) || reply.close) break;
+    if (!send_all(bytes) || reply.close || reply.vanish) break;
   }
 
   if (ssl != nullptr) SSL_free(ssl);

@@ -4,7 +4,8 @@
 // exact bytes such as a recorded watch response, optionally after a delay,
 // cut short, or never. Plain TCP or TLS (optionally requiring a client
 // certificate signed by a given CA). One thread per connection; blocking
-// sockets; Stop() (or the destructor) wakes and joins them all.
+// sockets; Stop() (or the destructor) wakes and joins them all. Starting
+// one ignores SIGPIPE in the whole (test) process.
 
 #ifndef GAPTRAIN_OPERATOR_KUBE_SCRIPTED_SERVER_H_
 #define GAPTRAIN_OPERATOR_KUBE_SCRIPTED_SERVER_H_
@@ -34,20 +35,26 @@ struct ReceivedRequest {
   std::map<std::string, std::string> headers;  // names in lower case
   std::string body;
   std::string client_common_name;  // from the client certificate, if any
+  std::string server_name;         // TLS SNI, if the client sent one
   int connection = 0;              // 1 for the first connection accepted, ...
 };
 
 struct ScriptedReply {
   int status = 200;
   std::string content_type = "application/json";
-  std::string body;
+  std::string body = "{}";
   // When set: these bytes are the whole response, status line included.
   std::string raw;
   // Send only this many bytes of the response, then close the connection.
   size_t cut_after = std::string::npos;
   std::chrono::milliseconds delay{0};  // before answering
-  bool hang = false;   // never answer; wait until the client or the server closes
-  bool close = false;  // close the connection after answering
+  // Send `raw` (if any) and then nothing more, keeping the connection open
+  // until the client or the server closes it.
+  bool hang = false;
+  bool close = false;   // answer with "Connection: close", then close
+  // Close after answering without saying so, as a server dropping an idle
+  // keep-alive connection does.
+  bool vanish = false;
 };
 
 class ScriptedServer {

@@ -99,7 +99,7 @@ Status Transport::Exchange(Connection* connection, const std::string& request,
     if (pending.size() > before) *any_bytes = true;
     if (eof) {
       boost::beast::error_code ec;
-      parser.put_eof(ec);
+      if (parser.is_header_done()) parser.put_eof(ec);  // (it asserts otherwise)
       if (!ec && parser.is_done()) break;
       return Status::Unavailable(host_port_ + " closed the connection before a complete response" +
                                  (*any_bytes ? " (truncated)" : ""));
