@@ -300,6 +300,31 @@ TEST_F(ClientTest, ServerSideApply) {
   EXPECT_EQ(sent["kind"], "ConfigMap");
 }
 
+TEST_F(ClientTest, ApplyToTheStatusSubresource) {
+  server_->Push(ScriptedReply{});
+  const nlohmann::json status = {{"metadata", {{"name", "mnist"}}},
+                                 {"status", {{"phase", "Running"}}}};
+  ASSERT_TRUE(client_->Apply(kTrainingJobs.Subresource("status"), "default", status, nullptr).ok());
+  ReceivedRequest sent = Last();
+  EXPECT_EQ(sent.method, "PATCH");
+  EXPECT_EQ(sent.path, "/apis/gaptrain.io/v1alpha1/namespaces/default/trainingjobs/mnist/status");
+  EXPECT_EQ(sent.query, (std::map<std::string, std::string>{{"fieldManager", "gaptrain-operator"},
+                                                           {"force", "true"}}));
+  EXPECT_EQ(sent.headers["content-type"], "application/apply-patch+yaml");
+  const nlohmann::json body = Parse(sent.body);
+  EXPECT_EQ(body["apiVersion"], "gaptrain.io/v1alpha1");
+  EXPECT_EQ(body["kind"], "TrainingJob");
+  EXPECT_EQ(body["status"]["phase"], "Running");
+}
+
+TEST_F(ClientTest, AServerUrlWithAPathPrefixesEveryRequest) {
+  config_.server = server_->url() + "/k8s/clusters/c1/";
+  NewClient();
+  server_->Push(ScriptedReply{});
+  ASSERT_TRUE(client_->Get(kPods, "", "p", nullptr).ok());
+  EXPECT_EQ(Last().path, "/k8s/clusters/c1/api/v1/namespaces/default/pods/p");
+}
+
 TEST_F(ClientTest, ApplyConflictsNameTheField) {
   Recording r;
   ASSERT_TRUE(LoadRecording("pod-apply-conflict", &r).ok());

@@ -83,6 +83,17 @@ TEST_F(TlsTest, VerifiesTheServerAgainstTheCaAndItsAddress) {
   EXPECT_EQ(server_->requests().back().server_name, "localhost");
 }
 
+TEST_F(TlsTest, KeepsTlsConnectionsAlive) {
+  StartServer(false);
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::New(Config(), {}, &client).ok());
+  for (int i = 0; i < 4; ++i) {
+    Status s = client->Get(kPods, "default", "p", nullptr);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  EXPECT_EQ(server_->connections(), 1);
+}
+
 TEST_F(TlsTest, AWrongCaOrNameFailsClearly) {
   StartServer(false);
   ClusterConfig config = Config();
