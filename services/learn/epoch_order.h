@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "services/common/xoshiro256.h"
+
 namespace gaptrain {
 
 // Positions [begin, end) of an epoch's permutation; empty when begin == end.
@@ -37,20 +39,6 @@ std::vector<uint32_t> EpochPermutation(uint64_t seed, uint64_t epoch, uint32_t n
 // are in order and cover [0, n) exactly once. Returns {n, n} (empty) when
 // worker >= num_workers, including num_workers == 0.
 SampleRange ShardRange(uint32_t worker, uint32_t num_workers, uint32_t n);
-
-// The deterministic generator, exposed for tests and for other reproducible
-// draws. Seeded from (seed, stream) through splitmix64.
-class Xoshiro256 {
- public:
-  Xoshiro256(uint64_t seed, uint64_t stream);
-
-  uint64_t Next();
-  // Uniform in [0, bound), bound > 0, without modulo bias.
-  uint32_t Below(uint32_t bound);
-
- private:
-  uint64_t s_[4];
-};
 
 }  // namespace gaptrain
 

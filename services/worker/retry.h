@@ -21,7 +21,7 @@
 #include <functional>
 
 #include "services/common/status.h"
-#include "services/worker/backoff.h"
+#include "services/common/backoff.h"
 #include "services/worker/stop_flag.h"
 
 namespace gaptrain {

@@ -1,4 +1,4 @@
-#include "services/worker/backoff.h"
+#include "services/common/backoff.h"
 
 #include <gtest/gtest.h>
 

@@ -9,14 +9,14 @@
 // base_n], never above `max`; Reset() (after a success) starts again from
 // `initial`. Not thread-safe; one Backoff per retry loop.
 
-#ifndef GAPTRAIN_SERVICES_WORKER_BACKOFF_H_
-#define GAPTRAIN_SERVICES_WORKER_BACKOFF_H_
+#ifndef GAPTRAIN_SERVICES_COMMON_BACKOFF_H_
+#define GAPTRAIN_SERVICES_COMMON_BACKOFF_H_
 
 #include <chrono>
 #include <cstdint>
 
 #include "services/common/status.h"
-#include "services/learn/epoch_order.h"
+#include "services/common/xoshiro256.h"
 
 namespace gaptrain {
 
@@ -51,4 +51,4 @@ class Backoff {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_SERVICES_WORKER_BACKOFF_H_
+#endif  // GAPTRAIN_SERVICES_COMMON_BACKOFF_H_

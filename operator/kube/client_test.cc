@@ -1,0 +1,662 @@
+// Tests the Client against the recorded exchanges of a real kube-apiserver:
+// for each, the request the Client sends must match the recorded one
+// (method, path, query, Content-Type, body semantics) and the recorded
+// response must parse to the same object or error. Then what recordings
+// cannot show: paging, broken responses, deadlines, cancellation,
+// keep-alive reuse, concurrent calls and watches.
+
+#include "operator/kube/client.h"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "operator/kube/api_error.h"
+#include "operator/kube/json_text.h"
+#include "operator/kube/scripted_server.h"
+#include "operator/kube/test_support.h"
+
+namespace gaptrain {
+namespace kube {
+namespace {
+
+using Code = Status::Code;
+using std::chrono::milliseconds;
+
+// A YAML document as JSON: quoted scalars stay strings, plain ones become
+// booleans or integers where they look like them.
+nlohmann::json YamlToJson(const YAML::Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& kv : node) out[kv.first.Scalar()] = YamlToJson(kv.second);
+    return out;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : node) out.push_back(YamlToJson(item));
+    return out;
+  }
+  if (node.IsNull()) return nullptr;
+  const std::string& s = node.Scalar();
+  if (node.Tag() != "!") {
+    if (s == "true" || s == "false") return s == "true";
+    char* end = nullptr;
+    const long long n = std::strtoll(s.c_str(), &end, 10);
+    if (!s.empty() && *end == '\0') return n;
+  }
+  return s;
+}
+
+ScriptedReply ReplyOf(const Recording& r) {
+  ScriptedReply reply;
+  reply.status = r.status;
+  reply.body = r.ResponseBytes();
+  return reply;
+}
+
+nlohmann::json Parse(const std::string& text) {
+  nlohmann::json json;
+  Status s = ParseJson(text, &json);
+  EXPECT_TRUE(s.ok()) << s.ToString() << ": " << text;
+  return json;
+}
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(ScriptedServer::Start({}, &server_).ok());
+    config_.server = server_->url();
+    config_.token = "test-token";
+    options_.request_timeout = milliseconds(5000);
+    NewClient();
+  }
+
+  void NewClient() {
+    Status s = Client::New(config_, options_, &client_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  Recording Serve(const std::string& name) {
+    Recording r;
+    Status s = LoadRecording(name, &r);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    server_->Push(ReplyOf(r));
+    return r;
+  }
+
+  ReceivedRequest Last() {
+    std::vector<ReceivedRequest> all = server_->requests();
+    EXPECT_FALSE(all.empty());
+    return all.empty() ? ReceivedRequest() : all.back();
+  }
+
+  // The last request is the recorded one, as far as the API server cares.
+  void ExpectSent(const Recording& r) {
+    ReceivedRequest got = Last();
+    EXPECT_EQ(got.method, r.method);
+    EXPECT_EQ(got.path, r.path);
+    EXPECT_EQ(got.query, r.query);
+    EXPECT_EQ(got.headers["authorization"], "Bearer test-token");
+    EXPECT_EQ(got.headers["accept"], "application/json");
+    auto content_type = r.request_headers.find("Content-Type");
+    EXPECT_EQ(got.headers["content-type"],
+              content_type == r.request_headers.end() ? "" : content_type->second);
+    if (r.request_body.is_null()) {
+      EXPECT_EQ(got.body, "");
+    } else if (r.request_body.is_string()) {
+      EXPECT_EQ(Parse(got.body), YamlToJson(YAML::Load(r.request_body.get<std::string>())));
+    } else {
+      EXPECT_EQ(Parse(got.body), r.request_body);
+    }
+  }
+
+  std::unique_ptr<ScriptedServer> server_;
+  ClusterConfig config_;
+  ClientOptions options_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ClientTest, CreateReturnsTheStoredObject) {
+  const Recording r = Serve("trainingjob-create");
+  nlohmann::json created;
+  Status s = client_->Create(kTrainingJobs, "default", r.request_body, &created);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectSent(r);
+  EXPECT_EQ(created, r.response_body);
+  EXPECT_EQ(created["metadata"]["generation"], 1);
+  EXPECT_FALSE(created["metadata"]["uid"].get<std::string>().empty());
+}
+
+TEST_F(ClientTest, CreateOfAnExistingObjectIsAlreadyExists) {
+  const Recording r = Serve("trainingjob-create-duplicate");
+  ApiError error;
+  Status s = client_->Create(kTrainingJobs, "", r.request_body, nullptr, &error);
+  ExpectSent(r);
+  EXPECT_TRUE(IsAlreadyExists(s));
+  EXPECT_FALSE(IsConflict(s));
+  EXPECT_EQ(s.message(),
+            "create trainingjobs default/mnist: 409 AlreadyExists: trainingjobs.gaptrain.io "
+            "\"mnist\" already exists");
+  EXPECT_EQ(error.http_status, 409);
+  EXPECT_EQ(error.reason, "AlreadyExists");
+}
+
+TEST_F(ClientTest, InvalidObjectsCarryTheirCauses) {
+  const Recording r = Serve("trainingjob-create-invalid");
+  ApiError error;
+  Status s = client_->Create(kTrainingJobs, "default", r.request_body, nullptr, &error);
+  ExpectSent(r);
+  EXPECT_TRUE(IsInvalid(s));
+  EXPECT_FALSE(IsRetryable(s));
+  EXPECT_EQ(s.message().rfind("create trainingjobs default/bad: 422 Invalid: TrainingJob.gaptrain.io "
+                              "\"bad\" is invalid: [spec.training.staleness.rule: Unsupported",
+                              0),
+            0u)
+      << s.message();
+  EXPECT_EQ(error.http_status, 422);
+  ASSERT_EQ(error.causes.size(), 3u);
+  EXPECT_EQ(error.causes[0].field, "spec.training.staleness.rule");
+  EXPECT_EQ(error.causes[0].reason, "FieldValueNotSupported");
+  EXPECT_EQ(error.causes[2].field, "spec.workers.replicas");
+}
+
+TEST_F(ClientTest, ListReturnsItemsAndTheResourceVersion) {
+  const Recording r = Serve("trainingjob-list");
+  ListOptions options;
+  options.page_size = 0;  // as recorded: no limit
+  ObjectList list;
+  Status s = client_->List(kTrainingJobs, "default", options, &list);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectSent(r);
+  EXPECT_EQ(list.resource_version, r.response_body["metadata"]["resourceVersion"]);
+  ASSERT_EQ(list.items.size(), r.response_body["items"].size());
+  ASSERT_FALSE(list.items.empty());
+  EXPECT_EQ(list.items[0], r.response_body["items"][0]);
+}
+
+TEST_F(ClientTest, ListByLabelSelectorEncodesTheQueryAsKubectlDoes) {
+  const Recording r = Serve("pod-list-selector");
+  ListOptions options;
+  options.label_selector = "gaptrain.io/job-name=mnist";
+  options.page_size = 0;
+  ObjectList list;
+  ASSERT_TRUE(client_->List(kPods, "default", options, &list).ok());
+  ExpectSent(r);
+  EXPECT_EQ(Last().target, "/api/v1/namespaces/default/pods?labelSelector=gaptrain.io%2Fjob-name%3Dmnist");
+  EXPECT_TRUE(list.items.empty());
+  EXPECT_EQ(list.resource_version, "226");
+}
+
+TEST_F(ClientTest, GetOfAMissingObjectIsNotFound) {
+  const Recording r = Serve("not-found");
+  nlohmann::json object = "untouched";
+  Status s = client_->Get(kTrainingJobs, "default", "nope", &object);
+  ExpectSent(r);
+  EXPECT_TRUE(IsNotFound(s));
+  EXPECT_EQ(s.message(), "get trainingjobs default/nope: 404 NotFound: trainingjobs.gaptrain.io "
+                         "\"nope\" not found");
+  EXPECT_EQ(object, "untouched");
+}
+
+TEST_F(ClientTest, AuthenticationAndAuthorizationFailures) {
+  Serve("unauthorized");
+  ObjectList list;
+  Status s = client_->List(kTrainingJobs, "default", {}, &list);
+  EXPECT_EQ(s.code(), Code::kUnauthenticated);
+  EXPECT_EQ(s.message(), "list trainingjobs default: 401 Unauthorized: Unauthorized");
+  const Recording forbidden = Serve("forbidden");
+  s = client_->List(kTrainingJobs, "default", {}, &list);
+  EXPECT_EQ(s.code(), Code::kPermissionDenied);
+  EXPECT_NE(s.message().find("403 Forbidden: " +
+                             forbidden.response_body["message"].get<std::string>()),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(ClientTest, MergePatchOfTheStatusSubresource) {
+  for (const char* name : {"trainingjob-status-merge-patch", "trainingjob-status-patch-spec-ignored"}) {
+    const Recording r = Serve(name);
+    nlohmann::json patched;
+    Status s = client_->MergePatch(kTrainingJobs.Subresource("status"), "default", "mnist",
+                                   r.request_body, &patched);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ExpectSent(r);
+    EXPECT_EQ(patched, r.response_body);
+  }
+  const Recording pod = Serve("pod-status-disruption-target");
+  ASSERT_TRUE(client_->MergePatch(kPods.Subresource("status"), "default", "mnist-trainer-0",
+                                  pod.request_body, nullptr)
+                  .ok());
+  ExpectSent(pod);
+  const Recording spec = Serve("w-patch-spec");
+  ASSERT_TRUE(client_->MergePatch(kTrainingJobs, "default", "mnist", spec.request_body, nullptr).ok());
+  ExpectSent(spec);
+}
+
+TEST_F(ClientTest, ScaleSubresourceGetAndPut) {
+  const Recording get = Serve("trainingjob-scale-get");
+  nlohmann::json scale;
+  ASSERT_TRUE(client_->Get(kTrainingJobs.Subresource("scale"), "default", "mnist", &scale).ok());
+  ExpectSent(get);
+  EXPECT_EQ(scale["kind"], "Scale");
+  EXPECT_EQ(scale["status"]["selector"],
+            "gaptrain.io/job-name=mnist,gaptrain.io/replica-type=trainer");
+
+  const Recording put = Serve("trainingjob-scale-put");
+  nlohmann::json updated;
+  ASSERT_TRUE(client_->Update(kTrainingJobs.Subresource("scale"), "default", put.request_body,
+                              &updated)
+                  .ok());
+  ExpectSent(put);
+  EXPECT_EQ(updated["spec"]["replicas"], 6);
+}
+
+TEST_F(ClientTest, UpdateWithAStaleResourceVersionIsConflict) {
+  const Recording r = Serve("trainingjob-update-conflict");
+  Status s = client_->Update(kTrainingJobs, "default", r.request_body, nullptr);
+  ExpectSent(r);
+  EXPECT_TRUE(IsConflict(s));
+  EXPECT_FALSE(IsAlreadyExists(s));
+  EXPECT_EQ(s.message(),
+            "update trainingjobs default/mnist: 409 Conflict: Operation cannot be fulfilled on "
+            "trainingjobs.gaptrain.io \"mnist\": the object has been modified; please apply your "
+            "changes to the latest version and try again");
+}
+
+TEST_F(ClientTest, LeasesCreateRenewAndLoseTheRace) {
+  const Recording create = Serve("lease-create");
+  nlohmann::json lease;
+  ASSERT_TRUE(client_->Create(kLeases, "default", create.request_body, &lease).ok());
+  ExpectSent(create);
+  const Recording renew = Serve("lease-renew");
+  ASSERT_TRUE(client_->Update(kLeases, "default", renew.request_body, &lease).ok());
+  ExpectSent(renew);
+  EXPECT_EQ(lease["metadata"]["resourceVersion"], "229");
+  const Recording steal = Serve("lease-steal-conflict");
+  EXPECT_TRUE(IsConflict(client_->Update(kLeases, "default", steal.request_body, nullptr)));
+  ExpectSent(steal);
+}
+
+TEST_F(ClientTest, ServerSideApply) {
+  for (const char* name : {"pod-server-side-apply", "pod-server-side-apply-again"}) {
+    const Recording r = Serve(name);
+    const nlohmann::json pod = YamlToJson(YAML::Load(r.request_body.get<std::string>()));
+    nlohmann::json applied;
+    Status s = client_->Apply(kPods, "default", pod, &applied);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ExpectSent(r);
+    EXPECT_EQ(applied["metadata"]["resourceVersion"], "222") << "the second apply is a no-op";
+    EXPECT_EQ(applied["metadata"]["managedFields"][0]["manager"], "gaptrain-operator");
+  }
+  // apiVersion and kind come from the Resource when the object lacks them.
+  server_->Push(ScriptedReply{});
+  ASSERT_TRUE(client_->Apply(kConfigMaps, "default", {{"metadata", {{"name", "c"}}}}, nullptr).ok());
+  const nlohmann::json sent = Parse(Last().body);
+  EXPECT_EQ(sent["apiVersion"], "v1");
+  EXPECT_EQ(sent["kind"], "ConfigMap");
+}
+
+TEST_F(ClientTest, ApplyToTheStatusSubresource) {
+  server_->Push(ScriptedReply{});
+  const nlohmann::json status = {{"metadata", {{"name", "mnist"}}},
+                                 {"status", {{"phase", "Running"}}}};
+  ASSERT_TRUE(client_->Apply(kTrainingJobs.Subresource("status"), "default", status, nullptr).ok());
+  ReceivedRequest sent = Last();
+  EXPECT_EQ(sent.method, "PATCH");
+  EXPECT_EQ(sent.path, "/apis/gaptrain.io/v1alpha1/namespaces/default/trainingjobs/mnist/status");
+  EXPECT_EQ(sent.query, (std::map<std::string, std::string>{{"fieldManager", "gaptrain-operator"},
+                                                           {"force", "true"}}));
+  EXPECT_EQ(sent.headers["content-type"], "application/apply-patch+yaml");
+  const nlohmann::json body = Parse(sent.body);
+  EXPECT_EQ(body["apiVersion"], "gaptrain.io/v1alpha1");
+  EXPECT_EQ(body["kind"], "TrainingJob");
+  EXPECT_EQ(body["status"]["phase"], "Running");
+}
+
+TEST_F(ClientTest, AServerUrlWithAPathPrefixesEveryRequest) {
+  config_.server = server_->url() + "/k8s/clusters/c1/";
+  NewClient();
+  server_->Push(ScriptedReply{});
+  ASSERT_TRUE(client_->Get(kPods, "", "p", nullptr).ok());
+  EXPECT_EQ(Last().path, "/k8s/clusters/c1/api/v1/namespaces/default/pods/p");
+}
+
+TEST_F(ClientTest, ApplyConflictsNameTheField) {
+  Recording r;
+  ASSERT_TRUE(LoadRecording("pod-apply-conflict", &r).ok());
+  server_->Push(ReplyOf(r));
+  options_.field_manager = "someone-else";
+  NewClient();
+  ApiError error;
+  Status s = client_->Apply(kPods, "default",
+                            YamlToJson(YAML::Load(r.request_body.get<std::string>())), nullptr,
+                            &error);
+  EXPECT_TRUE(IsConflict(s)) << s.ToString();
+  EXPECT_EQ(Last().query.at("fieldManager"), "someone-else");
+  ASSERT_FALSE(error.causes.empty());
+  EXPECT_FALSE(error.causes[0].field.empty());
+}
+
+TEST_F(ClientTest, DeleteSendsItsOptions) {
+  const Recording foreground = Serve("delete-foreground");
+  DeleteOptions options;
+  options.propagation_policy = "Foreground";
+  nlohmann::json deleted;
+  ASSERT_TRUE(client_->Delete(kTrainingJobs, "default", "mnist", options, &deleted).ok());
+  ExpectSent(foreground);
+  EXPECT_EQ(deleted["metadata"]["finalizers"][0], "foregroundDeletion");
+  EXPECT_TRUE(deleted["metadata"].contains("deletionTimestamp"));
+
+  const Recording plain = Serve("w-delete-second");
+  ASSERT_TRUE(client_->Delete(kTrainingJobs, "default", "fmnist", {}).ok());
+  ExpectSent(plain);
+
+  server_->Push(ScriptedReply{});
+  options.propagation_policy = "Background";
+  options.grace_period_seconds = 0;
+  options.precondition_uid = "u-1";
+  options.precondition_resource_version = "42";
+  ASSERT_TRUE(client_->Delete(kPods, "default", "p", options).ok());
+  EXPECT_EQ(Parse(Last().body),
+            nlohmann::json::parse(R"({"apiVersion":"v1","kind":"DeleteOptions",
+              "propagationPolicy":"Background","gracePeriodSeconds":0,
+              "preconditions":{"uid":"u-1","resourceVersion":"42"}})"));
+  options.propagation_policy = "Later";
+  EXPECT_TRUE(IsInvalid(client_->Delete(kPods, "default", "p", options)));
+}
+
+TEST_F(ClientTest, ClusterScopedResourcesHaveNoNamespace) {
+  constexpr Resource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                           "CustomResourceDefinition", false, ""};
+  const Recording r = Serve("crd-get");
+  nlohmann::json crd;
+  ASSERT_TRUE(client_->Get(kCrds, "ignored", "trainingjobs.gaptrain.io", &crd).ok());
+  ExpectSent(r);
+  EXPECT_EQ(crd["spec"]["names"]["kind"], "TrainingJob");
+}
+
+TEST_F(ClientTest, BadArgumentsAreRefusedBeforeSending) {
+  EXPECT_TRUE(IsInvalid(client_->Get(kPods, "default", "a/b", nullptr)));
+  EXPECT_TRUE(IsInvalid(client_->Get(kPods, "default", "", nullptr)));
+  EXPECT_TRUE(IsInvalid(client_->Get(kPods, "de fault", "a", nullptr)));
+  EXPECT_TRUE(IsInvalid(client_->Update(kPods, "default", {{"metadata", {}}}, nullptr)));
+  ObjectList list;
+  Status s = client_->List(kTrainingJobs.Subresource("status"), "default", {}, &list);
+  EXPECT_EQ(s.message(),
+            "list trainingjobs/status default: the client does not list the subresource status");
+  EXPECT_TRUE(IsInvalid(client_->MergePatch(kPods, "default", "a", nlohmann::json::array(), nullptr)));
+  EXPECT_TRUE(server_->requests().empty());
+}
+
+TEST_F(ClientTest, ListFollowsContinueToTheLastPage) {
+  auto page = [](const std::vector<std::string>& names, const std::string& next,
+                 const std::string& rv) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const std::string& n : names) items.push_back({{"metadata", {{"name", n}}}});
+    nlohmann::json body = {{"kind", "PodList"}, {"apiVersion", "v1"},
+                           {"metadata", {{"resourceVersion", rv}}}, {"items", items}};
+    if (!next.empty()) body["metadata"]["continue"] = next;
+    ScriptedReply reply;
+    reply.body = body.dump();
+    return reply;
+  };
+  server_->Push(page({"a", "b"}, "token/1", "10"));
+  server_->Push(page({"c", "d"}, "token/2", "10"));
+  server_->Push(page({"e"}, "", "11"));
+  ListOptions options;
+  options.page_size = 2;
+  options.field_selector = "status.phase=Running";
+  ObjectList list;
+  ASSERT_TRUE(client_->List(kPods, "default", options, &list).ok());
+  ASSERT_EQ(list.items.size(), 5u);
+  EXPECT_EQ(list.items[4]["metadata"]["name"], "e");
+  EXPECT_EQ(list.items[0]["kind"], "Pod");
+  EXPECT_EQ(list.items[0]["apiVersion"], "v1");
+  EXPECT_EQ(list.resource_version, "11");
+  const std::vector<ReceivedRequest> sent = server_->requests();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0].query, (std::map<std::string, std::string>{
+                               {"limit", "2"}, {"fieldSelector", "status.phase=Running"}}));
+  EXPECT_EQ(sent[1].query.at("continue"), "token/1");
+  EXPECT_EQ(sent[2].query.at("continue"), "token/2");
+
+  // An expired continue token: everything again, at once.
+  server_->Push(page({"a"}, "old", "10"));
+  ScriptedReply expired;
+  expired.status = 410;
+  expired.body = R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"The provided continue parameter is too old","reason":"Expired","code":410})";
+  server_->Push(expired);
+  server_->Push(page({"a", "b", "c"}, "", "12"));
+  ASSERT_TRUE(client_->List(kPods, "default", options, &list).ok());
+  EXPECT_EQ(list.items.size(), 3u);
+  EXPECT_EQ(server_->requests().back().query.count("limit"), 0u);
+
+  // A server that repeats a continue token must not loop forever.
+  server_->Push(page({"a"}, "same", "10"));
+  server_->Push(page({"b"}, "same", "10"));
+  EXPECT_EQ(client_->List(kPods, "default", options, &list).code(), Code::kDataLoss);
+}
+
+TEST_F(ClientTest, ResponsesThatAreNotJsonOrAreCutShortAreErrors) {
+  ScriptedReply not_json;
+  not_json.body = "<html>hello</html>";
+  server_->Push(not_json);
+  Status s = client_->Get(kPods, "default", "p", nullptr);
+  EXPECT_EQ(s.code(), Code::kDataLoss);
+  EXPECT_EQ(s.message(),
+            "get pods default/p: the 200 response is not a JSON object: <html>hello</html>");
+
+  ScriptedReply proxy_error;
+  proxy_error.status = 502;
+  proxy_error.content_type = "text/html";
+  proxy_error.body = "<html>Bad Gateway</html>";
+  server_->Push(proxy_error);
+  ApiError error;
+  s = client_->Get(kPods, "default", "p", nullptr, &error);
+  EXPECT_TRUE(IsRetryable(s));
+  EXPECT_EQ(s.message(), "get pods default/p: 502: (not a Status) <html>Bad Gateway</html>");
+  EXPECT_EQ(error.http_status, 502);
+
+  ScriptedReply truncated;
+  truncated.body = R"({"kind":"Pod","metadata":{"name":"p"}})";
+  truncated.cut_after = 70;  // inside the body
+  server_->Push(truncated);
+  s = client_->Get(kPods, "default", "p", nullptr);
+  EXPECT_EQ(s.code(), Code::kUnavailable);
+  EXPECT_NE(s.message().find("closed the connection before a complete response (truncated)"),
+            std::string::npos)
+      << s.message();
+
+  ScriptedReply garbage;
+  garbage.raw = "SMTP ready\r\n\r\n";
+  server_->Push(garbage);
+  s = client_->Get(kPods, "default", "p", nullptr);
+  EXPECT_EQ(s.code(), Code::kDataLoss);
+}
+
+TEST_F(ClientTest, EveryCallEndsByItsDeadline) {
+  options_.request_timeout = milliseconds(300);
+  NewClient();
+  ScriptedReply slow;
+  slow.delay = std::chrono::seconds(30);  // the server's Stop() ends the wait
+  server_->Push(slow);
+  const auto start = std::chrono::steady_clock::now();
+  Status s = client_->Get(kPods, "default", "p", nullptr);
+  EXPECT_EQ(s.code(), Code::kDeadlineExceeded) << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_TRUE(IsRetryable(s));
+}
+
+TEST_F(ClientTest, ShutdownCancelsCallsInFlightAndLaterOnes) {
+  ScriptedReply hang;
+  hang.hang = true;
+  server_->Push(hang);
+  Status in_flight;
+  std::thread caller([&] { in_flight = client_->Get(kPods, "default", "p", nullptr); });
+  ASSERT_TRUE(server_->WaitForRequests(1, milliseconds(5000)));
+  client_->Shutdown();
+  caller.join();
+  EXPECT_EQ(in_flight.code(), Code::kCancelled) << in_flight.ToString();
+  EXPECT_EQ(client_->Get(kPods, "default", "p", nullptr).code(), Code::kCancelled);
+}
+
+TEST_F(ClientTest, ConnectionsAreKeptAliveAndReplacedWhenTheServerDropsThem) {
+  for (int i = 0; i < 3; ++i) {
+    server_->Push(ScriptedReply{});
+    ASSERT_TRUE(client_->Get(kPods, "default", "p", nullptr).ok());
+  }
+  EXPECT_EQ(server_->connections(), 1);
+
+  ScriptedReply vanish;
+  vanish.vanish = true;
+  server_->Push(vanish);
+  ASSERT_TRUE(client_->Get(kPods, "default", "p", nullptr).ok());
+  server_->Push(ScriptedReply{});
+  Status s = client_->Get(kPods, "default", "p", nullptr);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(server_->connections(), 2);
+}
+
+TEST_F(ClientTest, ConcurrentCallsEachGetTheirOwnAnswer) {
+  server_->SetHandler([](const ReceivedRequest& request) {
+    ScriptedReply reply;
+    const std::string name = request.path.substr(request.path.rfind('/') + 1);
+    reply.body = nlohmann::json({{"metadata", {{"name", name}}}}).dump();
+    reply.delay = milliseconds(2);
+    return reply;
+  });
+  std::atomic<int> right{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        const std::string name = "p-" + std::to_string(t) + "-" + std::to_string(i);
+        nlohmann::json pod;
+        if (client_->Get(kPods, "default", name, &pod).ok() && pod["metadata"]["name"] == name) {
+          ++right;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(right.load(), 30);
+  EXPECT_LE(server_->connections(), 6);
+}
+
+TEST_F(ClientTest, WatchDeliversTheRecordedStream) {
+  ScriptedReply watch;
+  ASSERT_TRUE(ReadRecordedFile("watch-trainingjobs.http", &watch.raw).ok());
+  server_->Push(watch);
+  WatchOptions options;
+  options.resource_version = "214";
+  options.timeout_seconds = 3;
+  std::unique_ptr<WatchStream> stream;
+  Status s = client_->Watch(kTrainingJobs, "default", options, &stream);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // As recorded: ?watch=1&allowWatchBookmarks=true&resourceVersion=214&timeoutSeconds=3
+  EXPECT_EQ(Last().path, "/apis/gaptrain.io/v1alpha1/namespaces/default/trainingjobs");
+  EXPECT_EQ(Last().query, (std::map<std::string, std::string>{{"watch", "1"},
+                                                             {"allowWatchBookmarks", "true"},
+                                                             {"resourceVersion", "214"},
+                                                             {"timeoutSeconds", "3"}}));
+  std::vector<std::string> seen;
+  WatchEvent event;
+  while (stream->Next(&event)) {
+    seen.push_back(std::string(WatchEventTypeName(event.type)) + " " + event.ResourceVersion());
+  }
+  EXPECT_TRUE(stream->status().ok()) << stream->status().ToString();
+  EXPECT_EQ(seen, (std::vector<std::string>{"MODIFIED 215", "MODIFIED 216", "MODIFIED 217",
+                                            "ADDED 218", "DELETED 219", "BOOKMARK 219"}));
+}
+
+TEST_F(ClientTest, WatchFromATooOldResourceVersion) {
+  // Chunked, as on the wire...
+  ScriptedReply chunked;
+  ASSERT_TRUE(ReadRecordedFile("watch-too-old.http", &chunked.raw).ok());
+  server_->Push(chunked);
+  // ...and the same response with a length, as the plain recording has it.
+  Recording plain;
+  ASSERT_TRUE(LoadRecording("watch-too-old-plain", &plain).ok());
+  server_->Push(ReplyOf(plain));
+  for (int i = 0; i < 2; ++i) {
+    WatchOptions options;
+    options.resource_version = "1";
+    options.timeout_seconds = 1;
+    std::unique_ptr<WatchStream> stream;
+    ASSERT_TRUE(client_->Watch(kTrainingJobs, "default", options, &stream).ok());
+    WatchEvent event;
+    ASSERT_TRUE(stream->Next(&event));
+    EXPECT_EQ(event.type, WatchEvent::Type::kError);
+    EXPECT_TRUE(IsGone(WatchErrorStatus("watch", event)));
+    EXPECT_FALSE(stream->Next(&event));
+  }
+}
+
+TEST_F(ClientTest, WatchRefusedByTheServer) {
+  Serve("forbidden");
+  std::unique_ptr<WatchStream> stream;
+  Status s = client_->Watch(kTrainingJobs, "default", {}, &stream);
+  EXPECT_EQ(s.code(), Code::kPermissionDenied);
+  EXPECT_EQ(s.message().rfind("watch trainingjobs default: 403 Forbidden: ", 0), 0u);
+  ScriptedReply gone;
+  gone.status = 410;
+  gone.body = R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old","reason":"Gone","code":410})";
+  server_->Push(gone);
+  EXPECT_TRUE(IsGone(client_->Watch(kTrainingJobs, "default", {}, &stream)));
+}
+
+TEST_F(ClientTest, AWatchCutShortIsUnavailableAfterTheEventsBeforeTheCut) {
+  ScriptedReply watch;
+  ASSERT_TRUE(ReadRecordedFile("watch-trainingjobs.http", &watch.raw).ok());
+  watch.cut_after = watch.raw.find("\"ADDED\"");  // within the fourth event's chunk
+  server_->Push(watch);
+  std::unique_ptr<WatchStream> stream;
+  ASSERT_TRUE(client_->Watch(kTrainingJobs, "default", {}, &stream).ok());
+  int events = 0;
+  WatchEvent event;
+  while (stream->Next(&event)) ++events;
+  EXPECT_EQ(events, 3);
+  EXPECT_EQ(stream->status().code(), Code::kUnavailable) << stream->status().ToString();
+  EXPECT_TRUE(IsRetryable(stream->status()));
+}
+
+TEST_F(ClientTest, AnIdleWatchTimesOutAndAnyWatchCanBeCancelled) {
+  const std::string header =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ScriptedReply idle;
+  idle.raw = header;
+  idle.hang = true;
+  server_->Push(idle);
+  WatchOptions options;
+  options.idle_timeout = milliseconds(200);
+  std::unique_ptr<WatchStream> stream;
+  ASSERT_TRUE(client_->Watch(kPods, "default", options, &stream).ok());
+  WatchEvent event;
+  EXPECT_FALSE(stream->Next(&event));
+  EXPECT_EQ(stream->status().code(), Code::kDeadlineExceeded);
+  EXPECT_EQ(stream->status().message(), "watch pods default: no data for 200 ms");
+
+  server_->Push(idle);
+  options.idle_timeout = milliseconds(60000);
+  ASSERT_TRUE(client_->Watch(kPods, "default", options, &stream).ok());
+  std::thread canceller([&] {
+    ASSERT_TRUE(server_->WaitForRequests(2, milliseconds(5000)));
+    stream->Cancel();
+  });
+  EXPECT_FALSE(stream->Next(&event));
+  canceller.join();
+  EXPECT_EQ(stream->status().code(), Code::kCancelled) << stream->status().ToString();
+}
+
+TEST(QueryTest, EncodesReservedCharacters) {
+  EXPECT_EQ(EncodeQuery({{"labelSelector", "a in (x, y),b!=c"}, {"limit", "5"}}),
+            "labelSelector=a%20in%20%28x%2C%20y%29%2Cb%21%3Dc&limit=5");
+}
+
+}  // namespace
+}  // namespace kube
+}  // namespace gaptrain
