@@ -78,4 +78,10 @@ std::string SharedDataDir() {
   return dir;
 }
 
+std::string RecordedK8sExchange(const std::string& name) {
+  const std::string data = SharedDataDir();
+  if (data.empty()) return "";
+  return DirName(data) + "/k8s/recorded/" + name + ".json";
+}
+
 }  // namespace gaptrain

@@ -27,6 +27,11 @@ Status FindSharedDataDir(std::string* dir);
 // FindSharedDataDir's directory, or "" when it cannot be found.
 std::string SharedDataDir();
 
+// ../shared/k8s/recorded/NAME.json: a request and response recorded from a
+// real Kubernetes API server (../shared/k8s/README.md); k8s/ is the data
+// directory's sibling. "" when the data directory cannot be found.
+std::string RecordedK8sExchange(const std::string& name);
+
 }  // namespace gaptrain
 
 #endif  // GAPTRAIN_SERVICES_WORKER_TESTDATA_DIR_H_
