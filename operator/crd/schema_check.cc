@@ -107,7 +107,9 @@ void Check(const YAML::Node& schema, const YAML::Node& value, const std::string&
   if (schema["required"]) {
     for (const YAML::Node& key : schema["required"]) {
       const YAML::Node field = value[key.Scalar()];
-      if (!field || field.IsNull()) errors->push_back(Join(path, key.Scalar()) + ": Required value");
+      if (!field || field.IsNull()) {
+        errors->push_back(Join(path, key.Scalar()) + ": Required value");
+      }
     }
   }
 }
@@ -154,7 +156,8 @@ std::string JsonTypeOf(const YAML::Node& value) {
   static const std::regex kBoolean("true|True|TRUE|false|False|FALSE");
   static const std::regex kInteger("[-+]?[0-9]+");
   static const std::regex kNumber(
-      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
+      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?"
+      "|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
   const std::string& s = value.Scalar();
   if (std::regex_match(s, kBoolean)) return "boolean";
   if (std::regex_match(s, kInteger)) return "integer";

@@ -22,11 +22,11 @@ bool IsReservedWord(const std::string& s) {
 
 bool IsPlainSafe(const std::string& s) {
   if (s.empty() || IsReservedWord(s)) return false;
-  const unsigned char first = s[0];
-  const bool starts_well =
-      std::isalpha(first) || first == '/' || (first == '.' && s.size() > 1 && std::isalpha(
-                                                                    static_cast<unsigned char>(s[1])));
-  if (!starts_well) return false;
+  const auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  // A leading '.' only before a letter: ".5" is a number.
+  if (!letter(s[0]) && s[0] != '/' && !(s[0] == '.' && s.size() > 1 && letter(s[1]))) {
+    return false;
+  }
   for (unsigned char c : s) {
     if (!std::isalnum(c) && c != '-' && c != '_' && c != '.' && c != '/') return false;
   }

@@ -11,10 +11,6 @@
 namespace gaptrain {
 namespace {
 
-std::string Formatted(double value, bool integer) {
-  return integer ? std::to_string(static_cast<uint64_t>(value)) : FormatNumber(value);
-}
-
 void CheckString(const FieldSchema& f, const std::string& path, const std::string& value,
                  Status* status) {
   FieldChecker c(status);
@@ -31,9 +27,9 @@ void CheckString(const FieldSchema& f, const std::string& path, const std::strin
   if (!f.choices.empty()) c.OneOf(value, f.choices, path);
 }
 
-void CheckRange(const FieldSchema& f, const std::string& path, double value, bool integer,
-                Status* status) {
-  const std::string why = RangeError(f, value, integer);
+void CheckRange(const FieldSchema& f, const std::string& path, double value,
+                const std::string& written, Status* status) {
+  const std::string why = RangeError(f, value, written);
   FieldChecker(status).Require(why.empty(), path, why);
 }
 
@@ -58,7 +54,7 @@ void ReadField(const JobField& field, YamlFields* fields, void* spec, Status* st
       uint64_t value = narrow != nullptr ? *narrow : *std::get<uint64_t*>(target);
       fields->Read(f.name, &value);
       if (!present || !status->ok()) return;
-      CheckRange(f, path, static_cast<double>(value), true, status);
+      CheckRange(f, path, static_cast<double>(value), std::to_string(value), status);
       if (narrow != nullptr) {
         FieldChecker(status).Require(value <= std::numeric_limits<uint32_t>::max(), path,
                                      "must be at most 4294967295");
@@ -71,7 +67,7 @@ void ReadField(const JobField& field, YamlFields* fields, void* spec, Status* st
     case FieldType::kNumber: {
       double* out = std::get<double*>(target);
       fields->Read(f.name, out);
-      if (present && status->ok()) CheckRange(f, path, *out, false, status);
+      if (present && status->ok()) CheckRange(f, path, *out, FormatNumber(*out), status);
       return;
     }
     case FieldType::kNumberList: {
@@ -79,7 +75,8 @@ void ReadField(const JobField& field, YamlFields* fields, void* spec, Status* st
       fields->ReadList(f.name, out);
       if (!present) return;
       for (size_t i = 0; i < out->size() && status->ok(); ++i) {
-        CheckRange(f, path + "[" + std::to_string(i) + "]", (*out)[i], false, status);
+        const double item = (*out)[i];
+        CheckRange(f, path + "[" + std::to_string(i) + "]", item, FormatNumber(item), status);
       }
       return;
     }
@@ -159,13 +156,13 @@ void ForEachField(const FieldSection& section, const std::string& path,
   }
 }
 
-std::string RangeError(const FieldSchema& f, double value, bool integer) {
+std::string RangeError(const FieldSchema& f, double value, const std::string& written) {
   const FieldBound& lo = f.minimum;
   const FieldBound& hi = f.maximum;
   const bool too_low = lo.set && (lo.exclusive ? !(value > lo.value) : !(value >= lo.value));
   const bool too_high = hi.set && (hi.exclusive ? !(value < hi.value) : !(value <= hi.value));
   if (!too_low && !too_high) return "";
-  const std::string got = ", got " + Formatted(value, integer);
+  const std::string got = ", got " + written;
   if (too_high && !f.limit_reason.empty()) {
     return "must be <= " + FormatNumber(hi.value) + " (" + f.limit_reason + ")" + got;
   }

@@ -223,8 +223,8 @@ void ForEachField(const FieldSection& section, const std::string& path,
                   const std::function<void(const std::string&, const FieldSchema&)>& visit);
 
 // "" when `value` is within the field's range, else why not ("must be in
-// [0, 1), got 1.5"). `integer`: print the value without a fraction.
-std::string RangeError(const FieldSchema& field, double value, bool integer);
+// [0, 1), got 1.5"), with the value written as `written`.
+std::string RangeError(const FieldSchema& field, double value, const std::string& written);
 
 // A number as the manifest, the CRD and the errors write it: integral
 // values below 2^53 in digits ("65536"), others in the shortest form that

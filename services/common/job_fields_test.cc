@@ -106,14 +106,17 @@ TEST(JobFieldsTest, SingleFieldRulesNameTheField) {
   EXPECT_EQ(ReadError("path: ''"), "toy.path: is required");
   EXPECT_EQ(ReadError("path: /x\ncount: 9"), "toy.count: must be <= 8 (eight is plenty), got 9");
   EXPECT_EQ(ReadError("path: /x\ncount: 0"), "toy.count: must be >= 1, got 0");
-  EXPECT_EQ(ReadError("path: /x\ncount: 99999999999"),
-            "toy.count: must be <= 8 (eight is plenty), got 99999999999");
+  EXPECT_EQ(ReadError("path: /x\ncount: 18446744073709551615"),
+            "toy.count: must be <= 8 (eight is plenty), got 18446744073709551615");
   EXPECT_EQ(ReadError("path: /x\ncount: -1"),
             "toy.count: must be a non-negative integer, got '-1'");
   EXPECT_EQ(ReadError("path: /x\nlength: 1000000000000001"),
             "toy.length: must be <= 1000000000000000 (big), got 1000000000000001");
+  EXPECT_EQ(ReadError("path: /x\nlength: 9007199254740993"),
+            "toy.length: must be <= 1000000000000000 (big), got 9007199254740993");
   EXPECT_EQ(ReadError("path: /x\nmarks: [0.5, 1]"), "toy.marks[1]: must be in (0, 1), got 1");
-  EXPECT_EQ(ReadError("path: /x\ninner: {rate: 1.5}"), "toy.inner.rate: must be in (0, 1), got 1.5");
+  EXPECT_EQ(ReadError("path: /x\ninner: {rate: 1.5}"),
+            "toy.inner.rate: must be in (0, 1), got 1.5");
   EXPECT_EQ(ReadError("path: /x\ninner: 3"), "toy.inner: must be a mapping");
 }
 
@@ -143,18 +146,18 @@ TEST(JobFieldsTest, RangeErrorsSayTheBoundThatMatters) {
   FieldSchema interval;
   interval.minimum = {true, 0, false};
   interval.maximum = {true, 1, true};
-  EXPECT_EQ(RangeError(interval, 0.5, false), "");
-  EXPECT_EQ(RangeError(interval, 1, false), "must be in [0, 1), got 1");
-  EXPECT_EQ(RangeError(interval, -0.5, false), "must be in [0, 1), got -0.5");
+  EXPECT_EQ(RangeError(interval, 0.5, FormatNumber(0.5)), "");
+  EXPECT_EQ(RangeError(interval, 1, FormatNumber(1)), "must be in [0, 1), got 1");
+  EXPECT_EQ(RangeError(interval, -0.5, FormatNumber(-0.5)), "must be in [0, 1), got -0.5");
   FieldSchema limited = interval;
   limited.maximum = {true, 100, false};
   limited.limit_reason = "why";
-  EXPECT_EQ(RangeError(limited, 100, false), "");
-  EXPECT_EQ(RangeError(limited, 1e300, false), "must be <= 100 (why), got 1.0e+300");
-  EXPECT_EQ(RangeError(limited, -1, false), "must be >= 0, got -1");
+  EXPECT_EQ(RangeError(limited, 100, FormatNumber(100)), "");
+  EXPECT_EQ(RangeError(limited, 1e300, FormatNumber(1e300)), "must be <= 100 (why), got 1.0e+300");
+  EXPECT_EQ(RangeError(limited, -1, FormatNumber(-1)), "must be >= 0, got -1");
   FieldSchema lower_only;
   lower_only.minimum = {true, 0, true};
-  EXPECT_EQ(RangeError(lower_only, 0, false), "must be > 0, got 0");
+  EXPECT_EQ(RangeError(lower_only, 0, FormatNumber(0)), "must be > 0, got 0");
 }
 
 TEST(JobFieldsTest, FormatNumberIsShortExactAndYamlFriendly) {

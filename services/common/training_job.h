@@ -86,7 +86,8 @@ inline const FieldSectionOf<DecaySpec>& DecayFields() {
           .OneOf({"step", "none"}),
       F::Numbers("atFractions", &S::at_fractions, "increasing fractions of the job's length")
           .Above(0).Below(1),
-      F::Number("factor", &S::factor, "what η is multiplied by at each fraction").Above(0).AtMost(1),
+      F::Number("factor", &S::factor, "what η is multiplied by at each fraction")
+          .Above(0).AtMost(1),
   });
   return fields;
 }
