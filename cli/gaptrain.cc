@@ -11,6 +11,7 @@
 #include "cli/run/run_command.h"
 #include "cli/run/status_command.h"
 #include "cli/simulator/simulate_command.h"
+#include "operator/crd/crd_command.h"
 
 namespace {
 
@@ -25,6 +26,7 @@ constexpr char kUsage[] =
     "  export CHECKPOINT -o OUT.pt\n"
     "                         a checkpoint's parameters as a PyTorch state_dict\n"
     "                         (--run-dir DIR: the run's newest valid checkpoint)\n"
+    "  crd [-o FILE]          the TrainingJob CustomResourceDefinition for a cluster\n"
     "Run 'gaptrain COMMAND --help' for a command's options.\n";
 
 }  // namespace
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   if (command == "status") return gaptrain::StatusCommand(args);
   if (command == "simulate") return gaptrain::SimulateCommand(args);
   if (command == "export") return gaptrain::ExportCommand(args);
+  if (command == "crd") return gaptrain::CrdCommand(args);
   std::fprintf(stderr, "gaptrain: unknown command '%s'\n%s", command.c_str(), kUsage);
   return 2;
 }

@@ -8,7 +8,8 @@ The arrows that may exist (services/*/README.md says the same in words):
   master, coordinator, worker -> common, engine, learn, and another service
            only through the headers of that service's targets that Bazel lets
            it depend on (its public client library: `bazel query visible`)
-  testing  -> anything public; included only by tests (*_test.cc) and testing
+  testing  -> anything public; included only by tests (*_test.cc) and other
+              test-only folders (*/testing/)
   operator -> common                  (it runs the services' binaries, it does
                                        not link them)
 
@@ -80,7 +81,7 @@ def main():
             continue
         for path in source_files(top):
             folder = folder_of(path)
-            is_test = path.endswith("_test.cc") or folder == "services/testing"
+            is_test = path.endswith("_test.cc") or "/testing/" in path
             with open(os.path.join(ROOT, path), encoding="utf-8") as f:
                 lines = f.readlines()
             for number, line in enumerate(lines, 1):

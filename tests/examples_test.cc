@@ -3,39 +3,25 @@
 // workspace root as `gaptrain run` and `gaptrain simulate` take it there,
 // holds the dataset: the README's commands work as written.
 
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <string>
 #include <vector>
 
+#include "services/testing/test_files.h"
 #include "services/common/training_job.h"
 #include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
 namespace {
 
-std::vector<std::string> YamlFiles(const std::string& dir) {
-  std::vector<std::string> files;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      if (name.size() > 5 && name.substr(name.size() - 5) == ".yaml") {
-        files.push_back(dir + "/" + name);
-      }
-    }
-    closedir(d);
-  }
-  return files;
-}
-
 TEST(ExamplesTest, EveryExampleParsesAndItsDataIsThere) {
   std::string data;
   Status found = FindSharedDataDir(&data);
   ASSERT_TRUE(found.ok()) << found.ToString();
-  std::vector<std::string> files = YamlFiles("examples");
-  const std::vector<std::string> sim = YamlFiles("examples/sim");
+  std::vector<std::string> files = FilesEndingIn("examples", ".yaml");
+  const std::vector<std::string> sim = FilesEndingIn("examples/sim", ".yaml");
   files.insert(files.end(), sim.begin(), sim.end());
   ASSERT_GE(files.size(), 10u) << "examples/ should hold the run and simulate examples";
   for (const std::string& file : files) {

@@ -10,6 +10,7 @@
 
 #include "cli/run/chaos_monkey.h"
 #include "cli/run/job_runner.h"
+#include "cli/run/local_capacity.h"
 #include "cli/run/run_dir.h"
 #include "cli/run/service_binaries.h"
 #include "services/common/flag_values.h"
@@ -48,15 +49,21 @@ Status ReadFile(const std::string& path, std::string* text) {
   return Status::OK();
 }
 
-// What the workers will read, checked before anything starts.
+// What the workers will read, and whether this machine holds them, checked
+// before anything starts.
 Status CheckInputs(const TrainingJob& job) {
   DatasetFormat format;
   GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
+  uint64_t train_samples = 0, dataset_bytes = 0;
   for (Split split : {Split::kTrain, Split::kTest}) {
     Dataset data;
     Status s = LoadDataset(format, job.data.path, split, &data);
     if (!s.ok()) return Status(s.code(), "spec.data.path: " + s.message());
+    if (split == Split::kTrain) train_samples = data.size();
+    dataset_bytes += data.images.size() + data.labels.size();
   }
+  GAPTRAIN_RETURN_IF_ERROR(CheckJobAgainstData(job, train_samples));
+  GAPTRAIN_RETURN_IF_ERROR(CheckLocalCapacity(job.workers.replicas, dataset_bytes, ThisMachine()));
   if (!job.model.torchscript.empty() && access(job.model.torchscript.c_str(), R_OK) != 0) {
     return Status::NotFound("spec.model.torchscript: cannot read " + job.model.torchscript);
   }

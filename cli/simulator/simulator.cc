@@ -456,6 +456,7 @@ Status LoadSimulationData(const TrainingJob& job, const SimulationSpec& spec,
   DatasetFormat format;
   GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
   GAPTRAIN_RETURN_IF_ERROR(LoadDataset(format, job.data.path, Split::kTrain, &data->train));
+  GAPTRAIN_RETURN_IF_ERROR(CheckJobAgainstData(job, data->train.size()));
   GAPTRAIN_RETURN_IF_ERROR(LoadDataset(format, job.data.path, Split::kTest, &data->test));
   Dataset& test = data->test;
   if (spec.eval_samples > 0 && spec.eval_samples < test.size()) {

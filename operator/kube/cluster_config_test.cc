@@ -12,8 +12,8 @@
 
 #include "operator/kube/bearer_token.h"
 #include "operator/kube/kubeconfig.h"
-#include "operator/kube/test_support.h"
-#include "services/common/test_files.h"
+#include "operator/testing/kube_test_support.h"
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace kube {

@@ -9,8 +9,8 @@
 
 #include "operator/kube/json_text.h"
 #include "operator/kube/resource.h"
-#include "operator/kube/scripted_server.h"
-#include "operator/kube/test_support.h"
+#include "operator/testing/scripted_server.h"
+#include "operator/testing/kube_test_support.h"
 
 namespace gaptrain {
 namespace kube {

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "operator/kube/scripted_server.h"
-#include "operator/kube/test_support.h"
+#include "operator/testing/scripted_server.h"
+#include "operator/testing/kube_test_support.h"
 
 namespace gaptrain {
 namespace kube {

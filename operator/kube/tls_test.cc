@@ -13,9 +13,9 @@
 #include <string>
 
 #include "operator/kube/client.h"
-#include "operator/kube/scripted_server.h"
-#include "operator/kube/test_support.h"
-#include "services/common/test_files.h"
+#include "operator/testing/scripted_server.h"
+#include "operator/testing/kube_test_support.h"
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace kube {

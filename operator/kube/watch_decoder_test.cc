@@ -7,7 +7,7 @@
 
 #include "operator/kube/api_error.h"
 #include "operator/kube/json_text.h"
-#include "operator/kube/test_support.h"
+#include "operator/testing/kube_test_support.h"
 
 namespace gaptrain {
 namespace kube {

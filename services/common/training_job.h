@@ -2,10 +2,17 @@
 // schema for `gaptrain run -f`, `gaptrain simulate -f` and
 // `kubectl apply -f`; docs/trainingjob.md documents every field.
 //
+// Each struct below is followed by its field table (job_fields.h): the
+// parser reads every section through these tables, and the cluster's
+// CustomResourceDefinition is generated from them (operator/crd), so the
+// two accept the same fields, defaults, choices and ranges. Rules between
+// fields are in ParseTrainingJob's validation.
+//
 // Parsing is strict: an unknown field, a value of the wrong type or out of
 // range is an error whose message starts with the field's path
 // ("spec.training.optimizer.momentum: must be in [0, 1), got 1.5").
-// `status` is written by the operator and ignored on input.
+// A TrainingJob as the API server returns it (JSON, with the metadata the
+// server writes and a `status`) parses too: those are ignored.
 
 #ifndef GAPTRAIN_SERVICES_COMMON_TRAINING_JOB_H_
 #define GAPTRAIN_SERVICES_COMMON_TRAINING_JOB_H_
@@ -15,26 +22,75 @@
 #include <string>
 #include <vector>
 
+#include "services/common/job_fields.h"
 #include "services/common/status.h"
 
 namespace gaptrain {
 
+// Why the upper limits are what they are. epochs · samples / batchSize
+// updates must stay exact in a double (the learning-rate schedule and
+// progress compute in doubles) and in 64 bits: with at most 2^32 - 1
+// samples an epoch, 10^6 epochs stay below 2^53 updates.
+constexpr char kEpochsLimit[] =
+    "with up to 2^32 samples an epoch, the job's updates stay below 2^53, exact in a double";
+constexpr char kUpdatesLimit[] = "update counts stay below 2^53, exact in a double and in JSON";
+constexpr char kReplicasLimit[] =
+    "the master keeps state for every worker, for gap-aware snapshots a copy of the model each";
+
 struct ModelSpec {
-  std::string builtin = "mlp";  // mlp | lenet5 | resnet20
-  std::string torchscript;      // path of a scripted module; overrides builtin
+  std::string builtin = "mlp";
+  std::string torchscript;  // overrides builtin
 };
 
+inline const FieldSectionOf<ModelSpec>& ModelFields() {
+  using S = ModelSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Text("builtin", &S::builtin, "a built-in network").OneOf({"mlp", "lenet5", "resnet20"}),
+      F::Text("torchscript", &S::torchscript,
+              "path of a user's scripted module (forward(x) -> logits); overrides builtin"),
+  });
+  return fields;
+}
+
 struct DataSpec {
-  std::string format = "mnist-idx";  // mnist-idx | cifar10-bin
-  std::string path;                  // directory with the dataset files
+  std::string format = "mnist-idx";
+  std::string path;
   uint64_t shuffle_seed = 1;
 };
 
+inline const FieldSectionOf<DataSpec>& DataFields() {
+  using S = DataSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Text("format", &S::format, "mnist-idx (MNIST, Fashion-MNIST) or cifar10-bin")
+          .OneOf({"mnist-idx", "cifar10-bin"}),
+      F::Text("path", &S::path, "the directory that holds the dataset files").Required(),
+      F::Integer("shuffleSeed", &S::shuffle_seed, "seed of the per-epoch shuffle")
+          .Limit(9007199254740991.0, "larger seeds lose digits in JSON readers that use doubles"),
+  });
+  return fields;
+}
+
 struct DecaySpec {
-  std::string type = "step";  // step | none
+  std::string type = "step";
   std::vector<double> at_fractions = {0.5, 0.75};
   double factor = 0.1;
 };
+
+inline const FieldSectionOf<DecaySpec>& DecayFields() {
+  using S = DecaySpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Text("type", &S::type, "step: multiply η by factor at each fraction; none")
+          .OneOf({"step", "none"}),
+      F::Numbers("atFractions", &S::at_fractions, "increasing fractions of the job's length")
+          .Above(0).Below(1),
+      F::Number("factor", &S::factor, "what η is multiplied by at each fraction")
+          .Above(0).AtMost(1),
+  });
+  return fields;
+}
 
 struct OptimizerSpec {
   double learning_rate = 0.1;
@@ -45,23 +101,76 @@ struct OptimizerSpec {
   DecaySpec decay;
 };
 
+inline const FieldSectionOf<OptimizerSpec>& OptimizerFields() {
+  using S = OptimizerSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Number("learningRate", &S::learning_rate, "η, the step size").Above(0)
+          .Limit(100, "linear scaling of 0.1 to a 65536 batch gives 25.6; fp32 updates "
+                      "overflow within a few steps beyond"),
+      F::Number("momentum", &S::momentum, "γ; for dana-slim the workers' momentum")
+          .AtLeast(0).Below(1),
+      F::Flag("nesterov", &S::nesterov, "Nesterov's look-ahead; needs momentum, not with DANA"),
+      F::Number("weightDecay", &S::weight_decay, "λ, added to the gradient as λθ").AtLeast(0)
+          .Limit(1, "λ = 1 already shrinks θ by η every update"),
+      F::Number("warmupEpochs", &S::warmup_epochs, "linear warm-up from η/N to η").AtLeast(0)
+          .Limit(1e6, kEpochsLimit),
+      F::Section("decay", &S::decay, DecayFields(), "the step decay of η"),
+  });
+  return fields;
+}
+
 struct StalenessSpec {
-  // none | staleness-aware | gap-aware | dana-zero | dana-slim |
-  // gap-aware-dana | dc-asgd
   std::string rule = "gap-aware";
-  std::string gap_source = "snapshot";  // snapshot | echo
-  std::string gap_precision = "fp32";   // fp32 | bf16
+  std::string gap_source = "snapshot";
+  std::string gap_precision = "fp32";
   bool penalize_weight_decay = true;
-  uint64_t max_staleness = 0;           // 0 = unbounded
+  uint64_t max_staleness = 0;  // 0 = unbounded
   double gap_beta = 0.999;
   double gap_epsilon = 1e-8;
   double dc_lambda = 0.04;
   bool dc_adaptive = false;
 };
 
+inline const FieldSectionOf<StalenessSpec>& StalenessFields() {
+  using S = StalenessSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Text("rule", &S::rule, "how the master treats stale gradients (docs/algorithms.md)")
+          .OneOf({"none", "staleness-aware", "gap-aware", "dana-zero", "dana-slim",
+                  "gap-aware-dana", "dc-asgd"}),
+      F::Text("gapSource", &S::gap_source, "where the master finds a worker's copy of θ")
+          .OneOf({"snapshot", "echo"}),
+      F::Text("gapPrecision", &S::gap_precision, "storage of snapshots, wire type of echoes")
+          .OneOf({"fp32", "bf16"}),
+      F::Flag("penalizeWeightDecay", &S::penalize_weight_decay,
+              "divide (g + λθ) by the gap, rather than g alone"),
+      F::Integer("maxStaleness", &S::max_staleness, "drop pushes staler than this; 0: unbounded")
+          .Limit(1e6, "a push a million updates stale is stale by any measure; 0 is unbounded"),
+      F::Number("gapBeta", &S::gap_beta, "β of the gap's running mean square").Above(0).Below(1),
+      F::Number("gapEpsilon", &S::gap_epsilon, "ε of C = η_max(√r̂ + ε)").Above(0)
+          .Limit(1, "ε guards √r̂ against 0; at 1 it outweighs any gradient's scale"),
+      F::Number("dcLambda", &S::dc_lambda, "DC-ASGD's λ (λ₀ when adaptive)").AtLeast(0)
+          .Limit(100, "the DC-ASGD paper uses 0.04 to 2; more outweighs the gradient"),
+      F::Flag("dcAdaptive", &S::dc_adaptive, "DC-ASGD's adaptive λ"),
+  });
+  return fields;
+}
+
 struct SyncSpec {
   uint32_t backup_workers = 0;
 };
+
+inline const FieldSectionOf<SyncSpec>& SyncFields() {
+  using S = SyncSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Integer("backupWorkers", &S::backup_workers,
+                 "a step averages the first (live workers - backupWorkers) gradients")
+          .Limit(1023, "fewer than workers.replicas, which is at most 1024"),
+  });
+  return fields;
+}
 
 struct TrainingSpec {
   uint32_t batch_size = 128;    // per worker
@@ -70,7 +179,7 @@ struct TrainingSpec {
   double target_accuracy = 0;   // 0 = none; stop when the evaluator reports it
   uint64_t eval_every_updates = 500;
   OptimizerSpec optimizer;
-  std::string mode = "async";   // async | sync
+  std::string mode = "async";
   // Values on the wire for pulled parameters and pushed gradients: fp32 |
   // bf16 (half the bytes; the master keeps θ and its state in fp32).
   std::string wire_type = "fp32";
@@ -78,14 +187,57 @@ struct TrainingSpec {
   SyncSpec sync;
 };
 
+inline const FieldSectionOf<TrainingSpec>& TrainingFields() {
+  using S = TrainingSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Integer("batchSize", &S::batch_size, "samples per batch, per worker").AtLeast(1)
+          .Limit(65536, "a batch's activations must fit in one worker's memory"),
+      F::Number("epochs", &S::epochs, "the job's length in epochs; or maxUpdates").Above(0)
+          .Limit(1e6, kEpochsLimit).NoDefault(),
+      F::Integer("maxUpdates", &S::max_updates, "the job's length in master updates; or epochs")
+          .AtLeast(1).Limit(1e15, kUpdatesLimit).NoDefault(),
+      F::Number("targetAccuracy", &S::target_accuracy,
+                "succeed when the evaluator reports this test accuracy; 0: none")
+          .AtLeast(0).AtMost(1),
+      F::Integer("evalEveryUpdates", &S::eval_every_updates, "evaluator period in master updates")
+          .AtLeast(1).Limit(1e15, "no job is longer, so a longer period would never evaluate"),
+      F::Section("optimizer", &S::optimizer, OptimizerFields(), "SGD with momentum"),
+      F::Text("mode", &S::mode, "async or sync").OneOf({"async", "sync"}),
+      F::Text("wireType", &S::wire_type, "values on the wire for pulled θ and pushed gradients")
+          .OneOf({"fp32", "bf16"}),
+      F::Section("staleness", &S::staleness, StalenessFields(), "async mode's update rule"),
+      F::Section("sync", &S::sync, SyncFields(), "sync mode's backup workers"),
+  });
+  return fields;
+}
+
 struct WorkersSpec {
   uint32_t replicas = 1;
   uint32_t min_replicas = 0;    // 0 = replicas
   uint32_t max_replicas = 0;    // 0 = replicas
   bool preemptible = false;
-  std::string restart_policy = "OnFailure";  // Always | OnFailure | Never | ExitCode
-  std::string template_yaml;                 // PodTemplateSpec, passed through
+  std::string restart_policy = "OnFailure";
+  std::string template_yaml;    // PodTemplateSpec, passed through
 };
+
+inline const FieldSectionOf<WorkersSpec>& WorkersFields() {
+  using S = WorkersSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Integer("replicas", &S::replicas, "trainers").AtLeast(1).Limit(1024, kReplicasLimit),
+      F::Integer("minReplicas", &S::min_replicas,
+                 "the job runs while this many are live; 0: replicas")
+          .Limit(1024, kReplicasLimit),
+      F::Integer("maxReplicas", &S::max_replicas, "elastic upper bound; 0: replicas")
+          .Limit(1024, kReplicasLimit),
+      F::Flag("preemptible", &S::preemptible, "add the operator's spot tolerations and affinity"),
+      F::Text("restartPolicy", &S::restart_policy, "when a trainer's pod is restarted")
+          .OneOf({"Always", "OnFailure", "Never", "ExitCode"}),
+      F::Object("template", &S::template_yaml, "the trainers' PodTemplateSpec"),
+  });
+  return fields;
+}
 
 struct CheckpointSpec {
   uint32_t interval_seconds = 60;
@@ -93,24 +245,94 @@ struct CheckpointSpec {
   std::string path = "checkpoints";
 };
 
+inline const FieldSectionOf<CheckpointSpec>& CheckpointFields() {
+  using S = CheckpointSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Integer("intervalSeconds", &S::interval_seconds, "seconds between checkpoints")
+          .AtLeast(1).Limit(86400, "a day, the most training a failure may lose"),
+      F::Integer("keep", &S::keep, "checkpoints kept").AtLeast(1)
+          .Limit(100, "each holds θ and the rule's state on disk"),
+      F::Text("path", &S::path, "the checkpoint directory").NonEmpty(),
+  });
+  return fields;
+}
+
 struct MasterSpec {
   CheckpointSpec checkpoint;
   uint32_t update_threads = 0;  // 0: one per CPU the master may use
   std::string template_yaml;
 };
 
+inline const FieldSectionOf<MasterSpec>& MasterFields() {
+  using S = MasterSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Section("checkpoint", &S::checkpoint, CheckpointFields(), "the master's checkpoints"),
+      F::Integer("updateThreads", &S::update_threads,
+                 "threads that apply each update; 0: one per CPU the master may use")
+          .AtMost(256),
+      F::Object("template", &S::template_yaml, "the master's PodTemplateSpec"),
+  });
+  return fields;
+}
+
+struct EvaluatorSpec {
+  std::string template_yaml;
+};
+
+inline const FieldSectionOf<EvaluatorSpec>& EvaluatorFields() {
+  using S = EvaluatorSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Object("template", &S::template_yaml, "the evaluator's PodTemplateSpec"),
+  });
+  return fields;
+}
+
 struct CoordinatorSpec {
   uint32_t lease_seconds = 10;
   std::string template_yaml;
 };
 
+inline const FieldSectionOf<CoordinatorSpec>& CoordinatorFields() {
+  using S = CoordinatorSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Integer("leaseSeconds", &S::lease_seconds, "a worker silent this long is gone")
+          .AtLeast(1).Limit(3600, "a dead worker keeps its tasks until its lease ends"),
+      F::Object("template", &S::template_yaml, "the coordinator's PodTemplateSpec"),
+  });
+  return fields;
+}
+
 struct RunPolicySpec {
   uint32_t backoff_limit = 3;
   uint64_t active_deadline_seconds = 0;  // 0 = none
   uint64_t ttl_seconds_after_finished = 3600;
-  std::string clean_pod_policy = "Running";  // All | Running | None
+  std::string clean_pod_policy = "Running";
   bool suspend = false;
 };
+
+inline const FieldSectionOf<RunPolicySpec>& RunPolicyFields() {
+  using S = RunPolicySpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Integer("backoffLimit", &S::backoff_limit,
+                 "genuine failures tolerated; preemptions do not count")
+          .Limit(100, "each failure restarts the job from its last checkpoint"),
+      F::Integer("activeDeadlineSeconds", &S::active_deadline_seconds,
+                 "fail the job after running this long; 0: never")
+          .Limit(31536000, "a year; 0 is no deadline"),
+      F::Integer("ttlSecondsAfterFinished", &S::ttl_seconds_after_finished,
+                 "delete a finished job after this long")
+          .Limit(31536000, "a year"),
+      F::Text("cleanPodPolicy", &S::clean_pod_policy, "which pods are deleted when the job ends")
+          .OneOf({"All", "Running", "None"}),
+      F::Flag("suspend", &S::suspend, "stop the job's pods; false resumes"),
+  });
+  return fields;
+}
 
 struct TrainingJob {
   std::string name;
@@ -121,6 +343,7 @@ struct TrainingJob {
   TrainingSpec training;
   WorkersSpec workers;
   MasterSpec master;
+  EvaluatorSpec evaluator;
   CoordinatorSpec coordinator;
   RunPolicySpec run_policy;
   // The raw `spec.simulation` section (read by `gaptrain simulate` only);
@@ -128,11 +351,57 @@ struct TrainingJob {
   std::string simulation_yaml;
 };
 
+// `metadata`. Kubernetes validates it on a cluster (the CRD can restrict
+// only the name); the keys the API server writes are accepted and ignored.
+inline const FieldSectionOf<TrainingJob>& MetadataFields() {
+  using S = TrainingJob;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields(
+      {
+          F::Text("name", &S::name, "the job's name; it names pods and services")
+              .Required()
+              .MaxLength(63)
+              .Pattern("^[a-z0-9-]+$", "lower-case letters, digits and '-'"),
+          F::Text("namespace", &S::namespace_name, "the job's namespace"),
+          F::StringMap("labels", &S::labels, "copied onto every pod"),
+      },
+      {"annotations", "uid", "resourceVersion", "generation", "creationTimestamp",
+       "managedFields", "ownerReferences", "finalizers", "deletionTimestamp",
+       "deletionGracePeriodSeconds", "generateName", "selfLink"});
+  return fields;
+}
+
+// `spec`.
+inline const FieldSectionOf<TrainingJob>& SpecFields() {
+  using S = TrainingJob;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Section("model", &S::model, ModelFields(), "the network"),
+      F::Section("data", &S::data, DataFields(), "the dataset").Required(),
+      F::Section("training", &S::training, TrainingFields(), "length, optimizer, update rule")
+          .Required(),
+      F::Section("workers", &S::workers, WorkersFields(), "the trainers"),
+      F::Section("master", &S::master, MasterFields(), "the parameter server"),
+      F::Section("evaluator", &S::evaluator, EvaluatorFields(), "the process that scores θ"),
+      F::Section("coordinator", &S::coordinator, CoordinatorFields(), "tasks and membership"),
+      F::Section("runPolicy", &S::run_policy, RunPolicyFields(), "failures, deadlines, cleanup"),
+      F::Object("simulation", &S::simulation_yaml,
+                "virtual workers for `gaptrain simulate` (docs/simulate.md)"),
+  });
+  return fields;
+}
+
 // Parses and validates a manifest. `source` names it in errors ("job.yaml").
 Status ParseTrainingJob(const std::string& yaml_text, const std::string& source,
                         TrainingJob* job);
 // Reads `path` and parses it.
 Status LoadTrainingJob(const std::string& path, TrainingJob* job);
+
+// The limits that depend on the training set, checked where its size is
+// known (the master, the coordinator, `gaptrain run`, `gaptrain
+// simulate`): it holds 1 to 2^32 - 1 samples (the epoch limit assumes so),
+// and `epochs` covers at least one of them. Errors name the field.
+Status CheckJobAgainstData(const TrainingJob& job, uint64_t train_samples);
 
 }  // namespace gaptrain
 

@@ -2,9 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+
+#include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
 namespace {
@@ -234,6 +240,229 @@ TEST(TrainingJobTest, LoadReportsMissingFile) {
   std::ofstream(path) << kFullJob;
   EXPECT_TRUE(LoadTrainingJob(path, &job).ok());
   EXPECT_EQ(job.name, "mnist-ga");
+}
+
+// kFullJob with the field at dotted `path` (under the document root) set to
+// `value`, parsed as YAML (so "1e300" is a number, "[1]" a list).
+std::string WithField(const std::string& path, const std::string& value) {
+  YAML::Node root = YAML::Load(kFullJob);
+  YAML::Node node = root;
+  size_t begin = 0;
+  while (true) {
+    const size_t dot = path.find('.', begin);
+    const std::string key = path.substr(begin, dot == std::string::npos ? dot : dot - begin);
+    if (dot == std::string::npos) {
+      node[key] = YAML::Load(value);
+      break;
+    }
+    node.reset(node[key]);
+    begin = dot + 1;
+  }
+  YAML::Emitter out;
+  out << root;
+  return out.c_str();
+}
+
+TEST(TrainingJobTest, EveryNumberHasAnUpperLimitWithItsReason) {
+  const struct {
+    std::string path, value, error;
+  } cases[] = {
+      {"spec.training.epochs", "1e300",
+       "spec.training.epochs: must be <= 1000000 (with up to 2^32 samples an epoch, the job's "
+       "updates stay below 2^53, exact in a double), got 1.0e+300"},
+      {"spec.workers.replicas", "100000",
+       "spec.workers.replicas: must be <= 1024 (the master keeps state for every worker"},
+      {"spec.workers.minReplicas", "1025", "spec.workers.minReplicas: must be <= 1024"},
+      {"spec.workers.maxReplicas", "1025", "spec.workers.maxReplicas: must be <= 1024"},
+      {"spec.training.batchSize", "65537",
+       "spec.training.batchSize: must be <= 65536 (a batch's activations must fit"},
+      {"spec.training.evalEveryUpdates", "1000000000000001",
+       "spec.training.evalEveryUpdates: must be <= 1000000000000000"},
+      {"spec.training.optimizer.learningRate", "101",
+       "spec.training.optimizer.learningRate: must be <= 100 ("},
+      {"spec.training.optimizer.weightDecay", "1.5",
+       "spec.training.optimizer.weightDecay: must be <= 1 ("},
+      {"spec.training.optimizer.warmupEpochs", "2e6",
+       "spec.training.optimizer.warmupEpochs: must be <= 1000000 ("},
+      {"spec.training.staleness.maxStaleness", "1000001",
+       "spec.training.staleness.maxStaleness: must be <= 1000000 ("},
+      {"spec.training.staleness.gapEpsilon", "2",
+       "spec.training.staleness.gapEpsilon: must be <= 1 ("},
+      {"spec.training.staleness.dcLambda", "1000",
+       "spec.training.staleness.dcLambda: must be <= 100 ("},
+      {"spec.training.sync.backupWorkers", "1024",
+       "spec.training.sync.backupWorkers: must be <= 1023 ("},
+      {"spec.data.shuffleSeed", "9007199254740992",
+       "spec.data.shuffleSeed: must be <= 9007199254740991 (larger seeds lose digits"},
+      {"spec.master.checkpoint.intervalSeconds", "86401",
+       "spec.master.checkpoint.intervalSeconds: must be <= 86400 (a day, the most"},
+      {"spec.master.checkpoint.keep", "101", "spec.master.checkpoint.keep: must be <= 100 ("},
+      {"spec.coordinator.leaseSeconds", "3601", "spec.coordinator.leaseSeconds: must be <= 3600 ("},
+      {"spec.runPolicy.backoffLimit", "101", "spec.runPolicy.backoffLimit: must be <= 100 ("},
+      {"spec.runPolicy.activeDeadlineSeconds", "31536001",
+       "spec.runPolicy.activeDeadlineSeconds: must be <= 31536000 (a year; 0 is no deadline)"},
+      {"spec.runPolicy.ttlSecondsAfterFinished", "31536001",
+       "spec.runPolicy.ttlSecondsAfterFinished: must be <= 31536000 (a year)"},
+      // And below the minimum, the lower bound alone.
+      {"spec.workers.replicas", "0", "spec.workers.replicas: must be >= 1, got 0"},
+      {"spec.master.checkpoint.keep", "0", "spec.master.checkpoint.keep: must be >= 1, got 0"},
+      {"spec.training.epochs", "-2", "spec.training.epochs: must be > 0, got -2"},
+      {"spec.master.updateThreads", "257",
+       "spec.master.updateThreads: must be in [0, 256], got 257"},
+  };
+  for (const auto& c : cases) {
+    const std::string error = ErrorOf(WithField(c.path, c.value));
+    EXPECT_NE(error.find(c.error), std::string::npos)
+        << c.path << " = " << c.value << ": " << error;
+  }
+}
+
+TEST(TrainingJobTest, ValuesAtTheLimitsParse) {
+  TrainingJob job;
+  Status s = Parse(R"(
+apiVersion: gaptrain.io/v1alpha1
+kind: TrainingJob
+metadata: {name: big}
+spec:
+  data: {path: /data, shuffleSeed: 9007199254740991}
+  training:
+    batchSize: 65536
+    epochs: 1000000
+    evalEveryUpdates: 1000000000000000
+    optimizer: {learningRate: 100, weightDecay: 1, warmupEpochs: 1000000}
+    staleness: {maxStaleness: 1000000, gapEpsilon: 1, dcLambda: 100}
+  workers: {replicas: 1024, minReplicas: 1024, maxReplicas: 1024}
+  master: {checkpoint: {intervalSeconds: 86400, keep: 100}, updateThreads: 256}
+  coordinator: {leaseSeconds: 3600}
+  runPolicy: {backoffLimit: 100, activeDeadlineSeconds: 31536000, ttlSecondsAfterFinished: 31536000}
+)",
+                   &job);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(job.workers.replicas, 1024u);
+  EXPECT_EQ(job.data.shuffle_seed, 9007199254740991u);
+  EXPECT_DOUBLE_EQ(job.training.epochs, 1e6);
+
+  std::string text = WithField("spec.training.maxUpdates", "1000000000000000");
+  text = text.replace(text.find("epochs: 10"), 10, "");
+  ASSERT_TRUE(Parse(text, &job).ok()) << Parse(text, &job).ToString();
+  EXPECT_EQ(job.training.max_updates, 1000000000000000u);
+  EXPECT_NE(ErrorOf(WithField("spec.training.maxUpdates", "1000000000000001"))
+                .find("spec.training.maxUpdates: must be <= 1000000000000000 (update counts stay "
+                      "below 2^53"),
+            std::string::npos);
+}
+
+TEST(TrainingJobTest, ListsMustBeLists) {
+  EXPECT_NE(ErrorOf(WithField("spec.training.optimizer.decay.atFractions", "0.5"))
+                .find("spec.training.optimizer.decay.atFractions: must be a list of numbers"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(WithField("spec.training.optimizer.decay.atFractions", "[0.5, 1.5]"))
+                .find("spec.training.optimizer.decay.atFractions[1]: must be in (0, 1), got 1.5"),
+            std::string::npos);
+}
+
+TEST(TrainingJobTest, SectionsDataAndTrainingAreRequired) {
+  EXPECT_NE(ErrorOf(WithField("spec.data", "~")).find("spec.data: is required"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(WithField("spec.training", "~")).find("spec.training: is required"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(WithField("spec", "~")).find("spec: is required"), std::string::npos);
+}
+
+TEST(TrainingJobTest, NameRules) {
+  EXPECT_NE(ErrorOf(WithField("metadata.name", "''")).find("metadata.name: is required"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(WithField("metadata.name", std::string(64, 'a')))
+                .find("metadata.name: must be at most 63 characters"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(WithField("metadata.name", "a.b"))
+                .find("metadata.name: must consist of lower-case letters, digits and '-', got "
+                      "'a.b'"),
+            std::string::npos);
+}
+
+TEST(TrainingJobTest, EvaluatorTemplateIsKept) {
+  TrainingJob job;
+  const std::string text =
+      WithField("spec.evaluator", "{template: {spec: {containers: [{name: e, image: x}]}}}");
+  ASSERT_TRUE(Parse(text, &job).ok()) << Parse(text, &job).ToString();
+  EXPECT_NE(job.evaluator.template_yaml.find("containers"), std::string::npos);
+}
+
+TEST(TrainingJobTest, LimitsThatDependOnTheTrainingSet) {
+  TrainingJob job;
+  ASSERT_TRUE(Parse(kFullJob, &job).ok());
+  EXPECT_TRUE(CheckJobAgainstData(job, 60000).ok());
+  EXPECT_TRUE(CheckJobAgainstData(job, 10).ok());  // batches larger than the set are short
+  EXPECT_EQ(CheckJobAgainstData(job, 0).message(),
+            "spec.data.path: the training set must hold 1 to 2^32 - 1 samples, got 0");
+  EXPECT_EQ(CheckJobAgainstData(job, 1ull << 32).code(), Status::Code::kInvalidArgument);
+  job.training.epochs = 1e-6;
+  EXPECT_EQ(CheckJobAgainstData(job, 60000).message(),
+            "spec.training.epochs: 1.0e-6 epochs of 60000 samples cover no sample");
+  EXPECT_TRUE(CheckJobAgainstData(job, 1000000).ok());
+}
+
+// ../shared/k8s/recorded/NAME.json's response body, as JSON text.
+std::string RecordedBody(const std::string& name) {
+  const std::string path = RecordedK8sExchange(name);
+  std::string data;
+  EXPECT_FALSE(path.empty()) << FindSharedDataDir(&data).ToString();
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  const nlohmann::json recorded = nlohmann::json::parse(in, nullptr, false);
+  EXPECT_FALSE(recorded.is_discarded()) << path;
+  if (recorded.is_discarded()) return "";
+  return recorded["response"]["body"].dump();
+}
+
+TEST(TrainingJobTest, ParsesATrainingJobAsTheApiServerReturnsIt) {
+  // Defaults applied by the CRD, uid, resourceVersion, managedFields.
+  TrainingJob job;
+  Status s = Parse(RecordedBody("trainingjob-create"), &job);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(job.name, "mnist");
+  EXPECT_EQ(job.namespace_name, "default");
+  EXPECT_EQ(job.labels.at("team"), "a");
+  EXPECT_EQ(job.data.path, "/data/mnist");
+  EXPECT_DOUBLE_EQ(job.training.epochs, 4);
+  EXPECT_DOUBLE_EQ(job.training.optimizer.learning_rate, 0.05);
+  EXPECT_EQ(job.workers.replicas, 4u);
+  EXPECT_TRUE(job.workers.preemptible);
+  EXPECT_NE(job.workers.template_yaml.find("gaptrain:dev"), std::string::npos);
+
+  // Being deleted: deletionTimestamp, deletionGracePeriodSeconds,
+  // finalizers; and a status written by the operator.
+  s = Parse(RecordedBody("delete-foreground"), &job);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(job.workers.replicas, 6u);
+}
+
+TEST(TrainingJobTest, IgnoresEveryMetadataFieldTheServerWrites) {
+  TrainingJob job;
+  Status s = Parse(R"({
+  "apiVersion": "gaptrain.io/v1alpha1", "kind": "TrainingJob",
+  "metadata": {
+    "name": "mnist", "namespace": "team-a", "generateName": "mnist-",
+    "selfLink": "/apis/gaptrain.io/v1alpha1/namespaces/team-a/trainingjobs/mnist",
+    "uid": "ead6b621-1939-4817-8ffa-71c9621c5271", "resourceVersion": "230", "generation": 4,
+    "creationTimestamp": "2026-11-23T06:32:57Z", "deletionTimestamp": "2026-11-23T06:33:05Z",
+    "deletionGracePeriodSeconds": 0, "finalizers": ["foregroundDeletion"],
+    "annotations": {"note": "x"}, "labels": {"team": "a"},
+    "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                         "uid": "1", "controller": true, "blockOwnerDeletion": true}],
+    "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsV1": {}}]
+  },
+  "spec": {"data": {"path": "/data/mnist"}, "training": {"maxUpdates": 100}},
+  "status": {"phase": "Running", "conditions": [{"type": "Running", "status": "True"}],
+             "workers": {"active": 1, "summary": "1/1"}}
+})",
+                   &job);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(job.namespace_name, "team-a");
+  EXPECT_EQ(job.training.max_updates, 100u);
+  EXPECT_NE(ErrorOf(WithField("metadata.clusterName", "x")).find("metadata.clusterName: unknown"),
+            std::string::npos);
 }
 
 }  // namespace

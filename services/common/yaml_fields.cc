@@ -46,6 +46,12 @@ std::string YamlFields::PathOf(const std::string& key) const {
   return path_.empty() ? key : path_ + "." + key;
 }
 
+bool YamlFields::Has(const std::string& key) const {
+  if (!status_->ok() || !node_ || !node_.IsMap()) return false;
+  const YAML::Node n = node_[key];
+  return n && !n.IsNull();
+}
+
 void YamlFields::Fail(const std::string& path, const std::string& why) {
   if (status_->ok()) *status_ = Status::InvalidArgument(path + ": " + why);
 }
@@ -126,6 +132,13 @@ void YamlFields::Read(const std::string& key, std::vector<double>* out) {
     }
   }
   *out = values;
+}
+
+void YamlFields::ReadList(const std::string& key, std::vector<double>* out) {
+  YAML::Node n = Get(key);
+  if (!n || n.IsNull()) return;
+  if (!n.IsSequence()) return Fail(PathOf(key), "must be a list of numbers");
+  Read(key, out);
 }
 
 void YamlFields::Read(const std::string& key, std::vector<uint64_t>* out) {

@@ -28,6 +28,10 @@ class YamlFields {
 
   std::string PathOf(const std::string& key) const;
 
+  // Whether `key` is present with a non-null value (does not count as
+  // reading it).
+  bool Has(const std::string& key) const;
+
   // The sub-mapping `key`; an undefined node when absent or on error.
   YAML::Node Map(const std::string& key);
 
@@ -36,10 +40,14 @@ class YamlFields {
   void Read(const std::string& key, double* out);
   void Read(const std::string& key, uint64_t* out);
   void Read(const std::string& key, uint32_t* out);
+  // A single value reads as a one-item list (spec.simulation's sweeps).
   void Read(const std::string& key, std::vector<double>* out);
   void Read(const std::string& key, std::vector<uint64_t>* out);
   void Read(const std::string& key, std::vector<std::string>* out);
   void Read(const std::string& key, std::map<std::string, std::string>* out);
+  // A list of numbers, strictly: a single value is an error, as it is for
+  // the Kubernetes API server.
+  void ReadList(const std::string& key, std::vector<double>* out);
   // A list of mappings: calls `item(node, path)` for each element.
   template <class Fn>
   void ReadEach(const std::string& key, Fn item) {

@@ -3,16 +3,12 @@
 #include <algorithm>
 
 #include <cmath>
-#include <limits>
 
 namespace gaptrain {
 
 Status CoordinatorConfigFromJob(const TrainingJob& job, uint64_t train_samples,
                                 uint32_t task_batches, CoordinatorConfig* config) {
-  if (train_samples == 0 || train_samples > std::numeric_limits<uint32_t>::max()) {
-    return Status::InvalidArgument("the training set must hold 1 to 2^32-1 samples, got " +
-                                   std::to_string(train_samples));
-  }
+  GAPTRAIN_RETURN_IF_ERROR(CheckJobAgainstData(job, train_samples));
   if (task_batches == 0) return Status::InvalidArgument("--task-batches: must be >= 1");
   CoordinatorConfig c;
   c.job_name = job.name;

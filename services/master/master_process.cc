@@ -59,6 +59,7 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   uint64_t samples = 0;
   ModelInput input;
   GAPTRAIN_RETURN_IF_ERROR(DescribeData(options, job, &samples, &input));
+  GAPTRAIN_RETURN_IF_ERROR(CheckJobAgainstData(job, samples));
   std::unique_ptr<Model> model;
   GAPTRAIN_RETURN_IF_ERROR(InitialModel(options, job, input, &model));
 

@@ -5,6 +5,7 @@
 #define GAPTRAIN_SERVICES_TESTING_TEST_FILES_H_
 
 #include <string>
+#include <vector>
 
 namespace gaptrain {
 
@@ -17,6 +18,10 @@ void WriteGzip(const std::string& path, const std::string& bytes);
 
 // The file's bytes; "" when it cannot be read.
 std::string ReadRaw(const std::string& path);
+
+// The paths ("dir/name") of the entries of `dir` whose names end in
+// `suffix`, sorted; none when `dir` cannot be read.
+std::vector<std::string> FilesEndingIn(const std::string& dir, const std::string& suffix);
 
 // True when something (file, directory, live symlink) is at `path`.
 bool PathExists(const std::string& path);

@@ -78,4 +78,23 @@ std::string SharedDataDir() {
   return dir;
 }
 
+Status FindRecordedK8sDir(std::string* dir) {
+  std::string data;
+  Status s = FindSharedDataDir(&data);
+  if (!s.ok()) return s;
+  const std::string recorded = DirName(data) + "/k8s/recorded";
+  if (!IsDirectory(recorded)) {
+    return Status::NotFound("the kube-apiserver recordings are missing: " + recorded +
+                            " is not a directory (see ../shared/k8s/README.md)");
+  }
+  *dir = recorded;
+  return Status::OK();
+}
+
+std::string RecordedK8sExchange(const std::string& name) {
+  std::string dir;
+  if (!FindRecordedK8sDir(&dir).ok()) return "";
+  return dir + "/" + name + ".json";
+}
+
 }  // namespace gaptrain

@@ -1,4 +1,4 @@
-#include "operator/kube/scripted_server.h"
+#include "operator/testing/scripted_server.h"
 
 #include <arpa/inet.h>
 #include <signal.h>

@@ -7,8 +7,8 @@
 // sockets; Stop() (or the destructor) wakes and joins them all. Starting
 // one ignores SIGPIPE in the whole (test) process.
 
-#ifndef GAPTRAIN_OPERATOR_KUBE_SCRIPTED_SERVER_H_
-#define GAPTRAIN_OPERATOR_KUBE_SCRIPTED_SERVER_H_
+#ifndef GAPTRAIN_OPERATOR_TESTING_SCRIPTED_SERVER_H_
+#define GAPTRAIN_OPERATOR_TESTING_SCRIPTED_SERVER_H_
 
 #include <chrono>
 #include <condition_variable>
@@ -118,4 +118,4 @@ std::map<std::string, std::string> DecodeQuery(const std::string& query);
 }  // namespace kube
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_OPERATOR_KUBE_SCRIPTED_SERVER_H_
+#endif  // GAPTRAIN_OPERATOR_TESTING_SCRIPTED_SERVER_H_

@@ -1,8 +1,8 @@
 // Helpers for the client's tests: certificates made with the openssl
 // command, and the kube-apiserver recordings in ../shared/k8s/recorded.
 
-#ifndef GAPTRAIN_OPERATOR_KUBE_TEST_SUPPORT_H_
-#define GAPTRAIN_OPERATOR_KUBE_TEST_SUPPORT_H_
+#ifndef GAPTRAIN_OPERATOR_TESTING_KUBE_TEST_SUPPORT_H_
+#define GAPTRAIN_OPERATOR_TESTING_KUBE_TEST_SUPPORT_H_
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -28,9 +28,6 @@ struct TestCertificates {
 // holds openssl's output.
 Status MakeTestCertificates(const std::string& dir, TestCertificates* out);
 
-// <workspace>/../shared/k8s/recorded (the test declares data = ["//:README.md"]).
-Status FindRecordedDir(std::string* dir);
-
 // One recorded exchange (recorded/NAME.json).
 struct Recording {
   std::string method;
@@ -53,4 +50,4 @@ Status ReadRecordedFile(const std::string& name, std::string* out);
 }  // namespace kube
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_OPERATOR_KUBE_TEST_SUPPORT_H_
+#endif  // GAPTRAIN_OPERATOR_TESTING_KUBE_TEST_SUPPORT_H_

@@ -1,10 +1,10 @@
-#include "operator/kube/test_support.h"
+#include "operator/testing/kube_test_support.h"
 
 #include <cstdlib>
 
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/json_text.h"
-#include "operator/kube/scripted_server.h"
+#include "operator/testing/scripted_server.h"
 #include "services/common/file_paths.h"
 #include "services/testing/testdata_dir.h"
 
@@ -72,22 +72,9 @@ Status MakeTestCertificates(const std::string& dir, TestCertificates* out) {
   return Status::OK();
 }
 
-Status FindRecordedDir(std::string* dir) {
-  std::string data;
-  Status s = FindSharedDataDir(&data);
-  if (!s.ok()) return s;
-  const std::string recorded = DirName(data) + "/k8s/recorded";
-  if (!IsDirectory(recorded)) {
-    return Status::NotFound("the kube-apiserver recordings are missing: " + recorded +
-                            " is not a directory (see ../shared/k8s/README.md)");
-  }
-  *dir = recorded;
-  return Status::OK();
-}
-
 Status ReadRecordedFile(const std::string& name, std::string* out) {
   std::string dir;
-  GAPTRAIN_RETURN_IF_ERROR(FindRecordedDir(&dir));
+  GAPTRAIN_RETURN_IF_ERROR(FindRecordedK8sDir(&dir));
   return ReadFileToString(dir + "/" + name, out);
 }
 

@@ -1,0 +1,260 @@
+#include "operator/crd/trainingjob_crd.h"
+
+#include <cmath>
+
+#include "operator/crd/yaml_text.h"
+#include "services/common/job_fields.h"
+#include "services/common/training_job.h"
+
+namespace gaptrain {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json Typed(const char* type, const char* description) {
+  return Json{{"description", description}, {"type", type}};
+}
+
+Json DefaultOf(const FieldDefault& value) {
+  if (const auto* s = std::get_if<std::string>(&value)) return *s;
+  if (const auto* b = std::get_if<bool>(&value)) return *b;
+  if (const auto* i = std::get_if<uint64_t>(&value)) return *i;
+  if (const auto* d = std::get_if<double>(&value)) return *d;
+  if (const auto* list = std::get_if<std::vector<double>>(&value)) return *list;
+  return nullptr;
+}
+
+void AddBounds(const FieldSchema& f, Json* schema) {
+  // Integral bounds are written as integers: `type: integer` wants them so.
+  auto number = [](double v) -> Json {
+    if (std::fabs(v) < 9.0e18 && v == std::floor(v)) return static_cast<int64_t>(v);
+    return v;
+  };
+  if (f.minimum.set) {
+    (*schema)["minimum"] = number(f.minimum.value);
+    if (f.minimum.exclusive) (*schema)["exclusiveMinimum"] = true;
+  }
+  if (f.maximum.set) {
+    (*schema)["maximum"] = number(f.maximum.value);
+    if (f.maximum.exclusive) (*schema)["exclusiveMaximum"] = true;
+  }
+}
+
+std::string Describe(const FieldSchema& f) {
+  if (f.limit_reason.empty()) return f.description;
+  return f.description + " (at most " + FormatNumber(f.maximum.value) + ": " + f.limit_reason +
+         ")";
+}
+
+// `with_default`: an absent section becomes {}, so its fields' defaults are
+// stored too and `kubectl get -o yaml` shows every value the job runs with.
+Json SectionSchema(const FieldSection& section, const std::string& description,
+                   bool with_default);
+
+Json FieldProperty(const FieldSchema& f) {
+  if (f.type == FieldType::kSection) return SectionSchema(*f.section, f.description, !f.required);
+  Json schema{{"description", Describe(f)}, {"type", OpenApiTypeName(f.type)}};
+  if (!f.choices.empty()) schema["enum"] = f.choices;
+  const Json default_value = DefaultOf(f.default_value);
+  if (!default_value.is_null()) schema["default"] = default_value;
+  switch (f.type) {
+    case FieldType::kString:
+      if (f.required || f.non_empty) schema["minLength"] = 1;
+      if (f.max_length > 0) schema["maxLength"] = f.max_length;
+      if (!f.pattern.empty()) schema["pattern"] = f.pattern;
+      break;
+    case FieldType::kInteger:
+    case FieldType::kNumber:
+      AddBounds(f, &schema);
+      break;
+    case FieldType::kNumberList: {
+      Json items{{"type", "number"}};
+      AddBounds(f, &items);
+      schema["items"] = items;
+      break;
+    }
+    case FieldType::kStringMap:
+      schema["additionalProperties"] = Json{{"type", "string"}};
+      break;
+    case FieldType::kObject:
+      schema["x-kubernetes-preserve-unknown-fields"] = true;
+      break;
+    case FieldType::kBoolean:
+    case FieldType::kSection:
+      break;
+  }
+  return schema;
+}
+
+Json SectionSchema(const FieldSection& section, const std::string& description,
+                   bool with_default) {
+  Json properties = Json::object();
+  Json required = Json::array();
+  for (const JobField& field : section.fields()) {
+    const FieldSchema& f = field.schema();
+    properties[f.name] = FieldProperty(f);
+    if (f.required) required.push_back(f.name);
+  }
+  Json schema{{"description", description}, {"type", "object"}};
+  if (with_default) schema["default"] = Json::object();
+  schema["properties"] = properties;
+  if (!required.empty()) schema["required"] = required;
+  return schema;
+}
+
+// metadata at the root may only restrict name (and generateName), with no
+// description: the API server rejects anything else.
+Json MetadataSchema() {
+  for (const JobField& field : MetadataFields().fields()) {
+    const FieldSchema& f = field.schema();
+    if (f.name != "name") continue;
+    Json name{{"type", "string"}, {"maxLength", f.max_length}, {"pattern", f.pattern}};
+    return Json{{"type", "object"}, {"properties", {{"name", name}}}};
+  }
+  return Json{{"type", "object"}};
+}
+
+Json Counts(const char* description) {
+  return Json{{"description", description},
+              {"type", "object"},
+              {"properties",
+               {{"active", Typed("integer", "pods running")},
+                {"ready", Typed("integer", "pods running and ready")},
+                {"succeeded", Typed("integer", "pods that exited 0")},
+                {"failed", Typed("integer", "pods that failed")}}}};
+}
+
+Json Timestamp(const char* description) {
+  Json t = Typed("string", description);
+  t["format"] = "date-time";
+  return t;
+}
+
+Json StatusSchema() {
+  Json phase = Typed("string", "the job's state");
+  phase["enum"] = {"Pending", "Running", "Restarting", "Succeeded", "Failed", "Suspended"};
+  Json condition_type = Typed("string", "what the condition is about");
+  condition_type["enum"] = {"Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"};
+  Json condition_status = Typed("string", "whether it holds");
+  condition_status["enum"] = {"True", "False", "Unknown"};
+  Json condition{
+      {"type", "object"},
+      {"properties",
+       {{"type", condition_type},
+        {"status", condition_status},
+        {"reason", Typed("string", "a CamelCase word for machines")},
+        {"message", Typed("string", "a sentence for people")},
+        {"lastUpdateTime", Timestamp("when the condition was last written")},
+        {"lastTransitionTime", Timestamp("when status last changed")}}},
+      {"required", {"type", "status"}}};
+  Json conditions{{"description", "the job's history, one entry per type"},
+                  {"type", "array"},
+                  {"items", condition},
+                  {"x-kubernetes-list-type", "map"},
+                  {"x-kubernetes-list-map-keys", {"type"}}};
+  Json observed = Typed("integer", "the metadata.generation this status describes");
+  observed["format"] = "int64";
+  return Json{
+      {"description", "written by the operator"},
+      {"type", "object"},
+      {"properties",
+       {{"phase", phase},
+        {"conditions", conditions},
+        {"observedGeneration", observed},
+        {"startTime", Timestamp("when the job first ran")},
+        {"completionTime", Timestamp("when it succeeded or failed")},
+        {"replicaStatuses",
+         {{"description", "pods by replica type"},
+          {"type", "object"},
+          {"properties",
+           {{"Master", Counts("the master")},
+            {"Coordinator", Counts("the coordinator")},
+            {"Evaluator", Counts("the evaluator")},
+            {"Trainer", Counts("the trainers")}}}}},
+        {"workers",
+         {{"description", "the trainers, for the scale subresource and kubectl get"},
+          {"type", "object"},
+          {"properties",
+           {{"active", Typed("integer", "trainers running (the scale's status.replicas)")},
+            {"ready", Typed("integer", "trainers running and ready")},
+            {"desired", Typed("integer", "spec.workers.replicas as last acted on")},
+            {"selector",
+             Typed("string", "label selector of the trainers' pods, e.g. "
+                             "gaptrain.io/job-name=mnist,gaptrain.io/replica-type=trainer")},
+            {"summary", Typed("string", "ready/desired, e.g. 3/4")}}}}},
+        {"preemptions", Typed("integer", "trainers lost to preemption (not failures)")},
+        {"failures", Typed("integer", "genuine failures, counted against backoffLimit")},
+        {"restarts", Typed("integer", "times the job restarted from a checkpoint")},
+        {"progress",
+         {{"description", "training as the coordinator reports it"},
+          {"type", "object"},
+          {"properties",
+           {{"epoch", Typed("number", "epochs done, fractional")},
+            {"modelVersion", Typed("integer", "master updates applied")},
+            {"testAccuracy", Typed("number", "the evaluator's latest test accuracy")},
+            {"testLoss", Typed("number", "the evaluator's latest test loss")},
+            {"meanGap", Typed("number", "mean gap of recent pushes")},
+            {"meanStaleness", Typed("number", "mean staleness of recent pushes, in updates")},
+            {"updatesPerSecond", Typed("number", "master updates per second, recently")}}}}}}}};
+}
+
+Json Column(const char* name, const char* type, const char* path, const char* description) {
+  return Json{{"name", name}, {"type", type}, {"jsonPath", path}, {"description", description}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json TrainingJobCrd() {
+  Json schema{
+      {"description", "TrainingJob: asynchronous training on preemptible nodes (gaptrain)"},
+      {"type", "object"},
+      {"properties",
+       {{"apiVersion", Typed("string", "gaptrain.io/v1alpha1")},
+        {"kind", Typed("string", "TrainingJob")},
+        {"metadata", MetadataSchema()},
+        {"spec", SectionSchema(SpecFields(), "the job (docs/trainingjob.md)", false)},
+        {"status", StatusSchema()}}},
+      {"required", {"spec"}}};
+  Json version{
+      {"name", "v1alpha1"},
+      {"served", true},
+      {"storage", true},
+      {"subresources",
+       {{"status", Json::object()},
+        {"scale",
+         {{"specReplicasPath", ".spec.workers.replicas"},
+          {"statusReplicasPath", ".status.workers.active"},
+          {"labelSelectorPath", ".status.workers.selector"}}}}},
+      {"additionalPrinterColumns",
+       {Column("State", "string", ".status.phase", "the job's phase"),
+        Column("Workers", "string", ".status.workers.summary", "trainers ready/desired"),
+        Column("Epoch", "number", ".status.progress.epoch", "epochs done"),
+        Column("Accuracy", "number", ".status.progress.testAccuracy", "latest test accuracy"),
+        Column("Gap", "number", ".status.progress.meanGap", "mean gap of recent pushes"),
+        Column("Age", "date", ".metadata.creationTimestamp", "since the job was created")}},
+      {"schema", {{"openAPIV3Schema", schema}}}};
+  return Json{
+      {"apiVersion", "apiextensions.k8s.io/v1"},
+      {"kind", "CustomResourceDefinition"},
+      {"metadata", {{"name", "trainingjobs.gaptrain.io"}}},
+      {"spec",
+       {{"group", "gaptrain.io"},
+        {"names",
+         {{"kind", "TrainingJob"},
+          {"listKind", "TrainingJobList"},
+          {"plural", "trainingjobs"},
+          {"singular", "trainingjob"},
+          {"shortNames", {"tj"}},
+          {"categories", {"all"}}}},
+        {"scope", "Namespaced"},
+        {"versions", Json::array({version})}}}};
+}
+
+std::string TrainingJobCrdYaml() {
+  return "# Generated by " + std::string(kRegenerateCrdCommand) +
+         " from the TrainingJob field tables\n"
+         "# (services/common/training_job.h). Do not edit.\n" +
+         YamlText(TrainingJobCrd());
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Rewrites deploy/crd/gaptrain.io_trainingjobs.yaml, the TrainingJob
+# CustomResourceDefinition, from the manifest's field tables
+# (services/common/training_job.h). Run it after changing a field:
+# //operator/crd:trainingjob_crd_test fails until the committed file matches.
+# Builds only the small generator, not the services or LibTorch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! bazel build //operator/crd:gaptrain-crd >"$log" 2>&1; then
+  grep -v linux-sandbox "$log" >&2
+  exit 1
+fi
+"$(bazel info bazel-bin 2>/dev/null)/operator/crd/gaptrain-crd" \
+  -o deploy/crd/gaptrain.io_trainingjobs.yaml
+echo "wrote deploy/crd/gaptrain.io_trainingjobs.yaml"
