@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "operator/testing/name_validation.h"
+#include "operator/testing/json_fields.h"
 
 namespace gaptrain {
 namespace kube_testing {
@@ -13,11 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string StringAt(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 std::vector<std::string> StringList(const json& object, const char* key) {
   std::vector<std::string> out;
@@ -74,7 +70,7 @@ void ApplyCrdDefaults(json* crd) {
   json& spec = (*crd)["spec"];
   if (spec["names"].is_object()) {
     json& names = spec["names"];
-    const std::string kind = StringAt(names, "kind");
+    const std::string kind = StringField(names, {"kind"});
     if (!kind.empty() && !names.contains("listKind")) names["listKind"] = kind + "List";
     if (!kind.empty() && !names.contains("singular")) names["singular"] = Lower(kind);
   } else {
@@ -101,8 +97,8 @@ void SetAcceptedCrdStatus(const std::string& now, json* crd) {
                     : json::array();
   if (spec.contains("versions") && spec["versions"].is_array()) {
     for (const json& v : spec["versions"]) {
-      if (v.is_object() && v.value("storage", false)) {
-        const std::string name = StringAt(v, "name");
+      if (v.is_object() && BoolField(v, {"storage"}, false)) {
+        const std::string name = StringField(v, {"name"});
         bool known = false;
         for (const json& s : stored) known = known || s == name;
         if (!known) stored.push_back(name);
@@ -121,11 +117,11 @@ void ParseCrd(const json& crd, std::vector<ResourceType>* served,
                          ? crd["spec"]
                          : empty;
   const json& names = spec.contains("names") && spec["names"].is_object() ? spec["names"] : empty;
-  const std::string group = StringAt(spec, "group");
-  const std::string plural = StringAt(names, "plural");
-  const std::string kind = StringAt(names, "kind");
+  const std::string group = StringField(spec, {"group"});
+  const std::string plural = StringField(names, {"plural"});
+  const std::string kind = StringField(names, {"kind"});
   const std::string name =
-      crd.is_object() && crd.contains("metadata") ? StringAt(crd["metadata"], "name") : "";
+      crd.is_object() && crd.contains("metadata") ? StringField(crd["metadata"], {"name"}) : "";
 
   if (group.empty()) {
     causes->push_back(RequiredField("spec.group"));
@@ -144,7 +140,7 @@ void ParseCrd(const json& crd, std::vector<ResourceType>* served,
     causes->push_back(
         InvalidField("metadata.name", name, "must be spec.names.plural+\".\"+spec.group"));
   }
-  const std::string scope = StringAt(spec, "scope");
+  const std::string scope = StringField(spec, {"scope"});
   if (scope.empty()) {
     causes->push_back(RequiredField("spec.scope"));
   } else if (scope != "Namespaced" && scope != "Cluster") {
@@ -164,15 +160,15 @@ void ParseCrd(const json& crd, std::vector<ResourceType>* served,
       causes->push_back(InvalidField(at, v, "must be an object"));
       continue;
     }
-    if (v.value("storage", false)) ++storage_versions;
+    if (BoolField(v, {"storage"}, false)) ++storage_versions;
     ResourceType t;
     t.group = group;
-    t.version = StringAt(v, "name");
+    t.version = StringField(v, {"name"});
     if (t.version.empty()) causes->push_back(RequiredField(at + ".name"));
     t.resource = plural;
-    t.singular = StringAt(names, "singular");
+    t.singular = StringField(names, {"singular"});
     t.kind = kind;
-    t.list_kind = StringAt(names, "listKind");
+    t.list_kind = StringField(names, {"listKind"});
     t.namespaced = scope != "Cluster";
     t.tracks_generation = true;
     t.rules = KindRules::kCustomResource;
@@ -201,9 +197,9 @@ void ParseCrd(const json& crd, std::vector<ResourceType>* served,
       if (sub.contains("scale") && sub["scale"].is_object()) {
         const json& scale = sub["scale"];
         ScaleSubresource s;
-        const std::string spec_path = StringAt(scale, "specReplicasPath");
-        const std::string status_path = StringAt(scale, "statusReplicasPath");
-        const std::string selector_path = StringAt(scale, "labelSelectorPath");
+        const std::string spec_path = StringField(scale, {"specReplicasPath"});
+        const std::string status_path = StringField(scale, {"statusReplicasPath"});
+        const std::string selector_path = StringField(scale, {"labelSelectorPath"});
         s.spec_replicas_path = SplitJsonPath(spec_path);
         s.status_replicas_path = SplitJsonPath(status_path);
         s.label_selector_path = SplitJsonPath(selector_path);
@@ -230,11 +226,11 @@ void ParseCrd(const json& crd, std::vector<ResourceType>* served,
       for (size_t c = 0; c < columns.size(); ++c) {
         const std::string column_at = at + ".additionalPrinterColumns[" + std::to_string(c) + "]";
         PrinterColumn column;
-        column.name = StringAt(columns[c], "name");
-        column.type = StringAt(columns[c], "type");
-        column.format = StringAt(columns[c], "format");
-        column.json_path = StringAt(columns[c], "jsonPath");
-        column.description = StringAt(columns[c], "description");
+        column.name = StringField(columns[c], {"name"});
+        column.type = StringField(columns[c], {"type"});
+        column.format = StringField(columns[c], {"format"});
+        column.json_path = StringField(columns[c], {"jsonPath"});
+        column.description = StringField(columns[c], {"description"});
         if (columns[c].is_object() && columns[c].contains("priority") &&
             columns[c]["priority"].is_number_integer()) {
           column.priority = columns[c]["priority"].get<int>();
@@ -260,7 +256,7 @@ void ParseCrd(const json& crd, std::vector<ResourceType>* served,
       age.description = "Custom resource definition column (in JSONPath format): " + age.json_path;
       t.printer_columns.push_back(std::move(age));
     }
-    if (v.value("served", false)) types.push_back(std::move(t));
+    if (BoolField(v, {"served"}, false)) types.push_back(std::move(t));
   }
   if (storage_versions != 1) {
     causes->push_back(InvalidField("spec.versions", storage_versions,

@@ -21,6 +21,7 @@
 
 #include "operator/testing/kind_rules.h"
 #include "operator/testing/yaml_to_json.h"
+#include "operator/testing/json_fields.h"
 
 namespace gaptrain {
 namespace kube_testing {
@@ -54,13 +55,14 @@ std::string Lower(std::string s) {
 Status StatusFromResponse(const std::string& what, const ApiResponse& response) {
   const json body = json::parse(response.body, nullptr, false);
   const std::string message =
-      what + ": " + (body.is_object() ? body.value("message", response.body) : response.body);
+      what + ": " + (StringField(body, {"message"}).empty() ? response.body
+                                                            : StringField(body, {"message"}));
   switch (response.status) {
     case 400:
     case 422: return Status::InvalidArgument(message);
     case 404: return Status::NotFound(message);
     case 409:
-      return body.is_object() && body.value("reason", "") == "AlreadyExists"
+      return body.is_object() && StringField(body, {"reason"}) == "AlreadyExists"
                  ? Status::AlreadyExists(message)
                  : Status(Status::Code::kAborted, message);
     default: return Status::Internal(message);
@@ -392,8 +394,8 @@ Status FakeApiServer::List(const std::string& resource, const std::string& ns,
 
 Status FakeApiServer::Create(const json& object, json* created) {
   if (!object.is_object()) return Status::InvalidArgument("the object must be a JSON object");
-  const std::string api_version = object.value("apiVersion", "");
-  const std::string kind = object.value("kind", "");
+  const std::string api_version = StringField(object, {"apiVersion"});
+  const std::string kind = StringField(object, {"kind"});
   const size_t slash = api_version.find('/');
   const std::string group = slash == std::string::npos ? "" : api_version.substr(0, slash);
   const std::string version = slash == std::string::npos ? api_version : api_version.substr(slash + 1);
@@ -413,7 +415,7 @@ Status FakeApiServer::Create(const json& object, json* created) {
   r.type = type;
   if (type->namespaced) {
     r.ns = object.contains("metadata") && object["metadata"].is_object()
-               ? object["metadata"].value("namespace", "")
+               ? StringField(object, {"metadata", "namespace"})
                : "";
     if (r.ns.empty()) r.ns = "default";
   }

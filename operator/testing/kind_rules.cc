@@ -9,6 +9,7 @@
 #include "operator/testing/base64.h"
 #include "operator/testing/crd_definition.h"
 #include "operator/testing/name_validation.h"
+#include "operator/testing/json_fields.h"
 
 namespace gaptrain {
 namespace kube_testing {
@@ -24,23 +25,6 @@ const char kPodUpdateForbidden[] =
     "set to 1 if it was previously negative)";
 
 const std::set<std::string> kStandardFinalizers = {"kubernetes", "orphan", "foregroundDeletion"};
-
-// The value at a dotted path, or null.
-const json* Find(const json& object, const std::vector<std::string>& path) {
-  const json* current = &object;
-  for (const std::string& key : path) {
-    if (!current->is_object()) return nullptr;
-    auto it = current->find(key);
-    if (it == current->end()) return nullptr;
-    current = &*it;
-  }
-  return current;
-}
-
-std::string StringAt(const json& object, const std::vector<std::string>& path) {
-  const json* v = Find(object, path);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
 
 void SetDefault(json* object, const char* key, json value) {
   if (!object->is_object()) return;
@@ -156,12 +140,12 @@ bool IsNonNegativeInteger(const json& v) {
 void ValidateObjectMeta(const ResourceType& type, const json* old_object, const json& object,
                         std::vector<StatusCause>* causes) {
   const json& meta = object["metadata"];
-  const std::string name = StringAt(meta, {"name"});
+  const std::string name = StringField(meta, {"name"});
   const bool dns1035 = type.rules == KindRules::kService;
   if (name.empty()) {
     // With generateName the store makes up the name; generateName itself
     // is checked below.
-    if (StringAt(meta, {"generateName"}).empty()) {
+    if (StringField(meta, {"generateName"}).empty()) {
       AddCause(causes, RequiredField("metadata.name", "name or generateName is required"));
     }
   } else {
@@ -169,7 +153,7 @@ void ValidateObjectMeta(const ResourceType& type, const json* old_object, const 
       AddCause(causes, InvalidField("metadata.name", name, e));
     }
   }
-  const std::string generate_name = StringAt(meta, {"generateName"});
+  const std::string generate_name = StringField(meta, {"generateName"});
   if (!generate_name.empty()) {
     // A prefix may end in '-' (the random suffix follows it).
     std::string masked = generate_name;
@@ -216,19 +200,19 @@ void ValidateObjectMeta(const ResourceType& type, const json* old_object, const 
     int controllers = 0;
     for (const json& ref : meta["ownerReferences"]) {
       const std::string at = "metadata.ownerReferences";
-      if (StringAt(ref, {"apiVersion"}).empty()) {
+      if (StringField(ref, {"apiVersion"}).empty()) {
         AddCause(causes, InvalidField(at + ".apiVersion", "", "version must not be empty"));
       }
-      if (StringAt(ref, {"kind"}).empty()) {
+      if (StringField(ref, {"kind"}).empty()) {
         AddCause(causes, InvalidField(at + ".kind", "", "kind must not be empty"));
       }
-      if (StringAt(ref, {"name"}).empty()) {
+      if (StringField(ref, {"name"}).empty()) {
         AddCause(causes, InvalidField(at + ".name", "", "name must not be empty"));
       }
-      if (StringAt(ref, {"uid"}).empty()) {
+      if (StringField(ref, {"uid"}).empty()) {
         AddCause(causes, InvalidField(at + ".uid", "", "uid must not be empty"));
       }
-      if (ref.is_object() && ref.value("controller", false)) ++controllers;
+      if (ref.is_object() && BoolField(ref, {"controller"}, false)) ++controllers;
     }
     if (controllers > 1) {
       AddCause(causes, InvalidField("metadata.ownerReferences", meta["ownerReferences"],
@@ -256,9 +240,9 @@ void ValidateObjectMeta(const ResourceType& type, const json* old_object, const 
     }
   }
   // An object being deleted may lose finalizers, never gain them.
-  if (old_object != nullptr && Find(*old_object, {"metadata", "deletionTimestamp"}) != nullptr) {
-    const json* old_finalizers = Find(*old_object, {"metadata", "finalizers"});
-    const json* new_finalizers = Find(object, {"metadata", "finalizers"});
+  if (old_object != nullptr && FindField(*old_object, {"metadata", "deletionTimestamp"}) != nullptr) {
+    const json* old_finalizers = FindField(*old_object, {"metadata", "finalizers"});
+    const json* new_finalizers = FindField(object, {"metadata", "finalizers"});
     std::vector<std::string> added;
     if (new_finalizers != nullptr && new_finalizers->is_array()) {
       for (const json& f : *new_finalizers) {
@@ -285,7 +269,7 @@ void ValidateContainers(const json& spec, const char* list, std::vector<StatusCa
   const json& containers = spec[list];
   for (size_t i = 0; i < containers.size(); ++i) {
     const std::string at = std::string("spec.") + list + "[" + std::to_string(i) + "]";
-    const std::string name = StringAt(containers[i], {"name"});
+    const std::string name = StringField(containers[i], {"name"});
     if (name.empty()) {
       AddCause(causes, RequiredField(at + ".name"));
     } else {
@@ -297,12 +281,13 @@ void ValidateContainers(const json& spec, const char* list, std::vector<StatusCa
                           at + ".name"});
       }
     }
-    if (StringAt(containers[i], {"image"}).empty()) AddCause(causes, RequiredField(at + ".image"));
+    if (StringField(containers[i], {"image"}).empty()) AddCause(causes, RequiredField(at + ".image"));
   }
 }
 
 // The parts of a pod spec an update may change, blanked out.
 json MutablePodSpecFieldsRemoved(json spec, const json& old_spec) {
+  if (!spec.is_object()) return spec;
   for (const char* list : {"containers", "initContainers"}) {
     if (spec.contains(list) && spec[list].is_array()) {
       for (json& c : spec[list]) {
@@ -335,7 +320,7 @@ void ValidatePod(const json* old_object, const json& pod, std::vector<StatusCaus
   }
   ValidateContainers(spec, "containers", causes);
   ValidateContainers(spec, "initContainers", causes);
-  const std::string restart = StringAt(spec, {"restartPolicy"});
+  const std::string restart = StringField(spec, {"restartPolicy"});
   if (restart != "Always" && restart != "OnFailure" && restart != "Never") {
     AddCause(causes, UnsupportedField("spec.restartPolicy", restart, {"Always", "OnFailure", "Never"}));
   }
@@ -356,13 +341,13 @@ void ValidatePod(const json* old_object, const json& pod, std::vector<StatusCaus
 void ValidateService(const json* old_object, const json& service,
                      std::vector<StatusCause>* causes) {
   const json& spec = service.contains("spec") ? service["spec"] : json::object();
-  const std::string type = StringAt(spec, {"type"});
+  const std::string type = StringField(spec, {"type"});
   if (type != "ClusterIP" && type != "NodePort" && type != "LoadBalancer" &&
       type != "ExternalName") {
     AddCause(causes, UnsupportedField("spec.type", type,
                                       {"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"}));
   }
-  const bool headless = StringAt(spec, {"clusterIP"}) == "None";
+  const bool headless = StringField(spec, {"clusterIP"}) == "None";
   const json ports = spec.contains("ports") && spec["ports"].is_array() ? spec["ports"] : json::array();
   if (ports.empty() && !headless && type != "ExternalName") {
     AddCause(causes, RequiredField("spec.ports"));
@@ -374,17 +359,17 @@ void ValidateService(const json* old_object, const json& service,
     if (!port.is_number_integer() || port.get<int64_t>() < 1 || port.get<int64_t>() > 65535) {
       AddCause(causes, InvalidField(at + ".port", port, "must be between 1 and 65535, inclusive"));
     }
-    if (ports.size() > 1 && StringAt(p, {"name"}).empty()) {
+    if (ports.size() > 1 && StringField(p, {"name"}).empty()) {
       AddCause(causes, RequiredField(at + ".name"));
     }
-    const std::string protocol = StringAt(p, {"protocol"});
+    const std::string protocol = StringField(p, {"protocol"});
     if (protocol != "TCP" && protocol != "UDP" && protocol != "SCTP") {
       AddCause(causes, UnsupportedField(at + ".protocol", protocol, {"SCTP", "TCP", "UDP"}));
     }
   }
   if (old_object != nullptr) {
-    const std::string old_ip = StringAt(*old_object, {"spec", "clusterIP"});
-    const std::string new_ip = StringAt(spec, {"clusterIP"});
+    const std::string old_ip = StringField(*old_object, {"spec", "clusterIP"});
+    const std::string new_ip = StringField(spec, {"clusterIP"});
     if (!old_ip.empty() && old_ip != new_ip) {
       AddCause(causes, InvalidField("spec.clusterIP", new_ip, "field is immutable"));
     }
@@ -409,29 +394,29 @@ void ValidateEvent(const json& event, std::vector<StatusCause>* causes) {
   if (!event.contains("eventTime") || event["eventTime"].is_null()) {
     AddCause(causes, RequiredField("eventTime"));
   }
-  const std::string type = StringAt(event, {"type"});
+  const std::string type = StringField(event, {"type"});
   if (type != "Normal" && type != "Warning") {
     AddCause(causes, UnsupportedField("type", type, {"Normal", "Warning"}));
   }
   for (const char* field : {"reportingController", "reportingInstance", "action", "reason"}) {
-    const std::string value = StringAt(event, {field});
+    const std::string value = StringField(event, {field});
     if (value.empty()) {
       AddCause(causes, RequiredField(field));
     } else if (value.size() > 128 && std::string(field) != "reportingController") {
       AddCause(causes, {"FieldValueTooLong", "Too long: must have at most 128 bytes", field});
     }
   }
-  const std::string controller = StringAt(event, {"reportingController"});
+  const std::string controller = StringField(event, {"reportingController"});
   if (!controller.empty()) {
     for (const std::string& e : QualifiedNameErrors(controller)) {
       AddCause(causes, InvalidField("reportingController", controller, e));
     }
   }
-  if (StringAt(event, {"note"}).size() > 1024) {
+  if (StringField(event, {"note"}).size() > 1024) {
     AddCause(causes, {"FieldValueTooLong", "Too long: must have at most 1024 bytes", "note"});
   }
-  const std::string regarding_namespace = StringAt(event, {"regarding", "namespace"});
-  const std::string event_namespace = StringAt(event, {"metadata", "namespace"});
+  const std::string regarding_namespace = StringField(event, {"regarding", "namespace"});
+  const std::string event_namespace = StringField(event, {"metadata", "namespace"});
   if (!regarding_namespace.empty() && regarding_namespace != event_namespace) {
     AddCause(causes, InvalidField("regarding.namespace", regarding_namespace,
                                   "does not match event.namespace"));
@@ -439,12 +424,12 @@ void ValidateEvent(const json& event, std::vector<StatusCause>* causes) {
 }
 
 void ValidateLease(const json& lease, std::vector<StatusCause>* causes) {
-  const json* duration = Find(lease, {"spec", "leaseDurationSeconds"});
+  const json* duration = FindField(lease, {"spec", "leaseDurationSeconds"});
   if (duration != nullptr && !duration->is_null() &&
       (!duration->is_number_integer() || duration->get<int64_t>() <= 0)) {
     AddCause(causes, InvalidField("spec.leaseDurationSeconds", *duration, "must be greater than 0"));
   }
-  const json* transitions = Find(lease, {"spec", "leaseTransitions"});
+  const json* transitions = FindField(lease, {"spec", "leaseTransitions"});
   if (transitions != nullptr && !transitions->is_null() && !IsNonNegativeInteger(*transitions)) {
     AddCause(causes, InvalidField("spec.leaseTransitions", *transitions,
                                   "must be greater than or equal to 0"));
@@ -454,7 +439,7 @@ void ValidateLease(const json& lease, std::vector<StatusCause>* causes) {
 void ValidateClaim(const json* old_object, const json& claim, std::vector<StatusCause>* causes) {
   static const std::set<std::string> kModes = {"ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany",
                                                "ReadWriteOncePod"};
-  const json* modes = Find(claim, {"spec", "accessModes"});
+  const json* modes = FindField(claim, {"spec", "accessModes"});
   if (modes == nullptr || !modes->is_array() || modes->empty()) {
     AddCause(causes, RequiredField("spec.accessModes", "at least 1 access mode is required"));
   } else {
@@ -466,14 +451,15 @@ void ValidateClaim(const json* old_object, const json& claim, std::vector<Status
       }
     }
   }
-  if (Find(claim, {"spec", "resources", "requests", "storage"}) == nullptr) {
+  if (FindField(claim, {"spec", "resources", "requests", "storage"}) == nullptr) {
     AddCause(causes, RequiredField("spec.resources[storage]"));
   }
   if (old_object != nullptr && old_object->contains("spec") && claim.contains("spec")) {
     json a = claim["spec"];
     json b = (*old_object)["spec"];
-    if (a.contains("resources")) a["resources"].erase("requests");
-    if (b.contains("resources")) b["resources"].erase("requests");
+    for (json* spec : {&a, &b}) {
+      if (spec->is_object() && (*spec)["resources"].is_object()) (*spec)["resources"].erase("requests");
+    }
     if (a != b) {
       AddCause(causes, ForbiddenField("spec", "spec is immutable after creation except "
                                               "resources.requests for bound claims"));
@@ -580,7 +566,7 @@ void PrepareForUpdate(const ResourceType& type, const json& old_object, json* ob
   json& spec = (*object)["spec"];
   if (!spec.is_object()) return;
   for (const char* field : {"clusterIP", "clusterIPs"}) {
-    const json* old_value = Find(old_object, {"spec", field});
+    const json* old_value = FindField(old_object, {"spec", field});
     if (old_value != nullptr && (!spec.contains(field) || spec[field] == "" || spec[field].empty())) {
       spec[field] = *old_value;
     }
@@ -638,7 +624,7 @@ bool SelectableField(const ResourceType& type, const json& object, const std::st
     if (dot == std::string::npos) break;
     start = dot + 1;
   }
-  *value = StringAt(object, path);
+  *value = StringField(object, path);
   return true;
 }
 
@@ -707,11 +693,11 @@ std::string PodQosClass(const json& pod_spec) {
   for (const char* list : {"containers", "initContainers"}) {
     if (!pod_spec.is_object() || !pod_spec.contains(list) || !pod_spec[list].is_array()) continue;
     for (const json& c : pod_spec[list]) {
-      const json* requests = Find(c, {"resources", "requests"});
-      const json* limits = Find(c, {"resources", "limits"});
+      const json* requests = FindField(c, {"resources", "requests"});
+      const json* limits = FindField(c, {"resources", "limits"});
       for (const char* resource : {"cpu", "memory"}) {
-        const json* request = requests != nullptr ? Find(*requests, {resource}) : nullptr;
-        const json* limit = limits != nullptr ? Find(*limits, {resource}) : nullptr;
+        const json* request = requests != nullptr ? FindField(*requests, {resource}) : nullptr;
+        const json* limit = limits != nullptr ? FindField(*limits, {resource}) : nullptr;
         if (request != nullptr || limit != nullptr) any = true;
         if (limit == nullptr || (request != nullptr && *request != *limit)) guaranteed = false;
       }

@@ -9,6 +9,7 @@
 #include "operator/testing/base64.h"
 #include "operator/testing/kind_rules.h"
 #include "operator/testing/managed_fields.h"
+#include "operator/testing/json_fields.h"
 
 namespace gaptrain {
 namespace kube_testing {
@@ -21,13 +22,6 @@ constexpr size_t kMaxSnapshots = 64;
 const char kForegroundFinalizer[] = "foregroundDeletion";
 const char kOrphanFinalizer[] = "orphan";
 const char kContinueVersion[] = "meta.k8s.io/v1";
-
-std::string MetaString(const json& object, const char* key) {
-  const json& meta = object["metadata"];
-  if (!meta.is_object()) return "";
-  auto it = meta.find(key);
-  return it != meta.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 json Finalizers(const json& object) {
   const json& meta = object["metadata"];
@@ -123,7 +117,7 @@ class ObjectStore::View : public StoreView {
     auto type = store_->objects_.find(resource_key);
     if (type == store_->objects_.end()) return out;
     for (const auto& [key, object] : type->second) {
-      if (ns.empty() || MetaString(object, "namespace") == ns) out.push_back(&object);
+      if (ns.empty() || StringField(object, {"metadata", "namespace"}) == ns) out.push_back(&object);
     }
     return out;
   }
@@ -192,7 +186,7 @@ void ObjectStore::CommitLocked(const ResourceType& type, const json* previous, j
   }
   ++resource_version_;
   object["metadata"]["resourceVersion"] = std::to_string(resource_version_);
-  const std::string key = ObjectKey(MetaString(object, "namespace"), MetaString(object, "name"));
+  const std::string key = ObjectKey(StringField(object, {"metadata", "namespace"}), StringField(object, {"metadata", "name"}));
   RecordEventLocked(type.key(), previous == nullptr ? "ADDED" : "MODIFIED", object,
                     previous == nullptr ? json() : *previous);
   ObjectsOf(type.key())[key] = object;
@@ -204,7 +198,7 @@ void ObjectStore::CommitLocked(const ResourceType& type, const json* previous, j
 void ObjectStore::RemoveLocked(const ResourceType& type, json object, WriteResult* out) {
   ++resource_version_;
   object["metadata"]["resourceVersion"] = std::to_string(resource_version_);
-  const std::string key = ObjectKey(MetaString(object, "namespace"), MetaString(object, "name"));
+  const std::string key = ObjectKey(StringField(object, {"metadata", "namespace"}), StringField(object, {"metadata", "name"}));
   ObjectsOf(type.key()).erase(key);
   RecordEventLocked(type.key(), "DELETED", object, object);
   out->object = object;
@@ -222,11 +216,11 @@ ApiError ObjectStore::Create(const ResourceType& type, json object, WriteResult*
 ApiError ObjectStore::CreateLocked(const ResourceType& type, json object, WriteResult* out) {
   if (!object["metadata"].is_object()) object["metadata"] = json::object();
   json& meta = object["metadata"];
-  std::string ns = type.namespaced ? meta.value("namespace", "") : "";
-  std::string name = meta.value("name", "");
+  std::string ns = type.namespaced ? StringField(meta, {"namespace"}) : "";
+  std::string name = StringField(meta, {"name"});
   ObjectMap& objects = ObjectsOf(type.key());
   if (name.empty()) {
-    const std::string prefix = meta.value("generateName", "").substr(0, 58);
+    const std::string prefix = StringField(meta, {"generateName"}).substr(0, 58);
     do {
       name = prefix + RandomSuffixLocked();
     } while (objects.count(ObjectKey(ns, name)));
@@ -294,7 +288,7 @@ ApiError ObjectStore::Update(const ResourceType& type, const std::string& ns,
     }
     meta.erase("selfLink");
     if (type.tracks_generation && SpecPart(current) != SpecPart(next)) {
-      meta["generation"] = old_meta.value("generation", 0) + 1;
+      meta["generation"] = IntField(old_meta, {"generation"}) + 1;
     }
     if (next == current) {
       out->object = current;
@@ -325,13 +319,13 @@ ApiError ObjectStore::DeleteLocked(const ResourceType& type, const std::string& 
   auto it = objects.find(key);
   if (it == objects.end()) return ApiError::NotFound(type.group, type.resource, name);
   const json current = it->second;
-  const std::string uid = MetaString(current, "uid");
+  const std::string uid = StringField(current, {"metadata", "uid"});
   if (options.precondition_uid && *options.precondition_uid != uid) {
     return ApiError::Conflict(type.group, type.resource, name,
                               "Precondition failed: UID in precondition: " +
                                   *options.precondition_uid + ", UID in object meta: " + uid);
   }
-  const std::string rv = MetaString(current, "resourceVersion");
+  const std::string rv = StringField(current, {"metadata", "resourceVersion"});
   if (options.precondition_resource_version && *options.precondition_resource_version != rv) {
     return ApiError::Conflict(
         type.group, type.resource, name,
@@ -351,9 +345,9 @@ ApiError ObjectStore::DeleteLocked(const ResourceType& type, const std::string& 
     }
     if (options.grace_period_seconds) grace = *options.grace_period_seconds;
     const std::string phase = current["status"].is_object()
-                                  ? current["status"].value("phase", "")
+                                  ? StringField(current, {"status", "phase"})
                                   : "";
-    const bool scheduled = spec.is_object() && !spec.value("nodeName", "").empty();
+    const bool scheduled = spec.is_object() && !StringField(spec, {"nodeName"}).empty();
     if (!scheduled || phase == "Succeeded" || phase == "Failed") grace = 0;
     if (grace < 0) grace = 1;
   }
@@ -364,7 +358,7 @@ ApiError ObjectStore::DeleteLocked(const ResourceType& type, const std::string& 
     std::vector<std::pair<ResourceTypePtr, json>> dependents;
     ForEachObjectLocked([&](const ResourceTypePtr& t, const json& object) {
       for (const json& ref : OwnerReferences(object)) {
-        if (ref.value("uid", "") == uid) {
+        if (StringField(ref, {"uid"}) == uid) {
           dependents.push_back({t, object});
           break;
         }
@@ -374,7 +368,7 @@ ApiError ObjectStore::DeleteLocked(const ResourceType& type, const std::string& 
       json after = before;
       json refs = json::array();
       for (const json& ref : OwnerReferences(before)) {
-        if (ref.value("uid", "") != uid) refs.push_back(ref);
+        if (StringField(ref, {"uid"}) != uid) refs.push_back(ref);
       }
       if (refs.empty()) {
         after["metadata"].erase("ownerReferences");
@@ -427,7 +421,7 @@ ApiError ObjectStore::DeleteLocked(const ResourceType& type, const std::string& 
     json& meta = next["metadata"];
     meta["deletionTimestamp"] = TimestampLocked(grace);
     meta["deletionGracePeriodSeconds"] = grace;
-    if (type.tracks_generation && meta.value("generation", 0) > 0) {
+    if (type.tracks_generation && IntField(meta, {"generation"}) > 0) {
       meta["generation"] = meta["generation"].get<int64_t>() + 1;
     }
     CommitLocked(type, &current, std::move(next), out);
@@ -455,7 +449,7 @@ void ObjectStore::ForEachObjectLocked(
 bool ObjectStore::FindByUidLocked(const std::string& uid, ResourceTypePtr* type, json** object) {
   for (auto& [key, objects] : objects_) {
     for (auto& [object_key, o] : objects) {
-      if (MetaString(o, "uid") != uid) continue;
+      if (StringField(o, {"metadata", "uid"}) != uid) continue;
       *type = registry_->FindByName(key);
       if (*type == nullptr) return false;
       *object = &o;
@@ -467,19 +461,19 @@ bool ObjectStore::FindByUidLocked(const std::string& uid, ResourceTypePtr* type,
 
 bool ObjectStore::OwnerExistsLocked(const std::string& ns, const json& reference) const {
   const ResourceTypePtr owner_type =
-      registry_->FindByKind(GroupOf(reference.value("apiVersion", "")), reference.value("kind", ""));
+      registry_->FindByKind(GroupOf(StringField(reference, {"apiVersion"})), StringField(reference, {"kind"}));
   // A kind nobody serves cannot be checked; the real collector leaves the
   // dependent alone too.
   if (owner_type == nullptr) return true;
   auto objects = objects_.find(owner_type->key());
   if (objects == objects_.end()) return false;
   auto it = objects->second.find(
-      ObjectKey(owner_type->namespaced ? ns : "", reference.value("name", "")));
-  return it != objects->second.end() && MetaString(it->second, "uid") == reference.value("uid", "");
+      ObjectKey(owner_type->namespaced ? ns : "", StringField(reference, {"name"})));
+  return it != objects->second.end() && StringField(it->second, {"metadata", "uid"}) == StringField(reference, {"uid"});
 }
 
 void ObjectStore::CollectDependentsLocked(const json& owner, bool foreground) {
-  const std::string owner_uid = MetaString(owner, "uid");
+  const std::string owner_uid = StringField(owner, {"metadata", "uid"});
   if (owner_uid.empty()) return;
   struct Dependent {
     ResourceTypePtr type;
@@ -489,8 +483,8 @@ void ObjectStore::CollectDependentsLocked(const json& owner, bool foreground) {
   std::vector<Dependent> dependents;
   ForEachObjectLocked([&](const ResourceTypePtr& t, const json& object) {
     for (const json& ref : OwnerReferences(object)) {
-      if (ref.value("uid", "") == owner_uid) {
-        dependents.push_back({t, MetaString(object, "namespace"), MetaString(object, "name")});
+      if (StringField(ref, {"uid"}) == owner_uid) {
+        dependents.push_back({t, StringField(object, {"metadata", "namespace"}), StringField(object, {"metadata", "name"})});
         break;
       }
     }
@@ -504,7 +498,7 @@ void ObjectStore::CollectDependentsLocked(const json& owner, bool foreground) {
     json solid = json::array();
     bool owner_waits = foreground;
     for (const json& ref : OwnerReferences(dependent)) {
-      const std::string ref_uid = ref.value("uid", "");
+      const std::string ref_uid = StringField(ref, {"uid"});
       if (ref_uid == owner_uid || !OwnerExistsLocked(d.ns, ref)) continue;
       ResourceTypePtr owner_type;
       json* other_owner = nullptr;
@@ -532,7 +526,7 @@ void ObjectStore::CollectDependentsLocked(const json& owner, bool foreground) {
 
 void ObjectStore::ReleaseForegroundOwnersLocked(const json& removed) {
   for (const json& ref : OwnerReferences(removed)) {
-    FinishForegroundDeletionLocked(ref.value("uid", ""));
+    FinishForegroundDeletionLocked(StringField(ref, {"uid"}));
   }
 }
 
@@ -544,7 +538,7 @@ void ObjectStore::FinishForegroundDeletionLocked(const std::string& owner_uid) {
   bool blocked = false;
   ForEachObjectLocked([&](const ResourceTypePtr&, const json& object) {
     for (const json& r : OwnerReferences(object)) {
-      if (r.value("uid", "") == owner_uid && r.value("blockOwnerDeletion", false)) blocked = true;
+      if (StringField(r, {"uid"}) == owner_uid && BoolField(r, {"blockOwnerDeletion"}, false)) blocked = true;
     }
   });
   if (blocked) return;
@@ -562,13 +556,13 @@ void ObjectStore::FinishForegroundDeletionLocked(const std::string& owner_uid) {
 void ObjectStore::CollectIfOrphanedLocked(const ResourceType& type, const json& object) {
   const json refs = OwnerReferences(object);
   if (refs.empty()) return;
-  const std::string ns = MetaString(object, "namespace");
+  const std::string ns = StringField(object, {"metadata", "namespace"});
   for (const json& ref : refs) {
     if (OwnerExistsLocked(ns, ref)) return;
   }
   DeleteOptions options;
   WriteResult ignored;
-  DeleteLocked(type, ns, MetaString(object, "name"), options, &ignored);
+  DeleteLocked(type, ns, StringField(object, {"metadata", "name"}), options, &ignored);
 }
 
 ApiError ObjectStore::Get(const ResourceType& type, const std::string& ns,
@@ -598,7 +592,7 @@ ApiError ObjectStore::List(const ResourceType& type, const ListOptions& options,
                                   std::to_string(offset));
     }
     const json token = json::parse(decoded, nullptr, false);
-    if (!token.is_object() || token.value("v", "") != kContinueVersion ||
+    if (!token.is_object() || StringField(token, {"v"}) != kContinueVersion ||
         !token.contains("id") || !token["id"].is_number_unsigned()) {
       return ApiError::BadRequest("continue key is not valid: incorrect encoded start "
                                   "resourceVersion (version " + std::string(kContinueVersion) + ")");
@@ -624,8 +618,9 @@ ApiError ObjectStore::List(const ResourceType& type, const ListOptions& options,
     auto objects = objects_.find(type.key());
     if (objects != objects_.end()) {
       for (const auto& [key, object] : objects->second) {
-        if (!options.ns.empty() && MetaString(object, "namespace") != options.ns) continue;
-        if (!options.labels.Matches(object["metadata"].value("labels", json()))) continue;
+        if (!options.ns.empty() && StringField(object, {"metadata", "namespace"}) != options.ns) continue;
+        const json* labels = FindField(object, {"metadata", "labels"});
+        if (!options.labels.Matches(labels != nullptr ? *labels : json())) continue;
         if (!options.fields.Matches([&](const std::string& field) {
               std::string value;
               SelectableField(type, object, field, &value);
@@ -648,7 +643,7 @@ ApiError ObjectStore::List(const ResourceType& type, const ListOptions& options,
     rest.items.assign(items.begin() + options.limit, items.end());
     items.resize(static_cast<size_t>(options.limit));
     const uint64_t id = next_snapshot_++;
-    const std::string start = MetaString(rest.items.front(), "name");
+    const std::string start = StringField(rest.items.front(), {"metadata", "name"});
     json token = {{"v", kContinueVersion},
                   {"rv", out->resource_version},
                   {"start", start + std::string(1, '\0')},
@@ -704,9 +699,9 @@ ApiError ObjectStore::StartWatch(const ResourceType& type, const std::string& ns
 }
 
 bool ObjectStore::Watch::Matches(const json& object) const {
-  if (!ns_.empty() && MetaString(object, "namespace") != ns_) return false;
-  const json& meta = object["metadata"];
-  if (!labels_.Matches(meta.is_object() ? meta.value("labels", json()) : json())) return false;
+  if (!ns_.empty() && StringField(object, {"metadata", "namespace"}) != ns_) return false;
+  const json* labels = FindField(object, {"metadata", "labels"});
+  if (!labels_.Matches(labels != nullptr ? *labels : json())) return false;
   return fields_.Matches([&](const std::string& field) {
     std::string value;
     SelectableField(*type_, object, field, &value);

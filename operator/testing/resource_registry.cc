@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "operator/testing/crd_definition.h"
+#include "operator/testing/json_fields.h"
 
 namespace gaptrain {
 namespace kube_testing {
@@ -104,7 +105,7 @@ void ResourceRegistry::RegisterCrd(const nlohmann::json& crd, std::vector<Status
   if (!causes->empty()) return;
   std::vector<ResourceTypePtr> types;
   for (ResourceType& t : served) types.push_back(std::make_shared<ResourceType>(std::move(t)));
-  const std::string crd_name = crd["metadata"].value("name", "");
+  const std::string crd_name = StringField(crd, {"metadata", "name"});
   std::lock_guard<std::mutex> lock(mu_);
   if (types.empty()) {
     custom_.erase(crd_name);

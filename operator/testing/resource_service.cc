@@ -8,6 +8,7 @@
 #include "operator/testing/managed_fields.h"
 #include "operator/testing/table_view.h"
 #include "operator/testing/yaml_to_json.h"
+#include "operator/testing/json_fields.h"
 
 namespace gaptrain {
 namespace kube_testing {
@@ -142,8 +143,8 @@ ApiError ParseObjectBody(const ResourceType& type, const std::string& body,
                                 "\"json:\\\"apiVersion,omitempty\\\"\"; Kind string "
                                 "\"json:\\\"kind,omitempty\\\"\" }");
   }
-  const std::string kind = out->value("kind", "");
-  const std::string api_version = out->value("apiVersion", "");
+  const std::string kind = StringField(*out, {"kind"});
+  const std::string api_version = StringField(*out, {"apiVersion"});
   if (kind.empty()) return ApiError::BadRequest("Object 'Kind' is missing in '" + body + "'");
   if (api_version.empty()) {
     return ApiError::BadRequest("Object 'apiVersion' is missing in '" + body + "'");
@@ -173,7 +174,7 @@ ApiError ParseObjectBody(const ResourceType& type, const std::string& body,
 ApiError MatchUrl(const ResourceType& type, const std::string& ns, const std::string& name,
                   json* object) {
   json& meta = (*object)["metadata"];
-  const std::string body_ns = meta.value("namespace", "");
+  const std::string body_ns = StringField(meta, {"namespace"});
   if (type.namespaced) {
     if (!body_ns.empty() && body_ns != ns) {
       return ApiError::BadRequest(
@@ -185,7 +186,7 @@ ApiError MatchUrl(const ResourceType& type, const std::string& ns, const std::st
     meta.erase("namespace");
   }
   if (!name.empty()) {
-    const std::string body_name = meta.value("name", "");
+    const std::string body_name = StringField(meta, {"name"});
     if (!body_name.empty() && body_name != name) {
       return ApiError::BadRequest("the name of the object (" + body_name +
                                   ") does not match the name on the URL (" + name + ")");
@@ -258,17 +259,6 @@ ShapeFunction ShapeFunctionFor(const ResourceType& type) {
   return [&type](const std::vector<std::string>& names) { return ShapeOf(type, names); };
 }
 
-const json* Find(const json& object, const std::vector<std::string>& path) {
-  const json* current = &object;
-  for (const std::string& key : path) {
-    if (!current->is_object()) return nullptr;
-    auto it = current->find(key);
-    if (it == current->end()) return nullptr;
-    current = &*it;
-  }
-  return current;
-}
-
 void SetAt(json* object, const std::vector<std::string>& path, json value) {
   json* current = object;
   for (const std::string& key : path) {
@@ -288,8 +278,8 @@ ordered_json ScaleView(const ResourceType& type, const json& object) {
     if (meta.contains(field)) m[field] = ordered_json::parse(meta[field].dump());
   }
   scale["metadata"] = m;
-  const json* spec_replicas = Find(object, type.scale->spec_replicas_path);
-  const json* status_replicas = Find(object, type.scale->status_replicas_path);
+  const json* spec_replicas = FindField(object, type.scale->spec_replicas_path);
+  const json* status_replicas = FindField(object, type.scale->status_replicas_path);
   scale["spec"] = {{"replicas", spec_replicas != nullptr && spec_replicas->is_number()
                                     ? spec_replicas->get<int64_t>()
                                     : 0}};
@@ -298,7 +288,7 @@ ordered_json ScaleView(const ResourceType& type, const json& object) {
                            ? status_replicas->get<int64_t>()
                            : 0;
   if (!type.scale->label_selector_path.empty()) {
-    const json* selector = Find(object, type.scale->label_selector_path);
+    const json* selector = FindField(object, type.scale->label_selector_path);
     if (selector != nullptr && selector->is_string()) status["selector"] = selector->get<std::string>();
   }
   scale["status"] = status;
@@ -388,7 +378,7 @@ ApiResponse ResourceService::Get(const ResourceRequest& r) {
   if (accept.find("as=Table") != std::string::npos && r.type->rules == KindRules::kCustomResource) {
     auto include = r.query.find("includeObject");
     return JsonResponse(
-        200, TableView(*r.type, {object}, object["metadata"].value("resourceVersion", ""), "",
+        200, TableView(*r.type, {object}, StringField(object, {"metadata", "resourceVersion"}), "",
                        include == r.query.end() ? "Metadata" : include->second,
                        std::chrono::system_clock::now())
                  .dump());
@@ -517,7 +507,7 @@ ApiResponse ResourceService::Create(const ResourceRequest& r) {
   ValidateObject(type, nullptr, object, &causes);
   if (!causes.empty()) {
     ApiResponse response = ErrorResponse(ApiError::Invalid(
-        type.group, type.kind, object["metadata"].value("name", ""), std::move(causes)));
+        type.group, type.kind, StringField(object, {"metadata", "name"}), std::move(causes)));
     AddWarnings(warnings, &response);
     return response;
   }
@@ -551,7 +541,7 @@ ApiError ResourceService::FinishUpdate(const ResourceType& type, const json& cur
   std::vector<StatusCause> causes;
   ValidateObject(type, &current, after, &causes);
   if (!causes.empty()) {
-    return ApiError::Invalid(type.group, type.kind, after["metadata"].value("name", ""),
+    return ApiError::Invalid(type.group, type.kind, StringField(after, {"metadata", "name"}),
                              std::move(causes));
   }
   *next = std::move(after);
@@ -578,18 +568,18 @@ ApiResponse ResourceService::Update(const ResourceRequest& r) {
       type, r.ns, r.name, /*create_if_absent=*/false,
       [&](const json* current, json* next) -> ApiError {
         const json& meta = object["metadata"];
-        const std::string rv = meta.value("resourceVersion", "");
+        const std::string rv = StringField(meta, {"resourceVersion"});
         if (rv.empty() && conditional_only) {
           return ApiError::Invalid(
               type.group, type.kind, r.name,
               {{"FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
                 "metadata.resourceVersion"}});
         }
-        if (!rv.empty() && rv != (*current)["metadata"].value("resourceVersion", "")) {
+        if (!rv.empty() && rv != StringField((*current), {"metadata", "resourceVersion"})) {
           return ApiError::StaleResourceVersion(type.group, type.resource, r.name);
         }
-        const std::string uid = meta.value("uid", "");
-        const std::string current_uid = (*current)["metadata"].value("uid", "");
+        const std::string uid = StringField(meta, {"uid"});
+        const std::string current_uid = StringField((*current), {"metadata", "uid"});
         if (!uid.empty() && uid != current_uid) {
           return ApiError::Conflict(type.group, type.resource, r.name,
                                     "Precondition failed: UID in precondition: " + uid +
@@ -604,7 +594,8 @@ ApiResponse ResourceService::Update(const ResourceRequest& r) {
           }
         } else {
           *next = object;
-          (*next)["metadata"]["managedFields"] = (*current)["metadata"].value("managedFields", json());
+          const json* managed = FindField(*current, {"metadata", "managedFields"});
+          (*next)["metadata"]["managedFields"] = managed != nullptr ? *managed : json();
           if (type.status_subresource) KeepStatus(*current, next);
           PrepareForUpdate(type, *current, next);
         }
@@ -647,17 +638,17 @@ ApiResponse ResourceService::Patch(const ResourceRequest& r) {
         ApiError error = ApplyJsonPatch(media_type, patch, &patched);
         if (!error.ok()) return error;
         if (!patched.is_object()) return ApiError::ForCode(422, "the patched object is not an object");
-        if (patched.value("apiVersion", "") != type.api_version() ||
-            patched.value("kind", "") != type.kind) {
+        if (StringField(patched, {"apiVersion"}) != type.api_version() ||
+            StringField(patched, {"kind"}) != type.kind) {
           return ApiError::BadRequest("the API version or kind of the object may not be patched");
         }
         if (!patched["metadata"].is_object()) patched["metadata"] = json::object();
-        const std::string rv = patched["metadata"].value("resourceVersion", "");
-        if (rv != (*current)["metadata"].value("resourceVersion", "")) {
+        const std::string rv = StringField(patched, {"metadata", "resourceVersion"});
+        if (rv != StringField((*current), {"metadata", "resourceVersion"})) {
           return ApiError::StaleResourceVersion(type.group, type.resource, r.name);
         }
-        const std::string uid = patched["metadata"].value("uid", "");
-        const std::string current_uid = (*current)["metadata"].value("uid", "");
+        const std::string uid = StringField(patched, {"metadata", "uid"});
+        const std::string current_uid = StringField((*current), {"metadata", "uid"});
         if (uid != current_uid) {
           return ApiError::Conflict(type.group, type.resource, r.name,
                                     "Precondition failed: UID in precondition: " + uid +
@@ -725,8 +716,8 @@ ApiResponse ResourceService::Apply(const ResourceRequest& r) {
     for (const std::string& f : unknown) warnings.push_back("unknown field " + json(f).dump());
   }
   json& applied_meta = applied["metadata"];
-  const std::string precondition_rv = applied_meta.value("resourceVersion", "");
-  const std::string precondition_uid = applied_meta.value("uid", "");
+  const std::string precondition_rv = StringField(applied_meta, {"resourceVersion"});
+  const std::string precondition_uid = StringField(applied_meta, {"uid"});
   for (const char* field : {"resourceVersion", "uid", "managedFields", "creationTimestamp",
                             "deletionTimestamp", "deletionGracePeriodSeconds", "generation",
                             "selfLink"}) {
@@ -748,10 +739,10 @@ ApiResponse ResourceService::Apply(const ResourceRequest& r) {
       [&](const json* current, json* next) -> ApiError {
         if (current != nullptr) {
           if (!precondition_rv.empty() &&
-              precondition_rv != (*current)["metadata"].value("resourceVersion", "")) {
+              precondition_rv != StringField((*current), {"metadata", "resourceVersion"})) {
             return ApiError::StaleResourceVersion(type.group, type.resource, r.name);
           }
-          const std::string current_uid = (*current)["metadata"].value("uid", "");
+          const std::string current_uid = StringField((*current), {"metadata", "uid"});
           if (!precondition_uid.empty() && precondition_uid != current_uid) {
             return ApiError::Conflict(type.group, type.resource, r.name,
                                       "Precondition failed: UID in precondition: " +
@@ -887,22 +878,22 @@ ApiResponse ResourceService::Delete(const ResourceRequest& r) {
   if (!e.ok()) return ErrorResponse(e);
   if (type.rules == KindRules::kCustomResourceDefinition && result.removed) {
     // Deleting a CRD deletes its custom resources, then stops serving them.
-    const std::string crd_name = result.object["metadata"].value("name", "");
+    const std::string crd_name = StringField(result.object, {"metadata", "name"});
     for (const ResourceTypePtr& t : registry_->All()) {
       if (t->crd_name != crd_name) continue;
       ObjectStore::ListResult items;
       store_->List(*t, {}, &items);
       for (const json& item : items.items) {
         ObjectStore::WriteResult ignored;
-        store_->Delete(*t, item["metadata"].value("namespace", ""),
-                       item["metadata"].value("name", ""), DeleteOptions(), &ignored);
+        store_->Delete(*t, StringField(item, {"metadata", "namespace"}),
+                       StringField(item, {"metadata", "name"}), DeleteOptions(), &ignored);
       }
     }
     registry_->UnregisterCrd(crd_name);
   }
   if (result.removed && !type.return_deleted_object) {
     return JsonResponse(200, DeletedStatusJson(type.group, type.resource, r.name,
-                                               result.object["metadata"].value("uid", ""))
+                                               StringField(result.object, {"metadata", "uid"}))
                                  .dump());
   }
   result.object["apiVersion"] = type.api_version();
@@ -929,8 +920,8 @@ ApiResponse ResourceService::DeleteCollection(const ResourceRequest& r) {
   list["items"] = json::array();
   for (const json& item : listed.items) {
     ObjectStore::WriteResult result;
-    if (store_->Delete(type, item["metadata"].value("namespace", ""),
-                       item["metadata"].value("name", ""), options, &result)
+    if (store_->Delete(type, StringField(item, {"metadata", "namespace"}),
+                       StringField(item, {"metadata", "name"}), options, &result)
             .ok()) {
       result.object["apiVersion"] = type.api_version();
       list["items"].push_back(std::move(result.object));
@@ -966,10 +957,12 @@ ApiResponse ResourceService::WriteScale(const ResourceRequest& r) {
           if (!error.ok()) return error;
         } else {
           if (!body.is_object()) return ApiError::BadRequest("a Scale must be a JSON object");
-          if (body.value("kind", "Scale") != "Scale" ||
-              body.value("apiVersion", "autoscaling/v1") != "autoscaling/v1") {
+          const std::string kind = StringField(body, {"kind"});
+          const std::string api_version = StringField(body, {"apiVersion"});
+          if ((!kind.empty() && kind != "Scale") ||
+              (!api_version.empty() && api_version != "autoscaling/v1")) {
             return ApiError::BadRequest("the API version in the data (" +
-                                        body.value("apiVersion", "") +
+                                        StringField(body, {"apiVersion"}) +
                                         ") does not match the expected API version "
                                         "(autoscaling/v1)");
           }
@@ -979,16 +972,16 @@ ApiResponse ResourceService::WriteScale(const ResourceRequest& r) {
         const json& meta = scale.contains("metadata") && scale["metadata"].is_object()
                                ? scale["metadata"]
                                : json::object();
-        const std::string name = meta.value("name", "");
+        const std::string name = StringField(meta, {"name"});
         if (!name.empty() && name != r.name) {
           return ApiError::BadRequest("the name of the object (" + name +
                                       ") does not match the name on the URL (" + r.name + ")");
         }
-        const std::string rv = meta.value("resourceVersion", "");
-        if (!rv.empty() && rv != (*current)["metadata"].value("resourceVersion", "")) {
+        const std::string rv = StringField(meta, {"resourceVersion"});
+        if (!rv.empty() && rv != StringField((*current), {"metadata", "resourceVersion"})) {
           return ApiError::StaleResourceVersion(type.group, type.resource, r.name);
         }
-        const json* replicas = Find(scale, {"spec", "replicas"});
+        const json* replicas = FindField(scale, {"spec", "replicas"});
         if (replicas == nullptr || !replicas->is_number_integer() || replicas->get<int64_t>() < 0) {
           return ApiError::Invalid("autoscaling", "Scale", r.name,
                                    {InvalidField("spec.replicas",
@@ -1012,11 +1005,11 @@ ApiResponse ResourceService::Evict(const ResourceRequest& r) {
   json eviction;
   ApiError e = ParseJsonBody(r.http->body, &eviction);
   if (!e.ok()) return ErrorResponse(e);
-  if (!eviction.is_object() || eviction.value("kind", "") != "Eviction") {
+  if (!eviction.is_object() || StringField(eviction, {"kind"}) != "Eviction") {
     return ErrorResponse(ApiError::BadRequest("the body must be a policy/v1 Eviction"));
   }
   const std::string name = eviction.contains("metadata") && eviction["metadata"].is_object()
-                               ? eviction["metadata"].value("name", "")
+                               ? StringField(eviction, {"metadata", "name"})
                                : "";
   if (name != r.name) {
     return ErrorResponse(ApiError::BadRequest("name in URL does not match name in Eviction object"));
@@ -1040,9 +1033,9 @@ ApiResponse ResourceService::Evict(const ResourceRequest& r) {
       [&](const json* current, json* next) -> ApiError {
         *next = *current;
         const json& status = (*current)["status"];
-        const std::string phase = status.is_object() ? status.value("phase", "") : "";
+        const std::string phase = status.is_object() ? StringField(status, {"phase"}) : "";
         const bool scheduled = (*current)["spec"].is_object() &&
-                               !(*current)["spec"].value("nodeName", "").empty();
+                               !StringField((*current), {"spec", "nodeName"}).empty();
         if (!scheduled || phase == "Succeeded" || phase == "Failed" ||
             (*current)["metadata"].contains("deletionTimestamp")) {
           return ApiError();
@@ -1052,7 +1045,7 @@ ApiResponse ResourceService::Evict(const ResourceRequest& r) {
                               ? status["conditions"]
                               : json::array();
         for (const json& c : conditions) {
-          if (c.value("type", "") == "DisruptionTarget") return ApiError();
+          if (StringField(c, {"type"}) == "DisruptionTarget") return ApiError();
         }
         conditions.push_back({{"type", "DisruptionTarget"},
                               {"status", "True"},
@@ -1076,7 +1069,7 @@ ApiResponse ResourceService::Bind(const ResourceRequest& r) {
   json binding;
   ApiError e = ParseJsonBody(r.http->body, &binding);
   if (!e.ok()) return ErrorResponse(e);
-  const json* node = binding.is_object() ? Find(binding, {"target", "name"}) : nullptr;
+  const json* node = binding.is_object() ? FindField(binding, {"target", "name"}) : nullptr;
   if (node == nullptr || !node->is_string() || node->get<std::string>().empty()) {
     return ErrorResponse(
         ApiError::Invalid("", "Binding", r.name, {RequiredField("target.name")}));
@@ -1086,7 +1079,7 @@ ApiResponse ResourceService::Bind(const ResourceRequest& r) {
       type, r.ns, r.name, false,
       [&](const json* current, json* next) -> ApiError {
         const std::string assigned =
-            (*current)["spec"].is_object() ? (*current)["spec"].value("nodeName", "") : "";
+            (*current)["spec"].is_object() ? StringField((*current), {"spec", "nodeName"}) : "";
         if (!assigned.empty()) {
           return ApiError::Conflict("", "pods/binding", r.name,
                                     "pod " + r.name + " is already assigned to node \"" +

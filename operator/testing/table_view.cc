@@ -1,4 +1,5 @@
 #include "operator/testing/table_view.h"
+#include "operator/testing/json_fields.h"
 
 #include <time.h>
 
@@ -175,7 +176,7 @@ ordered_json TableView(const ResourceType& type, const std::vector<json>& object
   for (const json& object : objects) {
     ordered_json row;
     ordered_json cells = ordered_json::array();
-    cells.push_back(object["metadata"].value("name", ""));
+    cells.push_back(StringField(object, {"metadata", "name"}));
     for (const PrinterColumn& c : type.printer_columns) {
       cells.push_back(ordered_json::parse(Cell(c, object, now).dump()));
     }
