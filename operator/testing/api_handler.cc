@@ -144,7 +144,7 @@ ApiResponse ApiHandler::Handle(const ApiRequest& request) {
 ApiResponse ApiHandler::Serve(const ApiRequest& request, const std::string& path,
                               const std::string& query, RequestRecord* record) {
   const std::vector<std::string> segments = SplitPath(path);
-  const std::map<std::string, std::string> params = ParseQuery(query);
+  std::map<std::string, std::string> params = ParseQuery(query);
 
   // Route the path.
   Route route;
@@ -178,7 +178,14 @@ ApiResponse ApiHandler::Serve(const ApiRequest& request, const std::string& path
   if (route.resource) {
     auto watch = params.find("watch");
     const bool watching = watch != params.end() && (watch->second == "1" || watch->second == "true");
-    if (method == "GET") {
+    if (method == "GET" && watching && !route.name.empty() && route.subresource.empty()) {
+      // A watch of one object is a watch of the collection by name.
+      const std::string by_name = "metadata.name=" + route.name;
+      std::string& fields = params["fieldSelector"];
+      fields = fields.empty() ? by_name : fields + "," + by_name;
+      route.name.clear();
+      verb = "watch";
+    } else if (method == "GET") {
       verb = !route.name.empty() ? "get" : (watching ? "watch" : "list");
     } else if (method == "POST") {
       verb = "create";

@@ -16,8 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string Job(const std::string& name) { return std::string(kJobs) + "/" + name; }
-std::string PodPath(const std::string& name) { return std::string(kPods) + "/" + name; }
 std::string Rv(const TestResponse& r) { return r.json["metadata"]["resourceVersion"]; }
 
 class ApiSemanticsTest : public FakeApiServerTest {};
@@ -37,16 +35,16 @@ TEST_F(ApiSemanticsTest, UpdatesNeedTheCurrentResourceVersion) {
   TestResponse created = client_->Post(kJobs, TrainingJobBody("mnist"));
   json job = created.json;
   job["spec"]["workers"]["replicas"] = 5;
-  TestResponse updated = client_->Put(Job("mnist"), job);
+  TestResponse updated = client_->Put(JobPath("mnist"), job);
   ASSERT_EQ(updated.status, 200) << updated.body;
   EXPECT_EQ(updated.json["metadata"]["generation"], 2);
   // The same stale body again: 409.
-  TestResponse stale = client_->Put(Job("mnist"), job);
+  TestResponse stale = client_->Put(JobPath("mnist"), job);
   EXPECT_EQ(stale.status, 409);
   EXPECT_EQ(stale.json["reason"], "Conflict");
   // A custom resource cannot be updated unconditionally.
   job["metadata"].erase("resourceVersion");
-  TestResponse unconditional = client_->Put(Job("mnist"), job);
+  TestResponse unconditional = client_->Put(JobPath("mnist"), job);
   EXPECT_EQ(unconditional.status, 422);
   EXPECT_EQ(unconditional.json["details"]["causes"][0]["message"],
             "Invalid value: 0x0: must be specified for an update");
@@ -59,14 +57,14 @@ TEST_F(ApiSemanticsTest, UpdatesNeedTheCurrentResourceVersion) {
   // A PUT of something that does not exist is a 404.
   json ghost = TrainingJobBody("ghost");
   ghost["metadata"]["resourceVersion"] = "1";
-  EXPECT_EQ(client_->Put(Job("ghost"), ghost).status, 404);
+  EXPECT_EQ(client_->Put(JobPath("ghost"), ghost).status, 404);
 }
 
 TEST_F(ApiSemanticsTest, NamesInTheBodyMustMatchTheUrl) {
   client_->Post(kJobs, TrainingJobBody("mnist"));
   json other = TrainingJobBody("other");
   other["metadata"]["resourceVersion"] = "1";
-  TestResponse r = client_->Put(Job("mnist"), other);
+  TestResponse r = client_->Put(JobPath("mnist"), other);
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.json["message"], "the name of the object (other) does not match the name on the URL (mnist)");
   json elsewhere = TrainingJobBody("x");
@@ -90,7 +88,7 @@ TEST_F(ApiSemanticsTest, MainResourceWritesIgnoreStatusAndStatusWritesIgnoreTheR
   EXPECT_FALSE(created.json.contains("status"));  // dropped on create
 
   TestResponse status = client_->Send(
-      "PUT", Job("mnist") + "/status",
+      "PUT", JobPath("mnist") + "/status",
       json({{"apiVersion", "gaptrain.io/v1alpha1"},
             {"kind", "TrainingJob"},
             {"metadata", {{"name", "mnist"}, {"resourceVersion", Rv(created)}, {"labels", {{"new", "label"}}}}},
@@ -106,28 +104,28 @@ TEST_F(ApiSemanticsTest, MainResourceWritesIgnoreStatusAndStatusWritesIgnoreTheR
   json main = status.json;
   main["status"]["phase"] = "Failed";
   main["spec"]["workers"]["replicas"] = 2;
-  TestResponse updated = client_->Put(Job("mnist"), main);
+  TestResponse updated = client_->Put(JobPath("mnist"), main);
   ASSERT_EQ(updated.status, 200);
   EXPECT_EQ(updated.json["status"]["phase"], "Running");
   EXPECT_EQ(updated.json["spec"]["workers"]["replicas"], 2);
   EXPECT_EQ(updated.json["metadata"]["generation"], 2);
 
   // A status patch that changes nothing writes nothing.
-  TestResponse same = client_->MergePatch(Job("mnist") + "/status", {{"status", {{"phase", "Running"}}}});
+  TestResponse same = client_->MergePatch(JobPath("mnist") + "/status", {{"status", {{"phase", "Running"}}}});
   EXPECT_EQ(Rv(same), Rv(updated));
 }
 
 TEST_F(ApiSemanticsTest, ScaleMapsToTheCrdReplicaPaths) {
   client_->Post(kJobs, TrainingJobBody("mnist", 3));
-  ASSERT_EQ(client_->MergePatch(Job("mnist") + "/status",
+  ASSERT_EQ(client_->MergePatch(JobPath("mnist") + "/status",
                                 {{"status", {{"workers", {{"active", 2}, {"selector", "a=b"}}}}}})
                 .status,
             200);
-  TestResponse scale = client_->Get(Job("mnist") + "/scale");
+  TestResponse scale = client_->Get(JobPath("mnist") + "/scale");
   ASSERT_EQ(scale.status, 200);
   EXPECT_EQ(scale.json["spec"]["replicas"], 3);
   EXPECT_EQ(scale.json["status"], json({{"replicas", 2}, {"selector", "a=b"}}));
-  TestResponse patched = client_->MergePatch(Job("mnist") + "/scale", {{"spec", {{"replicas", 5}}}});
+  TestResponse patched = client_->MergePatch(JobPath("mnist") + "/scale", {{"spec", {{"replicas", 5}}}});
   ASSERT_EQ(patched.status, 200) << patched.body;
   EXPECT_EQ(patched.json["spec"]["replicas"], 5);
   json job;
@@ -135,17 +133,17 @@ TEST_F(ApiSemanticsTest, ScaleMapsToTheCrdReplicaPaths) {
   EXPECT_EQ(job["spec"]["workers"]["replicas"], 5);
   EXPECT_EQ(job["metadata"]["generation"], 2);
   // Below the schema's minimum: the custom resource's own 422.
-  TestResponse zero = client_->MergePatch(Job("mnist") + "/scale", {{"spec", {{"replicas", 0}}}});
+  TestResponse zero = client_->MergePatch(JobPath("mnist") + "/scale", {{"spec", {{"replicas", 0}}}});
   EXPECT_EQ(zero.status, 422);
   EXPECT_EQ(zero.json["details"]["causes"][0]["field"], "spec.workers.replicas");
   TestResponse negative = client_->Send(
-      "PUT", Job("mnist") + "/scale",
+      "PUT", JobPath("mnist") + "/scale",
       R"({"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"mnist"},"spec":{"replicas":-1}})");
   EXPECT_EQ(negative.status, 422);
   EXPECT_EQ(negative.json["message"], "Scale.autoscaling \"mnist\" is invalid: spec.replicas: "
                                       "Invalid value: -1: must be greater than or equal to 0");
   TestResponse stale = client_->Send(
-      "PUT", Job("mnist") + "/scale",
+      "PUT", JobPath("mnist") + "/scale",
       R"({"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"mnist","resourceVersion":"1"},"spec":{"replicas":2}})");
   EXPECT_EQ(stale.status, 409);
   // Pods have no scale subresource.
@@ -156,31 +154,31 @@ TEST_F(ApiSemanticsTest, ScaleMapsToTheCrdReplicaPaths) {
 TEST_F(ApiSemanticsTest, MergeAndJsonPatches) {
   client_->Post(kJobs, TrainingJobBody("mnist"));
   TestResponse merged = client_->MergePatch(
-      Job("mnist"), {{"metadata", {{"labels", {{"team", nullptr}, {"tier", "gold"}}}}}});
+      JobPath("mnist"), {{"metadata", {{"labels", {{"team", nullptr}, {"tier", "gold"}}}}}});
   ASSERT_EQ(merged.status, 200);
   EXPECT_EQ(merged.json["metadata"]["labels"], json({{"tier", "gold"}}));
   TestResponse patched = client_->Send(
-      "PATCH", Job("mnist"),
+      "PATCH", JobPath("mnist"),
       R"([{"op":"test","path":"/spec/workers/replicas","value":4},{"op":"replace","path":"/spec/workers/replicas","value":7}])",
       "application/json-patch+json");
   ASSERT_EQ(patched.status, 200) << patched.body;
   EXPECT_EQ(patched.json["spec"]["workers"]["replicas"], 7);
-  TestResponse failed = client_->Send("PATCH", Job("mnist"),
+  TestResponse failed = client_->Send("PATCH", JobPath("mnist"),
                                       R"([{"op":"test","path":"/spec/workers/replicas","value":1}])",
                                       "application/json-patch+json");
   EXPECT_EQ(failed.status, 422);
-  TestResponse strategic = client_->Send("PATCH", Job("mnist"), "{}",
+  TestResponse strategic = client_->Send("PATCH", JobPath("mnist"), "{}",
                                          "application/strategic-merge-patch+json");
   EXPECT_EQ(strategic.status, 415);
   EXPECT_EQ(strategic.json["reason"], "UnsupportedMediaType");
   // A patch that makes the object invalid is refused.
-  TestResponse invalid = client_->MergePatch(Job("mnist"), {{"spec", {{"data", {{"path", ""}}}}}});
+  TestResponse invalid = client_->MergePatch(JobPath("mnist"), {{"spec", {{"data", {{"path", ""}}}}}});
   EXPECT_EQ(invalid.status, 422);
   // A patch carrying an old resourceVersion is a precondition.
-  TestResponse stale = client_->MergePatch(Job("mnist"), {{"metadata", {{"resourceVersion", "1"}}}});
+  TestResponse stale = client_->MergePatch(JobPath("mnist"), {{"metadata", {{"resourceVersion", "1"}}}});
   EXPECT_EQ(stale.status, 409);
-  EXPECT_EQ(client_->MergePatch(Job("nope"), json::object()).status, 404);
-  EXPECT_EQ(client_->MergePatch(Job("mnist") + "?force=true", json::object()).status, 422);
+  EXPECT_EQ(client_->MergePatch(JobPath("nope"), json::object()).status, 404);
+  EXPECT_EQ(client_->MergePatch(JobPath("mnist") + "?force=true", json::object()).status, 422);
 }
 
 TEST_F(ApiSemanticsTest, ServerSideApplyCreatesUpdatesAndIsANoOpWhenUnchanged) {
@@ -226,26 +224,26 @@ TEST_F(ApiSemanticsTest, ApplyToACustomResourceKeepsStatusAndPrunes) {
   const std::string job =
       "apiVersion: gaptrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: mnist\n"
       "spec:\n  data: {path: /data}\n  training: {epochs: 2}\n  bogus: 1\nstatus:\n  phase: X\n";
-  TestResponse created = client_->Apply(Job("mnist") + "?fieldManager=op", job);
+  TestResponse created = client_->Apply(JobPath("mnist") + "?fieldManager=op", job);
   ASSERT_EQ(created.status, 201) << created.body;
   EXPECT_FALSE(created.json.contains("status"));
   EXPECT_FALSE(created.json["spec"].contains("bogus"));
   EXPECT_EQ(created.Header("Warning"), "299 - \"unknown field \\\"spec.bogus\\\"\"");
   EXPECT_EQ(created.json["spec"]["training"]["batchSize"], 128);  // defaulted
   EXPECT_FALSE(created.json["spec"].contains("workers"));  // no parent, no defaults
-  ASSERT_EQ(client_->MergePatch(Job("mnist") + "/status", {{"status", {{"phase", "Running"}}}}).status, 200);
-  TestResponse again = client_->Apply(Job("mnist") + "?fieldManager=op", job);
+  ASSERT_EQ(client_->MergePatch(JobPath("mnist") + "/status", {{"status", {{"phase", "Running"}}}}).status, 200);
+  TestResponse again = client_->Apply(JobPath("mnist") + "?fieldManager=op", job);
   EXPECT_EQ(again.status, 200);
   EXPECT_EQ(again.json["status"]["phase"], "Running");
   EXPECT_EQ(again.json["metadata"]["generation"], 1);
   // Applying status through the status subresource.
   TestResponse status = client_->Apply(
-      Job("mnist") + "/status?fieldManager=op-status",
+      JobPath("mnist") + "/status?fieldManager=op-status",
       "apiVersion: gaptrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: mnist\n"
       "status:\n  phase: Succeeded\n");
   ASSERT_EQ(status.status, 409) << status.body;  // the patch above owns phase
   status = client_->Apply(
-      Job("mnist") + "/status?fieldManager=op-status&force=true",
+      JobPath("mnist") + "/status?fieldManager=op-status&force=true",
       "apiVersion: gaptrain.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: mnist\n"
       "status:\n  phase: Succeeded\n");
   ASSERT_EQ(status.status, 200) << status.body;
@@ -487,7 +485,7 @@ TEST_F(ApiSemanticsTest, CrdsInstalledThroughTheApiServeTheirResources) {
 TEST_F(ApiSemanticsTest, TablesForCustomResourceLists) {
   client_->Post(kJobs, TrainingJobBody("a"));
   client_->Post(kJobs, TrainingJobBody("b"));
-  client_->MergePatch(Job("b") + "/status",
+  client_->MergePatch(JobPath("b") + "/status",
                       {{"status", {{"conditions", json::array({{{"type", "Created"}, {"status", "True"}},
                                                                {{"type", "Running"}, {"status", "True"}}})},
                                    {"progress", {{"epoch", 2}}}}}});

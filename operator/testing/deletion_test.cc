@@ -15,11 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::chrono::seconds kWait(10);
-
-std::string Job(const std::string& name) { return std::string(kJobs) + "/" + name; }
-std::string PodPath(const std::string& name) { return std::string(kPods) + "/" + name; }
-
 class DeletionTest : public FakeApiServerTest {
  protected:
   // A TrainingJob and its uid.
@@ -119,7 +114,7 @@ TEST_F(DeletionTest, FinalizersHoldAnObjectUntilTheyAreRemoved) {
   json job = TrainingJobBody("mnist");
   job["metadata"]["finalizers"] = {"gaptrain.io/cleanup"};
   ASSERT_EQ(client_->Post(kJobs, job).status, 201);
-  TestResponse deleting = client_->Delete(Job("mnist"));
+  TestResponse deleting = client_->Delete(JobPath("mnist"));
   ASSERT_EQ(deleting.status, 200);
   EXPECT_EQ(deleting.json["kind"], "TrainingJob");
   EXPECT_TRUE(deleting.json["metadata"].contains("deletionTimestamp"));
@@ -127,11 +122,11 @@ TEST_F(DeletionTest, FinalizersHoldAnObjectUntilTheyAreRemoved) {
   EXPECT_TRUE(Exists("trainingjobs", "mnist"));
   // No new finalizers on an object being deleted.
   TestResponse added = client_->MergePatch(
-      Job("mnist"), {{"metadata", {{"finalizers", {"gaptrain.io/cleanup", "gaptrain.io/other"}}}}});
+      JobPath("mnist"), {{"metadata", {{"finalizers", {"gaptrain.io/cleanup", "gaptrain.io/other"}}}}});
   EXPECT_EQ(added.status, 422);
   EXPECT_EQ(added.json["details"]["causes"][0]["field"], "metadata.finalizers");
   // Removing the last finalizer completes the deletion.
-  TestResponse released = client_->MergePatch(Job("mnist"), {{"metadata", {{"finalizers", nullptr}}}});
+  TestResponse released = client_->MergePatch(JobPath("mnist"), {{"metadata", {{"finalizers", nullptr}}}});
   EXPECT_EQ(released.status, 200) << released.body;
   EXPECT_FALSE(Exists("trainingjobs", "mnist"));
 }
@@ -142,7 +137,7 @@ TEST_F(DeletionTest, BackgroundDeletionCollectsDependentsAfterTheOwner) {
   CreateOwnedPod("w1", "mnist", uid, "node-1");
   std::unique_ptr<WatchReader> watch =
       OpenWatch("/api/v1/pods?watch=1&resourceVersion=" + std::to_string(server_->resource_version()));
-  TestResponse deleted = client_->Delete(Job("mnist"));
+  TestResponse deleted = client_->Delete(JobPath("mnist"));
   ASSERT_EQ(deleted.status, 200);
   EXPECT_EQ(deleted.json["kind"], "Status");
   EXPECT_FALSE(Exists("trainingjobs", "mnist"));
@@ -161,7 +156,7 @@ TEST_F(DeletionTest, ForegroundDeletionWaitsForBlockingDependents) {
   const std::string uid = CreateJob("mnist");
   CreateOwnedPod("w0", "mnist", uid, "node-1");
   CreateOwnedPod("w1", "mnist", uid, "", /*block=*/false);
-  TestResponse deleting = client_->Delete(Job("mnist"), R"({"propagationPolicy":"Foreground"})");
+  TestResponse deleting = client_->Delete(JobPath("mnist"), R"({"propagationPolicy":"Foreground"})");
   ASSERT_EQ(deleting.status, 200);
   EXPECT_EQ(deleting.json["metadata"]["finalizers"], json::array({"foregroundDeletion"}));
   EXPECT_EQ(deleting.json["metadata"]["deletionGracePeriodSeconds"], 0);
@@ -177,13 +172,13 @@ TEST_F(DeletionTest, ForegroundDeletionWaitsForBlockingDependents) {
 TEST_F(DeletionTest, OrphanDeletionKeepsTheDependents) {
   const std::string uid = CreateJob("mnist");
   CreateOwnedPod("w0", "mnist", uid);
-  TestResponse deleted = client_->Delete(Job("mnist") + "?propagationPolicy=Orphan");
+  TestResponse deleted = client_->Delete(JobPath("mnist") + "?propagationPolicy=Orphan");
   ASSERT_EQ(deleted.status, 200);
   EXPECT_FALSE(Exists("trainingjobs", "mnist"));
   json pod;
   ASSERT_TRUE(server_->Get("pods", "default", "w0", &pod).ok());
   EXPECT_FALSE(pod["metadata"].contains("ownerReferences"));
-  EXPECT_EQ(client_->Delete(Job("x") + "?propagationPolicy=Sideways").status, 422);
+  EXPECT_EQ(client_->Delete(JobPath("x") + "?propagationPolicy=Sideways").status, 422);
 }
 
 TEST_F(DeletionTest, ADependentWithAnotherOwnerOnlyLosesTheReference) {
@@ -194,12 +189,12 @@ TEST_F(DeletionTest, ADependentWithAnotherOwnerOnlyLosesTheReference) {
       {{{"apiVersion", "gaptrain.io/v1alpha1"}, {"kind", "TrainingJob"}, {"name", "a"}, {"uid", a}},
        {{"apiVersion", "gaptrain.io/v1alpha1"}, {"kind", "TrainingJob"}, {"name", "b"}, {"uid", b}}});
   ASSERT_EQ(client_->Post(kPods, pod).status, 201);
-  client_->Delete(Job("a"));
+  client_->Delete(JobPath("a"));
   json shared;
   ASSERT_TRUE(server_->Get("pods", "default", "shared", &shared).ok());
   ASSERT_EQ(shared["metadata"]["ownerReferences"].size(), 1u);
   EXPECT_EQ(shared["metadata"]["ownerReferences"][0]["uid"], b);
-  client_->Delete(Job("b"));
+  client_->Delete(JobPath("b"));
   EXPECT_FALSE(Exists("pods", "shared"));
 }
 

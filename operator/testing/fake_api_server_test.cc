@@ -22,10 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::chrono::seconds kWait(10);
-
-std::string PodPath(const std::string& name) { return std::string(kPods) + "/" + name; }
-
 class FakeApiServerTransportTest : public FakeApiServerTest {
  protected:
   void Configure(FakeApiServer::Options* options) override { options->max_body_bytes = 4096; }

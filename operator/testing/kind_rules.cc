@@ -687,6 +687,21 @@ json EmptyObject(const ResourceType& type) {
   }
 }
 
+void KeepServerOwnedMetadata(const json& stored, json* object) {
+  json& meta = (*object)["metadata"];
+  if (!meta.is_object()) meta = json::object();
+  for (const char* field : {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                            "deletionGracePeriodSeconds", "generation", "resourceVersion"}) {
+    const json* value = FindField(stored, {"metadata", field});
+    if (value != nullptr) {
+      meta[field] = *value;
+    } else {
+      meta.erase(field);
+    }
+  }
+  meta.erase("selfLink");
+}
+
 std::string PodQosClass(const json& pod_spec) {
   bool any = false;
   bool guaranteed = true;

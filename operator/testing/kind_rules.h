@@ -66,6 +66,12 @@ FieldShape ShapeOf(const ResourceType& type, const std::vector<std::string>& nam
 // start with their zero value (a Pod has "spec": {} before it is created).
 nlohmann::json EmptyObject(const ResourceType& type);
 
+// Copies the metadata the server owns (name, namespace, uid,
+// creationTimestamp, deletionTimestamp, deletionGracePeriodSeconds,
+// generation, resourceVersion) from the stored object into an update of it,
+// whatever the client sent; drops selfLink.
+void KeepServerOwnedMetadata(const nlohmann::json& stored, nlohmann::json* object);
+
 // The QoS class Kubernetes gives a pod spec: BestEffort, Burstable or
 // Guaranteed.
 std::string PodQosClass(const nlohmann::json& pod_spec);

@@ -275,20 +275,9 @@ ApiError ObjectStore::Update(const ResourceType& type, const std::string& ns,
     ApiError error = mutate(&current, &next);
     if (!error.ok()) return error;
     if (!next.is_object()) return ApiError::InternalError("an update produced a non-object");
-    json& meta = next["metadata"];
-    if (!meta.is_object()) meta = json::object();
-    const json& old_meta = current["metadata"];
-    for (const char* field : {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
-                              "deletionGracePeriodSeconds", "generation", "resourceVersion"}) {
-      if (old_meta.contains(field)) {
-        meta[field] = old_meta[field];
-      } else {
-        meta.erase(field);
-      }
-    }
-    meta.erase("selfLink");
+    KeepServerOwnedMetadata(current, &next);
     if (type.tracks_generation && SpecPart(current) != SpecPart(next)) {
-      meta["generation"] = IntField(old_meta, {"generation"}) + 1;
+      next["metadata"]["generation"] = IntField(current, {"metadata", "generation"}) + 1;
     }
     if (next == current) {
       out->object = current;

@@ -138,14 +138,18 @@ class RecordedExchangesTest : public FakeApiServerTest {
                        headers);
   }
 
-  // The recorded response body with the recorded uids replaced by ours.
-  json ExpectedBody(const json& recording) {
-    std::string text = recording["response"]["body"].dump();
+  // `text` with the recorded uids replaced by ours.
+  std::string WithOurUids(std::string text) const {
     for (const auto& [recorded, ours] : uids_) {
       size_t at;
       while ((at = text.find(recorded)) != std::string::npos) text.replace(at, recorded.size(), ours);
     }
-    return json::parse(text);
+    return text;
+  }
+
+  // The recorded response body, with our uids.
+  json ExpectedBody(const json& recording) const {
+    return json::parse(WithOurUids(recording["response"]["body"].dump()));
   }
 
   // Status code, Content-Type and body shape.
@@ -159,15 +163,11 @@ class RecordedExchangesTest : public FakeApiServerTest {
                     ignored);
   }
 
-  std::string Rewrite(const json& recording) {
-    std::string text = recording["request"]["body"].is_string()
+  // The recorded request body, with our uids.
+  std::string Rewrite(const json& recording) const {
+    return WithOurUids(recording["request"]["body"].is_string()
                            ? recording["request"]["body"].get<std::string>()
-                           : recording["request"]["body"].dump();
-    for (const auto& [recorded, ours] : uids_) {
-      size_t at;
-      while ((at = text.find(recorded)) != std::string::npos) text.replace(at, recorded.size(), ours);
-    }
-    return text;
+                           : recording["request"]["body"].dump());
   }
 
   void LearnUid(const json& recording, const TestResponse& response) {
@@ -298,14 +298,8 @@ TEST_F(RecordedExchangesTest, TheRecordedSessionReplays) {
   ASSERT_EQ(events.size(), recorded_events.size());
   for (size_t i = 0; i < events.size(); ++i) {
     EXPECT_EQ(events[i]["type"], recorded_events[i]["type"]) << i;
-    std::string expected_text = recorded_events[i].dump();
-    for (const auto& [recorded, ours] : uids_) {
-      size_t at;
-      while ((at = expected_text.find(recorded)) != std::string::npos) {
-        expected_text.replace(at, recorded.size(), ours);
-      }
-    }
-    ExpectSameShape(SortManagedFields(events[i]), SortManagedFields(json::parse(expected_text)),
+    ExpectSameShape(SortManagedFields(events[i]),
+                    SortManagedFields(json::parse(WithOurUids(recorded_events[i].dump()))),
                     "event" + std::to_string(i), {});
   }
 

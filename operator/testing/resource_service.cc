@@ -232,19 +232,21 @@ void SetManagedFields(const ManagedFields& fields, json* object) {
   }
 }
 
-// Server-owned metadata comes from the stored object, whatever the client sent.
-void KeepServerMetadata(const json& current, json* next) {
-  json& meta = (*next)["metadata"];
-  if (!meta.is_object()) meta = json::object();
-  const json& old_meta = current["metadata"];
-  for (const char* field : {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
-                            "deletionGracePeriodSeconds", "generation", "resourceVersion"}) {
-    if (old_meta.contains(field)) {
-      meta[field] = old_meta[field];
-    } else {
-      meta.erase(field);
-    }
+// The resourceVersion and uid a write requires ("" for none) against the
+// stored object: 409 when they differ.
+ApiError CheckPreconditions(const ResourceType& type, const json& current, const std::string& rv,
+                            const std::string& uid) {
+  const std::string name = StringField(current, {"metadata", "name"});
+  if (!rv.empty() && rv != StringField(current, {"metadata", "resourceVersion"})) {
+    return ApiError::StaleResourceVersion(type.group, type.resource, name);
   }
+  const std::string current_uid = StringField(current, {"metadata", "uid"});
+  if (!uid.empty() && uid != current_uid) {
+    return ApiError::Conflict(type.group, type.resource, name,
+                              "Precondition failed: UID in precondition: " + uid +
+                                  ", UID in object meta: " + current_uid);
+  }
+  return ApiError();
 }
 
 void KeepStatus(const json& current, json* next) {
@@ -514,11 +516,17 @@ ApiResponse ResourceService::Create(const ResourceRequest& r) {
   ObjectStore::WriteResult result;
   e = store_->Create(type, std::move(object), &result);
   if (!e.ok()) return ErrorResponse(e);
-  if (type.rules == KindRules::kCustomResourceDefinition) {
-    std::vector<StatusCause> ignored;  // validated above
+  return Written(type, result, warnings);
+}
+
+ApiResponse ResourceService::Written(const ResourceType& type,
+                                     const ObjectStore::WriteResult& result,
+                                     const std::vector<std::string>& warnings) {
+  if (type.rules == KindRules::kCustomResourceDefinition && !result.removed) {
+    std::vector<StatusCause> ignored;  // validated before it was written
     registry_->RegisterCrd(result.object, &ignored);
   }
-  ApiResponse response = JsonResponse(201, result.object.dump());
+  ApiResponse response = JsonResponse(result.created ? 201 : 200, result.object.dump());
   AddWarnings(warnings, &response);
   return response;
 }
@@ -526,7 +534,7 @@ ApiResponse ResourceService::Create(const ResourceRequest& r) {
 ApiError ResourceService::FinishUpdate(const ResourceType& type, const json& current,
                                        const std::string& manager,
                                        const std::string& subresource, json* next) {
-  KeepServerMetadata(current, next);
+  KeepServerOwnedMetadata(current, next);
   const json before = WithoutManagedFields(current);
   json after = WithoutManagedFields(*next);
   if (after == before) {
@@ -575,23 +583,12 @@ ApiResponse ResourceService::Update(const ResourceRequest& r) {
               {{"FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
                 "metadata.resourceVersion"}});
         }
-        if (!rv.empty() && rv != StringField((*current), {"metadata", "resourceVersion"})) {
-          return ApiError::StaleResourceVersion(type.group, type.resource, r.name);
-        }
-        const std::string uid = StringField(meta, {"uid"});
-        const std::string current_uid = StringField((*current), {"metadata", "uid"});
-        if (!uid.empty() && uid != current_uid) {
-          return ApiError::Conflict(type.group, type.resource, r.name,
-                                    "Precondition failed: UID in precondition: " + uid +
-                                        ", UID in object meta: " + current_uid);
-        }
+        ApiError precondition =
+            CheckPreconditions(type, *current, rv, StringField(meta, {"uid"}));
+        if (!precondition.ok()) return precondition;
         if (status_only) {
           *next = *current;
-          if (object.contains("status")) {
-            (*next)["status"] = object["status"];
-          } else {
-            next->erase("status");
-          }
+          KeepStatus(object, next);
         } else {
           *next = object;
           const json* managed = FindField(*current, {"metadata", "managedFields"});
@@ -603,13 +600,7 @@ ApiResponse ResourceService::Update(const ResourceRequest& r) {
       },
       &result);
   if (!e.ok()) return ErrorResponse(e);
-  if (type.rules == KindRules::kCustomResourceDefinition && !result.removed) {
-    std::vector<StatusCause> ignored;
-    registry_->RegisterCrd(result.object, &ignored);
-  }
-  ApiResponse response = JsonResponse(200, result.object.dump());
-  AddWarnings(warnings, &response);
-  return response;
+  return Written(type, result, warnings);
 }
 
 ApiResponse ResourceService::Patch(const ResourceRequest& r) {
@@ -643,24 +634,14 @@ ApiResponse ResourceService::Patch(const ResourceRequest& r) {
           return ApiError::BadRequest("the API version or kind of the object may not be patched");
         }
         if (!patched["metadata"].is_object()) patched["metadata"] = json::object();
-        const std::string rv = StringField(patched, {"metadata", "resourceVersion"});
-        if (rv != StringField((*current), {"metadata", "resourceVersion"})) {
-          return ApiError::StaleResourceVersion(type.group, type.resource, r.name);
-        }
-        const std::string uid = StringField(patched, {"metadata", "uid"});
-        const std::string current_uid = StringField((*current), {"metadata", "uid"});
-        if (uid != current_uid) {
-          return ApiError::Conflict(type.group, type.resource, r.name,
-                                    "Precondition failed: UID in precondition: " + uid +
-                                        ", UID in object meta: " + current_uid);
-        }
+        // A patch that sets metadata.resourceVersion or uid makes them preconditions.
+        ApiError precondition =
+            CheckPreconditions(type, *current, StringField(patched, {"metadata", "resourceVersion"}),
+                               StringField(patched, {"metadata", "uid"}));
+        if (!precondition.ok()) return precondition;
         if (status_only) {
           *next = *current;
-          if (patched.contains("status")) {
-            (*next)["status"] = patched["status"];
-          } else {
-            next->erase("status");
-          }
+          KeepStatus(patched, next);
         } else {
           *next = std::move(patched);
           if (type.status_subresource) KeepStatus(*current, next);
@@ -673,13 +654,7 @@ ApiResponse ResourceService::Patch(const ResourceRequest& r) {
       },
       &result);
   if (!e.ok()) return ErrorResponse(e);
-  if (type.rules == KindRules::kCustomResourceDefinition && !result.removed) {
-    std::vector<StatusCause> ignored;
-    registry_->RegisterCrd(result.object, &ignored);
-  }
-  ApiResponse response = JsonResponse(200, result.object.dump());
-  AddWarnings(warnings, &response);
-  return response;
+  return Written(type, result, warnings);
 }
 
 ApiResponse ResourceService::Apply(const ResourceRequest& r) {
@@ -738,16 +713,9 @@ ApiResponse ResourceService::Apply(const ResourceRequest& r) {
       type, r.ns, r.name, /*create_if_absent=*/!status_only,
       [&](const json* current, json* next) -> ApiError {
         if (current != nullptr) {
-          if (!precondition_rv.empty() &&
-              precondition_rv != StringField((*current), {"metadata", "resourceVersion"})) {
-            return ApiError::StaleResourceVersion(type.group, type.resource, r.name);
-          }
-          const std::string current_uid = StringField((*current), {"metadata", "uid"});
-          if (!precondition_uid.empty() && precondition_uid != current_uid) {
-            return ApiError::Conflict(type.group, type.resource, r.name,
-                                      "Precondition failed: UID in precondition: " +
-                                          precondition_uid + ", UID in object meta: " + current_uid);
-          }
+          ApiError precondition =
+              CheckPreconditions(type, *current, precondition_rv, precondition_uid);
+          if (!precondition.ok()) return precondition;
         }
         json live;
         if (current != nullptr) {
@@ -768,11 +736,7 @@ ApiResponse ResourceService::Apply(const ResourceRequest& r) {
         if (!error.ok()) return error;
         if (status_only) {
           *next = live;
-          if (merged.contains("status")) {
-            (*next)["status"] = merged["status"];
-          } else {
-            next->erase("status");
-          }
+          KeepStatus(merged, next);
         } else {
           *next = std::move(merged);
         }
@@ -790,7 +754,7 @@ ApiResponse ResourceService::Apply(const ResourceRequest& r) {
         }
         fields.ForgetMissingFields(*next);
         if (current != nullptr) {
-          KeepServerMetadata(*current, next);
+          KeepServerOwnedMetadata(*current, next);
           if (WithoutManagedFields(*next) == live && fields.SameOwnership(fields_before)) {
             *next = *current;  // applying what is there already writes nothing
             return ApiError();
@@ -806,13 +770,7 @@ ApiResponse ResourceService::Apply(const ResourceRequest& r) {
       },
       &result);
   if (!e.ok()) return ErrorResponse(e);
-  if (type.rules == KindRules::kCustomResourceDefinition && !result.removed) {
-    std::vector<StatusCause> ignored;
-    registry_->RegisterCrd(result.object, &ignored);
-  }
-  ApiResponse response = JsonResponse(result.created ? 201 : 200, result.object.dump());
-  AddWarnings(warnings, &response);
-  return response;
+  return Written(type, result, warnings);
 }
 
 namespace {
@@ -977,10 +935,9 @@ ApiResponse ResourceService::WriteScale(const ResourceRequest& r) {
           return ApiError::BadRequest("the name of the object (" + name +
                                       ") does not match the name on the URL (" + r.name + ")");
         }
-        const std::string rv = StringField(meta, {"resourceVersion"});
-        if (!rv.empty() && rv != StringField((*current), {"metadata", "resourceVersion"})) {
-          return ApiError::StaleResourceVersion(type.group, type.resource, r.name);
-        }
+        ApiError precondition =
+            CheckPreconditions(type, *current, StringField(meta, {"resourceVersion"}), "");
+        if (!precondition.ok()) return precondition;
         const json* replicas = FindField(scale, {"spec", "replicas"});
         if (replicas == nullptr || !replicas->is_number_integer() || replicas->get<int64_t>() < 0) {
           return ApiError::Invalid("autoscaling", "Scale", r.name,

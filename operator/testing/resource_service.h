@@ -22,6 +22,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "operator/testing/api_error.h"
 #include "operator/testing/api_request.h"
@@ -68,6 +69,9 @@ class ResourceService {
   ApiResponse Evict(const ResourceRequest& r);
   ApiResponse Bind(const ResourceRequest& r);
 
+  // The response to a successful write (registering a CRD's resources).
+  ApiResponse Written(const ResourceType& type, const ObjectStore::WriteResult& result,
+                      const std::vector<std::string>& warnings);
   // Completes an update computed from `current`: keeps the server-owned
   // metadata, records managed fields for `manager`, turns a change-free
   // result into a no-op (*next = current) and validates.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,13 @@ nlohmann::json PodBody(const std::string& name, const nlohmann::json& labels = n
 constexpr char kTestToken[] = "test-token";
 constexpr char kJobs[] = "/apis/gaptrain.io/v1alpha1/namespaces/default/trainingjobs";
 constexpr char kPods[] = "/api/v1/namespaces/default/pods";
+// How long tests wait for what should happen at once (only a failing test
+// waits this long).
+constexpr std::chrono::seconds kWait(10);
+
+// The paths of one TrainingJob and one Pod in "default".
+inline std::string JobPath(const std::string& name) { return std::string(kJobs) + "/" + name; }
+inline std::string PodPath(const std::string& name) { return std::string(kPods) + "/" + name; }
 
 class FakeApiServerTest : public ::testing::Test {
  protected:

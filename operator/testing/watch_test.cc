@@ -14,10 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::chrono::seconds kWait(10);
-
-std::string PodPath(const std::string& name) { return std::string(kPods) + "/" + name; }
-
 class WatchTest : public FakeApiServerTest {
  protected:
   void Configure(FakeApiServer::Options* options) override {
@@ -117,10 +113,23 @@ TEST_F(WatchTest, SelectorsSendObjectsEnteringAndLeavingAsAddedAndDeleted) {
   EXPECT_EQ(event["object"]["metadata"]["name"], "here");
 }
 
-TEST_F(WatchTest, BookmarksCarryOnlyTheResourceVersion) {
+TEST_F(WatchTest, AWatchOfOneObjectSeesOnlyIt) {
   std::unique_ptr<WatchReader> watch =
-      OpenWatch(std::string(kJobs) + "?watch=1&allowWatchBookmarks=true&resourceVersion=" + Now());
+      OpenWatch(PodPath("b") + "?watch=true&resourceVersion=" + Now());
+  client_->Post(kPods, PodBody("a"));
+  client_->Post(kPods, PodBody("b"));
+  json event;
+  ASSERT_TRUE(watch->Next(kWait, &event).ok());
+  EXPECT_EQ(event["object"]["metadata"]["name"], "b");
+  EXPECT_EQ(server_->CountRequests("watch", "pods"), 1u);
+}
+
+TEST_F(WatchTest, BookmarksCarryOnlyTheResourceVersion) {
+  const std::string before = Now();
   client_->Post(kPods, PodBody("unrelated"));
+  // Nothing changes from here on: the bookmark has the store's version.
+  std::unique_ptr<WatchReader> watch = OpenWatch(
+      std::string(kJobs) + "?watch=1&allowWatchBookmarks=true&resourceVersion=" + before);
   json event;
   ASSERT_TRUE(watch->Next(kWait, &event).ok());
   EXPECT_EQ(event, json({{"type", "BOOKMARK"},
