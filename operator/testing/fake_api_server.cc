@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -82,14 +83,16 @@ struct FakeApiServer::Connection {
 };
 
 std::string KubeconfigFor(const std::string& server_url, const std::string& token,
-                          const std::string& namespace_name) {
+                          const std::string& namespace_name, const std::string& ca_file) {
   std::string config =
       "apiVersion: v1\n"
       "kind: Config\n"
       "clusters:\n"
       "- name: fake\n"
       "  cluster:\n"
-      "    server: " + server_url + "\n"
+      "    server: " + server_url + "\n";
+  if (!ca_file.empty()) config += "    certificate-authority: " + ca_file + "\n";
+  config +=
       "contexts:\n"
       "- name: fake\n"
       "  context:\n"
@@ -142,6 +145,22 @@ Status FakeApiServer::Start(const Options& options, std::unique_ptr<FakeApiServe
     return Status::InvalidArgument("FakeApiServer max_body_bytes must be positive");
   }
   std::unique_ptr<FakeApiServer> s(new FakeApiServer(options));
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return Status::InvalidArgument("FakeApiServer needs both tls_cert_file and tls_key_file, or "
+                                   "neither");
+  }
+  if (!options.tls_cert_file.empty()) {
+    s->tls_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+    beast::error_code ec;
+    s->tls_->use_certificate_chain_file(options.tls_cert_file, ec);
+    if (ec) {
+      return Status::InvalidArgument("tls_cert_file '" + options.tls_cert_file + "': " + ec.message());
+    }
+    s->tls_->use_private_key_file(options.tls_key_file, asio::ssl::context::pem, ec);
+    if (ec) {
+      return Status::InvalidArgument("tls_key_file '" + options.tls_key_file + "': " + ec.message());
+    }
+  }
   for (size_t i = 0; i < options.custom_resource_definitions.size(); ++i) {
     json crd;
     Status parsed = YamlToJson(options.custom_resource_definitions[i], &crd);
@@ -237,7 +256,23 @@ void FakeApiServer::ReapConnections() {
 
 void FakeApiServer::Serve(const std::shared_ptr<Connection>& connection) {
   tcp::socket& socket = connection->socket;
-  const int fd = socket.native_handle();
+  beast::error_code ec;
+  if (tls_ == nullptr) {
+    ServeStream(socket);
+  } else {
+    asio::ssl::stream<tcp::socket&> stream(socket, *tls_);
+    stream.handshake(asio::ssl::stream_base::server, ec);
+    if (!ec) {
+      ServeStream(stream);
+      stream.shutdown(ec);
+    }
+  }
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+}
+
+template <class Stream>
+void FakeApiServer::ServeStream(Stream& stream) {
+  const int fd = beast::get_lowest_layer(stream).native_handle();
   beast::flat_buffer buffer;
   auto client_gone = [this, fd] {
     if (stopping_) return true;
@@ -256,7 +291,7 @@ void FakeApiServer::Serve(const std::shared_ptr<Connection>& connection) {
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(options_.max_body_bytes);
     beast::error_code ec;
-    http::read(socket, buffer, parser, ec);
+    http::read(stream, buffer, parser, ec);
     if (ec == http::error::end_of_stream || stopping_) break;
     if (ec) {
       http::response<http::string_body> error;
@@ -279,7 +314,7 @@ void FakeApiServer::Serve(const std::shared_ptr<Connection>& connection) {
       }
       error.prepare_payload();
       beast::error_code ignored;
-      http::write(socket, error, ignored);
+      http::write(stream, error, ignored);
       break;
     }
     http::request<http::string_body>& req = parser.get();
@@ -304,16 +339,16 @@ void FakeApiServer::Serve(const std::shared_ptr<Connection>& connection) {
                          "\r\nCache-Control: no-cache, private\r\nContent-Type: " +
                          response.content_type + "\r\nDate: " + HttpDate() +
                          "\r\nTransfer-Encoding: chunked\r\n\r\n";
-      asio::write(socket, asio::buffer(head), ec);
+      asio::write(stream, asio::buffer(head), ec);
       std::string line;
       while (!ec && response.watch->NextLine(client_gone, &line)) {
         char size[32];
         std::snprintf(size, sizeof(size), "%zx\r\n", line.size());
         const std::string chunk = size + line + "\r\n";
-        asio::write(socket, asio::buffer(chunk), ec);
+        asio::write(stream, asio::buffer(chunk), ec);
       }
       if (ec || client_gone()) break;
-      asio::write(socket, asio::buffer(std::string("0\r\n\r\n")), ec);
+      asio::write(stream, asio::buffer(std::string("0\r\n\r\n")), ec);
       if (ec) break;
     } else {
       http::response<http::string_body> res;
@@ -327,13 +362,11 @@ void FakeApiServer::Serve(const std::shared_ptr<Connection>& connection) {
       if (request.method != "HEAD") res.body() = std::move(response.body);
       res.prepare_payload();
       res.keep_alive(keep_alive);
-      http::write(socket, res, ec);
+      http::write(stream, res, ec);
       if (ec) break;
     }
     if (!keep_alive) break;
   }
-  beast::error_code ignored;
-  socket.shutdown(tcp::socket::shutdown_both, ignored);
 }
 
 void FakeApiServer::Stop() {
@@ -357,11 +390,12 @@ void FakeApiServer::Stop() {
 }
 
 std::string FakeApiServer::url() const {
-  return "http://" + options_.address + ":" + std::to_string(port_);
+  return std::string(tls_ != nullptr ? "https://" : "http://") + options_.address + ":" +
+         std::to_string(port_);
 }
 
 std::string FakeApiServer::Kubeconfig(const std::string& namespace_name) const {
-  return KubeconfigFor(url(), options_.bearer_token, namespace_name);
+  return KubeconfigFor(url(), options_.bearer_token, namespace_name, options_.tls_cert_file);
 }
 
 ResourceTypePtr FakeApiServer::FindType(const std::string& resource, Status* error) const {

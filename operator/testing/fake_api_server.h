@@ -1,6 +1,7 @@
 // FakeApiServer: an in-memory Kubernetes API server for tests, speaking
-// kube-apiserver v1.26's wire format over plain HTTP/1.1 on an ephemeral
-// loopback port. Only tests may use it (Bazel testonly).
+// kube-apiserver v1.26's wire format over HTTP/1.1 (plain, or HTTPS with a
+// given certificate) on an ephemeral loopback port. Only tests may use it
+// (Bazel testonly).
 //
 //   FakeApiServer::Options options;
 //   options.bearer_token = "test-token";
@@ -45,6 +46,14 @@
 #include "operator/testing/resource_registry.h"
 #include "services/common/status.h"
 
+namespace boost {
+namespace asio {
+namespace ssl {
+class context;
+}  // namespace ssl
+}  // namespace asio
+}  // namespace boost
+
 namespace gaptrain {
 namespace kube_testing {
 
@@ -66,6 +75,10 @@ class FakeApiServer {
     // The garbage collector also deletes objects whose owners never existed.
     bool collect_dangling_dependents = true;
     uint32_t random_seed = 1;  // uids and generateName suffixes
+    // HTTPS with this PEM certificate chain and key when both are set (the
+    // kubeconfig then names the certificate as the CA: use a self-signed one).
+    std::string tls_cert_file;
+    std::string tls_key_file;
   };
 
   // Binds, installs the CRDs and starts serving. INVALID_ARGUMENT for a bad
@@ -81,7 +94,7 @@ class FakeApiServer {
   void Stop();
 
   uint16_t port() const { return port_; }
-  // "http://127.0.0.1:PORT".
+  // "http://127.0.0.1:PORT" ("https://" with TLS).
   std::string url() const;
   // A kubeconfig for this server (cluster, user with the token, context
   // with `namespace_name`), as YAML.
@@ -166,11 +179,15 @@ class FakeApiServer {
   Status Listen();
   void AcceptLoop();
   void Serve(const std::shared_ptr<Connection>& connection);
+  // The request/response loop over a plain or TLS stream.
+  template <class Stream>
+  void ServeStream(Stream& stream);
   // Joins the threads of connections that have finished.
   void ReapConnections();
   ResourceTypePtr FindType(const std::string& resource, Status* error) const;
 
   const Options options_;
+  std::unique_ptr<boost::asio::ssl::context> tls_;  // null: plain HTTP
   ResourceRegistry registry_;
   ObjectStore store_;
   ApiHandler handler_;
@@ -186,10 +203,11 @@ class FakeApiServer {
   uint64_t next_connection_ = 1;
 };
 
-// A kubeconfig (YAML) with one cluster at `server_url`, one user with
-// `token` (none when empty) and one context using `namespace_name`.
+// A kubeconfig (YAML) with one cluster at `server_url` (trusting the PEM
+// `ca_file` when not empty), one user with `token` (none when empty) and one
+// context using `namespace_name`.
 std::string KubeconfigFor(const std::string& server_url, const std::string& token,
-                          const std::string& namespace_name);
+                          const std::string& namespace_name, const std::string& ca_file = "");
 
 }  // namespace kube_testing
 }  // namespace gaptrain

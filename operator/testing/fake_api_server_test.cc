@@ -13,8 +13,16 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <sys/socket.h>
+
 #include "operator/testing/server_test_base.h"
 #include "services/common/http_client.h"
+#include "services/common/test_files.h"
 
 namespace gaptrain {
 namespace kube_testing {
@@ -298,6 +306,59 @@ TEST(FakeApiServerStartTest, BadOptionsAreErrors) {
   EXPECT_NE(kubeconfig.find("server: " + server->url()), std::string::npos);
   EXPECT_NE(kubeconfig.find("namespace: team-a"), std::string::npos);
   EXPECT_EQ(KubeconfigFor("http://h:1", "tok", "ns").find("token: tok") != std::string::npos, true);
+}
+
+TEST(FakeApiServerTlsTest, ServesHttpsWithTheGivenCertificate) {
+  namespace asio = boost::asio;
+  namespace http = boost::beast::http;
+  const std::string dir = TestDir("tls");
+  const std::string cert = dir + "/cert.pem";
+  const std::string key = dir + "/key.pem";
+  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 1 "
+                          "-addext subjectAltName=DNS:localhost -keyout '" + key + "' -out '" +
+                          cert + "' >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl could not make a test certificate";
+  FakeApiServer::Options options;
+  options.bearer_token = kTestToken;
+  options.tls_cert_file = cert;
+  options.tls_key_file = key;
+  std::unique_ptr<FakeApiServer> server;
+  ASSERT_TRUE(FakeApiServer::Start(options, &server).ok());
+  EXPECT_EQ(server->url().rfind("https://127.0.0.1:", 0), 0u);
+  EXPECT_NE(server->Kubeconfig().find("certificate-authority: " + cert), std::string::npos);
+
+  asio::io_context ioc;
+  asio::ssl::context context(asio::ssl::context::tls_client);
+  context.load_verify_file(cert);
+  context.set_verify_mode(asio::ssl::verify_peer);
+  asio::ssl::stream<asio::ip::tcp::socket> stream(ioc, context);
+  stream.set_verify_callback(asio::ssl::host_name_verification("localhost"));
+  stream.next_layer().connect({asio::ip::make_address("127.0.0.1"), server->port()});
+  const timeval timeout{10, 0};  // a broken server fails the test, not hangs it
+  ::setsockopt(stream.next_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  stream.handshake(asio::ssl::stream_base::client);
+  http::request<http::string_body> request(http::verb::get, kPods, 11);
+  request.set(http::field::host, "localhost");
+  request.set(http::field::authorization, std::string("Bearer ") + kTestToken);
+  http::write(stream, request);
+  boost::beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(stream, buffer, response);
+  EXPECT_EQ(response.result_int(), 200u);
+  EXPECT_EQ(json::parse(response.body())["kind"], "PodList");
+
+  // Plain HTTP on the TLS port gets nothing useful.
+  std::unique_ptr<HttpConnection> plain;
+  ASSERT_TRUE(HttpConnection::Connect("127.0.0.1", server->port(), 5, &plain).ok());
+  ASSERT_TRUE(plain->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").ok());
+  HttpClientResponse r;
+  EXPECT_FALSE(plain->ReadResponse(&r).ok());
+  FakeApiServer::Options half = options;
+  half.tls_key_file.clear();
+  std::unique_ptr<FakeApiServer> none;
+  EXPECT_EQ(FakeApiServer::Start(half, &none).code(), Status::Code::kInvalidArgument);
+  half.tls_key_file = dir + "/missing.pem";
+  EXPECT_EQ(FakeApiServer::Start(half, &none).code(), Status::Code::kInvalidArgument);
 }
 
 }  // namespace

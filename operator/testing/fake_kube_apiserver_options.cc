@@ -41,6 +41,7 @@ std::string FakeKubeApiserverUsage() {
          "  --namespace NS               the kubeconfig context's namespace [default]\n"
          "  --ports-file PATH            write the port here once serving\n"
          "  --crd PATH[,PATH...]         CRD manifests to install at start\n"
+         "  --tls-cert PATH --tls-key PATH  serve HTTPS with this PEM certificate and key\n"
          "  --watch-history N            watch events kept per resource [10000]\n"
          "  --bookmark-interval-ms N     BOOKMARK period of watches [60000]\n";
 }
@@ -61,9 +62,14 @@ Status ParseFakeKubeApiserverFlags(const std::vector<std::string>& args,
   flags.String("--namespace", &options->kubeconfig_namespace);
   flags.String("--ports-file", &options->ports_file);
   flags.String("--crd", &crds);
+  flags.String("--tls-cert", &server.tls_cert_file);
+  flags.String("--tls-key", &server.tls_key_file);
   flags.Unsigned("--watch-history", 1, 10000000, &server.watch_history_size);
   flags.Unsigned("--bookmark-interval-ms", 1, 86400000, &bookmark_ms);
   GAPTRAIN_RETURN_IF_ERROR(flags.Parse(args));
+  if (server.tls_cert_file.empty() != server.tls_key_file.empty()) {
+    return Status::InvalidArgument("--tls-cert and --tls-key go together");
+  }
   if (no_auth && !token.empty()) {
     return Status::InvalidArgument("--no-auth: cannot be combined with --token");
   }
