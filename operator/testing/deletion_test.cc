@@ -169,6 +169,17 @@ TEST_F(DeletionTest, ForegroundDeletionWaitsForBlockingDependents) {
                                      [](const json* job) { return job == nullptr; }, kWait));
 }
 
+TEST_F(DeletionTest, ReleasingABlockingDependentLetsAForegroundOwnerGo) {
+  const std::string uid = CreateJob("mnist");
+  CreateOwnedPod("w0", "mnist", uid, "node-1");
+  ASSERT_EQ(client_->Delete(JobPath("mnist") + "?propagationPolicy=Foreground").status, 200);
+  EXPECT_TRUE(Exists("trainingjobs", "mnist"));
+  // The dependent stops blocking (it is terminating on its node meanwhile).
+  TestResponse released = client_->MergePatch(PodPath("w0"), {{"metadata", {{"ownerReferences", nullptr}}}});
+  ASSERT_EQ(released.status, 200) << released.body;
+  EXPECT_FALSE(Exists("trainingjobs", "mnist"));
+}
+
 TEST_F(DeletionTest, OrphanDeletionKeepsTheDependents) {
   const std::string uid = CreateJob("mnist");
   CreateOwnedPod("w0", "mnist", uid);

@@ -286,8 +286,14 @@ ApiError ObjectStore::Update(const ResourceType& type, const std::string& ns,
     }
     const bool owners_changed = OwnerReferences(current) != OwnerReferences(next);
     CommitLocked(type, &current, std::move(next), out);
-    if (owners_changed && !out->removed && options_.collect_dangling_dependents) {
-      CollectIfOrphanedLocked(type, out->object);
+    if (owners_changed) {
+      // An owner waiting for this dependent may not have to any more.
+      for (const json& ref : OwnerReferences(current)) {
+        FinishForegroundDeletionLocked(StringField(ref, {"uid"}));
+      }
+      if (!out->removed && options_.collect_dangling_dependents) {
+        CollectIfOrphanedLocked(type, out->object);
+      }
     }
   }
   return ApiError();
