@@ -146,9 +146,11 @@ Status HttpConnection::ReadResponse(HttpClientResponse* response,
     GAPTRAIN_RETURN_IF_ERROR(
         ReadSome(fd_, deadline, host_port_, &pending_, &eof));
     if (eof) {
+      // put_eof() asserts that something arrived; a server that closes
+      // without a byte is just an error here.
       boost::beast::error_code ec;
-      parser.put_eof(ec);
-      if (!ec && parser.is_done()) break;
+      if (parser.got_some()) parser.put_eof(ec);
+      if (parser.got_some() && !ec && parser.is_done()) break;
       return Status::Unavailable(host_port_ +
                                  " closed the connection before a complete "
                                  "response");

@@ -78,6 +78,11 @@ std::string SharedDataDir() {
   return dir;
 }
 
+std::string SharedK8sDir() {
+  const std::string data = SharedDataDir();
+  return data.empty() ? "" : DirName(data) + "/k8s";
+}
+
 Status FindRecordedK8sDir(std::string* dir) {
   std::string data;
   Status s = FindSharedDataDir(&data);

@@ -27,9 +27,12 @@ Status FindSharedDataDir(std::string* dir);
 // FindSharedDataDir's directory, or "" when it cannot be found.
 std::string SharedDataDir();
 
-// Sets *dir to ../shared/k8s/recorded: requests and responses recorded from a
-// real Kubernetes API server (../shared/k8s/README.md); k8s/ is the data
-// directory's sibling. The error says what is missing.
+// ../shared/k8s, the data directory's sibling: requests and responses
+// recorded from a real Kubernetes API server (../shared/k8s/README.md), and
+// a CRD it accepted. "" when the data directory cannot be found.
+std::string SharedK8sDir();
+
+// Sets *dir to ../shared/k8s/recorded. The error says what is missing.
 Status FindRecordedK8sDir(std::string* dir);
 
 // FindRecordedK8sDir's NAME.json, or "" when the directory cannot be found.
