@@ -53,38 +53,15 @@ class RecordingHandler : public ReflectorHandler {
 };
 
 ScriptedReply List(const std::vector<std::string>& names, const std::string& rv) {
-  nlohmann::json items = nlohmann::json::array();
+  std::vector<nlohmann::json> items;
   for (const std::string& n : names) {
     items.push_back({{"metadata", {{"name", n}, {"resourceVersion", rv}}}});
   }
-  ScriptedReply reply;
-  reply.body = nlohmann::json({{"kind", "TrainingJobList"},
-                               {"apiVersion", "gaptrain.io/v1alpha1"},
-                               {"metadata", {{"resourceVersion", rv}}},
-                               {"items", items}})
-                   .dump();
-  return reply;
-}
-
-const char kStreamHeader[] =
-    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
-
-// A watch response holding `lines` (each one JSON event), complete or not.
-ScriptedReply WatchOf(const std::vector<std::string>& lines, bool end) {
-  ScriptedReply reply;
-  reply.raw = kStreamHeader;
-  for (const std::string& line : lines) {
-    char size[32];
-    std::snprintf(size, sizeof(size), "%zx\r\n", line.size() + 1);
-    reply.raw += size + line + "\n\r\n";
-  }
-  if (end) reply.raw += "0\r\n\r\n";
-  reply.hang = !end;
-  return reply;
+  return ListReply("TrainingJobList", "gaptrain.io/v1alpha1", items, rv);
 }
 
 // A watch that stays open without events until the client leaves.
-ScriptedReply QuietWatch() { return WatchOf({}, false); }
+ScriptedReply QuietWatch() { return WatchReply({}, false); }
 
 ScriptedReply Recorded(const std::string& name) {
   ScriptedReply reply;
@@ -168,7 +145,7 @@ TEST_F(ReflectorTest, ListsThenWatchesTheRecordedStreamThenResumes) {
 
 TEST_F(ReflectorTest, ResumesFromABookmarksResourceVersion) {
   server_->Push(List({}, "10"));
-  server_->Push(WatchOf({R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"11"}}})",
+  server_->Push(WatchReply({R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"11"}}})",
                          R"({"type":"BOOKMARK","object":{"kind":"TrainingJob","metadata":{"resourceVersion":"57"}}})"},
                         /*end=*/true));
   server_->Push(QuietWatch());

@@ -1,5 +1,6 @@
 #include "operator/testing/kube_test_support.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "operator/kube/cluster_config.h"
@@ -107,6 +108,32 @@ Status LoadRecording(const std::string& name, Recording* out) {
     return Status::DataLoss(name + ".json: unexpected shape: " + e.what());
   }
   return Status::OK();
+}
+
+ScriptedReply ListReply(const std::string& kind, const std::string& api_version,
+                        const std::vector<nlohmann::json>& items,
+                        const std::string& resource_version) {
+  ScriptedReply reply;
+  reply.body = nlohmann::json({{"kind", kind},
+                               {"apiVersion", api_version},
+                               {"metadata", {{"resourceVersion", resource_version}}},
+                               {"items", items}})
+                   .dump();
+  return reply;
+}
+
+ScriptedReply WatchReply(const std::vector<std::string>& events, bool end) {
+  ScriptedReply reply;
+  reply.raw =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (const std::string& event : events) {
+    char size[32];
+    std::snprintf(size, sizeof(size), "%zx\r\n", event.size() + 1);
+    reply.raw += size + event + "\n\r\n";
+  }
+  if (end) reply.raw += "0\r\n\r\n";
+  reply.hang = !end;
+  return reply;
 }
 
 }  // namespace kube

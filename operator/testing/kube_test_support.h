@@ -1,5 +1,6 @@
 // Helpers for the client's tests: certificates made with the openssl
-// command, and the kube-apiserver recordings in ../shared/k8s/recorded.
+// command, the kube-apiserver recordings in ../shared/k8s/recorded, and
+// list and watch replies for the ScriptedServer.
 
 #ifndef GAPTRAIN_OPERATOR_TESTING_KUBE_TEST_SUPPORT_H_
 #define GAPTRAIN_OPERATOR_TESTING_KUBE_TEST_SUPPORT_H_
@@ -7,7 +8,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "operator/testing/scripted_server.h"
 #include "services/common/status.h"
 
 namespace gaptrain {
@@ -46,6 +49,17 @@ Status LoadRecording(const std::string& name, Recording* out);
 
 // The bytes of recorded/NAME (e.g. "watch-trainingjobs.http").
 Status ReadRecordedFile(const std::string& name, std::string* out);
+
+// A list response: {kind, apiVersion, metadata.resourceVersion, items}.
+ScriptedReply ListReply(const std::string& kind, const std::string& api_version,
+                        const std::vector<nlohmann::json>& items,
+                        const std::string& resource_version);
+
+// A watch response (HTTP/1.1, chunked) carrying `events`, one JSON watch
+// event per chunk, as kube-apiserver sends them. With `end` the response
+// is complete (the server ended the watch); without, the connection stays
+// open after the events until the client leaves.
+ScriptedReply WatchReply(const std::vector<std::string>& events, bool end);
 
 }  // namespace kube
 }  // namespace gaptrain

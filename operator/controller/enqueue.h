@@ -1,0 +1,51 @@
+// Enqueueing: which work-queue keys a change to an object should trigger,
+// as controller-runtime's handler.EnqueueRequestForObject and
+// EnqueueRequestForOwner decide. A controller watches its own kind with
+// OwnKey() and its children with OwnerKey(...), so a change to a pod
+// reconciles the TrainingJob that owns it.
+//
+// What callers may rely on:
+//   - A KeyMapper never throws and returns no key for objects it cannot
+//     map (no metadata.name, no owner).
+//   - EnqueueHandlers(queue, mapper) adds the keys of the added object, of
+//     both the old and new object on an update (an ownership change
+//     reconciles both owners), and of the deleted object (for a tombstone,
+//     its last known state).
+
+#ifndef GAPTRAIN_OPERATOR_CONTROLLER_ENQUEUE_H_
+#define GAPTRAIN_OPERATOR_CONTROLLER_ENQUEUE_H_
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "operator/controller/informer.h"
+#include "operator/controller/work_queue.h"
+
+namespace gaptrain {
+namespace controller {
+
+using KeyMapper = std::function<std::vector<std::string>(const nlohmann::json& object)>;
+
+// The object's own key, "namespace/name".
+KeyMapper OwnKey();
+
+struct OwnerMatch {
+  std::string group;  // "gaptrain.io" (the ownerReference's apiVersion, any version)
+  std::string kind;   // "TrainingJob"
+  // When set, an object without such a controller ownerReference is mapped
+  // by this label's value instead ("gaptrain.io/job-name").
+  std::string label;
+};
+
+// The key of the owner in the object's namespace: from the ownerReference
+// with controller: true whose group and kind match, else from the label.
+KeyMapper OwnerKey(OwnerMatch match);
+
+EventHandlers EnqueueHandlers(WorkQueue* queue, KeyMapper mapper);
+
+}  // namespace controller
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_OPERATOR_CONTROLLER_ENQUEUE_H_

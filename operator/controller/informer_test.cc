@@ -1,0 +1,285 @@
+// Tests the Informer against the scripted API server: the cache after a
+// list and a watch of ADDED/MODIFIED/DELETED/BOOKMARK events, the label
+// index as labels change, the handler calls (the difference on a re-list
+// after a 410, tombstones for objects deleted while the watch was down),
+// skipped objects, and a prompt Stop.
+
+#include "operator/controller/informer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "operator/controller/object_key.h"
+#include "operator/testing/kube_test_support.h"
+#include "operator/testing/scripted_server.h"
+
+namespace gaptrain {
+namespace controller {
+namespace {
+
+using kube::ListReply;
+using kube::ScriptedReply;
+using kube::ScriptedServer;
+using kube::WatchReply;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kJobLabel[] = "gaptrain.io/job-name";
+
+nlohmann::json Pod(const std::string& name, const std::string& rv, const std::string& job) {
+  nlohmann::json pod = {{"apiVersion", "v1"},
+                        {"kind", "Pod"},
+                        {"metadata",
+                         {{"name", name},
+                          {"namespace", "default"},
+                          {"resourceVersion", rv},
+                          {"labels", {{"gaptrain.io/replica-type", "trainer"}}}}}};
+  if (!job.empty()) pod["metadata"]["labels"][kJobLabel] = job;
+  return pod;
+}
+
+std::string Event(const std::string& type, const nlohmann::json& object) {
+  return nlohmann::json({{"type", type}, {"object", object}}).dump();
+}
+
+std::string Bookmark(const std::string& rv) {
+  return Event("BOOKMARK",
+               {{"kind", "Pod"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", rv}}}});
+}
+
+ScriptedReply PodList(const std::vector<nlohmann::json>& pods, const std::string& rv) {
+  return ListReply("PodList", "v1", pods, rv);
+}
+
+std::string Describe(const nlohmann::json& object) {
+  return ObjectName(object) + "@" + ObjectResourceVersion(object);
+}
+
+// Records handler calls as lines; waits for a number of them.
+class Recorder {
+ public:
+  EventHandlers Handlers() {
+    EventHandlers h;
+    h.on_add = [this](const nlohmann::json& o) { Record("add " + Describe(o)); };
+    h.on_update = [this](const nlohmann::json& old_object, const nlohmann::json& new_object) {
+      Record("update " + Describe(old_object) + "->" + Describe(new_object));
+    };
+    h.on_delete = [this](const nlohmann::json& o, bool final_state_unknown) {
+      Record((final_state_unknown ? "tombstone " : "delete ") + Describe(o));
+    };
+    h.on_synced = [this] { Record("synced"); };
+    return h;
+  }
+
+  bool WaitForCalls(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return changed_.wait_for(lock, seconds(10), [&] { return calls_.size() >= n; });
+  }
+
+  std::vector<std::string> calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  void Record(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back(line);
+    changed_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<std::string> calls_;
+};
+
+std::vector<std::string> Names(const std::vector<nlohmann::json>& objects) {
+  std::vector<std::string> names;
+  for (const nlohmann::json& o : objects) names.push_back(ObjectName(o));
+  return names;
+}
+
+class InformerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(ScriptedServer::Start({}, &server_).ok());
+    kube::ClusterConfig config;
+    config.server = server_->url();
+    kube::ClientOptions client_options;
+    client_options.request_timeout = milliseconds(10000);
+    ASSERT_TRUE(kube::Client::New(config, client_options, &client_).ok());
+    options_.reflector.backoff.initial = milliseconds(5);
+    options_.reflector.backoff.max = milliseconds(20);
+    options_.reflector.watch_timeout_seconds = 60;
+    options_.index_labels = {kJobLabel};
+  }
+
+  void TearDown() override {
+    if (informer_ != nullptr) informer_->Stop();
+  }
+
+  void StartInformer() {
+    informer_ = std::make_unique<Informer>(client_.get(), kube::kPods, "", options_);
+    ASSERT_TRUE(informer_->AddEventHandlers(recorder_.Handlers()).ok());
+    ASSERT_TRUE(informer_->Start().ok());
+  }
+
+  // Requests as "list" or "watch@RV".
+  std::vector<std::string> Sent() {
+    std::vector<std::string> out;
+    for (const kube::ReceivedRequest& r : server_->requests()) {
+      auto rv = r.query.find("resourceVersion");
+      out.push_back(r.query.count("watch") ? "watch@" + (rv == r.query.end() ? "" : rv->second)
+                                           : "list");
+    }
+    return out;
+  }
+
+  std::unique_ptr<ScriptedServer> server_;
+  std::unique_ptr<kube::Client> client_;
+  Informer::Options options_;
+  Recorder recorder_;
+  std::unique_ptr<Informer> informer_;
+};
+
+TEST_F(InformerTest, FollowsListWatchAndRelistWithTheDifference) {
+  server_->Push(PodList({Pod("a", "1", "j1"), Pod("b", "2", "j1"), Pod("c", "3", "j2")}, "10"));
+  server_->Push(WatchReply({Event("ADDED", Pod("d", "11", "j2")),
+                            Event("MODIFIED", Pod("a", "12", "j2")),  // moves to job j2
+                            Event("DELETED", Pod("b", "13", "j1")), Bookmark("20")},
+                           /*end=*/true));
+  kube::ScriptedReply expired;
+  ASSERT_TRUE(kube::ReadRecordedFile("watch-too-old.http", &expired.raw).ok());
+  server_->Push(expired);  // 410: the informer lists again
+  // While the watch was down: d was deleted, c changed, e appeared; a is as cached.
+  server_->Push(PodList({Pod("a", "12", "j2"), Pod("c", "14", "j2"), Pod("e", "15", "j1")}, "30"));
+  server_->Push(WatchReply({}, /*end=*/false));
+  StartInformer();
+
+  ASSERT_TRUE(recorder_.WaitForCalls(10));
+  ASSERT_TRUE(server_->WaitForRequests(5, seconds(10)));
+  EXPECT_EQ(Sent(), (std::vector<std::string>{"list", "watch@10", "watch@20", "list", "watch@30"}));
+  EXPECT_EQ(recorder_.calls(),
+            (std::vector<std::string>{"add a@1", "add b@2", "add c@3", "synced",  //
+                                      "add d@11", "update a@1->a@12", "delete b@13",
+                                      "update c@3->c@14", "add e@15", "tombstone d@11"}));
+  EXPECT_TRUE(informer_->HasSynced());
+
+  EXPECT_EQ(informer_->ListKeys(),
+            (std::vector<std::string>{"default/a", "default/c", "default/e"}));
+  nlohmann::json pod;
+  ASSERT_TRUE(informer_->Get("default", "c", &pod));
+  EXPECT_EQ(ObjectResourceVersion(pod), "14");
+  EXPECT_TRUE(informer_->GetByKey("default/e", &pod));
+  EXPECT_FALSE(informer_->Get("default", "d", &pod));
+  EXPECT_FALSE(informer_->Get("other", "a", &pod));
+
+  EXPECT_EQ(Names(informer_->ListByLabel("default", kJobLabel, "j2")),
+            (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(Names(informer_->ListByLabel("default", kJobLabel, "j1")),
+            (std::vector<std::string>{"e"}));
+  EXPECT_EQ(Names(informer_->ListByLabel("", kJobLabel, "j1")), (std::vector<std::string>{"e"}));
+  EXPECT_TRUE(informer_->ListByLabel("other", kJobLabel, "j1").empty());
+  // A label without an index is found by a scan.
+  EXPECT_EQ(informer_->ListByLabel("default", "gaptrain.io/replica-type", "trainer").size(), 3u);
+  EXPECT_EQ(Names(informer_->List("default")), (std::vector<std::string>{"a", "c", "e"}));
+  EXPECT_TRUE(informer_->List("other").empty());
+
+  const Informer::Stats stats = informer_->stats();
+  EXPECT_EQ(stats.objects, 3u);
+  EXPECT_EQ(stats.reflector.lists, 2u);
+  EXPECT_EQ(stats.reflector.expired, 1u);
+  EXPECT_EQ(stats.skipped, 0u);
+}
+
+TEST_F(InformerTest, TheCacheHoldsTheChangeBeforeTheHandlerRuns) {
+  server_->Push(PodList({}, "1"));
+  server_->Push(
+      WatchReply({Event("ADDED", Pod("x", "2", "j")), Event("MODIFIED", Pod("x", "3", "j"))},
+                 /*end=*/false));
+  informer_ = std::make_unique<Informer>(client_.get(), kube::kPods, "default", options_);
+  std::mutex mu;
+  std::vector<std::string> seen;  // what the cache said inside each handler
+  EventHandlers handlers;
+  auto look = [&](const nlohmann::json& o) {
+    nlohmann::json cached;
+    const bool found = informer_->Get("default", ObjectName(o), &cached);
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(found ? Describe(cached) : "missing");
+  };
+  handlers.on_add = look;
+  handlers.on_update = [&](const nlohmann::json&, const nlohmann::json& o) { look(o); };
+  ASSERT_TRUE(informer_->AddEventHandlers(handlers).ok());
+  ASSERT_TRUE(informer_->AddEventHandlers(recorder_.Handlers()).ok());
+  ASSERT_TRUE(informer_->Start().ok());
+  ASSERT_TRUE(recorder_.WaitForCalls(3));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(seen, (std::vector<std::string>{"x@2", "x@3"}));
+}
+
+TEST_F(InformerTest, ObjectsWithoutAKeyAreSkippedAndCounted) {
+  nlohmann::json nameless = Pod("", "1", "j");
+  nameless["metadata"].erase("name");
+  nlohmann::json no_namespace = Pod("lonely", "2", "j");
+  no_namespace["metadata"].erase("namespace");
+  server_->Push(PodList({nameless, no_namespace}, "5"));
+  server_->Push(WatchReply({}, /*end=*/false));
+  StartInformer();
+  ASSERT_TRUE(informer_->WaitForSync(seconds(10)));
+  ASSERT_TRUE(recorder_.WaitForCalls(2));
+  EXPECT_EQ(recorder_.calls(), (std::vector<std::string>{"add lonely@2", "synced"}));
+  // The namespace the informer watches is filled in.
+  nlohmann::json pod;
+  ASSERT_TRUE(informer_->Get("default", "lonely", &pod));
+  EXPECT_EQ(ObjectNamespace(pod), "default");
+  const Informer::Stats stats = informer_->stats();
+  EXPECT_EQ(stats.skipped, 1u);
+  EXPECT_NE(stats.last_skipped.message().find("metadata.name"), std::string::npos)
+      << stats.last_skipped.ToString();
+}
+
+TEST_F(InformerTest, SendsTheSelectorAndWatchesTheGivenNamespace) {
+  options_.reflector.label_selector = kJobLabel;
+  server_->Push(PodList({}, "7"));
+  server_->Push(WatchReply({}, /*end=*/false));
+  informer_ = std::make_unique<Informer>(client_.get(), kube::kPods, "jobs", options_);
+  EXPECT_EQ(informer_->watched_namespace(), "jobs");
+  ASSERT_TRUE(informer_->Start().ok());
+  ASSERT_TRUE(server_->WaitForRequests(2, seconds(10)));
+  for (const kube::ReceivedRequest& r : server_->requests()) {
+    EXPECT_EQ(r.path, "/api/v1/namespaces/jobs/pods");
+    EXPECT_EQ(r.query.at("labelSelector"), kJobLabel);
+  }
+}
+
+TEST_F(InformerTest, HandlersComeBeforeStartAndStartComesOnce) {
+  server_->Push(PodList({}, "1"));
+  server_->Push(WatchReply({}, /*end=*/false));
+  StartInformer();
+  EXPECT_EQ(informer_->AddEventHandlers(EventHandlers()).code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(informer_->Start().code(), Status::Code::kFailedPrecondition);
+}
+
+TEST_F(InformerTest, StopIsPromptAndEndsAWaitForSync) {
+  ScriptedReply hang;  // the list never answers
+  hang.hang = true;
+  server_->Push(hang);
+  StartInformer();
+  ASSERT_TRUE(server_->WaitForRequests(1, seconds(10)));
+  EXPECT_FALSE(informer_->HasSynced());
+  const auto start = std::chrono::steady_clock::now();
+  informer_->Stop();
+  EXPECT_FALSE(informer_->WaitForSync(seconds(10)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(2));
+  EXPECT_TRUE(recorder_.calls().empty());
+  informer_->Stop();  // idempotent
+}
+
+}  // namespace
+}  // namespace controller
+}  // namespace gaptrain
