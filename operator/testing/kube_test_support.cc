@@ -109,5 +109,27 @@ Status LoadRecording(const std::string& name, Recording* out) {
   return Status::OK();
 }
 
+nlohmann::json YamlToJson(const YAML::Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& kv : node) out[kv.first.Scalar()] = YamlToJson(kv.second);
+    return out;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : node) out.push_back(YamlToJson(item));
+    return out;
+  }
+  if (node.IsNull()) return nullptr;
+  const std::string& s = node.Scalar();
+  if (node.Tag() != "!") {
+    if (s == "true" || s == "false") return s == "true";
+    char* end = nullptr;
+    const long long n = std::strtoll(s.c_str(), &end, 10);
+    if (!s.empty() && *end == '\0') return n;
+  }
+  return s;
+}
+
 }  // namespace kube
 }  // namespace gaptrain

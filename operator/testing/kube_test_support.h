@@ -4,6 +4,8 @@
 #ifndef GAPTRAIN_OPERATOR_TESTING_KUBE_TEST_SUPPORT_H_
 #define GAPTRAIN_OPERATOR_TESTING_KUBE_TEST_SUPPORT_H_
 
+#include <yaml-cpp/yaml.h>
+
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -43,6 +45,10 @@ struct Recording {
 };
 
 Status LoadRecording(const std::string& name, Recording* out);
+
+// A YAML document (a recorded request body) as JSON: quoted scalars stay
+// strings, plain ones become booleans or integers where they look like them.
+nlohmann::json YamlToJson(const YAML::Node& node);
 
 // The bytes of recorded/NAME (e.g. "watch-trainingjobs.http").
 Status ReadRecordedFile(const std::string& name, std::string* out);
