@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cli/run/metrics_text.h"
+#include "services/common/metrics_text.h"
 #include "proto/gaptrain.pb.h"
 
 namespace gaptrain {

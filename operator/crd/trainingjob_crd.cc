@@ -161,7 +161,7 @@ Json StatusSchema() {
        {{"phase", phase},
         {"conditions", conditions},
         {"observedGeneration", observed},
-        {"startTime", Timestamp("when the job first ran")},
+        {"startTime", Timestamp("when the job started running (again after a resume)")},
         {"completionTime", Timestamp("when it succeeded or failed")},
         {"replicaStatuses",
          {{"description", "pods by replica type"},
@@ -182,7 +182,8 @@ Json StatusSchema() {
              Typed("string", "label selector of the trainers' pods, e.g. "
                              "gaptrain.io/job-name=mnist,gaptrain.io/replica-type=trainer")},
             {"summary", Typed("string", "ready/desired, e.g. 3/4")}}}}},
-        {"preemptions", Typed("integer", "trainers lost to preemption (not failures)")},
+        {"preemptions",
+         Typed("integer", "workers (trainers, the evaluator) lost to preemption (not failures)")},
         {"failures", Typed("integer", "genuine failures, counted against backoffLimit")},
         {"restarts", Typed("integer", "times the job restarted from a checkpoint")},
         {"progress",

@@ -8,7 +8,6 @@
 #include "operator/kube/client.h"
 
 #include <gtest/gtest.h>
-#include <yaml-cpp/yaml.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -19,37 +18,22 @@
 #include "operator/kube/json_text.h"
 #include "operator/testing/scripted_server.h"
 #include "operator/testing/kube_test_support.h"
+#include "operator/testing/yaml_to_json.h"
 
 namespace gaptrain {
 namespace kube {
 namespace {
 
+// A recording's YAML request body (a server-side apply) as JSON.
+nlohmann::json RequestYaml(const Recording& r) {
+  nlohmann::json out;
+  const Status s = kube_testing::YamlToJson(r.request_body.get<std::string>(), &out);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return out;
+}
+
 using Code = Status::Code;
 using std::chrono::milliseconds;
-
-// A YAML document as JSON: quoted scalars stay strings, plain ones become
-// booleans or integers where they look like them.
-nlohmann::json YamlToJson(const YAML::Node& node) {
-  if (node.IsMap()) {
-    nlohmann::json out = nlohmann::json::object();
-    for (const auto& kv : node) out[kv.first.Scalar()] = YamlToJson(kv.second);
-    return out;
-  }
-  if (node.IsSequence()) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& item : node) out.push_back(YamlToJson(item));
-    return out;
-  }
-  if (node.IsNull()) return nullptr;
-  const std::string& s = node.Scalar();
-  if (node.Tag() != "!") {
-    if (s == "true" || s == "false") return s == "true";
-    char* end = nullptr;
-    const long long n = std::strtoll(s.c_str(), &end, 10);
-    if (!s.empty() && *end == '\0') return n;
-  }
-  return s;
-}
 
 ScriptedReply ReplyOf(const Recording& r) {
   ScriptedReply reply;
@@ -108,7 +92,7 @@ class ClientTest : public ::testing::Test {
     if (r.request_body.is_null()) {
       EXPECT_EQ(got.body, "");
     } else if (r.request_body.is_string()) {
-      EXPECT_EQ(Parse(got.body), YamlToJson(YAML::Load(r.request_body.get<std::string>())));
+      EXPECT_EQ(Parse(got.body), RequestYaml(r));
     } else {
       EXPECT_EQ(Parse(got.body), r.request_body);
     }
@@ -284,7 +268,7 @@ TEST_F(ClientTest, LeasesCreateRenewAndLoseTheRace) {
 TEST_F(ClientTest, ServerSideApply) {
   for (const char* name : {"pod-server-side-apply", "pod-server-side-apply-again"}) {
     const Recording r = Serve(name);
-    const nlohmann::json pod = YamlToJson(YAML::Load(r.request_body.get<std::string>()));
+    const nlohmann::json pod = RequestYaml(r);
     nlohmann::json applied;
     Status s = client_->Apply(kPods, "default", pod, &applied);
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -333,7 +317,7 @@ TEST_F(ClientTest, ApplyConflictsNameTheField) {
   NewClient();
   ApiError error;
   Status s = client_->Apply(kPods, "default",
-                            YamlToJson(YAML::Load(r.request_body.get<std::string>())), nullptr,
+                            RequestYaml(r), nullptr,
                             &error);
   EXPECT_TRUE(IsConflict(s)) << s.ToString();
   EXPECT_EQ(Last().query.at("fieldManager"), "someone-else");

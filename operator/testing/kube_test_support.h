@@ -5,6 +5,7 @@
 #ifndef GAPTRAIN_OPERATOR_TESTING_KUBE_TEST_SUPPORT_H_
 #define GAPTRAIN_OPERATOR_TESTING_KUBE_TEST_SUPPORT_H_
 
+
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>

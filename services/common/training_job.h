@@ -37,6 +37,15 @@ constexpr char kUpdatesLimit[] = "update counts stay below 2^53, exact in a doub
 constexpr char kReplicasLimit[] =
     "the master keeps state for every worker, for gap-aware snapshots a copy of the model each";
 
+// Kubernetes names and sizes the operator writes into the objects it
+// creates (the API server would refuse them later, on a pod, with a less
+// helpful message).
+constexpr char kDnsSubdomainPattern[] = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$";
+constexpr char kDnsSubdomainMeaning[] =
+    "a Kubernetes object name: lower-case letters, digits, '-' and '.'";
+constexpr char kQuantityPattern[] = "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$";
+constexpr char kQuantityMeaning[] = "a Kubernetes quantity such as 5Gi or 500M";
+
 struct ModelSpec {
   std::string builtin = "mlp";
   std::string torchscript;  // overrides builtin
@@ -57,6 +66,7 @@ struct DataSpec {
   std::string format = "mnist-idx";
   std::string path;
   uint64_t shuffle_seed = 1;
+  std::string claim_name;  // on a cluster: the PVC that holds `path`
 };
 
 inline const FieldSectionOf<DataSpec>& DataFields() {
@@ -68,6 +78,11 @@ inline const FieldSectionOf<DataSpec>& DataFields() {
       F::Text("path", &S::path, "the directory that holds the dataset files").Required(),
       F::Integer("shuffleSeed", &S::shuffle_seed, "seed of the per-epoch shuffle")
           .Limit(9007199254740991.0, "larger seeds lose digits in JSON readers that use doubles"),
+      F::Text("claimName", &S::claim_name,
+              "on a cluster: a PersistentVolumeClaim holding the dataset, mounted read-only at "
+              "path in every pod")
+          .MaxLength(253)
+          .Pattern(kDnsSubdomainPattern, kDnsSubdomainMeaning),
   });
   return fields;
 }
@@ -243,6 +258,9 @@ struct CheckpointSpec {
   uint32_t interval_seconds = 60;
   uint32_t keep = 3;
   std::string path = "checkpoints";
+  // On a cluster: the PersistentVolumeClaim NAME-checkpoints.
+  std::string volume_size = "5Gi";
+  std::string storage_class_name;  // "": the cluster's default class
 };
 
 inline const FieldSectionOf<CheckpointSpec>& CheckpointFields() {
@@ -254,6 +272,13 @@ inline const FieldSectionOf<CheckpointSpec>& CheckpointFields() {
       F::Integer("keep", &S::keep, "checkpoints kept").AtLeast(1)
           .Limit(100, "each holds θ and the rule's state on disk"),
       F::Text("path", &S::path, "the checkpoint directory").NonEmpty(),
+      F::Text("volumeSize", &S::volume_size,
+              "on a cluster: the size of the checkpoints' PersistentVolumeClaim")
+          .Pattern(kQuantityPattern, kQuantityMeaning),
+      F::Text("storageClassName", &S::storage_class_name,
+              "on a cluster: the checkpoints' StorageClass; empty: the cluster's default")
+          .MaxLength(253)
+          .Pattern(kDnsSubdomainPattern, kDnsSubdomainMeaning),
   });
   return fields;
 }
@@ -292,6 +317,9 @@ inline const FieldSectionOf<EvaluatorSpec>& EvaluatorFields() {
 
 struct CoordinatorSpec {
   uint32_t lease_seconds = 10;
+  // On a cluster: the PersistentVolumeClaim NAME-coordinator-state.
+  std::string state_volume_size = "1Gi";
+  std::string storage_class_name;  // "": the cluster's default class
   std::string template_yaml;
 };
 
@@ -301,6 +329,13 @@ inline const FieldSectionOf<CoordinatorSpec>& CoordinatorFields() {
   static const FieldSectionOf<S> fields({
       F::Integer("leaseSeconds", &S::lease_seconds, "a worker silent this long is gone")
           .AtLeast(1).Limit(3600, "a dead worker keeps its tasks until its lease ends"),
+      F::Text("stateVolumeSize", &S::state_volume_size,
+              "on a cluster: the size of the coordinator's state PersistentVolumeClaim")
+          .Pattern(kQuantityPattern, kQuantityMeaning),
+      F::Text("storageClassName", &S::storage_class_name,
+              "on a cluster: the state volume's StorageClass; empty: the cluster's default")
+          .MaxLength(253)
+          .Pattern(kDnsSubdomainPattern, kDnsSubdomainMeaning),
       F::Object("template", &S::template_yaml, "the coordinator's PodTemplateSpec"),
   });
   return fields;
@@ -312,6 +347,7 @@ struct RunPolicySpec {
   uint64_t ttl_seconds_after_finished = 3600;
   std::string clean_pod_policy = "Running";
   bool suspend = false;
+  std::string volume_retention_policy = "Delete";
 };
 
 inline const FieldSectionOf<RunPolicySpec>& RunPolicyFields() {
@@ -330,6 +366,9 @@ inline const FieldSectionOf<RunPolicySpec>& RunPolicyFields() {
       F::Text("cleanPodPolicy", &S::clean_pod_policy, "which pods are deleted when the job ends")
           .OneOf({"All", "Running", "None"}),
       F::Flag("suspend", &S::suspend, "stop the job's pods; false resumes"),
+      F::Text("volumeRetentionPolicy", &S::volume_retention_policy,
+              "Delete: the job's volumes go with it; Retain: they outlive it")
+          .OneOf({"Delete", "Retain"}),
   });
   return fields;
 }

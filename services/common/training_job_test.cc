@@ -244,8 +244,10 @@ TEST(TrainingJobTest, LoadReportsMissingFile) {
 
 // kFullJob with the field at dotted `path` (under the document root) set to
 // `value`, parsed as YAML (so "1e300" is a number, "[1]" a list).
-std::string WithField(const std::string& path, const std::string& value) {
-  YAML::Node root = YAML::Load(kFullJob);
+// `text` with the field at `path` set to the YAML `value`.
+std::string WithFieldIn(const std::string& text, const std::string& path,
+                        const std::string& value) {
+  YAML::Node root = YAML::Load(text);
   YAML::Node node = root;
   size_t begin = 0;
   while (true) {
@@ -261,6 +263,10 @@ std::string WithField(const std::string& path, const std::string& value) {
   YAML::Emitter out;
   out << root;
   return out.c_str();
+}
+
+std::string WithField(const std::string& path, const std::string& value) {
+  return WithFieldIn(kFullJob, path, value);
 }
 
 TEST(TrainingJobTest, EveryNumberHasAnUpperLimitWithItsReason) {
@@ -378,6 +384,39 @@ TEST(TrainingJobTest, NameRules) {
   EXPECT_NE(ErrorOf(WithField("metadata.name", "a.b"))
                 .find("metadata.name: must consist of lower-case letters, digits and '-', got "
                       "'a.b'"),
+            std::string::npos);
+}
+
+// The fields only the operator reads: volumes and their retention.
+TEST(TrainingJobTest, ClusterVolumeFields) {
+  TrainingJob job;
+  ASSERT_TRUE(Parse(kFullJob, &job).ok());
+  EXPECT_EQ(job.data.claim_name, "");
+  EXPECT_EQ(job.master.checkpoint.volume_size, "5Gi");
+  EXPECT_EQ(job.coordinator.state_volume_size, "1Gi");
+  EXPECT_EQ(job.run_policy.volume_retention_policy, "Delete");
+
+  std::string text = WithField("spec.data.claimName", "mnist-data");
+  text = WithFieldIn(text, "spec.master.checkpoint.volumeSize", "20Gi");
+  text = WithFieldIn(text, "spec.master.checkpoint.storageClassName", "fast-ssd");
+  text = WithFieldIn(text, "spec.coordinator.stateVolumeSize", "512Mi");
+  text = WithFieldIn(text, "spec.runPolicy.volumeRetentionPolicy", "Retain");
+  ASSERT_TRUE(Parse(text, &job).ok()) << Parse(text, &job).ToString();
+  EXPECT_EQ(job.data.claim_name, "mnist-data");
+  EXPECT_EQ(job.master.checkpoint.volume_size, "20Gi");
+  EXPECT_EQ(job.master.checkpoint.storage_class_name, "fast-ssd");
+  EXPECT_EQ(job.coordinator.state_volume_size, "512Mi");
+  EXPECT_EQ(job.run_policy.volume_retention_policy, "Retain");
+
+  EXPECT_NE(ErrorOf(WithField("spec.master.checkpoint.volumeSize", "lots"))
+                .find("spec.master.checkpoint.volumeSize: must consist of a Kubernetes quantity "
+                      "such as 5Gi or 500M, got 'lots'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(WithField("spec.data.claimName", "My_Data"))
+                .find("spec.data.claimName: must consist of a Kubernetes object name"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(WithField("spec.runPolicy.volumeRetentionPolicy", "Keep"))
+                .find("spec.runPolicy.volumeRetentionPolicy: must be"),
             std::string::npos);
 }
 

@@ -1,8 +1,9 @@
 // Reading a service's /metrics (Prometheus text exposition format 0.0.4)
-// back into numbers, for the launcher's progress line and summary.
+// back into numbers: for `gaptrain run`'s progress line and summary, and
+// the operator's reading of the master's progress.
 
-#ifndef GAPTRAIN_CLI_RUN_METRICS_TEXT_H_
-#define GAPTRAIN_CLI_RUN_METRICS_TEXT_H_
+#ifndef GAPTRAIN_SERVICES_COMMON_METRICS_TEXT_H_
+#define GAPTRAIN_SERVICES_COMMON_METRICS_TEXT_H_
 
 #include <map>
 #include <string>
@@ -21,4 +22,4 @@ double MetricValue(const MetricsSample& sample, const std::string& series, doubl
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_CLI_RUN_METRICS_TEXT_H_
+#endif  // GAPTRAIN_SERVICES_COMMON_METRICS_TEXT_H_

@@ -1,4 +1,4 @@
-#include "cli/run/metrics_text.h"
+#include "services/common/metrics_text.h"
 
 #include <cstdlib>
 #include <sstream>

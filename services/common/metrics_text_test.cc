@@ -3,7 +3,7 @@
 // NaN and +Inf/-Inf values, a timestamp after the value, and garbage lines
 // (skipped); and MetricValue's default for an absent series.
 
-#include "cli/run/metrics_text.h"
+#include "services/common/metrics_text.h"
 
 #include <cmath>
 #include <string>

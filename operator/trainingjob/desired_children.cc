@@ -1,0 +1,298 @@
+#include "operator/trainingjob/desired_children.h"
+
+#include <algorithm>
+
+#include "operator/crd/yaml_text.h"
+#include "operator/trainingjob/object_fields.h"
+#include "operator/trainingjob/pod_template.h"
+
+namespace gaptrain {
+namespace trainingjob {
+namespace {
+
+using nlohmann::json;
+
+// The longest suffix a DNS-label child adds: NAME-coordinator (a Service,
+// whose name must be a DNS-1035 label of at most 63 characters).
+constexpr size_t kLongestLabelSuffix = sizeof("-coordinator") - 1;
+
+json Labels(const std::string& job) { return json{{kJobNameLabel, job}}; }
+
+json ObjectMeta(const json& job, const std::string& name, const json& labels, bool owned) {
+  json meta{{"name", name}, {"namespace", NamespaceOf(job)}, {"labels", labels}};
+  if (owned) meta["ownerReferences"] = json::array({OwnerReference(job)});
+  return meta;
+}
+
+json FieldRefEnv(const char* name, const char* field) {
+  return json{{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field}}}}}};
+}
+
+json Port(const char* name, int port) {
+  return json{{"name", name}, {"containerPort", port}, {"protocol", "TCP"}};
+}
+
+json Mount(const char* volume, const std::string& path, bool read_only) {
+  json m{{"name", volume}, {"mountPath", path}};
+  if (read_only) m["readOnly"] = true;
+  return m;
+}
+
+json ClaimVolume(const char* volume, const std::string& claim, bool read_only) {
+  json source{{"claimName", claim}};
+  if (read_only) source["readOnly"] = true;
+  return json{{"name", volume}, {"persistentVolumeClaim", source}};
+}
+
+json HealthProbe(int port, int64_t period, int64_t failure_threshold) {
+  return json{{"httpGet", {{"path", "/healthz"}, {"port", port}}},
+              {"periodSeconds", period},
+              {"timeoutSeconds", 5},
+              {"failureThreshold", failure_threshold}};
+}
+
+json Claim(const json& job, const std::string& name, const std::string& size,
+           const std::string& storage_class, bool owned) {
+  json spec{{"accessModes", json::array({"ReadWriteOnce"})},
+            {"resources", {{"requests", {{"storage", size}}}}}};
+  if (!storage_class.empty()) spec["storageClassName"] = storage_class;
+  return json{{"apiVersion", "v1"},
+              {"kind", "PersistentVolumeClaim"},
+              {"metadata", ObjectMeta(job, name, Labels(NameOf(job)), owned)},
+              {"spec", spec}};
+}
+
+json HeadlessService(const json& job, ReplicaType type, int grpc_port, int http_port) {
+  const std::string name = NameOf(job);
+  json selector{{kJobNameLabel, name}, {kReplicaTypeLabel, ReplicaTypeLabelValue(type)}};
+  json ports = json::array(
+      {json{{"name", "grpc"}, {"port", grpc_port}, {"targetPort", grpc_port}, {"protocol", "TCP"}},
+       json{{"name", "metrics"}, {"port", http_port}, {"targetPort", http_port},
+            {"protocol", "TCP"}}});
+  return json{{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata", ObjectMeta(job, ReplicaName(name, type), selector, true)},
+              {"spec",
+               {{"clusterIP", "None"},
+                {"selector", selector},
+                {"publishNotReadyAddresses", true},
+                {"ports", ports}}}};
+}
+
+// The manifest the services read: what the parser accepts, without the
+// server's metadata and the status.
+std::string JobYaml(const json& job) {
+  nlohmann::ordered_json manifest;
+  manifest["apiVersion"] = StringAt(job, {"apiVersion"}, "gaptrain.io/v1alpha1");
+  manifest["kind"] = StringAt(job, {"kind"}, "TrainingJob");
+  manifest["metadata"] = {{"name", NameOf(job)}, {"namespace", NamespaceOf(job)}};
+  manifest["spec"] = ObjectAt(job, {"spec"});
+  return YamlText(manifest);
+}
+
+const char* TemplateKey(ReplicaType type) {
+  switch (type) {
+    case ReplicaType::kMaster: return "master";
+    case ReplicaType::kCoordinator: return "coordinator";
+    case ReplicaType::kEvaluator: return "evaluator";
+    case ReplicaType::kTrainer: return "workers";
+  }
+  return "workers";
+}
+
+class PodBuilder {
+ public:
+  PodBuilder(const json& job, const TrainingJob& spec, const OperatorConfig& config)
+      : job_(job), spec_(spec), config_(config), name_(NameOf(job)), ns_(NamespaceOf(job)) {}
+
+  Status Build(ReplicaType type, int64_t index, json* pod) const {
+    const std::string key = TemplateKey(type);
+    const json* found = FieldAt(job_, {"spec", key, "template"});
+    const json pod_template = found != nullptr ? *found : json(nullptr);
+    const std::string template_path = "spec." + key + ".template";
+    GAPTRAIN_RETURN_IF_ERROR(CheckPodTemplate(pod_template, template_path));
+
+    GaptrainPodParts parts;
+    const std::string pod_name = ReplicaName(name_, type, index);
+    json labels = Labels(name_);
+    labels[kReplicaTypeLabel] = ReplicaTypeLabelValue(type);
+    labels[kReplicaIndexLabel] = std::to_string(type == ReplicaType::kTrainer ? index : 0);
+    parts.metadata = ObjectMeta(job_, pod_name, labels, true);
+    parts.default_image = config_.image;
+    parts.termination_grace_period_seconds =
+        TemplateGracePeriod(pod_template).value_or(config_.default_grace_period_seconds);
+    parts.env = json::array({FieldRefEnv("POD_NAME", "metadata.name"),
+                             FieldRefEnv("POD_NAMESPACE", "metadata.namespace"),
+                             FieldRefEnv("POD_IP", "status.podIP"),
+                             json{{"name", "GAPTRAIN_TOKEN_FILE"}, {"value", kTokenFile}}});
+    parts.shared_mounts = json::array(
+        {Mount("gaptrain-token", kTokenDir, true), Mount("gaptrain-job", kJobDir, true)});
+    parts.volumes = json::array(
+        {json{{"name", "gaptrain-token"}, {"secret", {{"secretName", TokenSecretName(name_)}}}},
+         json{{"name", "gaptrain-job"}, {"configMap", {{"name", JobConfigMapName(name_)}}}}});
+    if (!spec_.data.claim_name.empty()) {
+      parts.own_mounts.push_back(Mount("gaptrain-data", spec_.data.path, true));
+      parts.volumes.push_back(ClaimVolume("gaptrain-data", spec_.data.claim_name, true));
+    }
+
+    int http_port = kWorkerHttpPort;
+    const std::string service_suffix = "." + ns_ + ".svc:";
+    switch (type) {
+      case ReplicaType::kMaster:
+        http_port = kMasterHttpPort;
+        parts.command = {"gaptrain-master", "--job", kJobFile,
+                         "--listen", "0.0.0.0:" + std::to_string(kMasterGrpcPort),
+                         "--http-port", std::to_string(http_port),
+                         "--token-file", kTokenFile, "--checkpoint-dir", kCheckpointDir};
+        parts.ports = json::array({Port("grpc", kMasterGrpcPort), Port("metrics", http_port)});
+        parts.own_mounts.push_back(Mount("gaptrain-checkpoints", kCheckpointDir, false));
+        parts.volumes.push_back(
+            ClaimVolume("gaptrain-checkpoints", CheckpointsClaimName(name_), false));
+        break;
+      case ReplicaType::kCoordinator:
+        http_port = kCoordinatorHttpPort;
+        parts.command = {"gaptrain-coordinator", "--job", kJobFile,
+                         "--listen", "0.0.0.0:" + std::to_string(kCoordinatorGrpcPort),
+                         "--http-port", std::to_string(http_port),
+                         "--token-file", kTokenFile, "--state-dir", kCoordinatorStateDir,
+                         "--master",
+                         ReplicaName(name_, ReplicaType::kMaster) + service_suffix +
+                             std::to_string(kMasterGrpcPort)};
+        parts.ports =
+            json::array({Port("grpc", kCoordinatorGrpcPort), Port("metrics", http_port)});
+        parts.own_mounts.push_back(Mount("gaptrain-state", kCoordinatorStateDir, false));
+        parts.volumes.push_back(
+            ClaimVolume("gaptrain-state", CoordinatorStateClaimName(name_), false));
+        break;
+      case ReplicaType::kEvaluator:
+      case ReplicaType::kTrainer: {
+        const int64_t grace =
+            std::max<int64_t>(1, parts.termination_grace_period_seconds - 5);
+        parts.command = {
+            "gaptrain-worker", "--job", kJobFile, "--role", ReplicaTypeLabelValue(type),
+            "--coordinator",
+            ReplicaName(name_, ReplicaType::kCoordinator) + service_suffix +
+                std::to_string(kCoordinatorGrpcPort),
+            "--token-file", kTokenFile, "--http-port", std::to_string(http_port),
+            "--host-name", "$(POD_NAME)", "--grace-seconds", std::to_string(grace)};
+        parts.ports = json::array({Port("metrics", http_port)});
+        if (spec_.workers.preemptible) {
+          parts.tolerations = config_.spot.tolerations;
+          parts.required_node_requirements = config_.spot.spot_node_selector;
+        }
+        break;
+      }
+    }
+    if (type == ReplicaType::kMaster || type == ReplicaType::kCoordinator) {
+      // Keep the job's state off nodes that may vanish, where there is a choice.
+      for (const json& r : config_.spot.spot_node_selector) {
+        parts.preferred_node_terms.push_back(
+            json{{"weight", 100},
+                 {"preference", {{"matchExpressions", json::array({NegatedRequirement(r)})}}}});
+      }
+    }
+    parts.readiness_probe = HealthProbe(http_port, 5, 3);
+    parts.liveness_probe = HealthProbe(http_port, 10, config_.liveness_failure_threshold);
+    return MergePodTemplate(pod_template, template_path, ObjectAt(job_, {"metadata", "labels"}),
+                            parts, pod);
+  }
+
+ private:
+  const json& job_;
+  const TrainingJob& spec_;
+  const OperatorConfig& config_;
+  const std::string name_;
+  const std::string ns_;
+};
+
+}  // namespace
+
+std::string TokenSecretName(const std::string& job) { return job + "-token"; }
+std::string JobConfigMapName(const std::string& job) { return job + "-job"; }
+std::string CheckpointsClaimName(const std::string& job) { return job + "-checkpoints"; }
+std::string CoordinatorStateClaimName(const std::string& job) {
+  return job + "-coordinator-state";
+}
+
+std::string ReplicaName(const std::string& job, ReplicaType type, int64_t index) {
+  if (type == ReplicaType::kTrainer) return job + "-trainer-" + std::to_string(index);
+  return job + "-" + ReplicaTypeLabelValue(type);
+}
+
+json OwnerReference(const json& job) {
+  return json{{"apiVersion", StringAt(job, {"apiVersion"}, "gaptrain.io/v1alpha1")},
+              {"kind", StringAt(job, {"kind"}, "TrainingJob")},
+              {"name", NameOf(job)},
+              {"uid", UidOf(job)},
+              {"controller", true},
+              {"blockOwnerDeletion", true}};
+}
+
+std::string TokenText(const std::array<uint8_t, 32>& token_bytes) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string text;
+  for (uint8_t b : token_bytes) {
+    text.push_back(kHex[b >> 4]);
+    text.push_back(kHex[b & 15]);
+  }
+  return text;
+}
+
+Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
+                            const OperatorConfig& config,
+                            const std::array<uint8_t, 32>& token_bytes, DesiredChildren* out) {
+  const std::string name = NameOf(job);
+  if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z') ||
+      name.size() + kLongestLabelSuffix > 63) {
+    return Status::InvalidArgument(
+        "metadata.name: on a cluster it must start with a letter and have at most " +
+        std::to_string(63 - kLongestLabelSuffix) + " characters (" + name +
+        "-coordinator names a Service, a DNS label), got '" + name + "'");
+  }
+  if (UidOf(job).empty()) return Status::InvalidArgument("metadata.uid: is required");
+  if (!spec.data.claim_name.empty() && (spec.data.path.empty() || spec.data.path[0] != '/')) {
+    return Status::InvalidArgument("spec.data.path: must be an absolute path when claimName is "
+                                   "set (the claim is mounted there), got '" +
+                                   spec.data.path + "'");
+  }
+
+  DesiredChildren d;
+  d.secret = json{{"apiVersion", "v1"},
+                  {"kind", "Secret"},
+                  {"metadata", ObjectMeta(job, TokenSecretName(name), Labels(name), true)},
+                  {"type", "Opaque"},
+                  {"stringData", {{"token", TokenText(token_bytes)}}}};
+  d.config_map = json{{"apiVersion", "v1"},
+                      {"kind", "ConfigMap"},
+                      {"metadata", ObjectMeta(job, JobConfigMapName(name), Labels(name), true)},
+                      {"data", {{"job.yaml", JobYaml(job)}}}};
+  const bool owned_volumes = spec.run_policy.volume_retention_policy == "Delete";
+  d.persistent_volume_claims.push_back(
+      Claim(job, CheckpointsClaimName(name), spec.master.checkpoint.volume_size,
+            spec.master.checkpoint.storage_class_name, owned_volumes));
+  d.persistent_volume_claims.push_back(
+      Claim(job, CoordinatorStateClaimName(name), spec.coordinator.state_volume_size,
+            spec.coordinator.storage_class_name, owned_volumes));
+  d.services.push_back(
+      HeadlessService(job, ReplicaType::kMaster, kMasterGrpcPort, kMasterHttpPort));
+  d.services.push_back(HeadlessService(job, ReplicaType::kCoordinator, kCoordinatorGrpcPort,
+                                       kCoordinatorHttpPort));
+
+  const PodBuilder builder(job, spec, config);
+  for (ReplicaType type : {ReplicaType::kMaster, ReplicaType::kCoordinator,
+                           ReplicaType::kEvaluator}) {
+    json pod;
+    GAPTRAIN_RETURN_IF_ERROR(builder.Build(type, 0, &pod));
+    d.pods.push_back(std::move(pod));
+  }
+  for (uint32_t i = 0; i < spec.workers.replicas; ++i) {
+    json pod;
+    GAPTRAIN_RETURN_IF_ERROR(builder.Build(ReplicaType::kTrainer, i, &pod));
+    d.pods.push_back(std::move(pod));
+  }
+  *out = std::move(d);
+  return Status::OK();
+}
+
+}  // namespace trainingjob
+}  // namespace gaptrain

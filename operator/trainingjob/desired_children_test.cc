@@ -1,0 +1,516 @@
+// The children of a TrainingJob: golden pods (commands, env, volumes,
+// probes, ports, labels, ownerReferences), spot tolerations and affinity
+// for each preset, template merging that keeps the user's fields, the
+// Services, PVCs, Secret and ConfigMap, errors for what a cluster would
+// refuse, and the pods' shape checked against a pod a real API server
+// accepted and stored.
+
+#include "operator/trainingjob/desired_children.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "operator/testing/kube_test_support.h"
+#include "operator/trainingjob/json_diff.h"
+#include "operator/trainingjob/pod_template.h"
+#include "services/common/training_job.h"
+
+namespace gaptrain {
+namespace trainingjob {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kUid[] = "ead6b621-1939-4817-8ffa-71c9621c5271";
+
+json BaseJob() {
+  json job = json::parse(R"j({
+    "apiVersion": "gaptrain.io/v1alpha1", "kind": "TrainingJob",
+    "metadata": {"name": "mnist", "namespace": "team-a", "generation": 1,
+                 "resourceVersion": "215", "labels": {"team": "vision"}},
+    "spec": {"data": {"format": "mnist-idx", "path": "/data/mnist", "shuffleSeed": 1},
+             "training": {"batchSize": 128, "epochs": 4},
+             "workers": {"replicas": 2}}})j");
+  job["metadata"]["uid"] = kUid;
+  return job;
+}
+
+struct Built {
+  Status status;
+  TrainingJob spec;
+  DesiredChildren children;
+};
+
+Built Build(const json& job, const OperatorConfig& config = OperatorConfig()) {
+  Built b;
+  b.status = ParseTrainingJob(job.dump(), "test", &b.spec);
+  if (!b.status.ok()) return b;
+  std::array<uint8_t, 32> bytes{};
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 8 + 1);
+  b.status = BuildDesiredChildren(job, b.spec, config, bytes, &b.children);
+  return b;
+}
+
+const json& PodNamed(const Built& b, const std::string& name) {
+  for (const json& pod : b.children.pods) {
+    if (pod["metadata"]["name"] == name) return pod;
+  }
+  ADD_FAILURE() << "no pod " << name;
+  static const json none;
+  return none;
+}
+
+const json kOwner = json::parse(std::string(R"j({"apiVersion": "gaptrain.io/v1alpha1",
+    "kind": "TrainingJob", "name": "mnist", "uid": ")j") + kUid +
+                                R"j(", "controller": true, "blockOwnerDeletion": true})j");
+
+TEST(DesiredChildrenTest, GoldenTrainerPod) {
+  const Built b = Build(BaseJob());
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  ASSERT_EQ(b.children.pods.size(), 5u);  // master, coordinator, evaluator, 2 trainers
+  json expected = json::parse(R"j({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "mnist-trainer-1", "namespace": "team-a",
+                 "labels": {"team": "vision", "gaptrain.io/job-name": "mnist",
+                            "gaptrain.io/replica-type": "trainer",
+                            "gaptrain.io/replica-index": "1"}},
+    "spec": {
+      "containers": [{
+        "name": "gaptrain", "image": "gaptrain:latest",
+        "command": ["gaptrain-worker", "--job", "/etc/gaptrain/job.yaml", "--role", "trainer",
+                    "--coordinator", "mnist-coordinator.team-a.svc:7071",
+                    "--token-file", "/var/run/gaptrain/token", "--http-port", "9092",
+                    "--host-name", "$(POD_NAME)", "--grace-seconds", "25"],
+        "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "POD_NAMESPACE",
+                 "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                {"name": "GAPTRAIN_TOKEN_FILE", "value": "/var/run/gaptrain/token"}],
+        "ports": [{"name": "metrics", "containerPort": 9092, "protocol": "TCP"}],
+        "volumeMounts": [{"name": "gaptrain-token", "mountPath": "/var/run/gaptrain",
+                          "readOnly": true},
+                         {"name": "gaptrain-job", "mountPath": "/etc/gaptrain", "readOnly": true}],
+        "readinessProbe": {"httpGet": {"path": "/healthz", "port": 9092}, "periodSeconds": 5,
+                           "timeoutSeconds": 5, "failureThreshold": 3},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 9092}, "periodSeconds": 10,
+                          "timeoutSeconds": 5, "failureThreshold": 12}}],
+      "volumes": [{"name": "gaptrain-token", "secret": {"secretName": "mnist-token"}},
+                  {"name": "gaptrain-job", "configMap": {"name": "mnist-job"}}],
+      "restartPolicy": "Never",
+      "terminationGracePeriodSeconds": 30}})j");
+  expected["metadata"]["ownerReferences"] = json::array({kOwner});
+  EXPECT_EQ(PodNamed(b, "mnist-trainer-1"), expected)
+      << PodNamed(b, "mnist-trainer-1").dump(2);
+}
+
+TEST(DesiredChildrenTest, MasterCoordinatorAndEvaluator) {
+  json job = BaseJob();
+  job["spec"]["data"]["claimName"] = "mnist-data";
+  const Built b = Build(job);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+
+  const json& master = PodNamed(b, "mnist-master")["spec"]["containers"][0];
+  EXPECT_EQ(master["command"],
+            json::parse(R"j(["gaptrain-master", "--job", "/etc/gaptrain/job.yaml",
+                "--listen", "0.0.0.0:7070", "--http-port", "9090",
+                "--token-file", "/var/run/gaptrain/token",
+                "--checkpoint-dir", "/var/lib/gaptrain/checkpoints"])j"));
+  EXPECT_EQ(master["ports"], json::parse(R"j([{"name": "grpc", "containerPort": 7070, "protocol": "TCP"},
+      {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}])j"));
+  EXPECT_EQ(master["readinessProbe"]["httpGet"]["port"], 9090);
+  EXPECT_EQ(master["volumeMounts"], json::parse(R"j([
+      {"name": "gaptrain-token", "mountPath": "/var/run/gaptrain", "readOnly": true},
+      {"name": "gaptrain-job", "mountPath": "/etc/gaptrain", "readOnly": true},
+      {"name": "gaptrain-data", "mountPath": "/data/mnist", "readOnly": true},
+      {"name": "gaptrain-checkpoints", "mountPath": "/var/lib/gaptrain/checkpoints"}])j"));
+  EXPECT_EQ(PodNamed(b, "mnist-master")["spec"]["volumes"], json::parse(R"j([
+      {"name": "gaptrain-token", "secret": {"secretName": "mnist-token"}},
+      {"name": "gaptrain-job", "configMap": {"name": "mnist-job"}},
+      {"name": "gaptrain-data", "persistentVolumeClaim": {"claimName": "mnist-data", "readOnly": true}},
+      {"name": "gaptrain-checkpoints", "persistentVolumeClaim": {"claimName": "mnist-checkpoints"}}])j"));
+  EXPECT_EQ(PodNamed(b, "mnist-master")["metadata"]["labels"]["gaptrain.io/replica-index"], "0");
+
+  const json& coordinator = PodNamed(b, "mnist-coordinator")["spec"]["containers"][0];
+  EXPECT_EQ(coordinator["command"],
+            json::parse(R"j(["gaptrain-coordinator", "--job", "/etc/gaptrain/job.yaml",
+                "--listen", "0.0.0.0:7071", "--http-port", "9091",
+                "--token-file", "/var/run/gaptrain/token",
+                "--state-dir", "/var/lib/gaptrain/coordinator",
+                "--master", "mnist-master.team-a.svc:7070"])j"));
+  EXPECT_EQ(coordinator["volumeMounts"].back(),
+            json::parse(R"j({"name": "gaptrain-state", "mountPath": "/var/lib/gaptrain/coordinator"})j"));
+  EXPECT_EQ(PodNamed(b, "mnist-coordinator")["spec"]["volumes"].back(),
+            json::parse(R"j({"name": "gaptrain-state",
+                            "persistentVolumeClaim": {"claimName": "mnist-coordinator-state"}})j"));
+
+  const json& evaluator = PodNamed(b, "mnist-evaluator")["spec"]["containers"][0];
+  EXPECT_EQ(evaluator["command"][4], "evaluator");
+  EXPECT_EQ(evaluator["volumeMounts"].back()["name"], "gaptrain-data");
+  EXPECT_EQ(PodNamed(b, "mnist-evaluator")["metadata"]["labels"]["gaptrain.io/replica-type"],
+            "evaluator");
+}
+
+TEST(DesiredChildrenTest, SpotPresetsOnPreemptibleWorkers) {
+  struct Case {
+    const char* preset;
+    const char* label_key;
+    const char* label_value;
+    bool toleration;
+  } cases[] = {
+      {"gke", "cloud.google.com/gke-spot", "true", true},
+      {"eks", "eks.amazonaws.com/capacityType", "SPOT", false},
+      {"aks", "kubernetes.azure.com/scalesetpriority", "spot", true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.preset);
+    OperatorConfig config;
+    ASSERT_TRUE(SpotPreset(c.preset, &config.spot).ok());
+    json job = BaseJob();
+    job["spec"]["workers"]["preemptible"] = true;
+    const Built b = Build(job, config);
+    ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+    const json requirement = {{"key", c.label_key}, {"operator", "In"},
+                              {"values", json::array({c.label_value})}};
+    for (const char* worker : {"mnist-trainer-0", "mnist-evaluator"}) {
+      const json& spec = PodNamed(b, worker)["spec"];
+      EXPECT_EQ(spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"],
+                json({{"nodeSelectorTerms",
+                       json::array({{{"matchExpressions", json::array({requirement})}}})}}))
+          << worker;
+      if (c.toleration) {
+        EXPECT_EQ(spec["tolerations"], json::array({{{"key", c.label_key},
+                                                     {"operator", "Equal"},
+                                                     {"value", c.label_value},
+                                                     {"effect", "NoSchedule"}}}));
+      } else {
+        EXPECT_FALSE(spec.contains("tolerations"));
+      }
+    }
+    for (const char* control : {"mnist-master", "mnist-coordinator"}) {
+      const json& spec = PodNamed(b, control)["spec"];
+      EXPECT_FALSE(spec.contains("tolerations")) << control;
+      EXPECT_EQ(spec["affinity"],
+                json({{"nodeAffinity",
+                       {{"preferredDuringSchedulingIgnoredDuringExecution",
+                         json::array({{{"weight", 100},
+                                       {"preference",
+                                        {{"matchExpressions",
+                                          json::array({{{"key", c.label_key},
+                                                        {"operator", "NotIn"},
+                                                        {"values",
+                                                         json::array({c.label_value})}}})}}}}})}}}}))
+          << control;
+    }
+    // Not preemptible: trainers stay off spot nodes' taints and affinity.
+    job["spec"]["workers"]["preemptible"] = false;
+    const Built plain = Build(job, config);
+    EXPECT_FALSE(PodNamed(plain, "mnist-trainer-0")["spec"].contains("affinity"));
+    EXPECT_FALSE(PodNamed(plain, "mnist-trainer-0")["spec"].contains("tolerations"));
+    EXPECT_TRUE(PodNamed(plain, "mnist-master")["spec"].contains("affinity"));
+  }
+  OperatorConfig none;
+  json job = BaseJob();
+  job["spec"]["workers"]["preemptible"] = true;
+  const Built b = Build(job, none);
+  EXPECT_FALSE(PodNamed(b, "mnist-trainer-0")["spec"].contains("affinity"));
+  EXPECT_FALSE(PodNamed(b, "mnist-master")["spec"].contains("affinity"));
+}
+
+TEST(DesiredChildrenTest, TemplateMergeKeepsTheUsersFields) {
+  OperatorConfig config;
+  ASSERT_TRUE(SpotPreset("aks", &config.spot).ok());
+  json job = BaseJob();
+  job["spec"]["workers"]["preemptible"] = true;
+  job["spec"]["workers"]["template"] = json::parse(R"j({
+    "metadata": {"labels": {"app": "mnist", "gaptrain.io/job-name": "spoofed"},
+                 "annotations": {"prometheus.io/scrape": "true"}},
+    "spec": {
+      "serviceAccountName": "trainer",
+      "nodeSelector": {"cloud.google.com/gke-nodepool": "gpu", "accelerated": "true"},
+      "terminationGracePeriodSeconds": 60,
+      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+          "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In",
+                                                       "values": ["a"]}]},
+                                {"matchExpressions": [{"key": "zone", "operator": "In",
+                                                       "values": ["b"]}]}]}}},
+      "volumes": [{"name": "scratch", "emptyDir": {}},
+                  {"name": "gaptrain-job", "emptyDir": {}}],
+      "containers": [
+        {"name": "worker", "image": "registry.example.com/gaptrain:1.2",
+         "args": ["--device", "cuda"],
+         "command": ["sleep"],
+         "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "4Gi"}},
+         "env": [{"name": "OMP_NUM_THREADS", "value": "4"},
+                 {"name": "POD_NAME", "value": "spoofed"}],
+         "ports": [{"name": "debug", "containerPort": 6060},
+                   {"name": "other", "containerPort": 9092}],
+         "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"},
+                          {"name": "elsewhere", "mountPath": "/etc/gaptrain"}],
+         "readinessProbe": {"tcpSocket": {"port": 9092}}},
+        {"name": "log-shipper", "image": "fluent-bit:2",
+         "env": [{"name": "GAPTRAIN_TOKEN_FILE", "value": "/nope"}]}]}})j");
+  const Built b = Build(job, config);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  const json& pod = PodNamed(b, "mnist-trainer-0");
+  const json& spec = pod["spec"];
+
+  EXPECT_EQ(pod["metadata"]["labels"]["app"], "mnist");
+  EXPECT_EQ(pod["metadata"]["labels"]["team"], "vision");
+  EXPECT_EQ(pod["metadata"]["labels"]["gaptrain.io/job-name"], "mnist");
+  EXPECT_EQ(pod["metadata"]["annotations"], json({{"prometheus.io/scrape", "true"}}));
+  EXPECT_EQ(spec["serviceAccountName"], "trainer");
+  EXPECT_EQ(spec["nodeSelector"]["accelerated"], "true");  // a string, as typed
+  EXPECT_EQ(spec["terminationGracePeriodSeconds"], 60);
+  EXPECT_EQ(spec["restartPolicy"], "Never");
+
+  const json& c = spec["containers"][0];
+  EXPECT_EQ(c["name"], "gaptrain");
+  EXPECT_EQ(c["image"], "registry.example.com/gaptrain:1.2");
+  EXPECT_EQ(c["args"], json::parse(R"j(["--device", "cuda"])j"));
+  EXPECT_EQ(c["command"][0], "gaptrain-worker");
+  EXPECT_EQ(c["command"].back(), "55");  // grace 60 - 5
+  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], 1);
+  EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.name");
+  EXPECT_EQ(c["env"].size(), 5u);  // gaptrain's four, then OMP_NUM_THREADS
+  EXPECT_EQ(c["env"][4]["name"], "OMP_NUM_THREADS");
+  EXPECT_EQ(c["ports"], json::parse(R"j([{"name": "metrics", "containerPort": 9092, "protocol": "TCP"},
+                                        {"name": "debug", "containerPort": 6060}])j"));
+  EXPECT_EQ(c["volumeMounts"].size(), 3u);
+  EXPECT_EQ(c["volumeMounts"][2], json::parse(R"j({"name": "scratch", "mountPath": "/scratch"})j"));
+  EXPECT_EQ(c["readinessProbe"], json::parse(R"j({"tcpSocket": {"port": 9092}})j"));
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+
+  const json& sidecar = spec["containers"][1];
+  EXPECT_EQ(sidecar["name"], "log-shipper");
+  EXPECT_EQ(sidecar["env"].size(), 4u);
+  EXPECT_EQ(sidecar["env"][3], json::parse(R"j({"name": "GAPTRAIN_TOKEN_FILE",
+                                               "value": "/var/run/gaptrain/token"})j"));
+  EXPECT_EQ(sidecar["volumeMounts"].size(), 2u);
+  EXPECT_FALSE(sidecar.contains("command"));
+
+  EXPECT_EQ(spec["volumes"].size(), 3u);
+  EXPECT_EQ(spec["volumes"][1]["configMap"]["name"], "mnist-job");
+  EXPECT_EQ(spec["volumes"][2]["name"], "scratch");
+  EXPECT_EQ(spec["tolerations"].size(), 2u);
+  const json& terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                          ["nodeSelectorTerms"];
+  ASSERT_EQ(terms.size(), 2u);
+  for (const json& term : terms) {
+    ASSERT_EQ(term["matchExpressions"].size(), 2u);
+    EXPECT_EQ(term["matchExpressions"][1]["key"], "kubernetes.azure.com/scalesetpriority");
+  }
+  // The master's template is its own: none here.
+  EXPECT_EQ(PodNamed(b, "mnist-master")["spec"]["containers"][0]["image"], "gaptrain:latest");
+}
+
+TEST(DesiredChildrenTest, ServicesVolumesSecretAndConfigMap) {
+  json job = BaseJob();
+  job["spec"]["master"] = {{"checkpoint", {{"volumeSize", "20Gi"},
+                                           {"storageClassName", "fast-ssd"}}}};
+  const Built b = Build(job);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  ASSERT_EQ(b.children.services.size(), 2u);
+  json expected_service = json::parse(R"j({
+    "apiVersion": "v1", "kind": "Service",
+    "metadata": {"name": "mnist-coordinator", "namespace": "team-a",
+                 "labels": {"gaptrain.io/job-name": "mnist",
+                            "gaptrain.io/replica-type": "coordinator"}},
+    "spec": {"clusterIP": "None", "publishNotReadyAddresses": true,
+             "selector": {"gaptrain.io/job-name": "mnist", "gaptrain.io/replica-type": "coordinator"},
+             "ports": [{"name": "grpc", "port": 7071, "targetPort": 7071, "protocol": "TCP"},
+                       {"name": "metrics", "port": 9091, "targetPort": 9091, "protocol": "TCP"}]}})j");
+  expected_service["metadata"]["ownerReferences"] = json::array({kOwner});
+  EXPECT_EQ(b.children.services[1], expected_service) << b.children.services[1].dump(2);
+  EXPECT_EQ(b.children.services[0]["spec"]["ports"][0]["port"], 7070);
+
+  ASSERT_EQ(b.children.persistent_volume_claims.size(), 2u);
+  json expected_claim = json::parse(R"j({
+    "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+    "metadata": {"name": "mnist-checkpoints", "namespace": "team-a",
+                 "labels": {"gaptrain.io/job-name": "mnist"}},
+    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "20Gi"}},
+             "storageClassName": "fast-ssd"}})j");
+  expected_claim["metadata"]["ownerReferences"] = json::array({kOwner});
+  EXPECT_EQ(b.children.persistent_volume_claims[0], expected_claim);
+  const json& state = b.children.persistent_volume_claims[1];
+  EXPECT_EQ(state["metadata"]["name"], "mnist-coordinator-state");
+  EXPECT_EQ(state["spec"]["resources"]["requests"]["storage"], "1Gi");
+  EXPECT_FALSE(state["spec"].contains("storageClassName"));
+
+  // Retained volumes have no owner, so deleting the job leaves them.
+  job["spec"]["runPolicy"] = {{"volumeRetentionPolicy", "Retain"}};
+  const Built retained = Build(job);
+  for (const json& claim : retained.children.persistent_volume_claims) {
+    EXPECT_FALSE(claim["metadata"].contains("ownerReferences"));
+  }
+
+  EXPECT_EQ(b.children.secret["metadata"]["name"], "mnist-token");
+  const std::string token = b.children.secret["stringData"]["token"];
+  EXPECT_EQ(token.size(), 64u);
+  EXPECT_EQ(token.substr(0, 6), "010911");
+  EXPECT_EQ(b.children.secret["metadata"]["ownerReferences"][0], kOwner);
+
+  // job.yaml is the manifest the services parse, equal to the job's.
+  EXPECT_EQ(b.children.config_map["metadata"]["name"], "mnist-job");
+  const std::string yaml = b.children.config_map["data"]["job.yaml"];
+  TrainingJob from_config;
+  const Status parsed = ParseTrainingJob(yaml, "job.yaml", &from_config);
+  ASSERT_TRUE(parsed.ok()) << parsed.ToString() << "\n" << yaml;
+  EXPECT_EQ(from_config.name, "mnist");
+  EXPECT_EQ(from_config.namespace_name, "team-a");
+  EXPECT_EQ(from_config.workers.replicas, 2u);
+  EXPECT_EQ(from_config.master.checkpoint.volume_size, "20Gi");
+  EXPECT_EQ(yaml.find("resourceVersion"), std::string::npos);
+}
+
+TEST(DesiredChildrenTest, WhatAClusterWouldRefuseIsAnError) {
+  struct Case {
+    const char* name;
+    std::function<void(json*)> change;
+    const char* error;
+  } cases[] = {
+      {"long name", [](json* j) { (*j)["metadata"]["name"] = std::string(52, 'a'); },
+       "metadata.name: on a cluster it must start with a letter and have at most 51 characters"},
+      {"digit first", [](json* j) { (*j)["metadata"]["name"] = "1mnist"; },
+       "metadata.name: on a cluster it must start with a letter"},
+      {"relative data path",
+       [](json* j) {
+         (*j)["spec"]["data"]["claimName"] = "d";
+         (*j)["spec"]["data"]["path"] = "data/mnist";
+       },
+       "spec.data.path: must be an absolute path when claimName is set"},
+      {"template not an object",
+       [](json* j) { (*j)["spec"]["workers"]["template"] = json::array(); },
+       "spec.workers.template: must be a mapping"},
+      {"containers not a list",
+       [](json* j) { (*j)["spec"]["master"]["template"] = {{"spec", {{"containers", "x"}}}}; },
+       "spec.master.template.spec.containers: must be a list"},
+      {"sidecar without a name",
+       [](json* j) {
+         (*j)["spec"]["evaluator"]["template"] =
+             json::parse(R"j({"spec": {"containers": [{"image": "a"}, {"image": "b"}]}})j");
+       },
+       "spec.evaluator.template.spec.containers[1].name: is required"},
+      {"env not a list",
+       [](json* j) {
+         (*j)["spec"]["workers"]["template"] =
+             json::parse(R"j({"spec": {"containers": [{"env": {"A": "1"}}]}})j");
+       },
+       "spec.workers.template.spec.containers[0].env: must be a list"},
+      {"label not a string",
+       [](json* j) {
+         (*j)["spec"]["coordinator"]["template"] =
+             json::parse(R"j({"metadata": {"labels": {"a": 1}}})j");
+       },
+       "spec.coordinator.template.metadata.labels.a: must be a string"},
+      {"negative grace",
+       [](json* j) {
+         (*j)["spec"]["workers"]["template"] =
+             json::parse(R"j({"spec": {"terminationGracePeriodSeconds": -1}})j");
+       },
+       "spec.workers.template.spec.terminationGracePeriodSeconds: must be a non-negative integer"},
+      {"mount without a path",
+       [](json* j) {
+         (*j)["spec"]["workers"]["template"] =
+             json::parse(R"j({"spec": {"containers": [{"volumeMounts": [{"name": "x"}]}]}})j");
+       },
+       "spec.workers.template.spec.containers[0].volumeMounts[0].mountPath: is required"},
+      {"bad affinity",
+       [](json* j) {
+         (*j)["spec"]["workers"]["template"] = json::parse(
+             R"j({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                 {"nodeSelectorTerms": [{"matchExpressions": "x"}]}}}}})j");
+       },
+       "nodeSelectorTerms[0].matchExpressions: must be a list"},
+  };
+  for (const Case& c : cases) {
+    json job = BaseJob();
+    c.change(&job);
+    const Built b = Build(job);
+    EXPECT_EQ(b.status.code(), Status::Code::kInvalidArgument) << c.name;
+    EXPECT_NE(b.status.message().find(c.error), std::string::npos)
+        << c.name << ": " << b.status.message();
+  }
+}
+
+TEST(DesiredChildrenTest, CheckPodTemplateOnItsOwn) {
+  EXPECT_TRUE(CheckPodTemplate(nullptr, "t").ok());
+  EXPECT_TRUE(CheckPodTemplate(json::object(), "t").ok());
+  EXPECT_EQ(CheckPodTemplate(json::array(), "t").message(),
+            "t: must be a PodTemplateSpec object");
+  EXPECT_EQ(CheckPodTemplate(json::parse(R"j({"spec": {"volumes": [{"emptyDir": {}}]}})j"), "t")
+                .message(),
+            "t.spec.volumes[0].name: is required");
+  EXPECT_EQ(TemplateGracePeriod(json::parse(R"j({"spec": {"terminationGracePeriodSeconds": 7}})j")),
+            7);
+  EXPECT_FALSE(TemplateGracePeriod(json::parse(R"j({"spec": {}})j")).has_value());
+}
+
+// Every path the two objects share holds the same JSON type; list items
+// are matched by name where they have one.
+void ExpectSameTypes(const json& ours, const json& server, const std::string& path) {
+  if (ours.is_number() && server.is_number()) return;
+  ASSERT_EQ(ours.type_name(), std::string(server.type_name())) << path;
+  if (ours.is_object()) {
+    for (const auto& [key, value] : ours.items()) {
+      if (server.contains(key)) ExpectSameTypes(value, server[key], path + "." + key);
+    }
+  } else if (ours.is_array()) {
+    for (size_t i = 0; i < ours.size(); ++i) {
+      for (size_t k = 0; k < server.size(); ++k) {
+        const bool named = ours[i].is_object() && ours[i].contains("name");
+        if (named ? server[k].is_object() && server[k].value("name", "") == ours[i]["name"]
+                  : k == i) {
+          ExpectSameTypes(ours[i], server[k], path + "[" + std::to_string(i) + "]");
+        }
+      }
+    }
+  }
+}
+
+TEST(DesiredChildrenTest, PodsHaveTheShapeARealServerAccepted) {
+  kube::Recording r;
+  const Status loaded = kube::LoadRecording("pod-server-side-apply", &r);
+  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+  json stored = r.response_body;  // what kube-apiserver v1.26 stored for an applied pod
+  stored["spec"]["containers"][0]["name"] = "gaptrain";
+
+  OperatorConfig config;
+  ASSERT_TRUE(SpotPreset("aks", &config.spot).ok());
+  json job = BaseJob();
+  job["spec"]["workers"]["preemptible"] = true;
+  job["spec"]["data"]["claimName"] = "data";
+  const Built b = Build(job, config);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  // The fields of core/v1 PodSpec and Container gaptrain may write.
+  const std::set<std::string> pod_spec_fields = {
+      "containers", "volumes", "restartPolicy", "terminationGracePeriodSeconds", "tolerations",
+      "affinity"};
+  const std::set<std::string> container_fields = {
+      "name", "image", "command", "env", "ports", "volumeMounts", "readinessProbe",
+      "livenessProbe"};
+  for (const json& pod : b.children.pods) {
+    SCOPED_TRACE(pod["metadata"]["name"].get<std::string>());
+    ExpectSameTypes(pod, stored, "pod");
+    for (const auto& [key, value] : pod["spec"].items()) {
+      EXPECT_EQ(pod_spec_fields.count(key), 1u) << key;
+    }
+    for (const auto& [key, value] : pod["spec"]["containers"][0].items()) {
+      EXPECT_EQ(container_fields.count(key), 1u) << key;
+    }
+    for (const auto& [key, value] : pod["metadata"].items()) {
+      EXPECT_TRUE(stored["metadata"].contains(key)) << key;
+    }
+  }
+  // The recorded pod is one of ours: its applied fields match our trainer's.
+  json ours = PodNamed(b, "mnist-trainer-0");
+  EXPECT_EQ(ours["metadata"]["ownerReferences"][0]["apiVersion"],
+            stored["metadata"]["ownerReferences"][0]["apiVersion"]);
+  EXPECT_TRUE(IsSubset(stored["metadata"]["labels"], ours["metadata"]["labels"]));
+}
+
+}  // namespace
+}  // namespace trainingjob
+}  // namespace gaptrain

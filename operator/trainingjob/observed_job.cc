@@ -1,0 +1,124 @@
+#include "operator/trainingjob/observed_job.h"
+
+#include <cmath>
+
+#include "operator/trainingjob/object_fields.h"
+#include "services/common/metrics_text.h"
+
+namespace gaptrain {
+namespace trainingjob {
+
+double CoordinatorStatus::EpochsDone() const {
+  double fraction = 0;
+  if (samples_in_epoch > 0) {
+    fraction = std::min(1.0, static_cast<double>(samples_done_in_epoch) /
+                                 static_cast<double>(samples_in_epoch));
+  }
+  return static_cast<double>(epoch) + fraction;
+}
+
+Status ParseCoordinatorStatus(const std::string& body, CoordinatorStatus* out) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::DataLoss("coordinator /status: not a JSON object");
+  }
+  CoordinatorStatus s;
+  s.phase = StringAt(j, {"phase"});
+  if (s.phase != "Pending" && s.phase != "Running" && s.phase != "Succeeded" &&
+      s.phase != "Failed") {
+    return Status::DataLoss("coordinator /status: phase: must be Pending, Running, Succeeded "
+                            "or Failed, got '" + s.phase + "'");
+  }
+  s.reason = StringAt(j, {"reason"});
+  s.message = StringAt(j, {"message"});
+  auto count = [&j](FieldPath path) {
+    const std::optional<int64_t> v = IntegerAt(j, path);
+    return v && *v > 0 ? static_cast<uint64_t>(*v) : uint64_t{0};
+  };
+  s.epoch = count({"epoch"});
+  s.samples_done_in_epoch = count({"samples", "doneInEpoch"});
+  s.samples_in_epoch = count({"samples", "inEpoch"});
+  s.master_version = count({"masterVersion"});
+  s.live_trainers = count({"workers", "liveTrainers"});
+  const std::optional<double> accuracy = NumberAt(j, {"evaluation", "accuracy"});
+  if (accuracy && std::isfinite(*accuracy)) {
+    s.test_accuracy = *accuracy;
+    const std::optional<double> loss = NumberAt(j, {"evaluation", "loss"});
+    if (loss && std::isfinite(*loss)) s.test_loss = *loss;
+  }
+  *out = std::move(s);
+  return Status::OK();
+}
+
+Status ParseMasterMetrics(const std::string& text, std::chrono::system_clock::time_point at,
+                          MasterScrape* out) {
+  const MetricsSample m = ParseMetricsText(text);
+  const double version = MetricValue(m, "gaptrain_master_model_version", -1);
+  if (!(version >= 0)) {
+    return Status::DataLoss("master /metrics: no gaptrain_master_model_version");
+  }
+  MasterScrape s;
+  s.at = at;
+  s.model_version = version;
+  s.gap_sum = MetricValue(m, "gaptrain_master_gap_sum");
+  s.gap_count = MetricValue(m, "gaptrain_master_gap_count");
+  s.staleness_sum = MetricValue(m, "gaptrain_master_staleness_sum");
+  s.staleness_count = MetricValue(m, "gaptrain_master_staleness_count");
+  for (double v : {s.gap_sum, s.gap_count, s.staleness_sum, s.staleness_count}) {
+    if (!std::isfinite(v) || v < 0) {
+      return Status::DataLoss("master /metrics: a gap or staleness total is not a finite, "
+                              "non-negative number");
+    }
+  }
+  *out = s;
+  return Status::OK();
+}
+
+namespace {
+
+std::optional<double> Mean(double sum, double count) {
+  if (!(count > 0)) return std::nullopt;
+  return sum / count;
+}
+
+}  // namespace
+
+MasterProgress ProgressBetween(const MasterScrape* previous, const MasterScrape& current) {
+  MasterProgress p;
+  p.model_version = static_cast<uint64_t>(current.model_version);
+  const bool continued = previous != nullptr && previous->at < current.at &&
+                         current.model_version >= previous->model_version &&
+                         current.gap_count >= previous->gap_count &&
+                         current.staleness_count >= previous->staleness_count;
+  if (!continued) {
+    p.mean_gap = Mean(current.gap_sum, current.gap_count);
+    p.mean_staleness = Mean(current.staleness_sum, current.staleness_count);
+    return p;
+  }
+  // Recent pushes, when there were any; else the running means.
+  p.mean_gap = Mean(current.gap_sum - previous->gap_sum, current.gap_count - previous->gap_count);
+  if (!p.mean_gap) p.mean_gap = Mean(current.gap_sum, current.gap_count);
+  p.mean_staleness = Mean(current.staleness_sum - previous->staleness_sum,
+                          current.staleness_count - previous->staleness_count);
+  if (!p.mean_staleness) p.mean_staleness = Mean(current.staleness_sum, current.staleness_count);
+  const double seconds = std::chrono::duration<double>(current.at - previous->at).count();
+  p.updates_per_second = (current.model_version - previous->model_version) / seconds;
+  return p;
+}
+
+ObservedJob ObserveJob(nlohmann::json job_object) {
+  ObservedJob o;
+  o.job = std::move(job_object);
+  const std::string source =
+      "trainingjob " + NamespaceOf(o.job) + "/" + NameOf(o.job);
+  if (!o.job.is_object()) {
+    o.parse_status = Status::InvalidArgument(source + ": not a JSON object");
+    return o;
+  }
+  o.parse_status = ParseTrainingJob(
+      o.job.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), source, &o.spec);
+  return o;
+}
+
+}  // namespace trainingjob
+}  // namespace gaptrain

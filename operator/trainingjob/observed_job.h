@@ -1,0 +1,105 @@
+// ObservedJob: everything one reconcile of a TrainingJob looks at, as
+// plain data: the job as the API server returned it and what the parser
+// made of it, the children it owns by kind, what its coordinator and master
+// report, and the time. The reconcile (reconcile.h) is a pure function of
+// this; whoever reads the cluster fills it in.
+//
+// What callers may rely on:
+//   - ObserveJob parses the object the way the services parse job.yaml
+//     (ParseTrainingJob on its JSON); a parse error is kept, naming the
+//     field, and never throws.
+//   - ParseCoordinatorStatus and ParseMasterMetrics accept what the
+//     services serve (services/coordinator/status_json.cc, the master's
+//     Prometheus text) and refuse anything else with a clear error; the
+//     caller then leaves the reading absent ("unreachable").
+
+#ifndef GAPTRAIN_OPERATOR_TRAININGJOB_OBSERVED_JOB_H_
+#define GAPTRAIN_OPERATOR_TRAININGJOB_OBSERVED_JOB_H_
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "services/common/status.h"
+#include "services/common/training_job.h"
+
+namespace gaptrain {
+namespace trainingjob {
+
+// The fields of the coordinator's GET /status the operator uses.
+struct CoordinatorStatus {
+  std::string phase;  // "Pending" | "Running" | "Succeeded" | "Failed"
+  std::string reason;
+  std::string message;
+  uint64_t epoch = 0;  // epochs completed
+  uint64_t samples_done_in_epoch = 0;
+  uint64_t samples_in_epoch = 0;
+  uint64_t master_version = 0;
+  uint64_t live_trainers = 0;
+  std::optional<double> test_accuracy;  // the evaluator's latest
+  std::optional<double> test_loss;
+
+  bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
+  // Epochs done, fractional.
+  double EpochsDone() const;
+};
+
+Status ParseCoordinatorStatus(const std::string& body, CoordinatorStatus* out);
+
+// One reading of the master's /metrics: totals since the master started.
+struct MasterScrape {
+  std::chrono::system_clock::time_point at;
+  double model_version = 0;
+  double gap_sum = 0, gap_count = 0;
+  double staleness_sum = 0, staleness_count = 0;
+};
+
+Status ParseMasterMetrics(const std::string& text, std::chrono::system_clock::time_point at,
+                          MasterScrape* out);
+
+// What the status's progress shows of the master; absent values are not
+// known (no push yet, or a single reading for the rate).
+struct MasterProgress {
+  uint64_t model_version = 0;
+  std::optional<double> mean_gap;
+  std::optional<double> mean_staleness;
+  std::optional<double> updates_per_second;
+};
+
+// The means of the pushes between `previous` and `current`, and the update
+// rate between them. Without a previous reading, or when the master
+// restarted in between (its totals went down), the means are over
+// everything since it started and the rate is unknown.
+MasterProgress ProgressBetween(const MasterScrape* previous, const MasterScrape& current);
+
+struct ObservedJob {
+  nlohmann::json job;         // the TrainingJob as read from the API
+  Status parse_status;        // ParseTrainingJob's verdict on it
+  TrainingJob spec;           // meaningful when parse_status is OK
+
+  // Children: the objects labelled gaptrain.io/job-name=NAME, as read.
+  std::vector<nlohmann::json> pods;
+  std::vector<nlohmann::json> services;
+  std::vector<nlohmann::json> secrets;
+  std::vector<nlohmann::json> config_maps;
+  std::vector<nlohmann::json> persistent_volume_claims;
+
+  std::optional<CoordinatorStatus> coordinator;  // absent: not running or unreachable
+  std::optional<MasterProgress> master;          // absent: not running or unreachable
+
+  std::chrono::system_clock::time_point now;
+  // Random bytes for the job token; used only when the Secret is missing.
+  std::array<uint8_t, 32> token_bytes{};
+};
+
+// An ObservedJob holding `job_object` and its parse.
+ObservedJob ObserveJob(nlohmann::json job_object);
+
+}  // namespace trainingjob
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_OPERATOR_TRAININGJOB_OBSERVED_JOB_H_

@@ -1,0 +1,37 @@
+// OperatorConfig: the operator-wide settings the TrainingJob reconcile
+// reads (from the operator's flags or its ConfigMap). Every field has a
+// usable default, so a default-constructed config reconciles jobs.
+
+#ifndef GAPTRAIN_OPERATOR_TRAININGJOB_OPERATOR_CONFIG_H_
+#define GAPTRAIN_OPERATOR_TRAININGJOB_OPERATOR_CONFIG_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "operator/trainingjob/spot_scheduling.h"
+
+namespace gaptrain {
+namespace trainingjob {
+
+struct OperatorConfig {
+  // The image of a pod whose template names none (--image).
+  std::string image = "gaptrain:latest";
+  // Spot tolerations and affinity (--spot-preset gke|eks|aks|none|JSON).
+  SpotScheduling spot;
+  // How often a running job's progress (the coordinator's /status, the
+  // master's /metrics) is read again.
+  std::chrono::seconds progress_poll_interval{15};
+  // terminationGracePeriodSeconds of a pod whose template sets none.
+  int64_t default_grace_period_seconds = 30;
+  // The liveness probe's failureThreshold: generous, because a master
+  // writing a large checkpoint or a worker in a long step may answer late.
+  int64_t liveness_failure_threshold = 12;
+  // Events' reportingInstance: the operator pod's name.
+  std::string reporting_instance = "gaptrain-operator";
+};
+
+}  // namespace trainingjob
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_OPERATOR_TRAININGJOB_OPERATOR_CONFIG_H_

@@ -1,0 +1,164 @@
+#include "operator/trainingjob/plan_executor.h"
+
+#include <set>
+
+#include "operator/kube/api_error.h"
+#include "operator/kube/event.h"
+#include "operator/trainingjob/json_diff.h"
+#include "operator/trainingjob/object_fields.h"
+
+namespace gaptrain {
+namespace trainingjob {
+namespace {
+
+using nlohmann::json;
+
+class Executor {
+ public:
+  Executor(kube::Client* client, const json& job, const std::string& reporting_instance,
+           ExecutionReport* report)
+      : client_(client),
+        job_(job),
+        ns_(NamespaceOf(job)),
+        name_(NameOf(job)),
+        resource_version_(StringAt(job, {"metadata", "resourceVersion"})),
+        reporting_instance_(reporting_instance),
+        report_(report) {}
+
+  Status Run(const ReconcilePlan& plan) {
+    if (plan.ledger) {
+      const json patch = {
+          {"metadata",
+           {{"resourceVersion", resource_version_},
+            {"annotations", {{kPodLedgerAnnotation, PodLedgerText(*plan.ledger)}}}}}};
+      json updated;
+      Status s = client_->MergePatch(kube::kTrainingJobs, ns_, name_, patch, &updated);
+      if (!s.ok()) {
+        return Status(s.code(), "write the pod ledger of trainingjob " + ns_ + "/" + name_ +
+                                    ": " + s.message());
+      }
+      ++report_->writes;
+      resource_version_ = StringAt(updated, {"metadata", "resourceVersion"}, resource_version_);
+      ledger_written_ = true;
+    }
+
+    for (const ChildDelete& d : plan.deletes) {
+      kube::DeleteOptions options;
+      options.propagation_policy = "Background";
+      options.grace_period_seconds = d.grace_period_seconds;
+      options.precondition_uid = d.uid;
+      Status s = client_->Delete(d.resource, ns_, d.name, options);
+      // Gone, or replaced by another object of that name: nothing to delete.
+      if (kube::IsNotFound(s) || (kube::IsConflict(s) && !d.uid.empty())) continue;
+      Record(s, ChildKey(d.resource, d.name));
+    }
+
+    for (const ChildApply& a : plan.applies) {
+      Status s;
+      if (a.create_only) {
+        s = client_->Create(a.resource, ns_, a.object, nullptr);
+        if (kube::IsAlreadyExists(s)) continue;
+      } else {
+        s = client_->Apply(a.resource, ns_, a.object, nullptr);
+      }
+      Record(s, ChildKey(a.resource, NameOf(a.object)));
+    }
+
+    bool status_ok = true;
+    if (plan.status) {
+      const json patch = {{"metadata", {{"resourceVersion", resource_version_}}},
+                          {"status", MergePatch(ObjectAt(job_, {"status"}), *plan.status)}};
+      Status s = client_->MergePatch(kube::kTrainingJobs.Subresource("status"), ns_, name_,
+                                     patch, nullptr);
+      status_ok = s.ok();
+      if (!s.ok()) {
+        Fail(Status(s.code(), "write the status of trainingjob " + ns_ + "/" + name_ + ": " +
+                                  s.message()));
+      } else {
+        ++report_->writes;
+      }
+    }
+
+    for (const PlannedEvent& e : plan.events) {
+      const bool happened =
+          e.after == PlannedEvent::After::kLedger ? ledger_written_
+          : e.after == PlannedEvent::After::kChild ? done_.count(e.child) > 0
+                                                   : status_ok;
+      if (happened) RecordEvent(e);
+    }
+
+    if (plan.delete_job) {
+      kube::DeleteOptions options;
+      options.propagation_policy = "Foreground";
+      options.precondition_uid = UidOf(job_);
+      Status s = client_->Delete(kube::kTrainingJobs, ns_, name_, options);
+      if (!kube::IsNotFound(s)) {
+        if (s.ok()) {
+          ++report_->writes;
+        } else {
+          Fail(Status(s.code(), "delete trainingjob " + ns_ + "/" + name_ +
+                                    " (ttlSecondsAfterFinished): " + s.message()));
+        }
+      }
+    }
+
+    if (failures_ == 0) return Status::OK();
+    std::string message = first_error_.message();
+    if (failures_ > 1) message += " (and " + std::to_string(failures_ - 1) + " more failed)";
+    return Status(first_error_.code(), message);
+  }
+
+ private:
+  void Record(const Status& s, const std::string& child) {
+    if (s.ok()) {
+      ++report_->writes;
+      done_.insert(child);
+    } else {
+      Fail(s);
+    }
+  }
+
+  void Fail(const Status& s) {
+    if (failures_++ == 0) first_error_ = s;
+  }
+
+  void RecordEvent(const PlannedEvent& e) {
+    kube::EventSpec spec;
+    spec.regarding = job_;
+    spec.type = e.type;
+    spec.reason = e.reason;
+    spec.action = e.action;
+    spec.note = e.note;
+    spec.reporting_instance = reporting_instance_;
+    Status s = kube::CreateEvent(client_, spec);
+    if (s.ok()) {
+      ++report_->events;
+    } else {
+      report_->event_errors.push_back(e.reason + ": " + s.ToString());
+    }
+  }
+
+  kube::Client* const client_;
+  const json& job_;
+  const std::string ns_;
+  const std::string name_;
+  std::string resource_version_;
+  const std::string reporting_instance_;
+  ExecutionReport* const report_;
+  bool ledger_written_ = false;
+  std::set<std::string> done_;
+  int failures_ = 0;
+  Status first_error_;
+};
+
+}  // namespace
+
+Status ExecutePlan(kube::Client* client, const json& job, const ReconcilePlan& plan,
+                   const std::string& reporting_instance, ExecutionReport* report) {
+  ExecutionReport ignored;
+  return Executor(client, job, reporting_instance, report != nullptr ? report : &ignored)
+      .Run(plan);
+}
+
+}  // namespace trainingjob
+}  // namespace gaptrain

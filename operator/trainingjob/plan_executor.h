@@ -1,0 +1,53 @@
+// ExecutePlan: carries out a ReconcilePlan (reconcile.h) through the
+// Kubernetes API, in the order that keeps counting exact:
+//
+//   1. the pod ledger: a JSON merge patch of the job's annotation carrying
+//      the resourceVersion the plan was made from; on any error nothing
+//      else is done (409 Conflict: the plan was made from a stale job);
+//   2. deletes, with the pod's uid as a precondition, Background
+//      propagation and the plan's grace period (404, and 409 from the uid
+//      precondition, mean it is already gone: fine);
+//   3. applies: server-side apply (field manager gaptrain-operator, force);
+//      the Secret is created instead, and AlreadyExists is fine;
+//   4. the status: a merge patch of the status subresource from the
+//      observed status to the plan's, carrying the resourceVersion (a 409
+//      Conflict means reconcile again);
+//   5. Events, each only if the step it reports succeeded (best effort:
+//      a failed Event is reported, not retried);
+//   6. the job's own deletion (ttlSecondsAfterFinished), Foreground.
+//
+// What callers may rely on: the returned Status is OK when every write
+// succeeded; otherwise it is the first failure's code (so IsConflict and
+// IsRetryable work on it) with a message naming what failed ("create pods
+// default/mnist-trainer-3: ...") and how many steps failed. Steps after a
+// failed child are still attempted; the caller requeues with backoff.
+
+#ifndef GAPTRAIN_OPERATOR_TRAININGJOB_PLAN_EXECUTOR_H_
+#define GAPTRAIN_OPERATOR_TRAININGJOB_PLAN_EXECUTOR_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "operator/kube/client.h"
+#include "operator/trainingjob/reconcile.h"
+#include "services/common/status.h"
+
+namespace gaptrain {
+namespace trainingjob {
+
+struct ExecutionReport {
+  int writes = 0;                         // requests that changed something
+  int events = 0;                         // Events recorded
+  std::vector<std::string> event_errors;  // Events that could not be recorded
+};
+
+// `job` is the object the plan was computed from (its name, namespace,
+// uid, resourceVersion and status are used).
+Status ExecutePlan(kube::Client* client, const nlohmann::json& job, const ReconcilePlan& plan,
+                   const std::string& reporting_instance, ExecutionReport* report = nullptr);
+
+}  // namespace trainingjob
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_OPERATOR_TRAININGJOB_PLAN_EXECUTOR_H_

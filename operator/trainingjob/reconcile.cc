@@ -1,0 +1,651 @@
+#include "operator/trainingjob/reconcile.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "operator/trainingjob/desired_children.h"
+#include "operator/trainingjob/job_conditions.h"
+#include "operator/trainingjob/json_diff.h"
+#include "operator/trainingjob/object_fields.h"
+#include "operator/trainingjob/pod_state.h"
+#include "services/common/job_fields.h"
+
+namespace gaptrain {
+namespace trainingjob {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::system_clock;
+
+bool IsWorker(ReplicaType type) {
+  return type == ReplicaType::kTrainer || type == ReplicaType::kEvaluator;
+}
+
+// "trainer mnist-trainer-3", "the master mnist-master".
+std::string Describe(ReplicaType type, const std::string& pod) {
+  return std::string(IsWorker(type) ? "" : "the ") + ReplicaTypeLabelValue(type) + " " + pod;
+}
+
+// Whether a lost pod is recreated (the contract's restart rules).
+bool ShouldReplace(ReplicaType type, const PodState& pod, const std::string& restart_policy) {
+  if (!IsWorker(type) || pod.loss == PodLoss::kPreempted) return true;
+  if (restart_policy == "Never") return false;
+  if (restart_policy == "ExitCode") {
+    // 1-127: the program gave up (permanent); 128-255: killed by a signal
+    // (retryable); unknown: retryable.
+    return !(pod.exit_code && *pod.exit_code >= 1 && *pod.exit_code <= 127);
+  }
+  return true;  // OnFailure, Always
+}
+
+// The run policy of a job whose spec does not parse: its runPolicy section
+// when that alone is valid, else the defaults.
+RunPolicySpec LenientRunPolicy(const json& job) {
+  RunPolicySpec policy;
+  const json* section = FieldAt(job, {"spec", "runPolicy"});
+  if (section == nullptr || !section->is_object()) return policy;
+  try {
+    const YAML::Node node =
+        YAML::Load(section->dump(-1, ' ', false, json::error_handler_t::replace));
+    RunPolicySpec parsed;
+    Status status;
+    ReadFields(RunPolicyFields(), node, "spec.runPolicy", &parsed, &status);
+    if (status.ok()) policy = parsed;
+  } catch (const YAML::Exception&) {
+    // Unreadable: the defaults.
+  }
+  return policy;
+}
+
+std::chrono::seconds CeilSeconds(Clock::duration d) {
+  return std::max(std::chrono::seconds(1), std::chrono::ceil<std::chrono::seconds>(d));
+}
+
+// Whether applying `desired` would change `observed`: a field gaptrain
+// owns differs, or the controller reference must go (a PVC whose
+// retention became Retain).
+bool NeedsApply(const json& desired, const json& observed, const std::string& owner_uid) {
+  if (!IsSubset(desired, observed)) return true;
+  return !IsControlledBy(desired, owner_uid) && IsControlledBy(observed, owner_uid);
+}
+
+const json* FindByName(const std::vector<json>& objects, const std::string& name) {
+  for (const json& o : objects) {
+    if (NameOf(o) == name) return &o;
+  }
+  return nullptr;
+}
+
+struct ObservedPod {
+  const json* object;
+  PodState state;
+};
+
+struct Ending {
+  bool succeeded = false;
+  std::string reason;
+  std::string message;
+};
+
+class Reconciler {
+ public:
+  Reconciler(const ObservedJob& observed, const OperatorConfig& config)
+      : o_(observed),
+        config_(config),
+        job_(observed.job),
+        name_(NameOf(observed.job)),
+        uid_(UidOf(observed.job)),
+        now_text_(FormatTime(observed.now)),
+        old_status_(ObjectAt(observed.job, {"status"})),
+        ledger_before_(ReadPodLedger(observed.job)),
+        ledger_(ledger_before_),
+        conditions_(ArrayAt(old_status_, {"conditions"}), now_text_) {}
+
+  ReconcilePlan Run() {
+    // A job being deleted: the garbage collector removes its children.
+    if (!job_.is_object() || IsTerminating(job_)) return std::move(plan_);
+    const std::string old_phase = StringAt(old_status_, {"phase"});
+    const bool coordinator_done = o_.coordinator && o_.coordinator->finished();
+    const bool finished = old_phase == "Succeeded" || old_phase == "Failed";
+    ReadPods(finished || coordinator_done);
+    if (finished) {
+      Terminal(PolicyOfAnySpec(), std::nullopt);
+    } else if (!o_.parse_status.ok()) {
+      Terminal(LenientRunPolicy(job_), Ending{false, "FailedValidation", o_.parse_status.message()});
+    } else if (Status s = BuildDesiredChildren(job_, o_.spec, config_, o_.token_bytes, &desired_);
+               !s.ok()) {
+      Terminal(o_.spec.run_policy, Ending{false, "FailedValidation", s.message()});
+    } else if (o_.spec.run_policy.suspend) {
+      Suspended();
+    } else {
+      Active();
+    }
+    Finalize();
+    return std::move(plan_);
+  }
+
+ private:
+  // --- observation ---------------------------------------------------------
+
+  void ReadPods(bool job_ended) {
+    for (const json& pod : o_.pods) {
+      const std::string name = NameOf(pod);
+      if (name.empty()) continue;
+      occupied_.insert(name);
+      observed_uids_.insert(UidOf(pod));
+      // Another job's pod of the same name (an earlier job that is still
+      // going away) only blocks the name.
+      if (!IsControlledBy(pod, uid_)) continue;
+      pods_.push_back(ObservedPod{&pod, ReadPodState(pod, job_ended)});
+    }
+    std::sort(pods_.begin(), pods_.end(), [](const ObservedPod& a, const ObservedPod& b) {
+      return a.state.name < b.state.name;
+    });
+  }
+
+  RunPolicySpec PolicyOfAnySpec() const {
+    return o_.parse_status.ok() ? o_.spec.run_policy : LenientRunPolicy(job_);
+  }
+
+  uint32_t MinTrainers() const {
+    const WorkersSpec& w = o_.spec.workers;
+    return w.min_replicas == 0 ? w.replicas : w.min_replicas;
+  }
+
+  const ObservedPod* PodNamed(const std::string& name) const {
+    for (const ObservedPod& p : pods_) {
+      if (p.state.name == name) return &p;
+    }
+    return nullptr;
+  }
+
+  bool ReadyAndHealthy(ReplicaType type) const {
+    const ObservedPod* p = PodNamed(ReplicaName(name_, type));
+    return p != nullptr && p->state.running() && p->state.ready && p->state.loss == PodLoss::kNone;
+  }
+
+  // --- plan building -------------------------------------------------------
+
+  void Event(const char* type, const std::string& reason, const std::string& action,
+             const std::string& note, PlannedEvent::After after, const std::string& child = "") {
+    plan_.events.push_back(PlannedEvent{type, reason, action, note, after, child});
+  }
+
+  void Delete(const kube::Resource& resource, const PodState& pod,
+              std::optional<int64_t> grace, const std::string& why) {
+    plan_.deletes.push_back(ChildDelete{resource, pod.name, pod.uid, grace, why});
+    Event("Normal", "SuccessfulDeletePod", "Delete", "deleted pod " + pod.name + ": " + why,
+          PlannedEvent::After::kChild, ChildKey(resource, pod.name));
+  }
+
+  void Apply(const kube::Resource& resource, const json& object, bool creates,
+             bool create_only = false) {
+    plan_.applies.push_back(ChildApply{resource, object, create_only, creates});
+    const std::string kind(resource.kind);
+    const std::string name = NameOf(object);
+    Event("Normal", (creates ? "SuccessfulCreate" : "SuccessfulUpdate") + kind,
+          creates ? "Create" : "Update", (creates ? "created " : "updated ") + kind + " " + name,
+          PlannedEvent::After::kChild, ChildKey(resource, name));
+  }
+
+  // The Secret, ConfigMap, volumes and Services: created when missing,
+  // applied when gaptrain's fields differ.
+  void EnsureSupportObjects() {
+    if (FindByName(o_.secrets, NameOf(desired_.secret)) == nullptr) {
+      Apply(kube::kSecrets, desired_.secret, true, /*create_only=*/true);
+    }
+    const json* cm = FindByName(o_.config_maps, NameOf(desired_.config_map));
+    if (cm == nullptr || NeedsApply(desired_.config_map, *cm, uid_)) {
+      Apply(kube::kConfigMaps, desired_.config_map, cm == nullptr);
+    }
+    for (const json& claim : desired_.persistent_volume_claims) {
+      const json* have = FindByName(o_.persistent_volume_claims, NameOf(claim));
+      if (have == nullptr) {
+        Apply(kube::kPersistentVolumeClaims, claim, true);
+        continue;
+      }
+      // A claim's spec is fixed once bound: only its metadata (labels,
+      // the owner reference the retention policy asks for) is compared, and
+      // the spec applied is the one it has.
+      const bool differs =
+          !IsSubset(ObjectAt(claim, {"metadata"}), ObjectAt(*have, {"metadata"})) ||
+          (!IsControlledBy(claim, uid_) && IsControlledBy(*have, uid_));
+      if (!differs) continue;
+      json update = claim;
+      json spec = json::object();
+      for (const char* key : {"accessModes", "resources", "storageClassName"}) {
+        if (const json* v = FieldAt(*have, {"spec", key})) spec[key] = *v;
+      }
+      update["spec"] = std::move(spec);
+      Apply(kube::kPersistentVolumeClaims, update, false);
+    }
+    for (const json& service : desired_.services) {
+      const json* have = FindByName(o_.services, NameOf(service));
+      if (have == nullptr || NeedsApply(service, *have, uid_)) {
+        Apply(kube::kServices, service, have == nullptr);
+      }
+    }
+  }
+
+  // Counts a lost pod once; returns whether it is recreated.
+  bool Account(ReplicaType type, const PodState& p) {
+    const bool replace = ShouldReplace(type, p, o_.spec.workers.restart_policy);
+    if (ledger_.counted.count(p.uid) > 0) return replace;
+    ledger_.counted.insert(p.uid);
+    const std::string who = Describe(type, p.name);
+    const bool preempted = p.loss == PodLoss::kPreempted;
+    if (!IsWorker(type)) {
+      ++ledger_.restarts;
+      if (!preempted) ++ledger_.failures;
+      restart_message_ = who + (preempted ? " was lost (" : " failed (") + p.loss_reason +
+                         "); recreating it, it resumes from its volume (restart " +
+                         std::to_string(ledger_.restarts) + ")";
+      Event("Warning", type == ReplicaType::kMaster ? "MasterRestarting" : "CoordinatorRestarting",
+            "Recreate", restart_message_, PlannedEvent::After::kLedger);
+      restarted_now_ = true;
+      return true;
+    }
+    if (preempted) {
+      ++ledger_.preemptions;
+      Event("Normal", "WorkerPreempted", "Recreate",
+            who + " was preempted (" + p.loss_reason + "); recreating it",
+            PlannedEvent::After::kLedger);
+      return true;
+    }
+    ++ledger_.failures;
+    const std::string& policy = o_.spec.workers.restart_policy;
+    std::string outcome;
+    if (replace) {
+      outcome = "recreating it";
+    } else if (policy == "Never") {
+      outcome = "not recreated (restartPolicy Never)";
+    } else {
+      outcome = "not recreated (exit codes 1-127 are permanent under restartPolicy ExitCode)";
+    }
+    Event("Warning", "WorkerFailed", replace ? "Recreate" : "Keep",
+          who + " failed (" + p.loss_reason + "); " + outcome + " (failure " +
+              std::to_string(ledger_.failures) + ", backoffLimit " +
+              std::to_string(o_.spec.run_policy.backoff_limit) + ")",
+          PlannedEvent::After::kLedger);
+    return replace;
+  }
+
+  void Active() {
+    const TrainingJob& spec = o_.spec;
+    std::map<std::string, ReplicaType> desired_types;
+    for (const json& pod : desired_.pods) {
+      desired_types[NameOf(pod)] =
+          ReplicaTypeFromLabel(StringAt(pod, {"metadata", "labels", kReplicaTypeLabel}))
+              .value_or(ReplicaType::kTrainer);
+    }
+
+    // Lost pods are counted and (most) replaced; pods beyond the desired
+    // set (scaled down) are deleted.
+    std::vector<ChildDelete> replacements;
+    uint32_t permanent_trainers = 0;
+    for (const ObservedPod& pod : pods_) {
+      const PodState& p = pod.state;
+      const auto desired = desired_types.find(p.name);
+      if (desired == desired_types.end()) {
+        if (!p.terminating) {
+          scale_down_.push_back(ChildDelete{
+              kube::kPods, p.name, p.uid,
+              p.finished() ? std::optional<int64_t>(0) : std::nullopt,
+              "scaled down to " + std::to_string(spec.workers.replicas) + " trainers"});
+        }
+        continue;
+      }
+      if (ledger_.released.count(p.uid) > 0) {
+        if (p.terminating) continue;  // ours, going away; recreated once gone
+        ledger_.released.erase(p.uid);  // wanted again before it went
+      }
+      if (p.loss == PodLoss::kNone || p.loss == PodLoss::kCompleted) continue;
+      const ReplicaType type = desired->second;
+      if (!Account(type, p)) {
+        if (type == ReplicaType::kTrainer) ++permanent_trainers;
+        continue;
+      }
+      const bool force = p.finished() || (p.node_lost && IsWorker(type));
+      if (p.terminating && !(p.node_lost && IsWorker(type))) continue;  // already going
+      replacements.push_back(ChildDelete{
+          kube::kPods, p.name, p.uid, force ? std::optional<int64_t>(0) : std::nullopt,
+          "replacing " + Describe(type, p.name) + " (" + p.loss_reason + ")"});
+    }
+
+    start_time_ = StringAt(old_status_, {"startTime"});
+    if (start_time_.empty()) start_time_ = now_text_;
+
+    if (const std::optional<Ending> ending = EndingOf(permanent_trainers)) {
+      Terminal(spec.run_policy, ending);
+      return;
+    }
+
+    EnsureSupportObjects();
+    for (const json& pod : desired_.pods) {
+      if (occupied_.count(NameOf(pod)) == 0) Apply(kube::kPods, pod, true);
+    }
+    for (const ChildDelete& d : replacements) {
+      plan_.deletes.push_back(d);
+      Event("Normal", "SuccessfulDeletePod", "Delete", "deleted pod " + d.name + ": " + d.why,
+            PlannedEvent::After::kChild, ChildKey(kube::kPods, d.name));
+    }
+    for (const ChildDelete& d : scale_down_) {
+      ledger_.released.insert(d.uid);
+      plan_.deletes.push_back(d);
+      Event("Normal", "SuccessfulDeletePod", "Delete", "deleted pod " + d.name + ": " + d.why,
+            PlannedEvent::After::kChild, ChildKey(kube::kPods, d.name));
+    }
+
+    // The phase.
+    const bool control_ready =
+        ReadyAndHealthy(ReplicaType::kMaster) && ReadyAndHealthy(ReplicaType::kCoordinator);
+    const bool has_run = conditions_.Get("Running").has_value();
+    const bool restarting =
+        !control_ready && (restarted_now_ || has_run || conditions_.IsTrue("Restarting"));
+    uint32_t ready_trainers = 0;
+    for (const ObservedPod& p : pods_) {
+      if (p.state.type == ReplicaType::kTrainer && p.state.running() && p.state.ready &&
+          desired_types.count(p.state.name) > 0) {
+        ++ready_trainers;
+      }
+    }
+    const bool running =
+        control_ready && (o_.coordinator ? o_.coordinator->phase == "Running"
+                                         : ready_trainers >= MinTrainers());
+
+    SetCreated();
+    conditions_.Clear("Suspended", "TrainingJobResumed", "TrainingJob " + name_ + " is resumed");
+    if (restarting) {
+      std::string message = restart_message_;
+      if (message.empty()) {
+        const std::optional<Condition> old = conditions_.Get("Restarting");
+        message = old && old->status == "True"
+                      ? old->message
+                      : "waiting for the master and the coordinator to be ready again";
+      }
+      conditions_.Set(Condition{"Restarting", "True", "TrainingJobRestarting", message});
+      conditions_.Clear("Running", "TrainingJobRestarting", message);
+      phase_ = "Restarting";
+    } else {
+      conditions_.Clear("Restarting", "TrainingJobRestarted",
+                        "the master and the coordinator are ready again");
+      if (running) {
+        conditions_.Set(Condition{"Running", "True", "TrainingJobRunning",
+                                  "TrainingJob " + name_ + " is running"});
+        phase_ = "Running";
+      } else {
+        conditions_.Clear("Running", "TrainingJobPending",
+                          "waiting for at least " + std::to_string(MinTrainers()) +
+                              " ready trainers (minReplicas)");
+        phase_ = "Pending";
+      }
+    }
+    const std::optional<int64_t> old_desired = IntegerAt(old_status_, {"workers", "desired"});
+    if (old_desired && *old_desired != spec.workers.replicas) {
+      Event("Normal", "TrainingJobScaled", "Scale",
+            "trainers: " + std::to_string(*old_desired) + " -> " +
+                std::to_string(spec.workers.replicas),
+            PlannedEvent::After::kStatus);
+    }
+    plan_.requeue_after = config_.progress_poll_interval;
+    if (spec.run_policy.active_deadline_seconds > 0) {
+      if (const auto start = ParseTime(start_time_)) {
+        const Clock::time_point deadline =
+            *start + std::chrono::seconds(spec.run_policy.active_deadline_seconds);
+        plan_.requeue_after = std::min(*plan_.requeue_after, CeilSeconds(deadline - o_.now));
+      }
+    }
+  }
+
+  std::optional<Ending> EndingOf(uint32_t permanent_trainers) const {
+    const TrainingJob& spec = o_.spec;
+    if (o_.coordinator && o_.coordinator->finished()) {
+      const CoordinatorStatus& c = *o_.coordinator;
+      std::string message = c.message.empty() ? c.reason : c.reason + ": " + c.message;
+      if (message.empty()) message = "the coordinator reports " + c.phase;
+      if (c.phase == "Succeeded") return Ending{true, "TrainingJobSucceeded", message};
+      return Ending{false, "TrainingJobFailed", message};
+    }
+    if (ledger_.failures > spec.run_policy.backoff_limit) {
+      return Ending{false, "BackoffLimitExceeded",
+                    std::to_string(ledger_.failures) + " failures exceed backoffLimit (" +
+                        std::to_string(spec.run_policy.backoff_limit) + ")"};
+    }
+    if (spec.workers.replicas < permanent_trainers + MinTrainers()) {
+      return Ending{false, "TrainingJobFailed",
+                    std::to_string(permanent_trainers) + " trainers failed permanently "
+                    "(restartPolicy " + spec.workers.restart_policy + "): fewer than "
+                    "minReplicas (" + std::to_string(MinTrainers()) + ") can run"};
+    }
+    if (spec.run_policy.active_deadline_seconds > 0) {
+      const auto start = ParseTime(start_time_);
+      if (start && o_.now >= *start + std::chrono::seconds(
+                                          spec.run_policy.active_deadline_seconds)) {
+        return Ending{false, "DeadlineExceeded",
+                      "the job ran longer than activeDeadlineSeconds (" +
+                          std::to_string(spec.run_policy.active_deadline_seconds) + ")"};
+      }
+    }
+    return std::nullopt;
+  }
+
+  void SetCreated() {
+    if (!conditions_.Get("Created")) {
+      Event("Normal", "TrainingJobCreated", "Create",
+            "TrainingJob " + name_ + " is created", PlannedEvent::After::kStatus);
+    }
+    conditions_.Set(Condition{"Created", "True", "TrainingJobCreated",
+                              "TrainingJob " + name_ + " is created"});
+  }
+
+  void Suspended() {
+    EnsureSupportObjects();
+    for (const ObservedPod& pod : pods_) {
+      const PodState& p = pod.state;
+      if (p.terminating) continue;
+      ledger_.released.insert(p.uid);
+      Delete(kube::kPods, p,
+             p.finished() ? std::optional<int64_t>(0) : std::nullopt, "the job is suspended");
+    }
+    SetCreated();
+    const std::string message = "TrainingJob " + name_ + " is suspended";
+    conditions_.Clear("Running", "TrainingJobSuspended", message);
+    conditions_.Clear("Restarting", "TrainingJobSuspended", message);
+    conditions_.Set(Condition{"Suspended", "True", "TrainingJobSuspended", message});
+    phase_ = "Suspended";
+    start_time_.clear();  // resuming starts the clock again
+  }
+
+  // A finished job: `ending` when it finishes now, nullopt when it had.
+  void Terminal(const RunPolicySpec& policy, const std::optional<Ending>& ending) {
+    if (ending) {
+      const std::string result = ending->succeeded ? "Succeeded" : "Failed";
+      conditions_.Clear("Running", ending->reason, ending->message);
+      conditions_.Clear("Restarting", ending->reason, ending->message);
+      conditions_.Set(Condition{result, "True", ending->reason, ending->message});
+      phase_ = result;
+      completion_time_ = now_text_;
+      Event(ending->succeeded ? "Normal" : "Warning", ending->reason,
+            ending->succeeded ? "Complete" : "Fail", ending->message,
+            PlannedEvent::After::kStatus);
+    } else {
+      phase_ = StringAt(old_status_, {"phase"});
+      completion_time_ = StringAt(old_status_, {"completionTime"});
+      if (!ParseTime(completion_time_)) completion_time_ = now_text_;
+    }
+    if (start_time_.empty()) start_time_ = StringAt(old_status_, {"startTime"});
+    terminal_ = true;
+
+    // cleanPodPolicy: All deletes every pod, Running the ones still going.
+    for (const ObservedPod& pod : pods_) {
+      const PodState& p = pod.state;
+      if (p.terminating || policy.clean_pod_policy == "None") continue;
+      if (policy.clean_pod_policy == "Running" && p.finished()) continue;
+      Delete(kube::kPods, p, p.finished() ? std::optional<int64_t>(0) : std::nullopt,
+             "the job has finished (cleanPodPolicy " + policy.clean_pod_policy + ")");
+    }
+
+    const Clock::time_point completed = ParseTime(completion_time_).value_or(o_.now);
+    const Clock::time_point due =
+        completed + std::chrono::seconds(policy.ttl_seconds_after_finished);
+    if (o_.now >= due) {
+      plan_.delete_job = true;
+      Event("Normal", "TrainingJobDeleted", "Delete",
+            "ttlSecondsAfterFinished (" + std::to_string(policy.ttl_seconds_after_finished) +
+                ") has passed since the job finished; deleting it",
+            PlannedEvent::After::kStatus);
+    } else {
+      plan_.requeue_after = CeilSeconds(due - o_.now);
+    }
+  }
+
+  // --- status --------------------------------------------------------------
+
+  json ReplicaStatuses() const {
+    json statuses = json::object();
+    for (ReplicaType type : kReplicaTypes) {
+      int64_t active = 0, ready = 0, succeeded = 0, failed = 0;
+      for (const ObservedPod& p : pods_) {
+        if (p.state.type != type) continue;
+        if (p.state.running()) ++active;
+        if (p.state.running() && p.state.ready) ++ready;
+        if (p.state.phase == "Succeeded") ++succeeded;
+        if (p.state.phase == "Failed") ++failed;
+      }
+      statuses[ReplicaTypeStatusKey(type)] = {
+          {"active", active}, {"ready", ready}, {"succeeded", succeeded}, {"failed", failed}};
+    }
+    return statuses;
+  }
+
+  json Progress() const {
+    json progress = ObjectAt(old_status_, {"progress"});
+    uint64_t version = 0;
+    if (const auto old = IntegerAt(progress, {"modelVersion"}); old && *old > 0) {
+      version = static_cast<uint64_t>(*old);
+    }
+    bool read_version = false;
+    if (o_.coordinator) {
+      const CoordinatorStatus& c = *o_.coordinator;
+      progress["epoch"] = c.EpochsDone();
+      version = c.master_version;
+      read_version = true;
+      if (c.test_accuracy) progress["testAccuracy"] = *c.test_accuracy;
+      if (c.test_loss) progress["testLoss"] = *c.test_loss;
+    }
+    if (o_.master) {
+      const MasterProgress& m = *o_.master;
+      version = read_version ? std::max(version, m.model_version) : m.model_version;
+      read_version = true;
+      if (m.mean_gap) progress["meanGap"] = *m.mean_gap;
+      if (m.mean_staleness) progress["meanStaleness"] = *m.mean_staleness;
+      if (m.updates_per_second) progress["updatesPerSecond"] = *m.updates_per_second;
+    }
+    if (read_version) progress["modelVersion"] = version;
+    return progress;
+  }
+
+  json NewStatus() const {
+    json status = json::object();
+    status["phase"] = phase_;
+    status["conditions"] = conditions_.ToJson();
+    if (const auto generation = IntegerAt(job_, {"metadata", "generation"})) {
+      status["observedGeneration"] = *generation;
+    }
+    if (!start_time_.empty()) status["startTime"] = start_time_;
+    if (!completion_time_.empty()) status["completionTime"] = completion_time_;
+    status["replicaStatuses"] = ReplicaStatuses();
+    int64_t active = 0, ready = 0;
+    for (const ObservedPod& p : pods_) {
+      if (p.state.type != ReplicaType::kTrainer) continue;
+      if (p.state.running()) ++active;
+      if (p.state.running() && p.state.ready) ++ready;
+    }
+    int64_t desired = 0;
+    if (o_.parse_status.ok()) {
+      desired = o_.spec.workers.replicas;
+    } else if (const auto old = IntegerAt(old_status_, {"workers", "desired"})) {
+      desired = *old;
+    }
+    status["workers"] = {
+        {"active", active},
+        {"ready", ready},
+        {"desired", desired},
+        {"selector", std::string(kJobNameLabel) + "=" + name_ + "," + kReplicaTypeLabel +
+                         "=" + ReplicaTypeLabelValue(ReplicaType::kTrainer)},
+        {"summary", std::to_string(ready) + "/" + std::to_string(desired)}};
+    status["preemptions"] = ledger_.preemptions;
+    status["failures"] = ledger_.failures;
+    status["restarts"] = ledger_.restarts;
+    const json progress = Progress();
+    if (!progress.empty()) status["progress"] = progress;
+    return status;
+  }
+
+  void Finalize() {
+    const std::string old_phase = StringAt(old_status_, {"phase"});
+    if (!terminal_ && phase_ != old_phase) {
+      if (phase_ == "Running") {
+        Event("Normal", "TrainingJobRunning", "Run", "TrainingJob " + name_ + " is running",
+              PlannedEvent::After::kStatus);
+      } else if (phase_ == "Restarting") {
+        Event("Warning", "TrainingJobRestarting", "Restart",
+              conditions_.Get("Restarting")->message, PlannedEvent::After::kStatus);
+      } else if (phase_ == "Suspended") {
+        Event("Normal", "TrainingJobSuspended", "Suspend",
+              "TrainingJob " + name_ + " is suspended", PlannedEvent::After::kStatus);
+      }
+      if (old_phase == "Suspended") {
+        Event("Normal", "TrainingJobResumed", "Resume", "TrainingJob " + name_ + " is resumed",
+              PlannedEvent::After::kStatus);
+      }
+    }
+    json status = NewStatus();
+    if (status != old_status_) plan_.status = std::move(status);
+    if (ledger_ != ledger_before_) {
+      PruneLedger(observed_uids_, &ledger_);
+      plan_.ledger = ledger_;
+    }
+  }
+
+  const ObservedJob& o_;
+  const OperatorConfig& config_;
+  const json& job_;
+  const std::string name_;
+  const std::string uid_;
+  const std::string now_text_;
+  const json old_status_;
+  const PodLedger ledger_before_;
+  PodLedger ledger_;
+  JobConditions conditions_;
+
+  DesiredChildren desired_;
+  std::vector<ObservedPod> pods_;        // controlled by this job, by name
+  std::set<std::string> occupied_;       // names of every observed pod
+  std::set<std::string> observed_uids_;  // uids of every observed pod
+  std::vector<ChildDelete> scale_down_;
+  bool restarted_now_ = false;
+  std::string restart_message_;
+  bool terminal_ = false;
+
+  std::string phase_;
+  std::string start_time_;
+  std::string completion_time_;
+  ReconcilePlan plan_;
+};
+
+}  // namespace
+
+std::string ChildKey(const kube::Resource& resource, const std::string& name) {
+  return std::string(resource.kind) + "/" + name;
+}
+
+ReconcilePlan PlanReconcile(const ObservedJob& observed, const OperatorConfig& config) {
+  return Reconciler(observed, config).Run();
+}
+
+}  // namespace trainingjob
+}  // namespace gaptrain

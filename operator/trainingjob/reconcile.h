@@ -1,0 +1,119 @@
+// PlanReconcile: one level-triggered reconcile of a TrainingJob, as a pure
+// function from what is observed (observed_job.h) to what should change
+// (a ReconcilePlan, carried out by plan_executor.h). No I/O, no clock, no
+// randomness: the same observation always gives the same plan, and a
+// reconcile that finds nothing to change plans nothing to write (no apply,
+// no delete, no status, no ledger).
+//
+// The rules (issue 16; operator/trainingjob/README.md has the table):
+//   - Children are created when missing and applied when the fields
+//     gaptrain owns differ (desired is not a subset of observed); pods
+//     are only created (a pod's spec cannot change; a template change
+//     reaches a pod when it is next recreated), the Secret only created,
+//     a PVC's spec only at creation (its metadata follows the retention
+//     policy).
+//   - A lost trainer or evaluator (pod_state.h) is counted once
+//     (pod_ledger.h): a preemption is recreated at once and never counts
+//     against backoffLimit; a failure counts in status.failures and is
+//     recreated under restartPolicy OnFailure and Always, not under
+//     Never, and under ExitCode only for exit codes 128-255 (or unknown).
+//     A lost master or coordinator is recreated (it resumes from its
+//     volume), counted in status.restarts (and in failures when it
+//     failed), and the job is Restarting until both are ready again.
+//   - The job fails when failures > backoffLimit (BackoffLimitExceeded),
+//     when it has run activeDeadlineSeconds (DeadlineExceeded), when too
+//     few trainers can still run (fewer than minReplicas left after
+//     permanent failures), when the coordinator reports Failed, and at
+//     once when its spec does not parse (FailedValidation, with the
+//     parser's message). It succeeds when the coordinator reports
+//     Succeeded. Finished jobs stay finished; their pods are deleted as
+//     cleanPodPolicy says, and the job itself ttlSecondsAfterFinished
+//     after completionTime.
+//   - Scaling deletes the trainers with the highest indices (gracefully)
+//     and creates the missing ones; suspend deletes every pod and keeps the
+//     volumes, resume starts again (startTime restarts with it, so
+//     activeDeadlineSeconds counts running time since the last resume).
+//
+// Deletes carry the pod's uid as a precondition (a replacement with the
+// same name is never deleted by mistake); a pod that has finished, or a
+// worker whose node is lost, is deleted with grace period 0.
+
+#ifndef GAPTRAIN_OPERATOR_TRAININGJOB_RECONCILE_H_
+#define GAPTRAIN_OPERATOR_TRAININGJOB_RECONCILE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "operator/kube/resource.h"
+#include "operator/trainingjob/observed_job.h"
+#include "operator/trainingjob/operator_config.h"
+#include "operator/trainingjob/pod_ledger.h"
+
+namespace gaptrain {
+namespace trainingjob {
+
+// An object to server-side apply (or, create_only, to POST).
+struct ChildApply {
+  kube::Resource resource;
+  nlohmann::json object;
+  bool create_only = false;  // the Secret: created once, AlreadyExists is fine
+  bool creates = false;      // it was not observed: this creates it
+};
+
+struct ChildDelete {
+  kube::Resource resource;
+  std::string name;
+  std::string uid;  // precondition: only this incarnation
+  std::optional<int64_t> grace_period_seconds;  // unset: the object's own
+  std::string why;  // "scaled down to 2 trainers", ...
+};
+
+// An Event on the TrainingJob, recorded once the step it reports has
+// succeeded.
+struct PlannedEvent {
+  enum class After {
+    kLedger,  // the counts were written (preemptions, failures, restarts)
+    kChild,   // the apply or delete of `child` succeeded
+    kStatus,  // the status was written (or needed no write): phase changes
+  };
+  std::string type;    // "Normal" | "Warning"
+  std::string reason;  // "WorkerPreempted"
+  std::string action;  // "Recreate"
+  std::string note;
+  After after = After::kStatus;
+  std::string child;  // kChild: "Pod/mnist-trainer-0"
+};
+
+struct ReconcilePlan {
+  // Written first, as a merge patch with the job's resourceVersion.
+  std::optional<PodLedger> ledger;
+  std::vector<ChildDelete> deletes;
+  std::vector<ChildApply> applies;
+  // The whole new status; unset when equal to the observed one.
+  std::optional<nlohmann::json> status;
+  std::vector<PlannedEvent> events;
+  bool delete_job = false;  // ttlSecondsAfterFinished has passed
+  // Reconcile again after this long even if nothing changes: progress
+  // polling while the job runs, its deadline, its TTL.
+  std::optional<std::chrono::seconds> requeue_after;
+
+  // Whether carrying the plan out writes nothing to the API server
+  // (events aside, which only come with writes).
+  bool WritesNothing() const {
+    return !ledger && deletes.empty() && applies.empty() && !status && !delete_job;
+  }
+};
+
+ReconcilePlan PlanReconcile(const ObservedJob& observed, const OperatorConfig& config);
+
+// "Pod/mnist-trainer-0": how events name the child they report.
+std::string ChildKey(const kube::Resource& resource, const std::string& name);
+
+}  // namespace trainingjob
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_OPERATOR_TRAININGJOB_RECONCILE_H_

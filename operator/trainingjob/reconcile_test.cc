@@ -1,0 +1,911 @@
+// PlanReconcile, one case (or table) per rule of the contract: creation,
+// each preemption signal, failures under each restartPolicy, backoffLimit,
+// master and coordinator loss, scaling, suspend and resume, the deadline,
+// the TTL, completion with each cleanPodPolicy, invalid specs. Each case
+// then carries its plans out on a small in-memory cluster until a
+// reconcile plans nothing, checks nothing is counted twice, and checks
+// that a later reconcile (time moved on) still writes nothing.
+
+#include "operator/trainingjob/reconcile.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <random>
+
+#include "operator/trainingjob/desired_children.h"
+#include "operator/trainingjob/object_fields.h"
+#include "operator/trainingjob/pod_ledger.h"
+
+namespace gaptrain {
+namespace trainingjob {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+using Clock = std::chrono::system_clock;
+
+const Clock::time_point kStart = Clock::from_time_t(1795413600);  // 2026-11-23T06:00:00Z
+
+json BaseJob() {
+  return json::parse(R"j({
+    "apiVersion": "gaptrain.io/v1alpha1", "kind": "TrainingJob",
+    "metadata": {"name": "mnist", "namespace": "default", "uid": "job-uid", "generation": 1,
+                 "resourceVersion": "100"},
+    "spec": {"data": {"path": "/data/mnist"}, "training": {"epochs": 4},
+             "workers": {"replicas": 2}}})j");
+}
+
+// The API server's side of the tests: what exists, and plans carried out
+// the way the server would.
+class Cluster {
+ public:
+  explicit Cluster(json job) : job_(std::move(job)) {}
+
+  json& job() { return job_; }
+  const json& status() const { return job_["status"]; }
+  std::vector<json>& pods() { return pods_; }
+  Clock::time_point now = kStart;
+  std::optional<CoordinatorStatus> coordinator;
+  std::optional<MasterProgress> master;
+
+  ObservedJob Observe() const {
+    ObservedJob o = ObserveJob(job_);
+    o.pods = pods_;
+    o.services = services_;
+    o.secrets = secrets_;
+    o.config_maps = config_maps_;
+    o.persistent_volume_claims = claims_;
+    o.coordinator = coordinator;
+    o.master = master;
+    o.now = now;
+    for (size_t i = 0; i < o.token_bytes.size(); ++i) o.token_bytes[i] = static_cast<uint8_t>(i);
+    return o;
+  }
+
+  ReconcilePlan Plan(const OperatorConfig& config = OperatorConfig()) const {
+    return PlanReconcile(Observe(), config);
+  }
+
+  void Carry(const ReconcilePlan& plan) {
+    if (plan.ledger) {
+      job_["metadata"]["annotations"][kPodLedgerAnnotation] = PodLedgerText(*plan.ledger);
+    }
+    for (const ChildDelete& d : plan.deletes) {
+      auto& list = ListOf(d.resource.kind);
+      for (auto it = list.begin(); it != list.end(); ++it) {
+        if (NameOf(*it) == d.name && (d.uid.empty() || UidOf(*it) == d.uid)) {
+          list.erase(it);
+          break;
+        }
+      }
+    }
+    for (const ChildApply& a : plan.applies) {
+      auto& list = ListOf(a.resource.kind);
+      json object = a.object;
+      bool replaced = false;
+      for (json& have : list) {
+        if (NameOf(have) == NameOf(object)) {
+          if (a.create_only) {
+            replaced = true;
+            break;
+          }
+          object["metadata"]["uid"] = UidOf(have);
+          have = object;
+          replaced = true;
+        }
+      }
+      if (!replaced) {
+        object["metadata"]["uid"] = NameOf(object) + "-uid-" + std::to_string(++uids_);
+        list.push_back(object);
+      }
+    }
+    if (plan.status) job_["status"] = *plan.status;
+    if (plan.delete_job) job_deleted = true;
+    job_["metadata"]["resourceVersion"] =
+        std::to_string(std::stoi(job_["metadata"]["resourceVersion"].get<std::string>()) + 1);
+  }
+
+  // Plans and carries out until a plan writes nothing; the plans made.
+  std::vector<ReconcilePlan> Settle(const OperatorConfig& config = OperatorConfig()) {
+    std::vector<ReconcilePlan> plans;
+    for (int i = 0; i < 8; ++i) {
+      plans.push_back(Plan(config));
+      if (plans.back().WritesNothing()) return plans;
+      Carry(plans.back());
+    }
+    ADD_FAILURE() << "the reconcile does not settle";
+    return plans;
+  }
+
+  json* Pod(const std::string& name) {
+    for (json& p : pods_) {
+      if (NameOf(p) == name) return &p;
+    }
+    return nullptr;
+  }
+
+  void SetPodStatus(const std::string& name, const json& status) {
+    json* p = Pod(name);
+    ASSERT_NE(p, nullptr) << name;
+    (*p)["status"] = status;
+  }
+
+  // Every pod running and ready.
+  void RunAll() {
+    for (json& p : pods_) {
+      p["status"] = json::parse(R"j({"phase": "Running", "podIP": "10.0.0.9",
+          "conditions": [{"type": "Ready", "status": "True"}]})j");
+    }
+  }
+
+  void Terminate(const std::string& name) {
+    json* p = Pod(name);
+    ASSERT_NE(p, nullptr) << name;
+    (*p)["metadata"]["deletionTimestamp"] = "2026-11-23T06:00:00Z";
+  }
+
+  size_t Count(const char* kind) { return ListOf(kind).size(); }
+  bool job_deleted = false;
+
+ private:
+  std::vector<json>& ListOf(std::string_view kind) {
+    if (kind == "Pod") return pods_;
+    if (kind == "Service") return services_;
+    if (kind == "Secret") return secrets_;
+    if (kind == "ConfigMap") return config_maps_;
+    return claims_;
+  }
+
+  json job_;
+  std::vector<json> pods_, services_, secrets_, config_maps_, claims_;
+  int uids_ = 0;
+};
+
+CoordinatorStatus CoordinatorIn(const std::string& phase) {
+  CoordinatorStatus c;
+  c.phase = phase;
+  c.reason = phase == "Succeeded" ? "EpochsDone" : "";
+  c.message = phase == "Succeeded" ? "4 epochs done" : "";
+  return c;
+}
+
+// A job whose children exist and run, with the coordinator reporting Running.
+Cluster RunningCluster(json job = BaseJob()) {
+  Cluster c(std::move(job));
+  c.Settle();
+  c.RunAll();
+  c.coordinator = CoordinatorIn("Running");
+  c.Settle();
+  EXPECT_EQ(c.status()["phase"], "Running");
+  return c;
+}
+
+std::vector<std::string> Reasons(const ReconcilePlan& plan) {
+  std::vector<std::string> reasons;
+  for (const PlannedEvent& e : plan.events) reasons.push_back(e.reason);
+  return reasons;
+}
+
+bool HasReason(const ReconcilePlan& plan, const std::string& reason) {
+  for (const PlannedEvent& e : plan.events) {
+    if (e.reason == reason) return true;
+  }
+  return false;
+}
+
+const PlannedEvent* EventWith(const ReconcilePlan& plan, const std::string& reason) {
+  for (const PlannedEvent& e : plan.events) {
+    if (e.reason == reason) return &e;
+  }
+  return nullptr;
+}
+
+json ConditionOf(const json& status, const std::string& type) {
+  for (const json& c : status["conditions"]) {
+    if (c["type"] == type) return c;
+  }
+  return nullptr;
+}
+
+// After settling, a later reconcile (time moved on, nothing else changed)
+// writes nothing: conditions and timestamps are stable.
+void ExpectQuietLater(Cluster* c, const OperatorConfig& config = OperatorConfig()) {
+  c->now += seconds(97);
+  const ReconcilePlan later = c->Plan(config);
+  EXPECT_TRUE(later.WritesNothing())
+      << (later.status ? later.status->dump(2) : "") << " applies " << later.applies.size()
+      << " deletes " << later.deletes.size();
+}
+
+// --- creation and steady state ----------------------------------------------
+
+TEST(ReconcileTest, CreatesEveryChildAndThenNothing) {
+  Cluster c(BaseJob());
+  const ReconcilePlan plan = c.Plan();
+  std::vector<std::string> created;
+  for (const ChildApply& a : plan.applies) {
+    EXPECT_TRUE(a.creates);
+    created.push_back(ChildKey(a.resource, NameOf(a.object)));
+  }
+  EXPECT_EQ(created, (std::vector<std::string>{
+                         "Secret/mnist-token", "ConfigMap/mnist-job",
+                         "PersistentVolumeClaim/mnist-checkpoints",
+                         "PersistentVolumeClaim/mnist-coordinator-state", "Service/mnist-master",
+                         "Service/mnist-coordinator", "Pod/mnist-master", "Pod/mnist-coordinator",
+                         "Pod/mnist-evaluator", "Pod/mnist-trainer-0", "Pod/mnist-trainer-1"}));
+  EXPECT_TRUE(plan.applies[0].create_only);
+  EXPECT_TRUE(plan.deletes.empty());
+  EXPECT_FALSE(plan.ledger.has_value());
+  ASSERT_TRUE(plan.status.has_value());
+  const json& status = *plan.status;
+  EXPECT_EQ(status["phase"], "Pending");
+  EXPECT_EQ(status["startTime"], "2026-11-23T06:00:00Z");
+  EXPECT_EQ(status["observedGeneration"], 1);
+  EXPECT_EQ(ConditionOf(status, "Created")["reason"], "TrainingJobCreated");
+  EXPECT_EQ(ConditionOf(status, "Created")["lastTransitionTime"], "2026-11-23T06:00:00Z");
+  EXPECT_EQ(status["workers"], json::parse(R"j({"active": 0, "ready": 0, "desired": 2,
+      "selector": "gaptrain.io/job-name=mnist,gaptrain.io/replica-type=trainer",
+      "summary": "0/2"})j"));
+  EXPECT_EQ(status["preemptions"], 0);
+  EXPECT_EQ(status["replicaStatuses"]["Trainer"],
+            json::parse(R"j({"active": 0, "ready": 0, "succeeded": 0, "failed": 0})j"));
+  EXPECT_TRUE(HasReason(plan, "TrainingJobCreated"));
+  EXPECT_TRUE(HasReason(plan, "SuccessfulCreatePod"));
+  EXPECT_EQ(EventWith(plan, "SuccessfulCreatePod")->after, PlannedEvent::After::kChild);
+  EXPECT_EQ(plan.requeue_after, seconds(15));
+
+  c.Carry(plan);
+  const ReconcilePlan second = c.Plan();
+  EXPECT_TRUE(second.WritesNothing()) << (second.status ? second.status->dump(2) : "");
+  EXPECT_TRUE(second.events.empty());
+  ExpectQuietLater(&c);
+}
+
+TEST(ReconcileTest, RunsWhenTheCoordinatorSaysSoAndShowsProgress) {
+  Cluster c(BaseJob());
+  c.Settle();
+  c.RunAll();
+  CoordinatorStatus coordinator = CoordinatorIn("Running");
+  coordinator.epoch = 1;
+  coordinator.samples_done_in_epoch = 30000;
+  coordinator.samples_in_epoch = 60000;
+  coordinator.master_version = 900;
+  coordinator.test_accuracy = 0.97;
+  coordinator.test_loss = 0.1;
+  c.coordinator = coordinator;
+  MasterProgress master;
+  master.model_version = 1200;
+  master.mean_gap = 1.6;
+  master.mean_staleness = 3.5;
+  master.updates_per_second = 40;
+  c.master = master;
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Running");
+  EXPECT_EQ(ConditionOf(*plan.status, "Running")["status"], "True");
+  EXPECT_EQ((*plan.status)["progress"], json::parse(R"j({"epoch": 1.5, "modelVersion": 1200,
+      "testAccuracy": 0.97, "testLoss": 0.1, "meanGap": 1.6, "meanStaleness": 3.5,
+      "updatesPerSecond": 40})j"));
+  EXPECT_EQ((*plan.status)["workers"]["summary"], "2/2");
+  EXPECT_EQ((*plan.status)["replicaStatuses"]["Master"]["ready"], 1);
+  EXPECT_TRUE(HasReason(plan, "TrainingJobRunning"));
+  c.Carry(plan);
+  ExpectQuietLater(&c);
+
+  // Unreachable now: the last progress stays.
+  c.coordinator.reset();
+  c.master.reset();
+  EXPECT_TRUE(c.Plan().WritesNothing());
+  // New numbers are a change.
+  master.model_version = 1300;
+  c.master = master;
+  ASSERT_TRUE(c.Plan().status.has_value());
+  EXPECT_EQ((*c.Plan().status)["progress"]["modelVersion"], 1300);
+}
+
+TEST(ReconcileTest, WithoutTheCoordinatorEnoughReadyTrainersMeanRunning) {
+  json job = BaseJob();
+  job["spec"]["workers"]["minReplicas"] = 1;
+  Cluster c(job);
+  c.Settle();
+  c.RunAll();
+  c.SetPodStatus("mnist-trainer-1", json::parse(R"j({"phase": "Pending"})j"));
+  c.Settle();
+  EXPECT_EQ(c.status()["phase"], "Running");
+  c.SetPodStatus("mnist-trainer-0", json::parse(R"j({"phase": "Running"})j"));  // not ready
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Pending");
+  EXPECT_EQ(ConditionOf(*plan.status, "Running")["status"], "False");
+  EXPECT_EQ(ConditionOf(*plan.status, "Running")["reason"], "TrainingJobPending");
+}
+
+// --- preemption ---------------------------------------------------------------
+
+struct PreemptionCase {
+  const char* name;
+  json status;
+  bool terminating;
+  std::optional<int64_t> grace;  // of the delete; nullopt: none planned
+  bool delete_planned;
+};
+
+TEST(ReconcileTest, EachPreemptionSignalIsCountedOnceAndRecreated) {
+  const PreemptionCase cases[] = {
+      {"DisruptionTarget on a failed pod",
+       json::parse(R"j({"phase": "Failed", "conditions": [{"type": "DisruptionTarget",
+           "status": "True", "reason": "TerminationByKubelet"}],
+           "containerStatuses": [{"name": "gaptrain",
+              "state": {"terminated": {"exitCode": 143}}}]})j"),
+       false, 0, true},
+      {"DisruptionTarget while running",
+       json::parse(R"j({"phase": "Running", "conditions": [{"type": "DisruptionTarget",
+           "status": "True", "reason": "PreemptionByScheduler"}]})j"),
+       false, std::nullopt, true},
+      {"evicted", json::parse(R"j({"phase": "Failed", "reason": "Evicted"})j"), false, 0, true},
+      {"node lost", json::parse(R"j({"phase": "Running", "reason": "NodeLost"})j"), false, 0, true},
+      {"node shutdown", json::parse(R"j({"phase": "Failed", "reason": "Terminated"})j"), false, 0,
+       true},
+      {"deleted by someone else", json::parse(R"j({"phase": "Running"})j"), true, std::nullopt,
+       false},
+      {"exited 0 before the end",
+       json::parse(R"j({"phase": "Succeeded", "containerStatuses": [{"name": "gaptrain",
+           "state": {"terminated": {"exitCode": 0}}}]})j"),
+       false, 0, true},
+  };
+  for (const PreemptionCase& pc : cases) {
+    SCOPED_TRACE(pc.name);
+    Cluster c = RunningCluster();
+    const std::string old_uid = UidOf(*c.Pod("mnist-trainer-1"));
+    c.SetPodStatus("mnist-trainer-1", pc.status);
+    if (pc.terminating) c.Terminate("mnist-trainer-1");
+
+    const ReconcilePlan plan = c.Plan();
+    ASSERT_TRUE(plan.ledger.has_value());
+    EXPECT_EQ(plan.ledger->preemptions, 1u);
+    EXPECT_EQ(plan.ledger->failures, 0u);
+    EXPECT_EQ(plan.ledger->counted, (std::set<std::string>{old_uid}));
+    ASSERT_TRUE(plan.status.has_value());
+    EXPECT_EQ((*plan.status)["preemptions"], 1);
+    const PlannedEvent* event = EventWith(plan, "WorkerPreempted");
+    ASSERT_NE(event, nullptr);
+    EXPECT_EQ(event->after, PlannedEvent::After::kLedger);
+    EXPECT_EQ(event->type, "Normal");
+    if (pc.delete_planned) {
+      ASSERT_EQ(plan.deletes.size(), 1u);
+      EXPECT_EQ(plan.deletes[0].name, "mnist-trainer-1");
+      EXPECT_EQ(plan.deletes[0].uid, old_uid);
+      EXPECT_EQ(plan.deletes[0].grace_period_seconds, pc.grace);
+    } else {
+      EXPECT_TRUE(plan.deletes.empty());
+    }
+    EXPECT_TRUE(plan.applies.empty());  // the name is still taken
+
+    // The same observation again, with the ledger written (a delete that
+    // failed, a reconcile before the pod went): not counted again.
+    c.Carry([&] {
+      ReconcilePlan ledger_only;
+      ledger_only.ledger = plan.ledger;
+      ledger_only.status = plan.status;
+      return ledger_only;
+    }());
+    for (int i = 0; i < 3; ++i) {
+      const ReconcilePlan again = c.Plan();
+      EXPECT_FALSE(again.ledger.has_value());
+      EXPECT_FALSE(HasReason(again, "WorkerPreempted"));
+      EXPECT_EQ(again.deletes.size(), pc.delete_planned ? 1u : 0u);
+    }
+
+    // The pod goes; its replacement comes; the count stays 1.
+    auto& pods = c.pods();
+    pods.erase(std::remove_if(pods.begin(), pods.end(),
+                              [](const json& p) { return NameOf(p) == "mnist-trainer-1"; }),
+               pods.end());
+    const ReconcilePlan replace = c.Plan();
+    ASSERT_EQ(replace.applies.size(), 1u);
+    EXPECT_EQ(NameOf(replace.applies[0].object), "mnist-trainer-1");
+    c.Settle();
+    EXPECT_NE(UidOf(*c.Pod("mnist-trainer-1")), old_uid);
+    EXPECT_EQ(c.status()["preemptions"], 1);
+    EXPECT_EQ(c.status()["failures"], 0);
+    c.RunAll();
+    c.Settle();
+    EXPECT_EQ(c.status()["phase"], "Running");
+    EXPECT_EQ(c.status()["preemptions"], 1);
+    ExpectQuietLater(&c);
+  }
+}
+
+TEST(ReconcileTest, AStaleLedgerEntryDoesNotRecount) {
+  // Two reconciles from the same observation: the second is what a
+  // reconcile on a stale job would compute; its ledger write carries the
+  // old resourceVersion and fails (plan_executor), so only one counts.
+  Cluster c = RunningCluster();
+  c.SetPodStatus("mnist-trainer-0", json::parse(R"j({"phase": "Failed", "reason": "Evicted"})j"));
+  const ReconcilePlan a = c.Plan();
+  const ReconcilePlan b = c.Plan();
+  ASSERT_TRUE(a.ledger && b.ledger);
+  EXPECT_EQ(*a.ledger, *b.ledger);  // the same plan: deterministic
+  c.Carry(a);
+  const ReconcilePlan after = c.Plan();
+  EXPECT_FALSE(after.ledger.has_value());
+  c.Settle();
+  EXPECT_EQ(c.status()["preemptions"], 1);
+}
+
+// --- failures -------------------------------------------------------------
+
+json FailedWith(int exit_code) {
+  json status = json::parse(R"j({"phase": "Failed", "containerStatuses": [{"name": "gaptrain",
+      "state": {"terminated": {"reason": "Error"}}}]})j");
+  status["containerStatuses"][0]["state"]["terminated"]["exitCode"] = exit_code;
+  return status;
+}
+
+TEST(ReconcileTest, FailuresUnderEachRestartPolicy) {
+  struct Case {
+    const char* policy;
+    int exit_code;
+    bool recreated;
+  } cases[] = {
+      {"OnFailure", 1, true}, {"Always", 2, true},   {"Never", 1, false},
+      {"Never", 137, false},  {"ExitCode", 1, false}, {"ExitCode", 127, false},
+      {"ExitCode", 128, true}, {"ExitCode", 137, true}, {"ExitCode", 255, true},
+  };
+  for (const Case& tc : cases) {
+    SCOPED_TRACE(std::string(tc.policy) + " exit " + std::to_string(tc.exit_code));
+    json job = BaseJob();
+    job["spec"]["workers"]["restartPolicy"] = tc.policy;
+    job["spec"]["workers"]["replicas"] = 3;
+    job["spec"]["workers"]["minReplicas"] = 2;
+    Cluster c = RunningCluster(job);
+    const std::string old_uid = UidOf(*c.Pod("mnist-trainer-2"));
+    c.SetPodStatus("mnist-trainer-2", FailedWith(tc.exit_code));
+    const ReconcilePlan plan = c.Plan();
+    ASSERT_TRUE(plan.ledger.has_value());
+    EXPECT_EQ(plan.ledger->failures, 1u);
+    EXPECT_EQ(plan.ledger->preemptions, 0u);
+    const PlannedEvent* event = EventWith(plan, "WorkerFailed");
+    ASSERT_NE(event, nullptr);
+    EXPECT_EQ(event->type, "Warning");
+    EXPECT_NE(event->note.find("exit code " + std::to_string(tc.exit_code)), std::string::npos)
+        << event->note;
+    EXPECT_EQ(plan.deletes.size(), tc.recreated ? 1u : 0u);
+    c.Settle();
+    c.RunAll();
+    if (!tc.recreated) c.SetPodStatus("mnist-trainer-2", FailedWith(tc.exit_code));
+    c.Settle();
+    EXPECT_EQ(c.status()["failures"], 1);
+    EXPECT_EQ(c.status()["phase"], "Running");  // 2 trainers left >= minReplicas 2
+    EXPECT_EQ(UidOf(*c.Pod("mnist-trainer-2")) != old_uid, tc.recreated);
+    ExpectQuietLater(&c);
+  }
+}
+
+TEST(ReconcileTest, BackoffLimitExceededFailsTheJob) {
+  json job = BaseJob();
+  job["spec"]["runPolicy"] = {{"backoffLimit", 1}};
+  Cluster c = RunningCluster(job);
+  c.SetPodStatus("mnist-trainer-0", FailedWith(1));
+  c.Settle();
+  c.RunAll();
+  c.Settle();
+  EXPECT_EQ(c.status()["failures"], 1);
+  EXPECT_EQ(c.status()["phase"], "Running");  // 1 failure is within backoffLimit 1
+
+  c.SetPodStatus("mnist-trainer-1", FailedWith(2));
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Failed");
+  EXPECT_EQ((*plan.status)["failures"], 2);
+  const json failed = ConditionOf(*plan.status, "Failed");
+  EXPECT_EQ(failed["status"], "True");
+  EXPECT_EQ(failed["reason"], "BackoffLimitExceeded");
+  EXPECT_EQ(failed["message"], "2 failures exceed backoffLimit (1)");
+  EXPECT_EQ(ConditionOf(*plan.status, "Running")["status"], "False");
+  EXPECT_EQ((*plan.status)["completionTime"], "2026-11-23T06:00:00Z");
+  EXPECT_EQ(EventWith(plan, "BackoffLimitExceeded")->type, "Warning");
+  // cleanPodPolicy Running: the running pods go, the failed one stays.
+  std::set<std::string> deleted;
+  for (const ChildDelete& d : plan.deletes) deleted.insert(d.name);
+  EXPECT_EQ(deleted, (std::set<std::string>{"mnist-master", "mnist-coordinator",
+                                            "mnist-evaluator", "mnist-trainer-0"}));
+  EXPECT_TRUE(plan.applies.empty());
+  c.Settle();
+  EXPECT_EQ(c.Count("Pod"), 1u);
+  ExpectQuietLater(&c);
+}
+
+TEST(ReconcileTest, TooFewTrainersLeftFailsTheJob) {
+  json job = BaseJob();
+  job["spec"]["workers"]["restartPolicy"] = "Never";
+  job["spec"]["workers"]["minReplicas"] = 2;
+  Cluster c = RunningCluster(job);
+  c.SetPodStatus("mnist-trainer-1", FailedWith(1));
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Failed");
+  EXPECT_EQ(ConditionOf(*plan.status, "Failed")["reason"], "TrainingJobFailed");
+  EXPECT_NE(ConditionOf(*plan.status, "Failed")["message"].get<std::string>().find(
+                "1 trainers failed permanently (restartPolicy Never)"),
+            std::string::npos);
+}
+
+// --- master and coordinator -------------------------------------------------
+
+TEST(ReconcileTest, MasterOrCoordinatorLossRestartsTheJob) {
+  struct Case {
+    const char* pod;
+    json status;
+    bool terminating;
+    bool counts_as_failure;
+    const char* event;
+  } cases[] = {
+      {"mnist-master", FailedWith(137), false, true, "MasterRestarting"},
+      {"mnist-master", json::parse(R"j({"phase": "Running"})j"), true, false, "MasterRestarting"},
+      {"mnist-coordinator",
+       json::parse(R"j({"phase": "Failed", "conditions": [{"type": "DisruptionTarget",
+           "status": "True", "reason": "EvictionByEvictionAPI"}]})j"),
+       false, false, "CoordinatorRestarting"},
+  };
+  for (const Case& tc : cases) {
+    SCOPED_TRACE(std::string(tc.pod) + " " + tc.event);
+    Cluster c = RunningCluster();
+    const std::string old_uid = UidOf(*c.Pod(tc.pod));
+    c.SetPodStatus(tc.pod, tc.status);
+    if (tc.terminating) c.Terminate(tc.pod);
+    c.coordinator.reset();  // its /status is gone with it (or the master's)
+    const ReconcilePlan plan = c.Plan();
+    ASSERT_TRUE(plan.ledger.has_value());
+    EXPECT_EQ(plan.ledger->restarts, 1u);
+    EXPECT_EQ(plan.ledger->failures, tc.counts_as_failure ? 1u : 0u);
+    const PlannedEvent* event = EventWith(plan, tc.event);
+    ASSERT_NE(event, nullptr);
+    EXPECT_EQ(event->type, "Warning");
+    ASSERT_TRUE(plan.status.has_value());
+    EXPECT_EQ((*plan.status)["phase"], "Restarting");
+    const json restarting = ConditionOf(*plan.status, "Restarting");
+    EXPECT_EQ(restarting["status"], "True");
+    EXPECT_EQ(restarting["reason"], "TrainingJobRestarting");
+    EXPECT_EQ(restarting["message"], event->note);
+    EXPECT_EQ(ConditionOf(*plan.status, "Running")["status"], "False");
+    EXPECT_TRUE(HasReason(plan, "TrainingJobRestarting"));
+
+    c.Settle();
+    if (tc.terminating) {  // it goes once its grace period is over
+      EXPECT_EQ(UidOf(*c.Pod(tc.pod)), old_uid);
+      c.pods().erase(std::remove_if(c.pods().begin(), c.pods().end(),
+                                    [&](const json& p) { return UidOf(p) == old_uid; }),
+                     c.pods().end());
+      c.Settle();
+    }
+    EXPECT_NE(UidOf(*c.Pod(tc.pod)), old_uid);
+    EXPECT_EQ(c.status()["phase"], "Restarting");  // until it is ready again
+    EXPECT_EQ(ConditionOf(c.status(), "Restarting")["message"], event->note);
+    ExpectQuietLater(&c);
+
+    c.RunAll();
+    c.coordinator = CoordinatorIn("Running");
+    const ReconcilePlan ready = c.Plan();
+    ASSERT_TRUE(ready.status.has_value());
+    EXPECT_EQ((*ready.status)["phase"], "Running");
+    EXPECT_EQ(ConditionOf(*ready.status, "Restarting")["status"], "False");
+    EXPECT_EQ(ConditionOf(*ready.status, "Running")["status"], "True");
+    EXPECT_EQ((*ready.status)["restarts"], 1);
+    c.Settle();
+    ExpectQuietLater(&c);
+  }
+}
+
+TEST(ReconcileTest, AMasterNotReadyAfterTheJobRanIsRestarting) {
+  Cluster c = RunningCluster();
+  c.pods().erase(c.pods().begin());  // the master, gone without a trace
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Restarting");
+  EXPECT_EQ(ConditionOf(*plan.status, "Restarting")["message"],
+            "waiting for the master and the coordinator to be ready again");
+  ASSERT_EQ(plan.applies.size(), 1u);
+  EXPECT_EQ(NameOf(plan.applies[0].object), "mnist-master");
+  EXPECT_FALSE(plan.ledger.has_value());  // not seen lost: not counted (pod_ledger.h)
+}
+
+// --- scaling ------------------------------------------------------------------
+
+TEST(ReconcileTest, ScalesUpAndDownByTheHighestIndices) {
+  json job = BaseJob();
+  job["spec"]["workers"]["replicas"] = 2;
+  job["spec"]["workers"]["maxReplicas"] = 4;
+  job["spec"]["workers"]["minReplicas"] = 1;
+  Cluster c = RunningCluster(job);
+
+  c.job()["spec"]["workers"]["replicas"] = 4;
+  c.job()["metadata"]["generation"] = 2;
+  const ReconcilePlan up = c.Plan();
+  std::vector<std::string> applied;
+  for (const ChildApply& a : up.applies) applied.push_back(ChildKey(a.resource, NameOf(a.object)));
+  EXPECT_EQ(applied, (std::vector<std::string>{"ConfigMap/mnist-job", "Pod/mnist-trainer-2",
+                                               "Pod/mnist-trainer-3"}));
+  EXPECT_FALSE(up.applies[0].creates);  // job.yaml follows the spec
+  EXPECT_TRUE(HasReason(up, "TrainingJobScaled"));
+  EXPECT_TRUE(HasReason(up, "SuccessfulUpdateConfigMap"));
+  EXPECT_EQ((*up.status)["workers"]["desired"], 4);
+  EXPECT_EQ((*up.status)["observedGeneration"], 2);
+  c.Settle();
+  c.RunAll();
+  c.Settle();
+  EXPECT_EQ(c.status()["workers"]["summary"], "4/4");
+
+  c.job()["spec"]["workers"]["replicas"] = 1;
+  const ReconcilePlan down = c.Plan();
+  std::set<std::string> deleted;
+  for (const ChildDelete& d : down.deletes) {
+    deleted.insert(d.name);
+    EXPECT_FALSE(d.grace_period_seconds.has_value()) << d.name;  // graceful: the worker leaves
+  }
+  EXPECT_EQ(deleted, (std::set<std::string>{"mnist-trainer-1", "mnist-trainer-2",
+                                            "mnist-trainer-3"}));
+  ASSERT_TRUE(down.ledger.has_value());
+  EXPECT_EQ(down.ledger->released.size(), 3u);
+  EXPECT_EQ(down.ledger->preemptions, 0u);
+
+  // They terminate (SIGTERM, exit 0) before going: not preemptions, even
+  // when the job scales up again meanwhile.
+  c.Carry([&] {
+    ReconcilePlan p = down;
+    p.deletes.clear();
+    return p;
+  }());
+  for (const char* name : {"mnist-trainer-1", "mnist-trainer-2", "mnist-trainer-3"}) {
+    c.Terminate(name);
+    c.SetPodStatus(name, json::parse(R"j({"phase": "Succeeded"})j"));
+  }
+  c.job()["spec"]["workers"]["replicas"] = 3;
+  const ReconcilePlan back = c.Plan();
+  EXPECT_FALSE(back.ledger.has_value());
+  EXPECT_TRUE(back.deletes.empty());
+  for (const ChildApply& a : back.applies) EXPECT_EQ(a.resource.kind, "ConfigMap");
+  c.Carry(back);
+  auto& pods = c.pods();
+  pods.erase(std::remove_if(pods.begin(), pods.end(), [](const json& p) { return IsTerminating(p); }),
+             pods.end());
+  c.Settle();
+  EXPECT_EQ(c.status()["preemptions"], 0);
+  EXPECT_NE(c.Pod("mnist-trainer-2"), nullptr);
+  EXPECT_EQ(c.Pod("mnist-trainer-3"), nullptr);
+}
+
+// --- suspend and resume -------------------------------------------------------
+
+TEST(ReconcileTest, SuspendDeletesPodsKeepsVolumesAndResumeStartsAgain) {
+  Cluster c = RunningCluster();
+  c.job()["spec"]["runPolicy"] = {{"suspend", true}};
+  const ReconcilePlan suspend = c.Plan();
+  EXPECT_EQ(suspend.deletes.size(), 5u);
+  for (const ChildDelete& d : suspend.deletes) EXPECT_EQ(d.resource.kind, "Pod");
+  ASSERT_EQ(suspend.applies.size(), 1u);  // job.yaml follows the spec
+  EXPECT_EQ(suspend.applies[0].resource.kind, "ConfigMap");
+  ASSERT_TRUE(suspend.status.has_value());
+  EXPECT_EQ((*suspend.status)["phase"], "Suspended");
+  EXPECT_EQ(ConditionOf(*suspend.status, "Suspended")["reason"], "TrainingJobSuspended");
+  EXPECT_EQ(ConditionOf(*suspend.status, "Running")["status"], "False");
+  EXPECT_FALSE(suspend.status->contains("startTime"));
+  EXPECT_TRUE(HasReason(suspend, "TrainingJobSuspended"));
+  EXPECT_EQ(suspend.requeue_after, std::nullopt);
+  c.coordinator.reset();
+  c.Settle();
+  EXPECT_EQ(c.Count("Pod"), 0u);
+  EXPECT_EQ(c.Count("PersistentVolumeClaim"), 2u);
+  EXPECT_EQ(c.status()["preemptions"], 0);
+  ExpectQuietLater(&c);
+
+  c.job()["spec"]["runPolicy"] = {{"suspend", false}};
+  c.now += seconds(600);
+  const ReconcilePlan resume = c.Plan();
+  size_t pods = 0;
+  for (const ChildApply& a : resume.applies) pods += a.resource.kind == "Pod";
+  EXPECT_EQ(pods, 5u);
+  ASSERT_TRUE(resume.status.has_value());
+  EXPECT_EQ(ConditionOf(*resume.status, "Suspended")["status"], "False");
+  EXPECT_EQ(ConditionOf(*resume.status, "Suspended")["reason"], "TrainingJobResumed");
+  EXPECT_EQ((*resume.status)["startTime"], "2026-11-23T06:11:37Z");
+  EXPECT_TRUE(HasReason(resume, "TrainingJobResumed"));
+  c.Settle();
+  c.RunAll();
+  c.coordinator = CoordinatorIn("Running");
+  c.Settle();
+  EXPECT_EQ(c.status()["phase"], "Running");
+  ExpectQuietLater(&c);
+}
+
+// --- deadline, completion, TTL ----------------------------------------------
+
+TEST(ReconcileTest, ActiveDeadlineSeconds) {
+  json job = BaseJob();
+  job["spec"]["runPolicy"] = {{"activeDeadlineSeconds", 60}};
+  Cluster c = RunningCluster(job);
+  c.now = kStart + seconds(20);
+  EXPECT_EQ(c.Plan().requeue_after, seconds(15));
+  c.now = kStart + seconds(50);
+  EXPECT_EQ(c.Plan().requeue_after, seconds(10));  // the deadline comes first
+  c.now = kStart + seconds(60);
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Failed");
+  EXPECT_EQ(ConditionOf(*plan.status, "Failed")["reason"], "DeadlineExceeded");
+  EXPECT_EQ((*plan.status)["completionTime"], "2026-11-23T06:01:00Z");
+  EXPECT_EQ(plan.deletes.size(), 5u);  // cleanPodPolicy Running
+  EXPECT_EQ(plan.requeue_after, seconds(3600));  // the TTL
+}
+
+TEST(ReconcileTest, CompletionWithEachCleanPodPolicy) {
+  struct Case {
+    const char* policy;
+    size_t deleted;
+  } cases[] = {{"All", 5}, {"Running", 4}, {"None", 0}};
+  for (const Case& tc : cases) {
+    SCOPED_TRACE(tc.policy);
+    json job = BaseJob();
+    job["spec"]["runPolicy"] = {{"cleanPodPolicy", tc.policy}};
+    Cluster c = RunningCluster(job);
+    // Trainer 0 finished; the others still run.
+    c.SetPodStatus("mnist-trainer-0", json::parse(R"j({"phase": "Succeeded"})j"));
+    c.coordinator = CoordinatorIn("Succeeded");
+    const ReconcilePlan plan = c.Plan();
+    ASSERT_TRUE(plan.status.has_value());
+    EXPECT_EQ((*plan.status)["phase"], "Succeeded");
+    const json succeeded = ConditionOf(*plan.status, "Succeeded");
+    EXPECT_EQ(succeeded["reason"], "TrainingJobSucceeded");
+    EXPECT_EQ(succeeded["message"], "EpochsDone: 4 epochs done");
+    EXPECT_EQ(ConditionOf(*plan.status, "Running")["reason"], "TrainingJobSucceeded");
+    EXPECT_EQ(plan.deletes.size(), tc.deleted);
+    EXPECT_FALSE(plan.ledger.has_value());  // trainer 0 completed: no preemption
+    EXPECT_EQ(EventWith(plan, "TrainingJobSucceeded")->type, "Normal");
+    EXPECT_EQ(plan.requeue_after, seconds(3600));
+    c.Settle();
+    c.coordinator.reset();
+    EXPECT_EQ(c.status()["phase"], "Succeeded");
+    EXPECT_EQ(c.status()["preemptions"], 0);
+    ExpectQuietLater(&c);
+  }
+}
+
+TEST(ReconcileTest, TtlSecondsAfterFinishedDeletesTheJob) {
+  json job = BaseJob();
+  job["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 100}};
+  job["status"] = json::parse(R"j({"phase": "Succeeded", "completionTime": "2026-11-23T06:00:00Z",
+      "conditions": [{"type": "Succeeded", "status": "True"}]})j");
+  Cluster c(job);
+  c.now = kStart + seconds(30);
+  const ReconcilePlan early = c.Plan();
+  EXPECT_FALSE(early.delete_job);
+  EXPECT_EQ(early.requeue_after, seconds(70));
+  EXPECT_TRUE(early.applies.empty());
+  c.Carry(early);
+  c.now = kStart + seconds(100);
+  const ReconcilePlan due = c.Plan();
+  EXPECT_TRUE(due.delete_job);
+  EXPECT_TRUE(HasReason(due, "TrainingJobDeleted"));
+  EXPECT_EQ(due.requeue_after, std::nullopt);
+
+  // A job being deleted: nothing to do, its children go with it.
+  c.job()["metadata"]["deletionTimestamp"] = "2026-11-23T06:02:00Z";
+  const ReconcilePlan gone = c.Plan();
+  EXPECT_TRUE(gone.WritesNothing());
+  EXPECT_TRUE(gone.events.empty());
+}
+
+// --- bad input ------------------------------------------------------------------
+
+TEST(ReconcileTest, AnInvalidSpecFailsWithTheParsersMessage) {
+  struct Case {
+    const char* name;
+    std::function<void(json*)> change;
+    const char* message;
+  } cases[] = {
+      {"minReplicas above replicas",
+       [](json* j) { (*j)["spec"]["workers"]["minReplicas"] = 5; },
+       "spec.workers.minReplicas: must be <= replicas (2)"},
+      {"epochs and maxUpdates",
+       [](json* j) { (*j)["spec"]["training"]["maxUpdates"] = 10; },
+       "spec.training: set exactly one of epochs and maxUpdates"},
+      {"a wrong type", [](json* j) { (*j)["spec"]["workers"]["replicas"] = "two"; },
+       "spec.workers.replicas"},
+      {"a template of the wrong shape",
+       [](json* j) { (*j)["spec"]["workers"]["template"] = {{"spec", {{"containers", 3}}}}; },
+       "spec.workers.template.spec.containers: must be a list"},
+      {"a name too long for its services",
+       [](json* j) { (*j)["metadata"]["name"] = std::string(60, 'a'); },
+       "metadata.name: on a cluster"},
+  };
+  for (const Case& tc : cases) {
+    SCOPED_TRACE(tc.name);
+    json job = BaseJob();
+    tc.change(&job);
+    Cluster c(job);
+    const ReconcilePlan plan = c.Plan();
+    EXPECT_TRUE(plan.applies.empty());
+    ASSERT_TRUE(plan.status.has_value());
+    EXPECT_EQ((*plan.status)["phase"], "Failed");
+    const json failed = ConditionOf(*plan.status, "Failed");
+    EXPECT_EQ(failed["reason"], "FailedValidation");
+    EXPECT_NE(failed["message"].get<std::string>().find(tc.message), std::string::npos)
+        << failed["message"];
+    EXPECT_EQ(EventWith(plan, "FailedValidation")->type, "Warning");
+    c.Settle();
+    ExpectQuietLater(&c);
+  }
+}
+
+TEST(ReconcileTest, AnotherJobsPodBlocksTheNameAndIsLeftAlone) {
+  Cluster c(BaseJob());
+  json foreign = json::parse(R"j({"metadata": {"name": "mnist-trainer-0", "uid": "old",
+      "ownerReferences": [{"uid": "old-job", "controller": true}],
+      "labels": {"gaptrain.io/replica-type": "trainer", "gaptrain.io/replica-index": "0"}},
+      "status": {"phase": "Failed"}})j");
+  c.pods().push_back(foreign);
+  const ReconcilePlan plan = c.Plan();
+  for (const ChildApply& a : plan.applies) EXPECT_NE(NameOf(a.object), "mnist-trainer-0");
+  for (const ChildDelete& d : plan.deletes) EXPECT_NE(d.uid, "old");
+  EXPECT_FALSE(plan.ledger.has_value());
+}
+
+TEST(ReconcileTest, VolumeRetentionChangesOnlyTheClaimsOwner) {
+  Cluster c = RunningCluster();
+  c.job()["spec"]["runPolicy"] = {{"volumeRetentionPolicy", "Retain"}};
+  c.job()["spec"]["master"] = {{"checkpoint", {{"volumeSize", "50Gi"}}}};  // too late to matter
+  const ReconcilePlan plan = c.Plan();
+  int claims = 0;
+  for (const ChildApply& a : plan.applies) {
+    if (a.resource.kind != "PersistentVolumeClaim") continue;
+    ++claims;
+    EXPECT_FALSE(a.creates);
+    EXPECT_FALSE(a.object["metadata"].contains("ownerReferences"));
+    EXPECT_NE(a.object["spec"]["resources"]["requests"]["storage"], "50Gi");
+  }
+  EXPECT_EQ(claims, 2);
+  c.Settle();
+  ExpectQuietLater(&c);
+}
+
+// Objects of the wrong shape anywhere in the observation never crash the
+// reconcile (a deterministic fuzz over mutated observations).
+TEST(ReconcileTest, OddObservationsDoNotCrash) {
+  Cluster c = RunningCluster();
+  c.SetPodStatus("mnist-trainer-0", FailedWith(1));
+  const ObservedJob base = c.Observe();
+  const json odd[] = {nullptr, 7, "x", json::array(), json::object(), json::array({1, "a"}),
+                      true, -1, 1e300};
+  std::mt19937 rng(16);
+  for (int round = 0; round < 250; ++round) {
+    ObservedJob o = base;
+    std::vector<json*> targets = {&o.job};
+    for (json& p : o.pods) targets.push_back(&p);
+    for (json& s : o.services) targets.push_back(&s);
+    for (json& s : o.config_maps) targets.push_back(&s);
+    for (json& s : o.persistent_volume_claims) targets.push_back(&s);
+    json* target = targets[rng() % targets.size()];
+    // Replace a random value somewhere inside it.
+    std::vector<json*> inside = {target};
+    for (size_t i = 0; i < inside.size() && inside.size() < 500; ++i) {
+      if (inside[i]->is_structured()) {
+        for (json& child : *inside[i]) inside.push_back(&child);
+      }
+    }
+    *inside[rng() % inside.size()] = odd[rng() % (sizeof(odd) / sizeof(odd[0]))];
+    if (target == &o.job) o = [&] {
+      ObservedJob re = ObserveJob(o.job);
+      re.pods = o.pods;
+      re.now = o.now;
+      return re;
+    }();
+    const ReconcilePlan plan = PlanReconcile(o, OperatorConfig());
+    (void)plan;
+  }
+}
+
+}  // namespace
+}  // namespace trainingjob
+}  // namespace gaptrain
