@@ -257,7 +257,8 @@ Clock::time_point LocalNode::NextDeadline() const {
   Clock::time_point next = Clock::now() + std::chrono::hours(1);
   for (const auto& [uid, pod] : pods_) {
     if (pod->terminating && !pod->killed) next = std::min(next, pod->kill_deadline);
-    if (pod->state.container.phase == ContainerState::Phase::kWaiting) {
+    if (pod->state.container.phase == ContainerState::Phase::kWaiting &&
+        !pod->deletion_confirmed) {
       next = std::min(next, pod->retry_at);
     }
   }

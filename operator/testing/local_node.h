@@ -36,16 +36,17 @@
 //     containers and restartPolicy Never (the operator's pods); others wait
 //     with CreateContainerConfigError saying so. The container needs a
 //     command (there are no images). Its command + args are expanded and
-//     its environment
-//     resolved as the kubelet does (see container_env.h); the process also
-//     gets HOSTNAME (the pod name), HOME=/root, Options::extra_env, and a
-//     PATH whose first directory holds Options::binaries under their
-//     command names, so "gaptrain-master" resolves to the test's binary.
-//     It runs in the pod's network namespace with the volumes bind-mounted
-//     at their mountPaths in a private mount namespace (see
-//     pod_volumes.h and container_process.h; missing mountpoints, such as
-//     /etc/gaptrain, are created as empty directories on the host and left
-//     there). stdout and stderr go to LogPath(), like `kubectl logs`.
+//     its environment resolved as the kubelet does (see container_env.h);
+//     the process also gets HOSTNAME (the pod name), HOME=/root,
+//     Options::extra_env, and a PATH whose first directory holds
+//     Options::binaries under their command names, so "gaptrain-master"
+//     resolves to the test's binary (a bare command is looked up on the
+//     host's file system, before the volumes are mounted). It runs in the
+//     pod's network namespace, with the pod name as hostname and the
+//     volumes bind-mounted at their mountPaths in a private mount namespace
+//     (see pod_volumes.h and container_process.h; missing mountpoints, such
+//     as /etc/gaptrain, are created as empty directories on the host and
+//     left there). stdout and stderr go to LogPath(), like `kubectl logs`.
 //   - Status (see pod_status.h), through the store, as the kubelet writes
 //     it: Pending (waiting ContainerCreating while volumes or the network
 //     are not ready; CreateContainerConfigError for env and command errors
@@ -77,9 +78,10 @@
 // the store. `server` must outlive the node.
 //
 // Processes and cleanup: containers are started from the node's own thread
-// with PR_SET_PDEATHSIG, so they die with the test process even when it
-// crashes; each leads its own process group, which is SIGKILLed when the
-// main process exits. Stop() (and the destructor) kills every container,
+// with PR_SET_PDEATHSIG, so their main processes die with the test process
+// even when it crashes (their children then outlive it, unless they die of
+// losing their parent); each leads its own process group, which is
+// SIGKILLed when the main process exits. Stop() (and the destructor) kills every container,
 // removes every namespace, veth and the bridge, and the node's pod
 // directories (hosts files, secret, configMap and emptyDir volumes); it
 // keeps log_dir and claims_dir. Names are per process (see
@@ -88,6 +90,8 @@
 //
 // Start() fails with PERMISSION_DENIED when namespaces cannot be made (not
 // root, no CAP_NET_ADMIN/CAP_SYS_ADMIN): tests report it with GTEST_SKIP.
+// Bazel's linux-sandbox is such a place: tag the test "no-sandbox" (the
+// node's names also rely on the host's pid namespace).
 // Only one LocalNode should serve a FakeApiServer (there is no scheduler to
 // choose between two).
 //
