@@ -700,6 +700,49 @@ TEST_F(LocalNodeTest, RunsTheRealCoordinatorBinary) {
   EXPECT_EQ(Log("coordinator").rfind("usage: gaptrain-coordinator", 0), 0u) << Log("coordinator");
 }
 
+// The coordinator as the operator runs it: job from a ConfigMap, token from
+// a Secret, state on a claim, Ready by its /healthz, /status by pod IP.
+TEST_F(LocalNodeTest, ServesTheRealCoordinatorAsTheOperatorWould) {
+  Create(SecretObject("mnist-token", {{"token", "0123456789abcdef"}}));
+  Create(ConfigMapObject("mnist-job", {{"job.yaml", R"(apiVersion: gaptrain.io/v1alpha1
+kind: TrainingJob
+metadata: {name: mnist, namespace: default}
+spec:
+  model: {builtin: mlp}
+  data: {format: mnist-idx, path: /unused}
+  training: {batchSize: 100, epochs: 1}
+  workers: {replicas: 1}
+)"}}));
+  Create(ClaimObject("mnist-coordinator-state"));
+  const std::string token_dir = work_dir_ + "/var/run/gaptrain";
+  const std::string job_dir = work_dir_ + "/etc/gaptrain";
+  const std::string state_dir = work_dir_ + "/var/lib/gaptrain/coordinator";
+  json pod = PodObject("mnist-coordinator", {"gaptrain-coordinator"});
+  pod["spec"]["volumes"] = {
+      {{"name", "token"}, {"secret", {{"secretName", "mnist-token"}}}},
+      {{"name", "job"}, {"configMap", {{"name", "mnist-job"}}}},
+      {{"name", "state"}, {"persistentVolumeClaim", {{"claimName", "mnist-coordinator-state"}}}}};
+  json& c = MainContainer(&pod);
+  c["args"] = {"--job", job_dir + "/job.yaml", "--listen", "0.0.0.0:7071", "--http-port", "9091",
+               "--token-file", token_dir + "/token", "--state-dir", state_dir,
+               "--train-samples", "1000", "--master-timeout-seconds", "0"};
+  c["volumeMounts"] = {{{"name", "token"}, {"mountPath", token_dir}, {"readOnly", true}},
+                       {{"name", "job"}, {"mountPath", job_dir}, {"readOnly", true}},
+                       {{"name", "state"}, {"mountPath", state_dir}}};
+  c["ports"] = {{{"name", "grpc"}, {"containerPort", 7071}},
+                {{"name", "metrics"}, {"containerPort", 9091}}};
+  c["readinessProbe"] = {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}},
+                         {"periodSeconds", 1}};
+  Create(pod);
+  json seen;
+  ASSERT_TRUE(WaitPod("mnist-coordinator", IsReady, &seen))
+      << seen.dump(2) << Log("mnist-coordinator");
+  HttpClientResponse status;
+  const Status got = HttpGet(seen["status"]["podIP"], 9091, "/status", 5, &status);
+  ASSERT_TRUE(got.ok()) << got.ToString();
+  EXPECT_EQ(json::parse(status.body)["jobName"], "mnist") << status.body;
+}
+
 TEST(LocalNodeStartTest, RejectsBadOptions) {
   std::unique_ptr<FakeApiServer> server;
   ASSERT_TRUE(FakeApiServer::Start(FakeApiServer::Options(), &server).ok());
