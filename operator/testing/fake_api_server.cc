@@ -485,7 +485,8 @@ Status FakeApiServer::Update(const std::string& resource, const std::string& ns,
 
 Status FakeApiServer::Delete(const std::string& resource, const std::string& ns,
                              const std::string& name, std::optional<int64_t> grace_period_seconds,
-                             const std::string& propagation_policy) {
+                             const std::string& propagation_policy,
+                             const std::string& precondition_uid) {
   Status error;
   ResourceTypePtr type = FindType(resource, &error);
   if (type == nullptr) return error;
@@ -498,6 +499,12 @@ Status FakeApiServer::Delete(const std::string& resource, const std::string& ns,
   r.name = name;
   if (grace_period_seconds) r.query["gracePeriodSeconds"] = std::to_string(*grace_period_seconds);
   if (!propagation_policy.empty()) r.query["propagationPolicy"] = propagation_policy;
+  if (!precondition_uid.empty()) {
+    http.body = json{{"kind", "DeleteOptions"},
+                     {"apiVersion", "v1"},
+                     {"preconditions", {{"uid", precondition_uid}}}}
+                    .dump();
+  }
   r.http = &http;
   ApiResponse response = handler_.resources()->Serve(r);
   if (response.status != 200) return StatusFromResponse("delete " + type->key(), response);
@@ -505,6 +512,8 @@ Status FakeApiServer::Delete(const std::string& resource, const std::string& ns,
 }
 
 uint64_t FakeApiServer::resource_version() const { return store_.resource_version(); }
+
+std::string FakeApiServer::Now() const { return store_.Now(); }
 
 bool FakeApiServer::WaitFor(const std::function<bool(const StoreView&)>& predicate,
                             std::chrono::milliseconds timeout) {

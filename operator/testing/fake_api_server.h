@@ -126,13 +126,17 @@ class FakeApiServer {
                 const std::function<void(nlohmann::json*)>& mutate,
                 nlohmann::json* updated = nullptr);
   // A DELETE with these options (grace period, propagation policy
-  // "Background", "Foreground", "Orphan" or "" for the default).
+  // "Background", "Foreground", "Orphan" or "" for the default, and a uid
+  // precondition: 409 Conflict when the object has another uid).
   Status Delete(const std::string& resource, const std::string& ns, const std::string& name,
                 std::optional<int64_t> grace_period_seconds = std::nullopt,
-                const std::string& propagation_policy = "");
+                const std::string& propagation_policy = "",
+                const std::string& precondition_uid = "");
 
   // The global resourceVersion: unchanged means nothing was written.
   uint64_t resource_version() const;
+  // The store's clock as the API writes timestamps ("2026-11-23T06:32:57Z").
+  std::string Now() const;
 
   // ---- Waiting. Each returns whether the condition held before `timeout`;
   // predicates run under the store's lock and must not call the server.

@@ -207,8 +207,11 @@ TEST_F(FakeApiServerTransportTest, HooksReadAndWriteTheStore) {
   EXPECT_FALSE(server_->List("pods", "", "=bad", &pods).ok());
   EXPECT_EQ(server_->Get("gadgets", "default", "x", &updated).code(), Status::Code::kNotFound);
 
-  ASSERT_TRUE(server_->Delete("pods", "default", "a").ok());
+  EXPECT_EQ(server_->Delete("pods", "default", "a", 0, "", "not-its-uid").code(),
+            Status::Code::kAborted);  // 409 Conflict: the uid precondition failed
+  ASSERT_TRUE(server_->Delete("pods", "default", "a", 0, "", pods[0]["metadata"]["uid"]).ok());
   EXPECT_EQ(server_->Delete("pods", "default", "a").code(), Status::Code::kNotFound);
+  EXPECT_EQ(server_->Now().size(), std::string("2026-11-23T06:32:57Z").size());
   EXPECT_EQ(server_->CountRequests("", ""), 1u);  // only the GET above went over HTTP
 }
 

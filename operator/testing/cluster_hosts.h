@@ -1,0 +1,38 @@
+// The /etc/hosts a pod on the test node (LocalNode) sees: the node has no
+// cluster DNS, so each pod's hosts file carries what CoreDNS would answer
+// for the cluster's Services.
+//
+// What callers may rely on:
+//   - The usual localhost lines, then the pod's own address with its
+//     hostname (spec.hostname or its name, and the FQDN under
+//     spec.subdomain), as the kubelet writes them.
+//   - For every Service with a selector, one line per endpoint address:
+//     the IP of each pod in the Service's namespace whose labels match the
+//     selector, that has a status.podIP, is not finished (Succeeded or
+//     Failed) and is not being deleted, and is Ready unless the Service
+//     publishes not-ready addresses. Services of the pod's own namespace
+//     are named SVC, SVC.NS, SVC.NS.svc and SVC.NS.svc.cluster.local;
+//     those of other namespaces by the qualified names only. ClusterIP
+//     Services resolve to their pods too (there is no kube-proxy here).
+//   - Deterministic: services and pods in namespace/name order, so an
+//     unchanged cluster yields the same bytes.
+
+#ifndef GAPTRAIN_OPERATOR_TESTING_CLUSTER_HOSTS_H_
+#define GAPTRAIN_OPERATOR_TESTING_CLUSTER_HOSTS_H_
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "operator/testing/cluster_snapshot.h"
+
+namespace gaptrain {
+namespace kube_testing {
+
+std::string PodHostsFile(const nlohmann::json& pod, const std::string& pod_ip,
+                         const ClusterSnapshot& snapshot);
+
+}  // namespace kube_testing
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_OPERATOR_TESTING_CLUSTER_HOSTS_H_
