@@ -30,13 +30,13 @@ Status DescribeData(const MasterOptions& options, const TrainingJob& job, uint64
     *samples = options.train_samples;
     return Status::OK();
   }
-  Dataset train;
-  Status s = LoadDataset(format, job.data.path, Split::kTrain, &train);
+  DatasetShape train;
+  Status s = DescribeDataset(format, job.data.path, Split::kTrain, &train);
   if (!s.ok()) {
     return Status(s.code(), s.message() + " (the master reads the training set's size and "
                                           "shape; or pass --train-samples)");
   }
-  *samples = train.size();
+  *samples = train.samples;
   *input = ModelInput{train.channels, train.height, train.width, train.num_classes};
   return Status::OK();
 }
