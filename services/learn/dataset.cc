@@ -133,6 +133,43 @@ Status CheckPayload(const std::string& path, const Bytes& contents, size_t heade
   return Status::InvalidArgument(m);
 }
 
+// An IDX images file's header: magic, then count, rows and cols, each
+// checked.
+template <class Bytes>
+Status ReadIdxImagesHeader(const std::string& path, const Bytes& images, uint32_t* count,
+                           uint32_t* rows, uint32_t* cols) {
+  GAPTRAIN_RETURN_IF_ERROR(CheckMagic(path, images, kIdxImagesHeader, kIdxImagesMagic, "image"));
+  *count = ReadBigEndian32(images, 4);
+  *rows = ReadBigEndian32(images, 8);
+  *cols = ReadBigEndian32(images, 12);
+  if (*rows == 0 || *cols == 0) {
+    return Status::InvalidArgument(path + ": image size " + Num(*rows) + "x" + Num(*cols) +
+                                   " (offset 8) must be positive");
+  }
+  if (uint64_t{*rows} * *cols > kMaxIdxImageBytes) {
+    return Status::InvalidArgument(path + ": image size " + Num(*rows) + "x" + Num(*cols) +
+                                   " (offset 8) is implausibly large");
+  }
+  return Status::OK();
+}
+
+// An IDX labels file's header: magic, and as many labels as images.
+Status CheckIdxLabelsHeader(const std::string& path, const std::string& labels, uint32_t count,
+                            const std::string& images_path) {
+  GAPTRAIN_RETURN_IF_ERROR(CheckMagic(path, labels, kIdxLabelsHeader, kIdxLabelsMagic, "label"));
+  const uint32_t label_count = ReadBigEndian32(labels, 4);
+  if (label_count != count) {
+    return Status::InvalidArgument(path + ": label count " + Num(label_count) +
+                                   " (offset 4) differs from the image count " + Num(count) +
+                                   " of " + images_path);
+  }
+  return Status::OK();
+}
+
+Status NoImages(const std::string& images_path) {
+  return Status::InvalidArgument(images_path + ": holds no images (count 0 at offset 4)");
+}
+
 // Reads and checks one IDX split: images (magic, dims, length) and labels
 // (magic, length, range), and that both have the same count.
 Status LoadIdxSplit(const std::string& dir, Split split, Dataset* out) {
@@ -145,36 +182,15 @@ Status LoadIdxSplit(const std::string& dir, Split split, Dataset* out) {
   // out in place below): no second 47 MB copy for MNIST.
   std::vector<uint8_t> images;
   GAPTRAIN_RETURN_IF_ERROR(ReadFileMaybeGzip(images_path, &images));
-  GAPTRAIN_RETURN_IF_ERROR(
-      CheckMagic(images_path, images, kIdxImagesHeader, kIdxImagesMagic, "image"));
-  const uint32_t count = ReadBigEndian32(images, 4);
-  const uint32_t rows = ReadBigEndian32(images, 8);
-  const uint32_t cols = ReadBigEndian32(images, 12);
-  if (rows == 0 || cols == 0) {
-    return Status::InvalidArgument(images_path + ": image size " + Num(rows) + "x" + Num(cols) +
-                                   " (offset 8) must be positive");
-  }
-  const uint64_t image_bytes = uint64_t{rows} * cols;
-  if (image_bytes > kMaxIdxImageBytes) {
-    return Status::InvalidArgument(images_path + ": image size " + Num(rows) + "x" + Num(cols) +
-                                   " (offset 8) is implausibly large");
-  }
-  GAPTRAIN_RETURN_IF_ERROR(
-      CheckPayload(images_path, images, kIdxImagesHeader, count * image_bytes, "pixel"));
-  if (count == 0) {
-    return Status::InvalidArgument(images_path + ": holds no images (count 0 at offset 4)");
-  }
+  uint32_t count = 0, rows = 0, cols = 0;
+  GAPTRAIN_RETURN_IF_ERROR(ReadIdxImagesHeader(images_path, images, &count, &rows, &cols));
+  GAPTRAIN_RETURN_IF_ERROR(CheckPayload(images_path, images, kIdxImagesHeader,
+                                        uint64_t{count} * rows * cols, "pixel"));
+  if (count == 0) return NoImages(images_path);
 
   std::string labels;
   GAPTRAIN_RETURN_IF_ERROR(ReadFileMaybeGzip(labels_path, &labels));
-  GAPTRAIN_RETURN_IF_ERROR(
-      CheckMagic(labels_path, labels, kIdxLabelsHeader, kIdxLabelsMagic, "label"));
-  const uint32_t label_count = ReadBigEndian32(labels, 4);
-  if (label_count != count) {
-    return Status::InvalidArgument(labels_path + ": label count " + Num(label_count) +
-                                   " (offset 4) differs from the image count " + Num(count) +
-                                   " of " + images_path);
-  }
+  GAPTRAIN_RETURN_IF_ERROR(CheckIdxLabelsHeader(labels_path, labels, count, images_path));
   GAPTRAIN_RETURN_IF_ERROR(CheckPayload(labels_path, labels, kIdxLabelsHeader, count, "label"));
   GAPTRAIN_RETURN_IF_ERROR(CheckLabels(labels_path, labels, kIdxLabelsHeader, count, 1));
 
@@ -253,27 +269,11 @@ Status DescribeIdxSplit(const std::string& dir, Split split, DatasetShape* shape
   GAPTRAIN_RETURN_IF_ERROR(FindIdxFile(dir, prefix + "-labels-idx1-ubyte", &labels_path));
   std::string images, labels;
   GAPTRAIN_RETURN_IF_ERROR(ReadFileHeadMaybeGzip(images_path, kIdxImagesHeader, &images));
-  GAPTRAIN_RETURN_IF_ERROR(
-      CheckMagic(images_path, images, kIdxImagesHeader, kIdxImagesMagic, "image"));
-  const uint32_t count = ReadBigEndian32(images, 4);
-  const uint32_t rows = ReadBigEndian32(images, 8);
-  const uint32_t cols = ReadBigEndian32(images, 12);
-  if (rows == 0 || cols == 0 || uint64_t{rows} * cols > kMaxIdxImageBytes) {
-    return Status::InvalidArgument(images_path + ": image size " + Num(rows) + "x" + Num(cols) +
-                                   " (offset 8) must be positive and plausible");
-  }
-  if (count == 0) {
-    return Status::InvalidArgument(images_path + ": holds no images (count 0 at offset 4)");
-  }
+  uint32_t count = 0, rows = 0, cols = 0;
+  GAPTRAIN_RETURN_IF_ERROR(ReadIdxImagesHeader(images_path, images, &count, &rows, &cols));
+  if (count == 0) return NoImages(images_path);
   GAPTRAIN_RETURN_IF_ERROR(ReadFileHeadMaybeGzip(labels_path, kIdxLabelsHeader, &labels));
-  GAPTRAIN_RETURN_IF_ERROR(
-      CheckMagic(labels_path, labels, kIdxLabelsHeader, kIdxLabelsMagic, "label"));
-  const uint32_t label_count = ReadBigEndian32(labels, 4);
-  if (label_count != count) {
-    return Status::InvalidArgument(labels_path + ": label count " + Num(label_count) +
-                                   " (offset 4) differs from the image count " + Num(count) +
-                                   " of " + images_path);
-  }
+  GAPTRAIN_RETURN_IF_ERROR(CheckIdxLabelsHeader(labels_path, labels, count, images_path));
   *shape = DatasetShape{count, 1, rows, cols, Dataset::kNumClasses};
   return Status::OK();
 }
