@@ -33,26 +33,33 @@ std::string Errno(const char* what) {
   return std::string(what) + ": " + std::strerror(errno);
 }
 
+// Waits until `fd` is ready for `events` (POLLIN, POLLOUT): OK then,
+// DEADLINE_EXCEEDED ("<what> before the deadline") once `deadline` passes.
+Status WaitReady(int fd, short events, Clock::time_point deadline, const std::string& what) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - Clock::now());
+    if (left.count() <= 0) {
+      return Status(Status::Code::kDeadlineExceeded, what + " before the deadline");
+    }
+    pollfd p{fd, events, 0};
+    const int rc = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) return Status::Internal(Errno("poll"));
+    if (rc > 0) return Status::OK();
+  }
+}
+
 // Waits for data until `deadline`, then reads what is there. Sets *eof when
 // the peer closed (a reset counts as closed).
 Status ReadSome(int fd, Clock::time_point deadline, const std::string& peer,
                 std::string* out, bool* eof) {
   *eof = false;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - Clock::now());
-    if (left.count() <= 0) {
-      return Status(Status::Code::kDeadlineExceeded,
-                    "no data from " + peer + " before the deadline");
-    }
-    pollfd p{fd, POLLIN, 0};
-    const int rc = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) return Status::Internal(Errno("poll"));
-    if (rc == 0) continue;  // the deadline check above ends the loop
+    GAPTRAIN_RETURN_IF_ERROR(WaitReady(fd, POLLIN, deadline, "no data from " + peer));
     char buf[16384];
     const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0 && errno == ECONNRESET) {
       *eof = true;
       return Status::OK();
@@ -79,27 +86,16 @@ Status ConnectWithin(int fd, const sockaddr_in& addr, const std::string& host_po
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(timeout_seconds));
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      return Status(Status::Code::kDeadlineExceeded,
-                    "connect to " + host_port + ": no answer before the deadline");
-    }
-    pollfd p{fd, POLLOUT, 0};
-    const int rc = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) return Status::Internal(Errno("poll"));
-    if (rc == 0) continue;  // the deadline check above ends the loop
-    int error = 0;
-    socklen_t length = sizeof(error);
-    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
-      return Status::Internal(Errno("getsockopt"));
-    }
-    if (error == 0) return Status::OK();
-    errno = error;
-    return Status::Unavailable(Errno(("connect to " + host_port).c_str()));
+  GAPTRAIN_RETURN_IF_ERROR(
+      WaitReady(fd, POLLOUT, deadline, "connect to " + host_port + ": no answer"));
+  int error = 0;
+  socklen_t length = sizeof(error);
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
+    return Status::Internal(Errno("getsockopt"));
   }
+  if (error == 0) return Status::OK();
+  errno = error;
+  return Status::Unavailable(Errno(("connect to " + host_port).c_str()));
 }
 
 }  // namespace
