@@ -263,13 +263,6 @@ void OperatorProcess::Shutdown() {
   }
 }
 
-bool OperatorProcess::Ready() const { return SyncingInformers().empty(); }
-
-bool OperatorProcess::Leading() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return leading_;
-}
-
 std::string OperatorProcess::SyncingInformers() const {
   std::string syncing;
   for (const auto& informer : informers_) {

@@ -70,9 +70,6 @@ class OperatorProcess {
 
   void Shutdown();
 
-  bool Ready() const;
-  bool Leading() const;
-
  private:
   explicit OperatorProcess(const OperatorOptions& options);
 
