@@ -20,8 +20,8 @@ namespace gaptrain {
 
 struct DashboardPicture {
   std::string title;           // above the panels
-  int width_pixels = 1100;     // 24 columns
-  int row_unit_pixels = 22;    // one gridPos unit of height
+  int width_pixels = 1000;     // 24 columns
+  int row_unit_pixels = 20;    // one gridPos unit of height
 };
 
 // Writes `png_path`, with the data files and the gnuplot script in the

@@ -5,21 +5,14 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {
 
 using nlohmann::json;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A row, a stat, a time series with a right-axis series and a heatmap.
 GrafanaDashboard Dashboard() {
@@ -113,9 +106,9 @@ TEST(DashboardPngTest, DrawsEveryPanelWhereItsGridPosSays) {
   ASSERT_EQ(stat(png.c_str(), &st), 0);
   EXPECT_GT(st.st_size, 1000);
 
-  const std::string script = ReadFile(png + ".data/dashboard.gp");
-  // 1100 px wide; 15 grid units of 22 px under a 30 px title.
-  EXPECT_NE(script.find("set terminal png size 1100,360"), std::string::npos) << script;
+  const std::string script = ReadRaw(png + ".data/dashboard.gp");
+  // 1000 px wide; 15 grid units of 20 px under a 30 px title.
+  EXPECT_NE(script.find("set terminal png size 1000,330"), std::string::npos) << script;
   EXPECT_NE(script.find("'Running'"), std::string::npos) << "the stat maps its last value";
   EXPECT_NE(script.find("axes x1y2 title 'version'"), std::string::npos) << script;
   EXPECT_NE(script.find("axes x1y1 title 'updates'"), std::string::npos) << script;
@@ -124,7 +117,7 @@ TEST(DashboardPngTest, DrawsEveryPanelWhereItsGridPosSays) {
   EXPECT_NE(script.find("('<= 1' 0, '<= 2' 1, '<= +Inf' 2)"), std::string::npos) << script;
   bool found = false;
   for (int i = 1; i <= 4 && !found; ++i) {
-    found = ReadFile(png + ".data/" + std::to_string(i) + ".dat") == "10 0 2\n10 1 3\n10 2 0\n\n";
+    found = ReadRaw(png + ".data/" + std::to_string(i) + ".dat") == "10 0 2\n10 1 3\n10 2 0\n\n";
   }
   EXPECT_TRUE(found) << "no data file holds the de-accumulated buckets";
 }
@@ -135,7 +128,7 @@ TEST(DashboardPngTest, APanelWithoutDataSaysSo) {
   const std::string png = std::string(tmp != nullptr ? tmp : "/tmp") + "/empty.png";
   Status s = RenderDashboardPng(d, {}, 0, DashboardPicture(), png);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_NE(ReadFile(png + ".data/dashboard.gp").find("'no data'"), std::string::npos);
+  EXPECT_NE(ReadRaw(png + ".data/dashboard.gp").find("'no data'"), std::string::npos);
 }
 
 }  // namespace

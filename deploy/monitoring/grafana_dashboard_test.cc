@@ -2,28 +2,21 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {
 
 using nlohmann::json;
 
-std::string ReadRunfile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // ---- the shipped dashboards ----
 
 GrafanaDashboard LoadShipped(const std::string& file) {
   GrafanaDashboard d;
-  const std::string text = ReadRunfile("deploy/monitoring/" + file);
+  const std::string text = ReadRaw("deploy/monitoring/" + file);
   EXPECT_FALSE(text.empty()) << file << " is not in the test's runfiles";
   Status s = GrafanaDashboard::Parse(text, &d);
   EXPECT_TRUE(s.ok()) << file << ": " << s.ToString();
