@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "services/common/os_error.h"
 #include "services/common/process.h"
 #include "services/testing/prometheus_test_server.h"
 #include "services/testing/test_files.h"
@@ -182,7 +183,8 @@ TEST(PrometheusRulesTest, TheExampleScrapeConfigPassesPromtool) {
     }
   }
   const std::string dir = TempDir() + "/scrape-config";
-  ASSERT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
+  Status made = MakeDirs(dir);
+  ASSERT_TRUE(made.ok()) << made.ToString();
   std::ofstream(dir + "/prometheus.yml") << YAML::Dump(config) << "\n";
   for (const char* file : kRuleFiles) {
     std::ofstream(dir + "/" + file) << ReadRaw(kDir + std::string(file));
