@@ -1,6 +1,7 @@
 #include "operator/operator_metrics.h"
 
 #include <chrono>
+#include <map>
 
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_ledger.h"
@@ -21,6 +22,16 @@ const nlohmann::json* ConditionOf(const nlohmann::json& status, const std::strin
   }
   return nullptr;
 }
+
+// The phases of status.phase, the reasons of a Failed condition
+// (trainingjob/reconcile.cc) and of a failed reconcile (job_reconciler.cc).
+constexpr const char* kPhases[] = {"Pending", "Running", "Restarting", "Succeeded", "Failed",
+                                   "Suspended"};
+constexpr const char* kFailedReasons[] = {"FailedValidation", "TrainingJobFailed",
+                                          "BackoffLimitExceeded", "DeadlineExceeded"};
+constexpr const char* kReconcileErrorReasons[] = {
+    "Conflict",      "NotFound",     "AlreadyExists",   "Invalid", "Forbidden",
+    "Unauthorized",  "Timeout",      "TooManyRequests", "Unavailable", "Exception"};
 
 uint64_t Grew(uint64_t before, uint64_t after) { return after > before ? after - before : 0; }
 
@@ -89,6 +100,14 @@ OperatorMetrics::OperatorMetrics(std::shared_ptr<prometheus::Registry> registry)
                        "Jobs waiting to be reconciled now.");
   is_leader_ = Unlabelled(prometheus::BuildGauge(), r, "gaptrain_operator_is_leader",
                      "1 while this replica holds the Lease and reconciles, else 0.");
+  jobs_by_phase_ = &prometheus::BuildGauge()
+                        .Name("gaptrain_operator_jobs")
+                        .Help("TrainingJobs the operator sees, by status.phase.")
+                        .Register(r);
+  for (const char* phase : kPhases) jobs_by_phase_->Add({{"phase", phase}});
+  for (const char* reason : kFailedReasons) jobs_failed_->Add({{"reason", reason}});
+  for (const char* reason : kReconcileErrorReasons) reconcile_errors_->Add({{"reason", reason}});
+  for (const char* result : {"success", "requeue", "error"}) reconciles_->Add({{"result", result}});
 }
 
 void OperatorMetrics::OnReconciled(const std::string&, const controller::ReconcileRecord& record) {
@@ -111,6 +130,16 @@ void OperatorMetrics::SetLeader(bool leader) { is_leader_->Set(leader ? 1 : 0); 
 
 void OperatorMetrics::SetQueueDepth(size_t depth) {
   queue_depth_->Set(static_cast<double>(depth));
+}
+
+void OperatorMetrics::SetJobsByPhase(const std::vector<nlohmann::json>& jobs) {
+  std::map<std::string, double> counts;
+  for (const char* phase : kPhases) counts[phase] = 0;
+  for (const nlohmann::json& job : jobs) {
+    const std::string phase = trainingjob::StringAt(job, {"status", "phase"});
+    counts[phase.empty() ? "Pending" : phase] += 1;
+  }
+  for (const auto& [phase, count] : counts) jobs_by_phase_->Add({{"phase", phase}}).Set(count);
 }
 
 }  // namespace gaptrain

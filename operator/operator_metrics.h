@@ -1,6 +1,7 @@
 // OperatorMetrics: what gaptrain-operator exports on /metrics (issue 16;
 // docs/operator.md lists them):
 //
+//   gaptrain_operator_jobs{phase}                 TrainingJobs in the cache, by status.phase
 //   gaptrain_operator_jobs_created_total          jobs that got their Created condition
 //   gaptrain_operator_jobs_succeeded_total        jobs that reached Succeeded
 //   gaptrain_operator_jobs_failed_total{reason}   jobs that reached Failed, by reason
@@ -12,6 +13,10 @@
 //   gaptrain_operator_reconcile_errors_total{reason}  failed reconciles by reason
 //   gaptrain_operator_work_queue_depth            keys ready to reconcile
 //   gaptrain_operator_is_leader                   1 while this replica reconciles
+//
+// Every labelled series a dashboard shows exists from the start at 0 (each
+// phase, each reason a job fails for, each reason a reconcile fails for),
+// so a panel shows 0 rather than "no data".
 //
 // The job counters count what executed plans did: a phase change once the
 // status carrying it was written, and preemptions, failures and restarts
@@ -34,6 +39,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "operator/controller/controller.h"
 #include "operator/trainingjob/plan_executor.h"
@@ -66,6 +72,9 @@ class OperatorMetrics : public controller::ControllerObserver {
   void RecordTransitions(const JobTransitions& transitions);
   void SetLeader(bool leader);
   void SetQueueDepth(size_t depth);
+  // Sets gaptrain_operator_jobs from the cached TrainingJobs (a job
+  // without a phase yet counts as Pending).
+  void SetJobsByPhase(const std::vector<nlohmann::json>& jobs);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -80,6 +89,7 @@ class OperatorMetrics : public controller::ControllerObserver {
   prometheus::Family<prometheus::Counter>* reconcile_errors_;
   prometheus::Gauge* queue_depth_;
   prometheus::Gauge* is_leader_;
+  prometheus::Family<prometheus::Gauge>* jobs_by_phase_;
 };
 
 }  // namespace gaptrain

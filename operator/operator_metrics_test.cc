@@ -133,5 +133,25 @@ TEST(OperatorMetricsTest, ExportsTheIssuesNames) {
   EXPECT_EQ(Sample(text, "gaptrain_operator_is_leader"), 1);
 }
 
+TEST(OperatorMetricsTest, DashboardSeriesExistAtZeroAndJobsCountByPhase) {
+  OperatorMetrics metrics(std::make_shared<prometheus::Registry>());
+  auto text = [&] { return prometheus::TextSerializer().Serialize(metrics.registry()->Collect()); };
+  EXPECT_EQ(Sample(text(), R"(gaptrain_operator_jobs_failed_total{reason="BackoffLimitExceeded"})"), 0);
+  EXPECT_EQ(Sample(text(), R"(gaptrain_operator_reconcile_errors_total{reason="Unavailable"})"), 0);
+  EXPECT_EQ(Sample(text(), R"(gaptrain_operator_reconciles_total{result="success"})"), 0);
+  EXPECT_EQ(Sample(text(), R"(gaptrain_operator_jobs{phase="Running"})"), 0);
+
+  metrics.SetJobsByPhase({Job({{"phase", "Running"}}, {}), Job({{"phase", "Running"}}, {}),
+                          Job(json::object(), {}), Job({{"phase", "Succeeded"}}, {})});
+  EXPECT_EQ(Sample(text(), R"(gaptrain_operator_jobs{phase="Running"})"), 2);
+  EXPECT_EQ(Sample(text(), R"(gaptrain_operator_jobs{phase="Pending"})"), 1);
+  EXPECT_EQ(Sample(text(), R"(gaptrain_operator_jobs{phase="Succeeded"})"), 1);
+  EXPECT_EQ(Sample(text(), R"(gaptrain_operator_jobs{phase="Failed"})"), 0);
+  // A job that finished leaves Running.
+  metrics.SetJobsByPhase({Job({{"phase", "Succeeded"}}, {})});
+  EXPECT_EQ(Sample(text(), R"(gaptrain_operator_jobs{phase="Running"})"), 0);
+  EXPECT_EQ(Sample(text(), R"(gaptrain_operator_jobs{phase="Succeeded"})"), 1);
+}
+
 }  // namespace
 }  // namespace gaptrain

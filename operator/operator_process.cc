@@ -93,6 +93,7 @@ Status OperatorProcess::Wire(const kube::ClusterConfig& config) {
   };
   JobCaches caches;
   caches.jobs = informer(kube::kTrainingJobs, false);
+  jobs_ = caches.jobs;
   caches.pods = informer(kube::kPods, true);
   caches.services = informer(kube::kServices, true);
   caches.secrets = informer(kube::kSecrets, true);
@@ -138,7 +139,10 @@ Status OperatorProcess::ServeEndpoints() {
   health_port_ = health->port();
 
   ServeMetrics(metrics_server_.get(), metrics_->registry(),
-               [this] { metrics_->SetQueueDepth(controller_->queue()->Len()); });
+               [this] {
+                 metrics_->SetQueueDepth(controller_->queue()->Len());
+                 metrics_->SetJobsByPhase(jobs_->List(""));  // every namespace
+               });
   ServeHealth(health, nullptr);
   health->Handle("/readyz", [this](const HttpRequest&) {
     HttpResponse r;

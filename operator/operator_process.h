@@ -89,6 +89,7 @@ class OperatorProcess {
   std::shared_ptr<OperatorMetrics> metrics_;
   std::unique_ptr<ProgressReader> progress_;
   std::vector<std::unique_ptr<controller::Informer>> informers_;
+  controller::Informer* jobs_ = nullptr;  // the TrainingJobs, one of informers_
   std::unique_ptr<JobReconciler> reconciler_;
   std::unique_ptr<controller::Controller> controller_;
   std::unique_ptr<controller::LeaderElector> elector_;
