@@ -247,6 +247,21 @@ class OperatorE2eTest : public ::testing::Test {
            server_->CountRequests("update", "leases");
   }
 
+  // The writes (Lease renewals aside) the server logged from `index` on.
+  std::string WritesSince(size_t index) {
+    const std::vector<kube_testing::RequestRecord> log = server_->RequestLog();
+    std::string text;
+    for (size_t i = index; i < log.size(); ++i) {
+      const kube_testing::RequestRecord& r = log[i];
+      if (r.resource == "leases" || r.verb == "get" || r.verb == "list" || r.verb == "watch" ||
+          r.verb.empty()) {
+        continue;
+      }
+      text += "\n  " + r.method + " " + r.path + " -> " + std::to_string(r.code);
+    }
+    return text;
+  }
+
   double ReconcileCount() {
     const MetricsSample m = operator_->Metrics();
     return MetricValue(m, "gaptrain_operator_reconcile_duration_seconds_count", -1);
@@ -347,6 +362,27 @@ TEST_F(OperatorE2eTest, TrainsThroughTwoPreemptionsToSucceeded) {
   // writes nothing: touch a child (an annotation on the master's Service),
   // wait for the reconcile it triggers, count the writes (the Lease's
   // renewals aside).
+  // Settled means cleanPodPolicy is done: no pod of the job still runs or
+  // terminates (one that ignores SIGTERM takes its grace period, 10 s, and
+  // its going changes replicaStatuses), and then 2 s without a write.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::vector<json> pods;
+        if (!server_->List("pods", kNs, std::string("gaptrain.io/job-name=") + kJob, &pods)
+                 .ok()) {
+          return false;
+        }
+        for (const json& pod : pods) {
+          const std::string phase = pod.value("status", json::object()).value("phase", "");
+          if (pod["metadata"].contains("deletionTimestamp") || phase == "Running" ||
+              phase == "Pending") {
+            return false;
+          }
+        }
+        return true;
+      },
+      seconds(60)))
+      << Diagnostics();
   size_t writes = 0;
   double reconciles = 0;
   Clock::time_point last_change = Clock::now();
@@ -367,8 +403,10 @@ TEST_F(OperatorE2eTest, TrainsThroughTwoPreemptionsToSucceeded) {
                   ->Update("services", kNs, "mnist-master",
                            [](json* svc) { (*svc)["metadata"]["annotations"]["touched"] = "yes"; })
                   .ok());
+  const size_t log_at_touch = server_->RequestLog().size();
   ASSERT_TRUE(Eventually([&] { return ReconcileCount() > reconciles; }, seconds(10)));
-  EXPECT_EQ(JobWrites(), writes) << "a reconcile that changed nothing wrote";
+  EXPECT_EQ(JobWrites(), writes) << "a reconcile that changed nothing wrote:"
+                                 << WritesSince(log_at_touch);
 
   // Nothing outside the declared permissions.
   const std::vector<kube::RbacPermission> allowed = OperatorPermissions();
