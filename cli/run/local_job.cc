@@ -33,9 +33,10 @@ std::string LocalJob::LogFile(const std::string& service) const {
 std::string LocalJob::master_address() const { return Loopback(master_ports_[0]); }
 std::string LocalJob::coordinator_address() const { return Loopback(coordinator_ports_[0]); }
 
-Status LocalJob::Launch(const std::string& service, const std::string& binary,
-                        std::vector<std::string> args, int port_count,
-                        std::unique_ptr<Process>* process, std::vector<uint16_t>* ports) {
+Status LocalJob::Spawn(const std::string& service, const std::string& binary,
+                       std::vector<std::string> args, int port_count,
+                       std::unique_ptr<Process>* process, std::vector<uint16_t>* ports,
+                       Starting* starting) {
   if (*process && (*process)->Running()) {
     return Status::FailedPrecondition(service + " is already running");
   }
@@ -49,9 +50,24 @@ Status LocalJob::Launch(const std::string& service, const std::string& binary,
   spec.log_file = LogFile(service);
   process->reset();
   GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, process));
-  Status started = WaitForPortsFile(process->get(), ports_file, port_count, kStartTimeout, ports);
-  if (!started.ok()) return Status(started.code(), service + ": " + started.message());
+  *starting = Starting{service, process->get(), ports_file, port_count, ports};
   return Status::OK();
+}
+
+Status LocalJob::AwaitPorts(const Starting& starting) {
+  Status started = WaitForPortsFile(starting.process, starting.ports_file, starting.port_count,
+                                    kStartTimeout, starting.ports);
+  if (!started.ok()) return Status(started.code(), starting.service + ": " + started.message());
+  return Status::OK();
+}
+
+Status LocalJob::Launch(const std::string& service, const std::string& binary,
+                        std::vector<std::string> args, int port_count,
+                        std::unique_ptr<Process>* process, std::vector<uint16_t>* ports) {
+  Starting starting;
+  GAPTRAIN_RETURN_IF_ERROR(
+      Spawn(service, binary, std::move(args), port_count, process, ports, &starting));
+  return AwaitPorts(starting);
 }
 
 Status LocalJob::StartMaster() {
@@ -84,10 +100,15 @@ std::vector<std::string> LocalJob::WorkerArgs(const std::string& name) const {
           "--grace-seconds", grace};
 }
 
-Status LocalJob::StartEvaluator() {
+std::vector<std::string> LocalJob::EvaluatorArgs() const {
   std::vector<std::string> args = WorkerArgs("evaluator");
   args.insert(args.end(), {"--role", "evaluator"});
-  return Launch("evaluator", options_.binaries.worker, args, 1, &evaluator_, &evaluator_ports_);
+  return args;
+}
+
+Status LocalJob::StartEvaluator() {
+  return Launch("evaluator", options_.binaries.worker, EvaluatorArgs(), 1, &evaluator_,
+                &evaluator_ports_);
 }
 
 Status LocalJob::StartTrainer(size_t index) {
@@ -102,8 +123,15 @@ Status LocalJob::StartTrainer(size_t index) {
 Status LocalJob::StartAll() {
   GAPTRAIN_RETURN_IF_ERROR(StartMaster());
   GAPTRAIN_RETURN_IF_ERROR(StartCoordinator());
-  GAPTRAIN_RETURN_IF_ERROR(StartEvaluator());
-  for (size_t i = 0; i < trainers_.size(); ++i) GAPTRAIN_RETURN_IF_ERROR(StartTrainer(i));
+  std::vector<Starting> workers(trainers_.size() + 1);
+  GAPTRAIN_RETURN_IF_ERROR(Spawn("evaluator", options_.binaries.worker, EvaluatorArgs(), 1,
+                                 &evaluator_, &evaluator_ports_, &workers[0]));
+  for (size_t i = 0; i < trainers_.size(); ++i) {
+    GAPTRAIN_RETURN_IF_ERROR(Spawn(TrainerName(i), options_.binaries.worker,
+                                   WorkerArgs(TrainerName(i)), 1, &trainers_[i],
+                                   &trainer_ports_[i], &workers[i + 1]));
+  }
+  for (const Starting& worker : workers) GAPTRAIN_RETURN_IF_ERROR(AwaitPorts(worker));
   return Status::OK();
 }
 

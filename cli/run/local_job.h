@@ -64,7 +64,10 @@ class LocalJob {
   LocalJob(const LocalJob&) = delete;
   LocalJob& operator=(const LocalJob&) = delete;
 
-  // The master, the coordinator, the evaluator, then the trainers.
+  // The master, the coordinator, then the evaluator and the trainers
+  // together: a worker needs only the coordinator, and each spends its
+  // first second loading LibTorch and its data, so started one after
+  // another the last trainer would join seconds after the first.
   Status StartAll();
 
   // (Re)start one process. A process still running is an error.
@@ -94,12 +97,26 @@ class LocalJob {
   const Options& options() const { return options_; }
 
  private:
-  // Starts `binary` as `service` and reads `port_count` ports from its
-  // ports file into *ports.
+  // A process started whose ports file has not been read yet.
+  struct Starting {
+    std::string service;
+    Process* process = nullptr;
+    std::string ports_file;
+    int port_count = 0;
+    std::vector<uint16_t>* ports = nullptr;
+  };
+
+  // Starts `binary` as `service`; AwaitPorts then reads `port_count` ports
+  // from its ports file into *ports. Launch is both.
+  Status Spawn(const std::string& service, const std::string& binary,
+               std::vector<std::string> args, int port_count, std::unique_ptr<Process>* process,
+               std::vector<uint16_t>* ports, Starting* starting);
+  static Status AwaitPorts(const Starting& starting);
   Status Launch(const std::string& service, const std::string& binary,
                 std::vector<std::string> args, int port_count, std::unique_ptr<Process>* process,
                 std::vector<uint16_t>* ports);
   std::vector<std::string> WorkerArgs(const std::string& name) const;
+  std::vector<std::string> EvaluatorArgs() const;
 
   Options options_;
   std::unique_ptr<Process> master_, coordinator_, evaluator_;
