@@ -21,18 +21,24 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <dirent.h>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "deploy/monitoring/dashboard_png.h"
+#include "deploy/monitoring/grafana_dashboard.h"
+#include "deploy/monitoring/panel_data.h"
 #include "operator/operator_permissions.h"
 #include "operator/running_operator.h"
 #include "operator/testing/fake_api_server.h"
 #include "operator/testing/local_node.h"
+#include "services/testing/prometheus_test_server.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 #include "services/testing/testdata_dir.h"
@@ -56,6 +62,12 @@ const std::map<std::string, std::string> kBinaries = {
     {"gaptrain-worker", "services/worker/gaptrain-worker"}};
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Seconds since the epoch, with a fraction (Prometheus's time).
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 // The job, as a user would write it for a cluster: the data in a claim,
 // spot workers, one compute thread per worker (the pods here share two
@@ -281,6 +293,23 @@ TEST_F(OperatorE2eTest, TrainsThroughTwoPreemptionsToSucceeded) {
       {"--progress-poll-seconds", "2", "--image", "gaptrain:e2e"}, &operator_);
   ASSERT_TRUE(started.ok()) << started.ToString();
 
+  // A real Prometheus scrapes the operator with the labels a cluster's
+  // scrape gives it, for the operator dashboard's picture at the end.
+  const std::string targets = dir_ + "/targets.json";
+  std::ofstream(targets) << json::array({{{"targets", {"127.0.0.1:" + std::to_string(
+                                                           operator_->metrics_port())}},
+                                          {"labels",
+                                           {{"namespace", "gaptrain-system"},
+                                            {"pod", "gaptrain-operator-0"}}}}})
+                                .dump();
+  PrometheusTestServer::FileTargetsOptions scrape;
+  scrape.rule_files = {AbsolutePath("deploy/monitoring/gaptrain-operator.rules.yml")};
+  std::unique_ptr<PrometheusTestServer> prometheus;
+  const Status scraping =
+      PrometheusTestServer::StartWithFileTargets(AbsolutePath(targets), scrape, &prometheus);
+  ASSERT_TRUE(scraping.ok()) << scraping.ToString();
+  const double scraped_from = WallSeconds();
+
   const Clock::time_point applied = Clock::now();
   ASSERT_TRUE(server_->Create(TrainingJobObject()).ok());
   json job;
@@ -423,6 +452,28 @@ TEST_F(OperatorE2eTest, TrainsThroughTwoPreemptionsToSucceeded) {
       Seconds(running - applied), Seconds(preempted - applied), Seconds(recovered - preempted),
       Seconds(succeeded - applied), 100 * accuracy, status.value("preemptions", -1),
       status.value("failures", -1), writes);
+
+  // The operator dashboard over the whole job, for docs/monitoring.md.
+  GrafanaDashboard dashboard;
+  Status parsed = GrafanaDashboard::Parse(
+      ReadWholeFile("deploy/monitoring/gaptrain-operator.dashboard.json"), &dashboard);
+  ASSERT_TRUE(parsed.ok()) << parsed.ToString();
+  PanelRange range;
+  range.end = WallSeconds();
+  range.start = range.end - std::ceil(range.end - scraped_from);
+  range.step_seconds = 1;
+  range.scrape_interval_seconds = scrape.scrape_interval_seconds;
+  const std::vector<TargetData> panels =
+      FetchPanelData(prometheus.get(), dashboard, {{"namespace", "gaptrain-system"}}, range);
+  EXPECT_TRUE(EmptyTargets(panels).empty()) << ::testing::PrintToString(EmptyTargets(panels));
+  const char* outputs = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
+  const std::string png =
+      std::string(outputs != nullptr ? outputs : dir_.c_str()) + "/gaptrain-operator-dashboard.png";
+  DashboardPicture picture;
+  picture.title = "gaptrain / Operator: one TrainingJob, 4 spot trainers, 2 preempted";
+  const Status drawn = RenderDashboardPng(dashboard, panels, range.start, picture, png);
+  EXPECT_TRUE(drawn.ok()) << drawn.ToString();
+  std::printf("operator dashboard picture: %s\n", png.c_str());
 
   // SIGTERM: the operator exits 0; then the node: no process, namespace or
   // link is left.
