@@ -1,0 +1,167 @@
+// `kubectl kustomize deploy/` (the default install) and
+// `kubectl kustomize deploy/monitoring/` (the add-on) render, and what they
+// render passes ManifestChecks: identity, exactly the operator's
+// permissions, a Deployment whose args gaptrain-operator accepts, and the
+// labels and ports deploy/monitoring/prometheus-scrape.yml expects. The
+// checks are also shown to catch a broken manifest.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "deploy/manifest_checks.h"
+#include "operator/operator_permissions.h"
+#include "operator/testing/yaml_to_json.h"
+#include "services/testing/test_files.h"
+
+namespace gaptrain {
+namespace {
+
+using nlohmann::json;
+
+class DeployManifestsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kubectl_ = FindKubectl();
+    if (kubectl_.empty()) {
+      GTEST_SKIP() << "kubectl is not on PATH (nor $GAPTRAIN_KUBECTL_BINARY): cannot render "
+                      "deploy/ with kustomize; install kubectl to run this test";
+    }
+  }
+
+  std::vector<json> Render(const std::string& dir) {
+    std::string text;
+    const Status built = KustomizeBuild(kubectl_, dir, &text);
+    EXPECT_TRUE(built.ok()) << built.ToString();
+    std::vector<json> objects;
+    const Status parsed = built.ok() ? ParseManifests(text, &objects) : built;
+    EXPECT_TRUE(parsed.ok()) << parsed.ToString();
+    if (!parsed.ok()) objects.clear();
+    return objects;
+  }
+
+  json ScrapeConfig() {
+    json config;
+    const Status s =
+        kube_testing::YamlToJson(ReadRaw("deploy/monitoring/prometheus-scrape.yml"), &config);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return config;
+  }
+
+  std::string kubectl_;
+};
+
+std::string Lines(const Problems& problems) {
+  std::string out;
+  for (const std::string& p : problems) out += p + "\n";
+  return out;
+}
+
+TEST_F(DeployManifestsTest, TheDefaultInstallRendersWhatTheOperatorNeeds) {
+  const std::vector<json> objects = Render("deploy");
+  ASSERT_FALSE(objects.empty());
+  EXPECT_EQ(Lines(IdentityProblems(objects)), "");
+  EXPECT_EQ(Lines(RbacProblems(objects)), "");
+  EXPECT_EQ(Lines(OperatorDeploymentProblems(objects)), "");
+  EXPECT_EQ(Lines(ScrapeProblems(objects, ScrapeConfig())), "");
+
+  // What `kubectl apply -k deploy/` creates, and nothing of the add-on
+  // (whose kinds a cluster without the Prometheus Operator lacks).
+  std::vector<std::string> kinds;
+  for (const json& o : objects) {
+    kinds.push_back(o["kind"].get<std::string>() + "/" + o["metadata"]["name"].get<std::string>());
+  }
+  std::sort(kinds.begin(), kinds.end());
+  EXPECT_EQ(kinds, (std::vector<std::string>{
+                       "ClusterRole/gaptrain-operator", "ClusterRoleBinding/gaptrain-operator",
+                       "CustomResourceDefinition/trainingjobs.gaptrain.io",
+                       "Deployment/gaptrain-operator", "Namespace/gaptrain-system",
+                       "ServiceAccount/gaptrain-operator"}));
+  for (const json& o : objects) {
+    if (o["metadata"].contains("namespace")) {
+      EXPECT_EQ(o["metadata"]["namespace"], "gaptrain-system") << o["metadata"]["name"];
+    }
+  }
+
+  // The CRD is the generated file, unchanged.
+  json crd;
+  ASSERT_TRUE(kube_testing::YamlToJson(ReadRaw("deploy/crd/gaptrain.io_trainingjobs.yaml"), &crd).ok());
+  EXPECT_EQ(FindObject(objects, "CustomResourceDefinition", "trainingjobs.gaptrain.io"), crd);
+}
+
+TEST_F(DeployManifestsTest, TheMonitoringAddOnMatchesTheScrapeConfiguration) {
+  std::vector<json> objects = Render("deploy");
+  const std::vector<json> monitoring = Render("deploy/monitoring");
+  ASSERT_FALSE(objects.empty());
+  ASSERT_FALSE(monitoring.empty());
+  EXPECT_EQ(Lines(IdentityProblems(monitoring)), "");
+  objects.insert(objects.end(), monitoring.begin(), monitoring.end());
+  EXPECT_EQ(Lines(PodMonitorProblems(objects, ScrapeConfig())), "");
+  EXPECT_EQ(Lines(DashboardConfigMapProblems(
+                monitoring, {"deploy/monitoring/gaptrain-job.dashboard.json",
+                             "deploy/monitoring/gaptrain-operator.dashboard.json"})),
+            "");
+  EXPECT_EQ(monitoring.size(), 3u);  // the ConfigMap and two PodMonitors
+}
+
+// The checks fail on the mistakes they exist for.
+TEST_F(DeployManifestsTest, TheChecksCatchABrokenInstall) {
+  const std::vector<json> good = Render("deploy");
+  ASSERT_FALSE(good.empty());
+  auto with = [&](auto change) {
+    std::vector<json> objects = good;
+    for (json& o : objects) change(o);
+    return objects;
+  };
+  // A verb more than the operator uses; a rule less.
+  EXPECT_NE(Lines(RbacProblems(with([](json& o) {
+              if (o["kind"] == "ClusterRole") o["rules"][0]["verbs"].push_back("get");
+            }))),
+            "");
+  EXPECT_NE(Lines(RbacProblems(with([](json& o) {
+              if (o["kind"] == "ClusterRole") o["rules"].erase(0);
+            }))),
+            "");
+  // A flag the operator does not know; the metrics port renamed; a metrics
+  // port that is not the one the operator listens on.
+  auto container = [](json& o) -> json& { return o["spec"]["template"]["spec"]["containers"][0]; };
+  EXPECT_NE(Lines(OperatorDeploymentProblems(with([&](json& o) {
+              if (o["kind"] == "Deployment") container(o)["args"].push_back("--leader-elect-x=true");
+            }))),
+            "");
+  const std::vector<json> renamed = with([&](json& o) {
+    if (o["kind"] == "Deployment") container(o)["ports"][0]["name"] = "http-metrics";
+  });
+  EXPECT_NE(Lines(OperatorDeploymentProblems(renamed)), "");
+  EXPECT_NE(Lines(ScrapeProblems(renamed, ScrapeConfig())), "");
+  EXPECT_NE(Lines(OperatorDeploymentProblems(with([&](json& o) {
+              if (o["kind"] == "Deployment") container(o)["ports"][0]["containerPort"] = 9000;
+            }))),
+            "");
+  // The label the monitoring selects the operator by.
+  EXPECT_NE(Lines(ScrapeProblems(with([](json& o) {
+                                   if (o["kind"] == "Deployment") {
+                                     o["spec"]["template"]["metadata"]["labels"]
+                                      ["app.kubernetes.io/name"] = "operator";
+                                   }
+                                 }),
+                                 ScrapeConfig())),
+            "");
+  // Root, and an object without a name.
+  EXPECT_NE(Lines(OperatorDeploymentProblems(with([&](json& o) {
+              if (o["kind"] == "Deployment") {
+                o["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] = false;
+              }
+            }))),
+            "");
+  EXPECT_NE(Lines(IdentityProblems(with([](json& o) {
+              if (o["kind"] == "ServiceAccount") o["metadata"].erase("name");
+            }))),
+            "");
+}
+
+}  // namespace
+}  // namespace gaptrain
