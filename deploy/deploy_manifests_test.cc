@@ -86,6 +86,13 @@ TEST_F(DeployManifestsTest, TheDefaultInstallRendersWhatTheOperatorNeeds) {
     }
   }
 
+  // docs/install.md patches the spot preset as args/1 and the image as
+  // args/0.
+  const json args = FindObject(objects, "Deployment", "gaptrain-operator")["spec"]["template"]["spec"]
+                                ["containers"][0]["args"];
+  EXPECT_EQ(args[0], "--image=ghcr.io/gaptrain/gaptrain:0.1.0");
+  EXPECT_EQ(args[1], "--spot-preset=none");
+
   // The CRD is the generated file, unchanged.
   json crd;
   ASSERT_TRUE(kube_testing::YamlToJson(ReadRaw("deploy/crd/gaptrain.io_trainingjobs.yaml"), &crd).ok());
