@@ -13,9 +13,6 @@
 #include <vector>
 
 #include "deploy/manifest_checks.h"
-#include "operator/operator_permissions.h"
-#include "operator/testing/yaml_to_json.h"
-#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {
@@ -45,8 +42,7 @@ class DeployManifestsTest : public ::testing::Test {
 
   json ScrapeConfig() {
     json config;
-    const Status s =
-        kube_testing::YamlToJson(ReadRaw("deploy/monitoring/prometheus-scrape.yml"), &config);
+    const Status s = ReadYamlFile("deploy/monitoring/prometheus-scrape.yml", &config);
     EXPECT_TRUE(s.ok()) << s.ToString();
     return config;
   }
@@ -54,19 +50,13 @@ class DeployManifestsTest : public ::testing::Test {
   std::string kubectl_;
 };
 
-std::string Lines(const Problems& problems) {
-  std::string out;
-  for (const std::string& p : problems) out += p + "\n";
-  return out;
-}
-
 TEST_F(DeployManifestsTest, TheDefaultInstallRendersWhatTheOperatorNeeds) {
   const std::vector<json> objects = Render("deploy");
   ASSERT_FALSE(objects.empty());
-  EXPECT_EQ(Lines(IdentityProblems(objects)), "");
-  EXPECT_EQ(Lines(RbacProblems(objects)), "");
-  EXPECT_EQ(Lines(OperatorDeploymentProblems(objects)), "");
-  EXPECT_EQ(Lines(ScrapeProblems(objects, ScrapeConfig())), "");
+  EXPECT_EQ(ProblemLines(IdentityProblems(objects)), "");
+  EXPECT_EQ(ProblemLines(RbacProblems(objects)), "");
+  EXPECT_EQ(ProblemLines(OperatorDeploymentProblems(objects)), "");
+  EXPECT_EQ(ProblemLines(ScrapeProblems(objects, ScrapeConfig())), "");
 
   // What `kubectl apply -k deploy/` creates, and nothing of the add-on
   // (whose kinds a cluster without the Prometheus Operator lacks).
@@ -95,7 +85,7 @@ TEST_F(DeployManifestsTest, TheDefaultInstallRendersWhatTheOperatorNeeds) {
 
   // The CRD is the generated file, unchanged.
   json crd;
-  ASSERT_TRUE(kube_testing::YamlToJson(ReadRaw("deploy/crd/gaptrain.io_trainingjobs.yaml"), &crd).ok());
+  ASSERT_TRUE(ReadYamlFile("deploy/crd/gaptrain.io_trainingjobs.yaml", &crd).ok());
   EXPECT_EQ(FindObject(objects, "CustomResourceDefinition", "trainingjobs.gaptrain.io"), crd);
 }
 
@@ -104,14 +94,38 @@ TEST_F(DeployManifestsTest, TheMonitoringAddOnMatchesTheScrapeConfiguration) {
   const std::vector<json> monitoring = Render("deploy/monitoring");
   ASSERT_FALSE(objects.empty());
   ASSERT_FALSE(monitoring.empty());
-  EXPECT_EQ(Lines(IdentityProblems(monitoring)), "");
+  EXPECT_EQ(ProblemLines(IdentityProblems(monitoring)), "");
   objects.insert(objects.end(), monitoring.begin(), monitoring.end());
-  EXPECT_EQ(Lines(PodMonitorProblems(objects, ScrapeConfig())), "");
-  EXPECT_EQ(Lines(DashboardConfigMapProblems(
+  EXPECT_EQ(ProblemLines(PodMonitorProblems(objects, ScrapeConfig())), "");
+  EXPECT_EQ(ProblemLines(DashboardConfigMapProblems(
                 monitoring, {"deploy/monitoring/gaptrain-job.dashboard.json",
                              "deploy/monitoring/gaptrain-operator.dashboard.json"})),
             "");
   EXPECT_EQ(monitoring.size(), 3u);  // the ConfigMap and two PodMonitors
+
+  // And they catch a PodMonitor that drifts from the scrape configuration.
+  auto with = [&](const char* name, auto change) {
+    std::vector<json> changed = objects;
+    for (json& o : changed) {
+      if (o["kind"] == "PodMonitor" && o["metadata"]["name"] == name) change(o);
+    }
+    return PodMonitorProblems(changed, ScrapeConfig());
+  };
+  EXPECT_NE(ProblemLines(with("gaptrain-jobs", [](json& o) {
+              o["spec"]["podMetricsEndpoints"][0]["port"] = "http";
+            })),
+            "");
+  EXPECT_NE(ProblemLines(with("gaptrain-jobs", [](json& o) { o["spec"]["podTargetLabels"].erase(1); })),
+            "");
+  EXPECT_NE(ProblemLines(with("gaptrain-jobs", [](json& o) { o["spec"].erase("namespaceSelector"); })),
+            "");
+  EXPECT_NE(ProblemLines(with("gaptrain-operator", [](json& o) {
+              o["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] = "operator";
+            })),
+            "");
+  EXPECT_NE(ProblemLines(DashboardConfigMapProblems(
+                monitoring, {"deploy/monitoring/gaptrain-job.dashboard.json"})),
+            "");
 }
 
 // The checks fail on the mistakes they exist for.
@@ -124,32 +138,32 @@ TEST_F(DeployManifestsTest, TheChecksCatchABrokenInstall) {
     return objects;
   };
   // A verb more than the operator uses; a rule less.
-  EXPECT_NE(Lines(RbacProblems(with([](json& o) {
+  EXPECT_NE(ProblemLines(RbacProblems(with([](json& o) {
               if (o["kind"] == "ClusterRole") o["rules"][0]["verbs"].push_back("get");
             }))),
             "");
-  EXPECT_NE(Lines(RbacProblems(with([](json& o) {
+  EXPECT_NE(ProblemLines(RbacProblems(with([](json& o) {
               if (o["kind"] == "ClusterRole") o["rules"].erase(0);
             }))),
             "");
   // A flag the operator does not know; the metrics port renamed; a metrics
   // port that is not the one the operator listens on.
   auto container = [](json& o) -> json& { return o["spec"]["template"]["spec"]["containers"][0]; };
-  EXPECT_NE(Lines(OperatorDeploymentProblems(with([&](json& o) {
+  EXPECT_NE(ProblemLines(OperatorDeploymentProblems(with([&](json& o) {
               if (o["kind"] == "Deployment") container(o)["args"].push_back("--leader-elect-x=true");
             }))),
             "");
   const std::vector<json> renamed = with([&](json& o) {
     if (o["kind"] == "Deployment") container(o)["ports"][0]["name"] = "http-metrics";
   });
-  EXPECT_NE(Lines(OperatorDeploymentProblems(renamed)), "");
-  EXPECT_NE(Lines(ScrapeProblems(renamed, ScrapeConfig())), "");
-  EXPECT_NE(Lines(OperatorDeploymentProblems(with([&](json& o) {
+  EXPECT_NE(ProblemLines(OperatorDeploymentProblems(renamed)), "");
+  EXPECT_NE(ProblemLines(ScrapeProblems(renamed, ScrapeConfig())), "");
+  EXPECT_NE(ProblemLines(OperatorDeploymentProblems(with([&](json& o) {
               if (o["kind"] == "Deployment") container(o)["ports"][0]["containerPort"] = 9000;
             }))),
             "");
   // The label the monitoring selects the operator by.
-  EXPECT_NE(Lines(ScrapeProblems(with([](json& o) {
+  EXPECT_NE(ProblemLines(ScrapeProblems(with([](json& o) {
                                    if (o["kind"] == "Deployment") {
                                      o["spec"]["template"]["metadata"]["labels"]
                                       ["app.kubernetes.io/name"] = "operator";
@@ -158,13 +172,13 @@ TEST_F(DeployManifestsTest, TheChecksCatchABrokenInstall) {
                                  ScrapeConfig())),
             "");
   // Root, and an object without a name.
-  EXPECT_NE(Lines(OperatorDeploymentProblems(with([&](json& o) {
+  EXPECT_NE(ProblemLines(OperatorDeploymentProblems(with([&](json& o) {
               if (o["kind"] == "Deployment") {
                 o["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] = false;
               }
             }))),
             "");
-  EXPECT_NE(Lines(IdentityProblems(with([](json& o) {
+  EXPECT_NE(ProblemLines(IdentityProblems(with([](json& o) {
               if (o["kind"] == "ServiceAccount") o["metadata"].erase("name");
             }))),
             "");

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <regex>
@@ -17,6 +16,7 @@
 #include "operator/operator_permissions.h"
 #include "operator/testing/yaml_to_json.h"
 #include "services/common/process.h"
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {
@@ -24,13 +24,6 @@ namespace {
 using nlohmann::json;
 
 const char kOperator[] = "gaptrain-operator";
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // obj[a][b]... or null.
 json At(const json& obj, std::initializer_list<const char*> path) {
@@ -240,6 +233,19 @@ Status ParseManifests(const std::string& text, std::vector<json>* objects) {
   return flush();
 }
 
+Status ReadYamlFile(const std::string& path, json* out) {
+  if (!PathExists(path)) return Status::NotFound(path + ": no such file");
+  const Status s = kube_testing::YamlToJson(ReadRaw(path), out);
+  if (!s.ok()) return Status::InvalidArgument(path + ": " + s.message());
+  return Status::OK();
+}
+
+std::string ProblemLines(const Problems& problems) {
+  std::string out;
+  for (const std::string& p : problems) out += p + "\n";
+  return out;
+}
+
 std::string FindKubectl() {
   const char* env = std::getenv("GAPTRAIN_KUBECTL_BINARY");
   if (env != nullptr && *env != '\0') return env;
@@ -282,7 +288,7 @@ Status KustomizeBuild(const std::string& kubectl, const std::string& dir, std::s
   if (!process->WaitExit(std::chrono::seconds(60))) {
     return Status::Unavailable("kubectl kustomize " + dir + ": no exit within 60 s");
   }
-  *out = ReadAll(spec.log_file);
+  *out = ReadRaw(spec.log_file);
   std::remove(spec.log_file.c_str());
   if (!WIFEXITED(process->wait_status()) || WEXITSTATUS(process->wait_status()) != 0) {
     return Status::InvalidArgument("kubectl kustomize " + dir + ": " +
@@ -523,7 +529,7 @@ Problems DashboardConfigMapProblems(const std::vector<json>& objects,
   Problems problems;
   json want = json::object();
   for (const std::string& file : dashboard_files) {
-    want[file.substr(file.rfind('/') + 1)] = ReadAll(file);
+    want[file.substr(file.rfind('/') + 1)] = ReadRaw(file);
   }
   const json data = At(config_map, {"data"});
   for (const auto& [key, text] : want.items()) {

@@ -34,6 +34,12 @@ using Problems = std::vector<std::string>;
 // YAML); empty documents are skipped.
 Status ParseManifests(const std::string& text, std::vector<nlohmann::json>* objects);
 
+// One YAML document (a file such as prometheus-scrape.yml) as JSON.
+Status ReadYamlFile(const std::string& path, nlohmann::json* out);
+
+// The problems one to a line ("" when there are none), for test messages.
+std::string ProblemLines(const Problems& problems);
+
 // kubectl: $GAPTRAIN_KUBECTL_BINARY, else the first `kubectl` on $PATH;
 // "" when there is none.
 std::string FindKubectl();

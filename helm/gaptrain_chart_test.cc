@@ -16,7 +16,6 @@
 
 #include "deploy/manifest_checks.h"
 #include "helm/chart_renderer.h"
-#include "operator/testing/yaml_to_json.h"
 #include "services/testing/test_files.h"
 
 namespace gaptrain {
@@ -28,12 +27,6 @@ const char kChart[] = "helm/gaptrain";
 
 const json kMonitoringOn = {
     {"monitoring", {{"podMonitor", {{"enabled", true}}}, {"dashboards", {{"enabled", true}}}}}};
-
-std::string Lines(const Problems& problems) {
-  std::string out;
-  for (const std::string& p : problems) out += p + "\n";
-  return out;
-}
 
 // The chart's objects as `helm template -n gaptrain-system` would give them.
 std::vector<json> RenderChart(const json& overrides) {
@@ -81,7 +74,7 @@ std::string KindAndName(const json& o) {
 
 json ScrapeConfig() {
   json config;
-  const Status s = kube_testing::YamlToJson(ReadRaw("deploy/monitoring/prometheus-scrape.yml"), &config);
+  const Status s = ReadYamlFile("deploy/monitoring/prometheus-scrape.yml", &config);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return config;
 }
@@ -103,10 +96,10 @@ TEST(GaptrainChartTest, CrdAndDashboardsAreDeploysFilesByteForByte) {
 TEST(GaptrainChartTest, DefaultValuesPassDeploysChecks) {
   const std::vector<json> objects = RenderChart(json::object());
   ASSERT_FALSE(objects.empty());
-  EXPECT_EQ(Lines(IdentityProblems(objects)), "");
-  EXPECT_EQ(Lines(RbacProblems(objects)), "");
-  EXPECT_EQ(Lines(OperatorDeploymentProblems(objects)), "");
-  EXPECT_EQ(Lines(ScrapeProblems(objects, ScrapeConfig())), "");
+  EXPECT_EQ(ProblemLines(IdentityProblems(objects)), "");
+  EXPECT_EQ(ProblemLines(RbacProblems(objects)), "");
+  EXPECT_EQ(ProblemLines(OperatorDeploymentProblems(objects)), "");
+  EXPECT_EQ(ProblemLines(ScrapeProblems(objects, ScrapeConfig())), "");
   std::set<std::string> kinds;
   for (const json& o : objects) kinds.insert(KindAndName(o));
   EXPECT_EQ(kinds, (std::set<std::string>{"ClusterRole/gaptrain-operator",
@@ -117,9 +110,9 @@ TEST(GaptrainChartTest, DefaultValuesPassDeploysChecks) {
 
 TEST(GaptrainChartTest, MonitoringTogglesAddPodMonitorsAndDashboards) {
   const std::vector<json> objects = RenderChart(kMonitoringOn);
-  EXPECT_EQ(Lines(IdentityProblems(objects)), "");
-  EXPECT_EQ(Lines(PodMonitorProblems(objects, ScrapeConfig())), "");
-  EXPECT_EQ(Lines(DashboardConfigMapProblems(
+  EXPECT_EQ(ProblemLines(IdentityProblems(objects)), "");
+  EXPECT_EQ(ProblemLines(PodMonitorProblems(objects, ScrapeConfig())), "");
+  EXPECT_EQ(ProblemLines(DashboardConfigMapProblems(
                 objects, {"deploy/monitoring/gaptrain-job.dashboard.json",
                           "deploy/monitoring/gaptrain-operator.dashboard.json"})),
             "");
@@ -168,7 +161,7 @@ TEST(GaptrainChartTest, ValuesChangeWhatTheyShould) {
                                                    {"replicas", 3},
                                                    {"watchNamespace", "team-a"},
                                                    {"nodeSelector", {{"pool", "system"}}}});
-    EXPECT_EQ(Lines(OperatorDeploymentProblems(objects)), "") << preset;
+    EXPECT_EQ(ProblemLines(OperatorDeploymentProblems(objects)), "") << preset;
     const json container = OperatorContainer(objects);
     EXPECT_EQ(container["image"], "ghcr.io/gaptrain/gaptrain:0.2.0");
     const json args = container["args"];
@@ -181,12 +174,12 @@ TEST(GaptrainChartTest, ValuesChangeWhatTheyShould) {
     EXPECT_EQ(deployment["spec"]["template"]["spec"]["nodeSelector"], json({{"pool", "system"}}));
   }
   // What the operator refuses, the checks refuse: its parser reads the args.
-  EXPECT_NE(Lines(OperatorDeploymentProblems(RenderChart({{"spot", {{"preset", "gcp"}}}}))), "");
-  EXPECT_NE(Lines(OperatorDeploymentProblems(
+  EXPECT_NE(ProblemLines(OperatorDeploymentProblems(RenderChart({{"spot", {{"preset", "gcp"}}}}))), "");
+  EXPECT_NE(ProblemLines(OperatorDeploymentProblems(
                 RenderChart({{"spot", {{"preset", R"({"tolerations": 5})"}}}}))),
             "");
   // Without scrape annotations plain Prometheus would not find it.
-  EXPECT_NE(Lines(ScrapeProblems(RenderChart({{"monitoring", {{"scrapeAnnotations", false}}}}),
+  EXPECT_NE(ProblemLines(ScrapeProblems(RenderChart({{"monitoring", {{"scrapeAnnotations", false}}}}),
                                  ScrapeConfig())),
             "");
 }
