@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "services/common/available_cpus.h"
-#include "services/common/heap_tuning.h"
+#include "services/common/heap_policy.h"
 #include "services/master/master_client.h"
 #include "services/master/master_service.h"
 
@@ -423,7 +423,7 @@ int main(int argc, char** argv) {
   argc = static_cast<int>(args.size());
   argv = args.data();
   benchmark::Initialize(&argc, argv);
-  gaptrain::KeepFreedHeapForTransfers();  // as gaptrain-master and gaptrain-worker do
+  gaptrain::UseTrainingHeapPolicy();  // as gaptrain-master and gaptrain-worker do
   bool in_process = false;
   for (int i = 1; i < argc; ++i) in_process = in_process || std::string(argv[i]) == "--in_process";
   if (in_process) {

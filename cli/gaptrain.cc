@@ -12,6 +12,7 @@
 #include "cli/run/status_command.h"
 #include "cli/simulator/simulate_command.h"
 #include "operator/crd/crd_command.h"
+#include "services/common/heap_policy.h"
 
 namespace {
 
@@ -32,6 +33,7 @@ constexpr char kUsage[] =
 }  // namespace
 
 int main(int argc, char** argv) {
+  gaptrain::UseTrainingHeapPolicy();  // simulate and export run LibTorch here
   if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

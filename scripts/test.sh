@@ -11,10 +11,8 @@ scripts/bootstrap.sh || exit 1
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-# Debian's Bazel 4.2.3 sandbox prints a debug line per action; the full
-# output goes to $log (parsed below), the terminal gets it without those.
-bazel test //... --keep_going --test_summary=short "$@" 2>&1 | tee "$log" |
-  grep --line-buffered -v 'src/main/tools/linux-sandbox'
+# The full output goes to $log too (parsed below).
+bazel test //... --keep_going --test_summary=short "$@" 2>&1 | tee "$log"
 bazel_rc=${PIPESTATUS[0]}
 
 testlogs=$(bazel info bazel-testlogs 2>/dev/null)

@@ -23,8 +23,8 @@ constexpr std::chrono::milliseconds kTickPeriod(200);
 constexpr uint64_t kTicksPerProgressWrite = 25;  // 5 s
 constexpr uint64_t kTicksPerSummary = 150;       // 30 s
 
-// The training set's size: from the flag when given, else by reading the
-// dataset named in the job (once, at start).
+// The training set's size: from the flag when given, else from the headers
+// of the dataset named in the job (once, at start).
 Status TrainSamples(const CoordinatorOptions& options, const TrainingJob& job, uint64_t* samples) {
   if (options.train_samples > 0) {
     *samples = options.train_samples;
@@ -32,13 +32,13 @@ Status TrainSamples(const CoordinatorOptions& options, const TrainingJob& job, u
   }
   DatasetFormat format;
   GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
-  Dataset train;
-  Status s = LoadDataset(format, job.data.path, Split::kTrain, &train);
+  DatasetShape train;
+  Status s = DescribeDataset(format, job.data.path, Split::kTrain, &train);
   if (!s.ok()) {
     return Status(s.code(), s.message() + " (the coordinator reads the training set's size; "
                                           "or pass --train-samples)");
   }
-  *samples = train.size();
+  *samples = train.samples;
   return Status::OK();
 }
 

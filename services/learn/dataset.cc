@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <utility>
 
 #include "services/learn/gzip_file.h"
@@ -59,7 +60,9 @@ Status CheckDirectory(const std::string& dir) {
   return Status::OK();
 }
 
-uint32_t ReadBigEndian32(const std::string& s, size_t offset) {
+// Bytes: a std::string or a std::vector<uint8_t> holding a file.
+template <class Bytes>
+uint32_t ReadBigEndian32(const Bytes& s, size_t offset) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data()) + offset;
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) |
          uint32_t{p[3]};
@@ -101,7 +104,8 @@ Status FindIdxFile(const std::string& dir, const std::string& base, std::string*
                           base + ".gz is in " + dir + ")");
 }
 
-Status CheckMagic(const std::string& path, const std::string& contents, size_t header,
+template <class Bytes>
+Status CheckMagic(const std::string& path, const Bytes& contents, size_t header,
                   uint32_t expected, const char* what) {
   if (contents.size() < header) {
     return Status::InvalidArgument(path + ": truncated: expected a " + Num(header) +
@@ -117,7 +121,8 @@ Status CheckMagic(const std::string& path, const std::string& contents, size_t h
   return Status::OK();
 }
 
-Status CheckPayload(const std::string& path, const std::string& contents, size_t header,
+template <class Bytes>
+Status CheckPayload(const std::string& path, const Bytes& contents, size_t header,
                     uint64_t expected, const char* what) {
   uint64_t have = contents.size() - header;
   if (have == expected) return Status::OK();
@@ -128,6 +133,43 @@ Status CheckPayload(const std::string& path, const std::string& contents, size_t
   return Status::InvalidArgument(m);
 }
 
+// An IDX images file's header: magic, then count, rows and cols, each
+// checked.
+template <class Bytes>
+Status ReadIdxImagesHeader(const std::string& path, const Bytes& images, uint32_t* count,
+                           uint32_t* rows, uint32_t* cols) {
+  GAPTRAIN_RETURN_IF_ERROR(CheckMagic(path, images, kIdxImagesHeader, kIdxImagesMagic, "image"));
+  *count = ReadBigEndian32(images, 4);
+  *rows = ReadBigEndian32(images, 8);
+  *cols = ReadBigEndian32(images, 12);
+  if (*rows == 0 || *cols == 0) {
+    return Status::InvalidArgument(path + ": image size " + Num(*rows) + "x" + Num(*cols) +
+                                   " (offset 8) must be positive");
+  }
+  if (uint64_t{*rows} * *cols > kMaxIdxImageBytes) {
+    return Status::InvalidArgument(path + ": image size " + Num(*rows) + "x" + Num(*cols) +
+                                   " (offset 8) is implausibly large");
+  }
+  return Status::OK();
+}
+
+// An IDX labels file's header: magic, and as many labels as images.
+Status CheckIdxLabelsHeader(const std::string& path, const std::string& labels, uint32_t count,
+                            const std::string& images_path) {
+  GAPTRAIN_RETURN_IF_ERROR(CheckMagic(path, labels, kIdxLabelsHeader, kIdxLabelsMagic, "label"));
+  const uint32_t label_count = ReadBigEndian32(labels, 4);
+  if (label_count != count) {
+    return Status::InvalidArgument(path + ": label count " + Num(label_count) +
+                                   " (offset 4) differs from the image count " + Num(count) +
+                                   " of " + images_path);
+  }
+  return Status::OK();
+}
+
+Status NoImages(const std::string& images_path) {
+  return Status::InvalidArgument(images_path + ": holds no images (count 0 at offset 4)");
+}
+
 // Reads and checks one IDX split: images (magic, dims, length) and labels
 // (magic, length, range), and that both have the same count.
 Status LoadIdxSplit(const std::string& dir, Split split, Dataset* out) {
@@ -136,45 +178,27 @@ Status LoadIdxSplit(const std::string& dir, Split split, Dataset* out) {
   GAPTRAIN_RETURN_IF_ERROR(FindIdxFile(dir, prefix + "-images-idx3-ubyte", &images_path));
   GAPTRAIN_RETURN_IF_ERROR(FindIdxFile(dir, prefix + "-labels-idx1-ubyte", &labels_path));
 
-  std::string images;
+  // The pixels stay in the buffer they were read into (the header is moved
+  // out in place below): no second 47 MB copy for MNIST.
+  std::vector<uint8_t> images;
   GAPTRAIN_RETURN_IF_ERROR(ReadFileMaybeGzip(images_path, &images));
-  GAPTRAIN_RETURN_IF_ERROR(
-      CheckMagic(images_path, images, kIdxImagesHeader, kIdxImagesMagic, "image"));
-  const uint32_t count = ReadBigEndian32(images, 4);
-  const uint32_t rows = ReadBigEndian32(images, 8);
-  const uint32_t cols = ReadBigEndian32(images, 12);
-  if (rows == 0 || cols == 0) {
-    return Status::InvalidArgument(images_path + ": image size " + Num(rows) + "x" + Num(cols) +
-                                   " (offset 8) must be positive");
-  }
-  const uint64_t image_bytes = uint64_t{rows} * cols;
-  if (image_bytes > kMaxIdxImageBytes) {
-    return Status::InvalidArgument(images_path + ": image size " + Num(rows) + "x" + Num(cols) +
-                                   " (offset 8) is implausibly large");
-  }
-  GAPTRAIN_RETURN_IF_ERROR(
-      CheckPayload(images_path, images, kIdxImagesHeader, count * image_bytes, "pixel"));
-  if (count == 0) {
-    return Status::InvalidArgument(images_path + ": holds no images (count 0 at offset 4)");
-  }
+  uint32_t count = 0, rows = 0, cols = 0;
+  GAPTRAIN_RETURN_IF_ERROR(ReadIdxImagesHeader(images_path, images, &count, &rows, &cols));
+  GAPTRAIN_RETURN_IF_ERROR(CheckPayload(images_path, images, kIdxImagesHeader,
+                                        uint64_t{count} * rows * cols, "pixel"));
+  if (count == 0) return NoImages(images_path);
 
   std::string labels;
   GAPTRAIN_RETURN_IF_ERROR(ReadFileMaybeGzip(labels_path, &labels));
-  GAPTRAIN_RETURN_IF_ERROR(
-      CheckMagic(labels_path, labels, kIdxLabelsHeader, kIdxLabelsMagic, "label"));
-  const uint32_t label_count = ReadBigEndian32(labels, 4);
-  if (label_count != count) {
-    return Status::InvalidArgument(labels_path + ": label count " + Num(label_count) +
-                                   " (offset 4) differs from the image count " + Num(count) +
-                                   " of " + images_path);
-  }
+  GAPTRAIN_RETURN_IF_ERROR(CheckIdxLabelsHeader(labels_path, labels, count, images_path));
   GAPTRAIN_RETURN_IF_ERROR(CheckPayload(labels_path, labels, kIdxLabelsHeader, count, "label"));
   GAPTRAIN_RETURN_IF_ERROR(CheckLabels(labels_path, labels, kIdxLabelsHeader, count, 1));
 
   out->channels = 1;
   out->height = rows;
   out->width = cols;
-  out->images.assign(images.begin() + kIdxImagesHeader, images.end());
+  images.erase(images.begin(), images.begin() + kIdxImagesHeader);
+  out->images = std::move(images);
   out->labels.assign(labels.begin() + kIdxLabelsHeader, labels.end());
   return Status::OK();
 }
@@ -233,6 +257,54 @@ Status LoadCifarSplit(const std::string& dir, Split split, Dataset* out) {
       std::memcpy(dst, rec + 1, kCifarImageBytes);  // already R, G, B planes
     }
   }
+  return Status::OK();
+}
+
+// The IDX files' headers: the count and image size, checked as LoadIdxSplit
+// checks them.
+Status DescribeIdxSplit(const std::string& dir, Split split, DatasetShape* shape) {
+  const std::string prefix = split == Split::kTrain ? "train" : "t10k";
+  std::string images_path, labels_path;
+  GAPTRAIN_RETURN_IF_ERROR(FindIdxFile(dir, prefix + "-images-idx3-ubyte", &images_path));
+  GAPTRAIN_RETURN_IF_ERROR(FindIdxFile(dir, prefix + "-labels-idx1-ubyte", &labels_path));
+  std::string images, labels;
+  GAPTRAIN_RETURN_IF_ERROR(ReadFileHeadMaybeGzip(images_path, kIdxImagesHeader, &images));
+  uint32_t count = 0, rows = 0, cols = 0;
+  GAPTRAIN_RETURN_IF_ERROR(ReadIdxImagesHeader(images_path, images, &count, &rows, &cols));
+  if (count == 0) return NoImages(images_path);
+  GAPTRAIN_RETURN_IF_ERROR(ReadFileHeadMaybeGzip(labels_path, kIdxLabelsHeader, &labels));
+  GAPTRAIN_RETURN_IF_ERROR(CheckIdxLabelsHeader(labels_path, labels, count, images_path));
+  *shape = DatasetShape{count, 1, rows, cols, Dataset::kNumClasses};
+  return Status::OK();
+}
+
+// CIFAR-10 batches hold fixed-size records: their count is the file size
+// over the record size (a gzip batch is decompressed to be measured).
+Status DescribeCifarSplit(const std::string& dir, Split split, DatasetShape* shape) {
+  std::vector<std::string> paths;
+  GAPTRAIN_RETURN_IF_ERROR(CifarFiles(dir, split, &paths));
+  uint64_t total = 0;
+  for (const std::string& path : paths) {
+    char magic[2] = {0, 0};
+    std::ifstream(path, std::ios::binary).read(magic, 2);
+    const bool gzip = magic[0] == '\x1f' && magic[1] == '\x8b';
+    uint64_t bytes = 0;
+    if (gzip) {
+      std::string contents;
+      GAPTRAIN_RETURN_IF_ERROR(ReadFileMaybeGzip(path, &contents));
+      bytes = contents.size();
+    } else {
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0) return Status::NotFound(path + ": file not found");
+      bytes = static_cast<uint64_t>(st.st_size);
+    }
+    if (bytes == 0 || bytes % kCifarRecordBytes != 0) {
+      return Status::InvalidArgument(path + ": size " + Num(bytes) + " is not a positive multiple "
+                                     "of the " + Num(kCifarRecordBytes) + "-byte record");
+    }
+    total += bytes / kCifarRecordBytes;
+  }
+  *shape = DatasetShape{total, kCifarChannels, kCifarSide, kCifarSide, Dataset::kNumClasses};
   return Status::OK();
 }
 
@@ -312,6 +384,17 @@ void ComputeChannelStats(const uint8_t* images, size_t n, int64_t channels,
     (*mean)[static_cast<size_t>(c)] = static_cast<float>(m);
     (*stddev)[static_cast<size_t>(c)] = s > 0.0 ? static_cast<float>(s) : 1.0f;
   }
+}
+
+Status DescribeDataset(DatasetFormat format, const std::string& dir, Split split,
+                       DatasetShape* shape) {
+  *shape = DatasetShape();
+  GAPTRAIN_RETURN_IF_ERROR(CheckDirectory(dir));
+  switch (format) {
+    case DatasetFormat::kMnistIdx: return DescribeIdxSplit(dir, split, shape);
+    case DatasetFormat::kCifar10Bin: return DescribeCifarSplit(dir, split, shape);
+  }
+  return Status::InvalidArgument("data.format: unknown dataset format");
 }
 
 Status LoadDataset(DatasetFormat format, const std::string& dir, Split split,

@@ -79,6 +79,22 @@ struct Dataset {
 Status LoadDataset(DatasetFormat format, const std::string& dir, Split split,
                    Dataset* dataset);
 
+// What a service needs to know of a split without its pixels: how many
+// samples, and the shape of one. Read from the files' headers (IDX: the
+// images file's first 16 bytes and the labels file's first 8; CIFAR-10: the
+// batch files' sizes), so the master and the coordinator start without
+// decompressing the dataset. The files are checked as far as the headers
+// go, with LoadDataset's messages; LoadDataset checks every byte.
+struct DatasetShape {
+  uint64_t samples = 0;
+  int64_t channels = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t num_classes = Dataset::kNumClasses;
+};
+Status DescribeDataset(DatasetFormat format, const std::string& dir, Split split,
+                       DatasetShape* shape);
+
 // Per-channel mean and population std, in [0, 1] units, of `n` images of
 // `channels` planes of `plane_size` pixels each, laid out N x C x plane.
 // Exact (a 256-bin histogram per channel, summed in double). Used by

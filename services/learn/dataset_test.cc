@@ -204,6 +204,64 @@ TEST(CifarTest, UsesWhicheverTrainBatchesExist) {
 
 // ------------------------------------------------------------------ bad files
 
+TEST(DescribeTest, IdxShapeFromTheHeadersAlone) {
+  const std::string dir = TestDir("dataset_describe_idx");
+  WriteIdxDataset(dir, 37, 11);
+  for (Split split : {Split::kTrain, Split::kTest}) {
+    DatasetShape shape;
+    Status s = DescribeDataset(DatasetFormat::kMnistIdx, dir, split, &shape);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    Dataset loaded;
+    ASSERT_TRUE(LoadDataset(DatasetFormat::kMnistIdx, dir, split, &loaded).ok());
+    EXPECT_EQ(shape.samples, loaded.size());
+    EXPECT_EQ(shape.channels, loaded.channels);
+    EXPECT_EQ(shape.height, loaded.height);
+    EXPECT_EQ(shape.width, loaded.width);
+    EXPECT_EQ(shape.num_classes, loaded.num_classes);
+  }
+  // A file whose pixels are cut short describes fine (only the headers are
+  // read) but does not load.
+  WriteRaw(dir + "/train-images-idx3-ubyte", IdxImages(2051, 37, 4, 5, 30));
+  DatasetShape shape;
+  EXPECT_TRUE(DescribeDataset(DatasetFormat::kMnistIdx, dir, Split::kTrain, &shape).ok());
+  Dataset loaded;
+  EXPECT_FALSE(LoadDataset(DatasetFormat::kMnistIdx, dir, Split::kTrain, &loaded).ok());
+}
+
+TEST(DescribeTest, IdxHeaderErrorsAreLoadDatasetsErrors) {
+  const std::string dir = TestDir("dataset_describe_bad");
+  WriteIdxDataset(dir, 5, 5);
+  WriteRaw(dir + "/train-labels-idx1-ubyte", IdxLabels(2049, CyclicLabels(4)));
+  DatasetShape shape;
+  Status s = DescribeDataset(DatasetFormat::kMnistIdx, dir, Split::kTrain, &shape);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(s, "label count 4 (offset 4) differs from the image count 5")) << s.ToString();
+  EXPECT_EQ(shape.samples, 0u);
+  WriteRaw(dir + "/train-images-idx3-ubyte", IdxImages(1234, 5, 4, 5, 5));
+  s = DescribeDataset(DatasetFormat::kMnistIdx, dir, Split::kTrain, &shape);
+  EXPECT_TRUE(Contains(s, "bad magic number 1234 at offset 0")) << s.ToString();
+  s = DescribeDataset(DatasetFormat::kMnistIdx, dir + "/nope", Split::kTrain, &shape);
+  EXPECT_FALSE(s.ok());
+}
+
+TEST(DescribeTest, CifarCountsRecordsOfPlainAndGzipBatches) {
+  const std::string dir = TestDir("dataset_describe_cifar");
+  WriteRaw(dir + "/data_batch_1.bin", CifarRecords(1, 3));
+  WriteGzip(dir + "/data_batch_2.bin", CifarRecords(2, 4));
+  WriteRaw(dir + "/test_batch.bin", CifarRecords(0, 2));
+  DatasetShape shape;
+  Status s = DescribeDataset(DatasetFormat::kCifar10Bin, dir, Split::kTrain, &shape);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(shape.samples, 7u);
+  EXPECT_EQ(shape.channels, 3);
+  EXPECT_EQ(shape.height, 32);
+  ASSERT_TRUE(DescribeDataset(DatasetFormat::kCifar10Bin, dir, Split::kTest, &shape).ok());
+  EXPECT_EQ(shape.samples, 2u);
+  WriteRaw(dir + "/data_batch_1.bin", CifarRecords(1, 3) + "xx");
+  s = DescribeDataset(DatasetFormat::kCifar10Bin, dir, Split::kTrain, &shape);
+  EXPECT_TRUE(Contains(s, "is not a positive multiple of the 3073-byte record")) << s.ToString();
+}
+
 TEST(BadFilesTest, TruncatedIdxImages) {
   const std::string dir = TestDir("dataset_test");
   WriteIdxDataset(dir, 100, 10);

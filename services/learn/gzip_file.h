@@ -20,7 +20,10 @@
 #ifndef GAPTRAIN_SERVICES_LEARN_GZIP_FILE_H_
 #define GAPTRAIN_SERVICES_LEARN_GZIP_FILE_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "services/common/status.h"
 
@@ -29,6 +32,12 @@ namespace gaptrain {
 // Replaces *contents with the (decompressed) bytes of `path`. On error
 // *contents is left empty.
 Status ReadFileMaybeGzip(const std::string& path, std::string* contents);
+Status ReadFileMaybeGzip(const std::string& path, std::vector<uint8_t>* contents);
+
+// The first `max_bytes` (decompressed) bytes of `path`, or all of it when it
+// is shorter: a file's header without decompressing the rest.
+Status ReadFileHeadMaybeGzip(const std::string& path, size_t max_bytes,
+                             std::string* contents);
 
 }  // namespace gaptrain
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "services/testing/test_files.h"
 
@@ -74,6 +75,33 @@ TEST(GzipFileTest, DecompressesGzipLargerThanTheFile) {
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(got.size(), bytes.size());
   EXPECT_TRUE(got == bytes);
+}
+
+TEST(GzipFileTest, ReadsIntoAByteVectorToo) {
+  const std::string path = TestDir("gzip_file_test") + "/vector.gz";
+  const std::string bytes = SampleText(1 << 20);
+  WriteGzip(path, bytes);
+  std::vector<uint8_t> got = {1, 2, 3};
+  ASSERT_TRUE(ReadFileMaybeGzip(path, &got).ok());
+  EXPECT_TRUE(std::string(got.begin(), got.end()) == bytes);
+}
+
+TEST(GzipFileTest, ReadsOnlyTheHeadOfAFile) {
+  const std::string dir = TestDir("gzip_file_test");
+  const std::string bytes = SampleText(3 << 20);
+  WriteGzip(dir + "/head.gz", bytes);
+  WriteRaw(dir + "/head", bytes);
+  for (const std::string name : {"head.gz", "head"}) {
+    std::string got;
+    ASSERT_TRUE(ReadFileHeadMaybeGzip(dir + "/" + name, 16, &got).ok()) << name;
+    EXPECT_EQ(got, bytes.substr(0, 16)) << name;
+    // A file shorter than the head asked for comes back whole.
+    ASSERT_TRUE(ReadFileHeadMaybeGzip(dir + "/" + name, bytes.size() + 100, &got).ok());
+    EXPECT_EQ(got.size(), bytes.size()) << name;
+  }
+  std::string got;
+  EXPECT_EQ(ReadFileHeadMaybeGzip(dir + "/missing.gz", 16, &got).code(),
+            Status::Code::kNotFound);
 }
 
 TEST(GzipFileTest, ReadsConcatenatedMembers) {

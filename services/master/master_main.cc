@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "services/common/heap_tuning.h"
+#include "services/common/heap_policy.h"
 #include "services/common/termination_signal.h"
 #include "services/common/training_job.h"
 #include "services/master/master_options.h"
 #include "services/master/master_process.h"
 
 int main(int argc, char** argv) {
-  gaptrain::KeepFreedHeapForTransfers();
+  gaptrain::UseTrainingHeapPolicy();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
     std::fputs(gaptrain::MasterUsage().c_str(), stdout);

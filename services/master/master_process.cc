@@ -30,13 +30,13 @@ Status DescribeData(const MasterOptions& options, const TrainingJob& job, uint64
     *samples = options.train_samples;
     return Status::OK();
   }
-  Dataset train;
-  Status s = LoadDataset(format, job.data.path, Split::kTrain, &train);
+  DatasetShape train;
+  Status s = DescribeDataset(format, job.data.path, Split::kTrain, &train);
   if (!s.ok()) {
     return Status(s.code(), s.message() + " (the master reads the training set's size and "
                                           "shape; or pass --train-samples)");
   }
-  *samples = train.size();
+  *samples = train.samples;
   *input = ModelInput{train.channels, train.height, train.width, train.num_classes};
   return Status::OK();
 }
@@ -122,6 +122,10 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
 
   p->metrics_ = std::make_shared<MasterMetrics>(std::make_shared<prometheus::Registry>(),
                                                 engine->store().layout());
+  p->metrics_->SetStart(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      job.master.checkpoint.interval_seconds);
+  if (r.ok()) p->metrics_->RecordRestoredCheckpoint(static_cast<double>(meta.created_unix_ms) / 1000.0);
   MasterService::Options service_options;
   service_options.job_name = job.name;
   service_options.token = options.server.token;

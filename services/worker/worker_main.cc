@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/heap_tuning.h"
+#include "services/common/heap_policy.h"
 #include "services/common/training_job.h"
 #include "services/worker/signal_watcher.h"
 #include "services/worker/stop_flag.h"
@@ -20,7 +20,7 @@
 
 int main(int argc, char** argv) {
   spdlog::cfg::load_env_levels();  // $SPDLOG_LEVEL, e.g. debug
-  gaptrain::KeepFreedHeapForTransfers();
+  gaptrain::UseTrainingHeapPolicy();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
     std::fputs(gaptrain::WorkerUsage(), stdout);
