@@ -106,7 +106,7 @@ done
 [[ $(id -u) -eq 0 ]] || fail "needs root (mmdebstrap's root mode, chroot); run it with sudo"
 for tool in mmdebstrap umoci jq ldd dpkg-query apt-get sha256sum tar; do
   command -v "$tool" >/dev/null ||
-    fail "'$tool' is missing: scripts/bootstrap.sh installs it"
+    fail "'$tool' is missing: scripts/bootstrap.sh --image installs it"
 done
 names=()
 for binary in "${binaries[@]}"; do
