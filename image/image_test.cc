@@ -4,7 +4,8 @@
 // issue 17 asks of it:
 //   - the archive is an OCI image layout and a docker-archive whose blobs
 //     hash to their digests and whose layers unpack to the config's
-//     diff_ids (OciArchive);
+//     diff_ids (OciArchive); podman and containerd, where installed,
+//     load it under its name;
 //   - every listed binary starts (--help) inside the image's root file
 //     system, in its own mount and pid namespaces with /proc, /sys and /dev
 //     as a runtime gives them, as the image's user, with every symbol bound
@@ -18,6 +19,7 @@
 
 #include <gtest/gtest.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -255,6 +257,66 @@ TEST_F(ImageTest, ArchiveNamesTheImageForEveryLoader) {
   EXPECT_EQ(a.config()["architecture"], "amd64");
   // The base, then the binaries.
   ASSERT_EQ(a.layer_count(), 2u);
+}
+
+// The loaders themselves, where they are installed: podman (containers/image,
+// as `podman load` and skopeo read it) and containerd (`ctr images import`
+// with the flags `kind load image-archive` passes), each with its own
+// storage under the test's directory.
+TEST_F(ImageTest, PodmanAndContainerdLoadIt) {
+  // Sockets and podman's run root under /tmp: their paths must be short
+  // (108 bytes for a socket, 50 for podman's run root).
+  char short_template[] = "/tmp/gaptrain-loaders.XXXXXX";
+  ASSERT_NE(::mkdtemp(short_template), nullptr);
+  const std::string short_dir = short_template;
+  bool ran = false;
+  if (::access("/usr/bin/podman", X_OK) == 0) {
+    ran = true;
+    const RunResult load = RunCommand(
+        {"/usr/bin/podman", "--root", built_->dir + "/podman", "--runroot", short_dir + "/podman",
+         "--storage-driver", "vfs", "load", "-i", built_->archive_path},
+        built_->dir + "/podman-load.log", {{"PATH", kHostPath}}, std::chrono::seconds(300));
+    ASSERT_TRUE(load.status.ok()) << load.status.ToString();
+    EXPECT_EQ(load.exit_code, 0) << load.output;
+    // podman qualifies the name: "Loaded image: docker.io/library/gaptrain:image-test".
+    EXPECT_TRUE(std::regex_search(load.output, std::regex(std::string("Loaded image: .*") + kRef)))
+        << load.output;
+  }
+  if (::access("/usr/bin/containerd", X_OK) == 0 && ::access("/usr/bin/ctr", X_OK) == 0) {
+    ran = true;
+    const std::string root = short_dir + "/containerd";
+    ASSERT_EQ(::mkdir(root.c_str(), 0700), 0);
+    const std::string socket = root + "/containerd.sock";
+    std::ofstream(root + "/config.toml")
+        << "version = 2\nroot = \"" << root << "/root\"\nstate = \"" << root
+        << "/state\"\ndisabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n[grpc]\n  address = \""
+        << socket << "\"\n";
+    Process::Spec spec;
+    spec.binary = "/usr/bin/containerd";
+    spec.args = {"--config", root + "/config.toml"};
+    spec.env = {{"PATH", kHostPath}};
+    spec.log_file = built_->dir + "/containerd.log";
+    std::unique_ptr<Process> containerd;
+    ASSERT_TRUE(Process::Start(spec, &containerd).ok());
+    const auto ctr = [&socket](std::vector<std::string> args, const std::string& log) {
+      args.insert(args.begin(), {"/usr/bin/ctr", "--address", socket, "--namespace", "k8s.io"});
+      return RunCommand(args, log, {{"PATH", kHostPath}}, std::chrono::seconds(300));
+    };
+    const bool up = Eventually(
+        [&] { return ctr({"version"}, built_->dir + "/ctr-version.log").exit_code == 0; },
+        std::chrono::seconds(30));
+    ASSERT_TRUE(up) << ReadWholeFile(spec.log_file);
+    const RunResult import = ctr({"images", "import", "--all-platforms", "--digests",
+                                  "--snapshotter", "native", built_->archive_path},
+                                 built_->dir + "/ctr-import.log");
+    EXPECT_EQ(import.exit_code, 0) << import.output;
+    const RunResult list = ctr({"images", "ls", "-q"}, built_->dir + "/ctr-ls.log");
+    EXPECT_NE(list.output.find("docker.io/library/gaptrain:image-test\n"), std::string::npos)
+        << list.output;
+    containerd->Stop(std::chrono::seconds(10));
+  }
+  EXPECT_EQ(std::system(("rm -rf '" + short_dir + "'").c_str()), 0);
+  if (!ran) GTEST_SKIP() << "neither podman nor containerd is installed";
 }
 
 TEST_F(ImageTest, ConfigRunsAsNonRootWithoutAnEntrypoint) {
