@@ -235,10 +235,7 @@ class ImageTest : public ::testing::Test {
     std::map<std::string, TarEntry> merged;
     for (const LayerContents& layer : built_->layers) {
       for (const TarEntry& e : layer.entries) {
-        std::string name = e.name;
-        while (name.rfind("./", 0) == 0) name.erase(0, 2);
-        while (!name.empty() && name.back() == '/') name.pop_back();
-        merged[name] = e;
+        merged[NormalizeTarName(e.name)] = e;
       }
     }
     return merged;

@@ -29,14 +29,6 @@ bool IsHexDigest(const std::string& s) {
   return true;
 }
 
-// "./blobs/" -> "blobs"; "./" -> "".
-std::string Normalize(std::string name) {
-  while (name.rfind("./", 0) == 0) name.erase(0, 2);
-  while (!name.empty() && name.back() == '/') name.pop_back();
-  if (name == ".") name.clear();
-  return name;
-}
-
 Status ParseJson(const std::string& text, const std::string& where, json* value) {
   *value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value->is_discarded()) return Invalid(where, "not valid JSON");
@@ -187,7 +179,7 @@ Status OciArchive::ReadMembers(std::map<std::string, std::string>* small_files) 
     bool end = false;
     GAPTRAIN_RETURN_IF_ERROR(tar.Next(&entry, &end));
     if (end) return Status::OK();
-    const std::string name = Normalize(entry.name);
+    const std::string name = NormalizeTarName(entry.name);
     if (entry.type == TarEntry::kDirectory && (name == "blobs" || name == "blobs/sha256")) {
       continue;
     }
@@ -293,7 +285,7 @@ Status OciArchive::CheckLayer(size_t i, LayerContents* contents) const {
     bool end = false;
     GAPTRAIN_RETURN_IF_ERROR(tar.Next(&entry, &end));
     if (end) break;
-    const std::string name = Normalize(entry.name);
+    const std::string name = NormalizeTarName(entry.name);
     const std::string at = where + " entry '" + entry.name + "'";
     if (!name.empty() && name[0] == '/') return Invalid(at, "an absolute path");
     if (("/" + name + "/").find("/../") != std::string::npos) {
@@ -304,7 +296,7 @@ Status OciArchive::CheckLayer(size_t i, LayerContents* contents) const {
     if (entry.type == TarEntry::kCharDevice || entry.type == TarEntry::kBlockDevice) {
       return Invalid(at, "a device node");
     }
-    if (entry.type == TarEntry::kHardLink && seen.count(Normalize(entry.link_name)) == 0) {
+    if (entry.type == TarEntry::kHardLink && seen.count(NormalizeTarName(entry.link_name)) == 0) {
       return Invalid(at, "a hard link to '" + entry.link_name + "', no earlier entry");
     }
     if (!seen.insert(name).second) return Invalid(at, "a second entry of that name");

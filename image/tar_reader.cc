@@ -243,4 +243,11 @@ Status TarReader::ReadData(const std::function<void(const char* data, size_t siz
   return Status::OK();
 }
 
+std::string NormalizeTarName(std::string name) {
+  while (name.rfind("./", 0) == 0) name.erase(0, 2);
+  while (!name.empty() && name.back() == '/') name.pop_back();
+  if (name == ".") name.clear();
+  return name;
+}
+
 }  // namespace gaptrain

@@ -47,6 +47,10 @@ struct TarEntry {
   uint64_t offset = 0;    // of the entry's data in the source
 };
 
+// A member's name as a path relative to the archive's root, the same
+// however the writer spelled it: "./blobs/" -> "blobs", "./" -> "".
+std::string NormalizeTarName(std::string name);
+
 class TarReader {
  public:
   explicit TarReader(ByteSource* source) : source_(source) {}

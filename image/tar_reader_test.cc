@@ -155,5 +155,14 @@ TEST(TarReaderTest, BytesThatAreNoTarAreDataLoss) {
   EXPECT_NE(s.message().find("wrong checksum"), std::string::npos) << s.ToString();
 }
 
+TEST(NormalizeTarNameTest, SpellingsOfOnePathAgree) {
+  EXPECT_EQ(NormalizeTarName("./blobs/sha256/"), "blobs/sha256");
+  EXPECT_EQ(NormalizeTarName("blobs/sha256"), "blobs/sha256");
+  EXPECT_EQ(NormalizeTarName("././usr/bin/env"), "usr/bin/env");
+  EXPECT_EQ(NormalizeTarName("./"), "");
+  EXPECT_EQ(NormalizeTarName("."), "");
+  EXPECT_EQ(NormalizeTarName("a/./b"), "a/./b");  // only the front and back
+}
+
 }  // namespace
 }  // namespace gaptrain
