@@ -119,7 +119,15 @@ fi
 
 mkdir -p "$cache/debs"
 work=$(mktemp -d "${TMPDIR:-/tmp}/gaptrain-image.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# An interrupted mmdebstrap leaves /proc, /sys and /dev mounted in the root:
+# unmount them (deepest first) before removing, and never cross a mount.
+cleanup() {
+  awk -v w="$work/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r |
+    xargs -r -n1 umount -l 2>/dev/null || true
+  rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 start=$SECONDS
 "$image_dir/runtime-packages.sh" "${binaries[@]}" > "$work/packages.txt"
