@@ -68,8 +68,8 @@ struct RunResult {
 
 // Runs `args` (args[0] an absolute path) with `env` added, up to `timeout`.
 RunResult RunCommand(const std::vector<std::string>& args, const std::string& log,
-              const std::vector<std::pair<std::string, std::string>>& env,
-              std::chrono::seconds timeout) {
+                     const std::vector<std::pair<std::string, std::string>>& env,
+                     std::chrono::seconds timeout) {
   RunResult result;
   std::remove(log.c_str());
   Process::Spec spec;
@@ -216,7 +216,8 @@ class ImageTest : public ::testing::Test {
         "/usr/bin/env", "-i", "--chdir=/var/lib/gaptrain", ImagePath(), "HOME=/var/lib/gaptrain",
         "LD_BIND_NOW=1"};
     args.insert(args.end(), command.begin(), command.end());
-    return RunCommand(args, built_->dir + "/" + log, {{"PATH", kHostPath}}, std::chrono::seconds(120));
+    return RunCommand(args, built_->dir + "/" + log, {{"PATH", kHostPath}},
+                      std::chrono::seconds(120));
   }
 
   static std::string ImagePath() {
