@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package gaptrain needs to build, test and run.
+# Installs every Debian package gaptrain needs to build, test and run
+# (and, with --image, to build its container image: docs/image.md).
 # Idempotent: a no-op when all are present. Without root (and without sudo)
 # it names what is missing and the command that installs it.
 set -euo pipefail
@@ -21,6 +22,12 @@ PACKAGES=(
   # test certificates
   prometheus openssl
 )
+
+# The container image (scripts/build-image.sh, //image:image_test):
+# with --image.
+if [[ "${1:-}" == --image ]]; then
+  PACKAGES+=(mmdebstrap umoci jq)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
