@@ -65,7 +65,7 @@ std::string OperatorUsage() {
          "  --namespace NS           watch only this namespace [every namespace]\n"
          "Jobs:\n"
          "  --image IMAGE            image of pods whose template names none\n"
-         "                           [gaptrain:latest]\n"
+         "                           [ghcr.io/gaptrain/gaptrain:0.1.0]\n"
          "  --spot-preset P          spot nodes of preemptible workers: gke, eks, aks,\n"
          "                           none, or JSON {\"tolerations\": [...],\n"
          "                           \"spotNodeSelector\": [...]} [none]\n"

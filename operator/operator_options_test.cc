@@ -33,7 +33,7 @@ TEST(OperatorOptionsTest, DefaultsAreControllerRuntimes) {
   const OperatorOptions o = Parse({}, {{"HOSTNAME", "gaptrain-operator-7d9f-abcde"}});
   EXPECT_EQ(o.kubeconfig, "");
   EXPECT_EQ(o.watch_namespace, "");  // every namespace
-  EXPECT_EQ(o.job.image, "gaptrain:latest");
+  EXPECT_EQ(o.job.image, "ghcr.io/gaptrain/gaptrain:0.1.0");
   EXPECT_EQ(o.job.spot.name, "none");
   EXPECT_EQ(o.job.progress_poll_interval, std::chrono::seconds(15));
   EXPECT_EQ(o.workers, 2);

@@ -77,7 +77,7 @@ TEST(DesiredChildrenTest, GoldenTrainerPod) {
                             "gaptrain.io/replica-index": "1"}},
     "spec": {
       "containers": [{
-        "name": "gaptrain", "image": "gaptrain:latest",
+        "name": "gaptrain", "image": "ghcr.io/gaptrain/gaptrain:0.1.0",
         "command": ["gaptrain-worker", "--job", "/etc/gaptrain/job.yaml", "--role", "trainer",
                     "--coordinator", "mnist-coordinator.team-a.svc:7071",
                     "--token-file", "/var/run/gaptrain/token", "--http-port", "9092",
@@ -302,7 +302,7 @@ TEST(DesiredChildrenTest, TemplateMergeKeepsTheUsersFields) {
     EXPECT_EQ(term["matchExpressions"][1]["key"], "kubernetes.azure.com/scalesetpriority");
   }
   // The master's template is its own: none here.
-  EXPECT_EQ(PodNamed(b, "mnist-master")["spec"]["containers"][0]["image"], "gaptrain:latest");
+  EXPECT_EQ(PodNamed(b, "mnist-master")["spec"]["containers"][0]["image"], "ghcr.io/gaptrain/gaptrain:0.1.0");
 }
 
 TEST(DesiredChildrenTest, ServicesVolumesSecretAndConfigMap) {

@@ -16,7 +16,7 @@ namespace trainingjob {
 
 struct OperatorConfig {
   // The image of a pod whose template names none (--image).
-  std::string image = "gaptrain:latest";
+  std::string image = "ghcr.io/gaptrain/gaptrain:0.1.0";  // scripts/build-image.sh
   // Spot tolerations and affinity (--spot-preset gke|eks|aks|none|JSON).
   SpotScheduling spot;
   // How often a running job's progress (the coordinator's /status, the
