@@ -91,6 +91,10 @@ Status Trainer::Setup() {
   sync_ = d.rule() == "sync";
   echo_ = d.needs_echo();
   echo_type_ = d.echo_type();
+  // Pulled over a bf16 wire, the copy holds bf16 values: sent as bf16 it
+  // loses nothing, and the master knows it is rounded (the Gap then does
+  // not count the rounding as a move).
+  if (echo_ && job_.training.wire_type == "bf16") echo_type_ = proto::BFLOAT16;
   if (echo_ && echo_type_ == proto::BFLOAT16) echo_bf16_.assign(p_, 0);
   dana_slim_ = d.rule() == "dana-slim";
   if (dana_slim_) {

@@ -283,6 +283,23 @@ TEST(TrainerTest, PullsAndPushesInTheJobsWireType) {
   EXPECT_EQ(pulled[1] * 2, pulled[0]);
 }
 
+// Over a bf16 wire the worker's copy is bf16 values: its echo goes as bf16
+// even when the master asked for fp32 (exact, half the bytes, and the
+// master then knows the copy was rounded in transit).
+TEST(TrainerTest, ABf16WireEchoesTheCopyAsBf16) {
+  Harness h;
+  h.master().SetRule("gap-aware", /*needs_echo=*/true, proto::FLOAT32);
+  h.job().training.wire_type = "bf16";
+  h.UseJobConnector(MasterRole::kTrainer);
+  ASSERT_TRUE(h.RunTrainer().ok());
+  const std::string echo = h.master().first_echo();
+  const std::vector<float>& theta = h.master().theta();
+  ASSERT_EQ(echo.size(), theta.size() * sizeof(bf16_t));
+  std::vector<bf16_t> expected(theta.size());
+  FloatsToBf16(theta.data(), theta.size(), expected.data());
+  EXPECT_EQ(std::memcmp(echo.data(), expected.data(), echo.size()), 0);
+}
+
 TEST(TrainerTest, DanaSlimPushesUWithTheWorkersMomentumAndWeightDecay) {
   Harness h;
   h.master().SetRule("dana-slim");
