@@ -137,7 +137,7 @@ bool JobRunner::Supervise() {
     if (!RestartTrainerAfterFailure(i)) return false;
     changed = true;
   }
-  if (changed) run_dir_->WriteEndpoints(&local_, getpid());
+  if (changed) run_dir_->WriteEndpoints(job_.name, &local_, getpid());
   return true;
 }
 
@@ -199,7 +199,7 @@ void JobRunner::ApplyChaos() {
       }
     }
   }
-  if (changed) run_dir_->WriteEndpoints(&local_, getpid());
+  if (changed) run_dir_->WriteEndpoints(job_.name, &local_, getpid());
 }
 
 void JobRunner::PrintProgress(bool force) {
@@ -248,7 +248,7 @@ bool JobRunner::WorkersGone() {
 int JobRunner::Run(RunSummary* summary) {
   start_ = std::chrono::steady_clock::now();
   Status s = local_.StartAll();
-  if (s.ok()) s = run_dir_->WriteEndpoints(&local_, getpid());
+  if (s.ok()) s = run_dir_->WriteEndpoints(job_.name, &local_, getpid());
   if (!s.ok()) {
     Say("gaptrain run: " + s.ToString());
     error_ = s.ToString();

@@ -110,17 +110,17 @@ Status LocalJob::StartAll() {
 std::vector<LocalJob::MetricsTarget> LocalJob::targets() {
   std::vector<MetricsTarget> targets;
   if (master_ && master_->Running()) {
-    targets.push_back({"master", "master", Loopback(master_ports_[1])});
+    targets.push_back({"master", "master", "master", Loopback(master_ports_[1])});
   }
   if (coordinator_ && coordinator_->Running()) {
-    targets.push_back({"coordinator", "coordinator", Loopback(coordinator_ports_[1])});
+    targets.push_back({"coordinator", "coordinator", "coordinator", Loopback(coordinator_ports_[1])});
   }
   if (evaluator_ && evaluator_->Running()) {
-    targets.push_back({"evaluator", "worker", Loopback(evaluator_ports_[0])});
+    targets.push_back({"evaluator", "worker", "evaluator", Loopback(evaluator_ports_[0])});
   }
   for (size_t i = 0; i < trainers_.size(); ++i) {
     if (trainers_[i] && trainers_[i]->Running()) {
-      targets.push_back({TrainerName(i), "worker", Loopback(trainer_ports_[i][0])});
+      targets.push_back({TrainerName(i), "worker", "trainer", Loopback(trainer_ports_[i][0])});
     }
   }
   return targets;

@@ -54,8 +54,9 @@ class LocalJob {
   // A /metrics endpoint: "master", "coordinator", "evaluator", "trainer-3".
   struct MetricsTarget {
     std::string service;
-    std::string role;  // master | coordinator | worker
-    std::string address;  // 127.0.0.1:PORT
+    std::string role;          // master | coordinator | worker
+    std::string replica_type;  // master | coordinator | evaluator | trainer
+    std::string address;       // 127.0.0.1:PORT
   };
 
   explicit LocalJob(Options options);

@@ -10,10 +10,10 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/run/prometheus_targets.h"
 #include "services/common/atomic_file.h"
 #include "services/common/os_error.h"
 
@@ -122,19 +122,15 @@ Status RunDir::StoreManifest(const std::string& yaml_text, std::string* stored_p
   return WriteText(*stored_path, yaml_text);
 }
 
-Status RunDir::WriteEndpoints(LocalJob* job, pid_t launcher) {
+Status RunDir::WriteEndpoints(const std::string& job_name, LocalJob* job, pid_t launcher) {
   nlohmann::json endpoints;
   endpoints["launcherPid"] = launcher;
   endpoints["master"] = job->master_address();
   endpoints["coordinator"] = job->coordinator_address();
   nlohmann::json metrics = nlohmann::json::object();
-  // Prometheus file_sd_configs: one group per role.
-  std::map<std::string, nlohmann::json> groups;
-  for (const LocalJob::MetricsTarget& t : job->targets()) {
+  const std::vector<LocalJob::MetricsTarget> targets = job->targets();
+  for (const LocalJob::MetricsTarget& t : targets) {
     metrics[t.service] = "http://" + t.address + "/metrics";
-    nlohmann::json& group = groups[t.role];
-    group["targets"].push_back(t.address);
-    group["labels"]["job"] = "gaptrain-" + t.role;
   }
   endpoints["metrics"] = metrics;
   nlohmann::json pids = nlohmann::json::object();
@@ -148,8 +144,7 @@ Status RunDir::WriteEndpoints(LocalJob* job, pid_t launcher) {
     add_pid(LocalJob::TrainerName(i), job->trainer(i));
   }
   endpoints["pids"] = pids;
-  nlohmann::json file_sd = nlohmann::json::array();
-  for (auto& [role, group] : groups) file_sd.push_back(group);
+  const nlohmann::json file_sd = PrometheusTargetGroups(job_name, targets);
   GAPTRAIN_RETURN_IF_ERROR(WriteText(path_ + "/prometheus-targets.json", file_sd.dump(2) + "\n"));
   return WriteText(path_ + "/endpoints.json", endpoints.dump(2) + "\n");
 }

@@ -42,7 +42,9 @@ class RunDir {
   // Copies the manifest to job.yaml; returns its path.
   Status StoreManifest(const std::string& yaml_text, std::string* stored_path);
 
-  Status WriteEndpoints(LocalJob* job, pid_t launcher);
+  // endpoints.json and prometheus-targets.json for the processes of `job`
+  // (the TrainingJob `job_name`) that run now.
+  Status WriteEndpoints(const std::string& job_name, LocalJob* job, pid_t launcher);
   Status WriteSummary(const std::string& json);
 
  private:

@@ -1,7 +1,6 @@
 #include "cli/simulator/report.h"
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "services/common/gnuplot.h"
 #include "services/common/os_error.h"
 
 namespace gaptrain {
@@ -244,22 +244,7 @@ Status PlotResults(const std::string& dir, const std::vector<RunResult>& results
   }
   gp.close();
 
-  std::string command = "gnuplot '" + script_path + "' 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return Status::Unavailable("cannot start gnuplot");
-  std::string output;
-  char buf[256];
-  while (fgets(buf, sizeof buf, pipe) != nullptr) output += buf;
-  int rc = pclose(pipe);
-  if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
-    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 127) {
-      return Status::FailedPrecondition(
-          "gnuplot not found: install it with 'apt-get install gnuplot-nox' "
-          "(scripts/bootstrap.sh does)");
-    }
-    return Status::Internal("gnuplot failed on " + script_path + ": " + output);
-  }
-  return Status::OK();
+  return RunGnuplot(script_path);
 }
 
 }  // namespace gaptrain

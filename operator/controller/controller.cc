@@ -46,13 +46,13 @@ Controller::Controller(const Options& options, ReconcileFunction reconcile)
 
 Controller::~Controller() { Stop(); }
 
-Status Controller::Watch(Informer* informer, KeyMapper mapper) {
+Status Controller::Watch(Informer* informer, KeyMapper mapper, UpdateFilter filter) {
   std::lock_guard<std::mutex> lock(mu_);
   if (started_ || stopping_) {
     return Status::FailedPrecondition("controller " + options_.name +
                                       ": Watch() must come before Start()");
   }
-  EventHandlers handlers = EnqueueHandlers(&queue_, std::move(mapper));
+  EventHandlers handlers = EnqueueHandlers(&queue_, std::move(mapper), std::move(filter));
   handlers.on_synced = [this] {
     std::lock_guard<std::mutex> lock(mu_);
     ++synced_;

@@ -110,12 +110,12 @@ class Controller {
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
-  // Reconciles mapper(object) whenever `informer` sees the object change,
-  // and makes Start() wait for its sync. Before Start() and before the
-  // informer starts (FAILED_PRECONDITION otherwise). Its handlers enqueue
-  // into this Controller: stop the informer before destroying the
-  // Controller.
-  Status Watch(Informer* informer, KeyMapper mapper);
+  // Reconciles mapper(object) whenever `informer` sees the object change
+  // (updates only where `filter`, if given, says so; enqueue.h), and makes
+  // Start() wait for its sync. Before Start() and before the informer
+  // starts (FAILED_PRECONDITION otherwise). Its handlers enqueue into this
+  // Controller: stop the informer before destroying the Controller.
+  Status Watch(Informer* informer, KeyMapper mapper, UpdateFilter filter = nullptr);
 
   Status Start();
   void Stop();

@@ -58,14 +58,15 @@ KeyMapper OwnerKey(OwnerMatch match) {
   };
 }
 
-EventHandlers EnqueueHandlers(WorkQueue* queue, KeyMapper mapper) {
+EventHandlers EnqueueHandlers(WorkQueue* queue, KeyMapper mapper, UpdateFilter filter) {
   auto enqueue = [queue, mapper](const nlohmann::json& object) {
     for (const std::string& key : mapper(object)) queue->Add(key);
   };
   EventHandlers handlers;
   handlers.on_add = enqueue;
-  handlers.on_update = [queue, mapper](const nlohmann::json& old_object,
-                                       const nlohmann::json& new_object) {
+  handlers.on_update = [queue, mapper, filter](const nlohmann::json& old_object,
+                                               const nlohmann::json& new_object) {
+    if (filter && !filter(old_object, new_object)) return;
     std::set<std::string> keys;
     for (std::string& key : mapper(old_object)) keys.insert(std::move(key));
     for (std::string& key : mapper(new_object)) keys.insert(std::move(key));

@@ -11,6 +11,10 @@
 //     both the old and new object on an update (an ownership change
 //     reconciles both owners), and of the deleted object (for a tombstone,
 //     its last known state).
+//   - An UpdateFilter, when given, drops the updates it returns false for
+//     (controller-runtime's predicates: a controller that writes its own
+//     object's status need not be woken by that write). Adds and deletes
+//     always enqueue.
 
 #ifndef GAPTRAIN_OPERATOR_CONTROLLER_ENQUEUE_H_
 #define GAPTRAIN_OPERATOR_CONTROLLER_ENQUEUE_H_
@@ -43,7 +47,11 @@ struct OwnerMatch {
 // with controller: true whose group and kind match, else from the label.
 KeyMapper OwnerKey(OwnerMatch match);
 
-EventHandlers EnqueueHandlers(WorkQueue* queue, KeyMapper mapper);
+// Whether an update from `old_object` to `new_object` should enqueue.
+using UpdateFilter =
+    std::function<bool(const nlohmann::json& old_object, const nlohmann::json& new_object)>;
+
+EventHandlers EnqueueHandlers(WorkQueue* queue, KeyMapper mapper, UpdateFilter filter = nullptr);
 
 }  // namespace controller
 }  // namespace gaptrain

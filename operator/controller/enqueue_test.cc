@@ -145,6 +145,25 @@ TEST(EnqueueHandlersTest, EnqueueTheKeysOfEveryChange) {
   EXPECT_EQ(drain(), Keys{"default/c"});
   h.on_add(Child(nullptr, ""));
   EXPECT_EQ(drain(), Keys{});
+
+  // A filter drops the updates it refuses, never adds or deletes.
+  const EventHandlers filtered = EnqueueHandlers(
+      &queue, OwnKey(), [](const nlohmann::json& old_object, const nlohmann::json& new_object) {
+        return old_object["spec"] != new_object["spec"];
+      });
+  nlohmann::json before = Child(nullptr, "");
+  before["spec"] = 1;
+  nlohmann::json status_only = before;
+  status_only["status"] = "written by the controller";
+  filtered.on_update(before, status_only);
+  EXPECT_EQ(drain(), Keys{});
+  nlohmann::json spec_changed = before;
+  spec_changed["spec"] = 2;
+  filtered.on_update(before, spec_changed);
+  EXPECT_EQ(drain(), Keys{"default/mnist-trainer-0"});
+  filtered.on_add(before);
+  filtered.on_delete(before, false);
+  EXPECT_EQ(drain(), Keys{"default/mnist-trainer-0"});
 }
 
 }  // namespace

@@ -155,13 +155,18 @@ Informer::Stats Informer::stats() const {
 }
 
 bool Informer::Prepare(nlohmann::json object, std::string* key, ObjectPtr* prepared) {
+  Status s;
   if (resource_.namespaced && object.is_object()) {
     auto metadata = object.find("metadata");
     if (metadata != object.end() && metadata->is_object() && !metadata->contains("namespace")) {
-      (*metadata)["namespace"] = ns_;
+      if (ns_ == kube::kAllNamespaces) {
+        s = Status::InvalidArgument("metadata.namespace: missing (watching every namespace)");
+      } else {
+        (*metadata)["namespace"] = ns_;
+      }
     }
   }
-  Status s = ObjectKey(object, key);
+  if (s.ok()) s = ObjectKey(object, key);
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     ++skipped_;

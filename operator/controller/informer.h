@@ -28,7 +28,9 @@
 //     stats().skipped.
 //   - Stop() is prompt (the list or watch in flight is cancelled) and
 //     idempotent; the destructor calls it. Thread-safe otherwise.
-//   - Watching needs a namespace: the Client has no all-namespaces calls.
+//   - `ns` kube::kAllNamespaces watches every namespace (one list and one
+//     watch of /api/v1/pods, as an operator installed cluster-wide does);
+//     objects then need their metadata.namespace (others are skipped).
 
 #ifndef GAPTRAIN_OPERATOR_CONTROLLER_INFORMER_H_
 #define GAPTRAIN_OPERATOR_CONTROLLER_INFORMER_H_
@@ -84,7 +86,8 @@ class Informer {
   };
 
   // `client` must outlive the Informer. `ns` "" is the client's default
-  // namespace (ignored for cluster-scoped resources).
+  // namespace, kube::kAllNamespaces every namespace (ignored for
+  // cluster-scoped resources).
   Informer(kube::Client* client, const kube::Resource& resource, std::string ns, Options options);
   ~Informer();
 
@@ -115,7 +118,8 @@ class Informer {
   std::vector<std::string> ListKeys() const;
 
   const kube::Resource& resource() const { return resource_; }
-  // The namespace watched ("" for cluster-scoped resources).
+  // The namespace watched ("" for cluster-scoped resources,
+  // kube::kAllNamespaces for every namespace).
   const std::string& watched_namespace() const { return ns_; }
   Stats stats() const;
 

@@ -257,6 +257,34 @@ TEST_F(InformerTest, SendsTheSelectorAndWatchesTheGivenNamespace) {
   }
 }
 
+// An operator installed cluster-wide: one list and one watch across every
+// namespace, a cache keyed and indexed by each object's own namespace.
+TEST_F(InformerTest, WatchesEveryNamespaceAtOnce) {
+  nlohmann::json in_x = Pod("a", "1", "j");
+  in_x["metadata"]["namespace"] = "x";
+  nlohmann::json in_y = Pod("a", "2", "j");
+  in_y["metadata"]["namespace"] = "y";
+  nlohmann::json nowhere = Pod("b", "3", "j");
+  nowhere["metadata"].erase("namespace");
+  server_->Push(PodList({in_x, in_y, nowhere}, "5"));
+  nlohmann::json added = Pod("c", "6", "j");
+  added["metadata"]["namespace"] = "z";
+  server_->Push(WatchReply({Event("ADDED", added)}, /*end=*/false));
+  informer_ = std::make_unique<Informer>(client_.get(), kube::kPods, kube::kAllNamespaces,
+                                         options_);
+  EXPECT_EQ(informer_->watched_namespace(), kube::kAllNamespaces);
+  ASSERT_TRUE(informer_->AddEventHandlers(recorder_.Handlers()).ok());
+  ASSERT_TRUE(informer_->Start().ok());
+  ASSERT_TRUE(recorder_.WaitForCalls(4));
+  EXPECT_EQ(informer_->ListKeys(), (std::vector<std::string>{"x/a", "y/a", "z/c"}));
+  EXPECT_EQ(Names(informer_->ListByLabel("y", kJobLabel, "j")), std::vector<std::string>{"a"});
+  EXPECT_EQ(informer_->ListByLabel("", kJobLabel, "j").size(), 3u);
+  EXPECT_EQ(informer_->stats().skipped, 1u);
+  EXPECT_NE(informer_->stats().last_skipped.message().find("metadata.namespace"),
+            std::string::npos);
+  for (const kube::ReceivedRequest& r : server_->requests()) EXPECT_EQ(r.path, "/api/v1/pods");
+}
+
 TEST_F(InformerTest, HandlersComeBeforeStartAndStartComesOnce) {
   server_->Push(PodList({}, "1"));
   server_->Push(WatchReply({}, /*end=*/false));

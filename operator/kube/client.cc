@@ -127,16 +127,22 @@ Status Client::New(const ClusterConfig& config, const ClientOptions& options,
 
 Status Client::Prepare(Call call, const Resource& resource, const std::string& ns,
                        const std::string& name, std::string* what, std::string* ns_used) const {
+  const bool all_namespaces = resource.namespaced && ns == kAllNamespaces;
   *ns_used = resource.namespaced ? (ns.empty() ? default_namespace_ : ns) : "";
   *what = std::string(CallName(call)) + " " + resource.RbacName();
-  if (!ns_used->empty() || !name.empty()) {
+  if (all_namespaces) {
+    *what += " in all namespaces" + (name.empty() ? "" : " (" + name + ")");
+  } else if (!ns_used->empty() || !name.empty()) {
     *what += " " + *ns_used + (ns_used->empty() || name.empty() ? "" : "/") + name;
   }
   if (!AllowedOn(resource, call)) {
     return Status::InvalidArgument(*what + ": the client does not " + CallName(call) +
                                    " the subresource " + std::string(resource.subresource));
   }
-  if (resource.namespaced && !ValidPathSegment(*ns_used)) {
+  if (all_namespaces && call != Call::kList && call != Call::kWatch) {
+    return Status::InvalidArgument(*what + ": only list and watch span all namespaces");
+  }
+  if (resource.namespaced && !all_namespaces && !ValidPathSegment(*ns_used)) {
     return Status::InvalidArgument(*what + ": namespace '" + *ns_used + "' is not a valid name");
   }
   const bool needs_name = call != Call::kList && call != Call::kWatch && call != Call::kCreate;

@@ -7,7 +7,9 @@
 //   - Thread-safe; calls are synchronous and each ends by
 //     ClientOptions::request_timeout (watches: see WatchStream).
 //   - `ns` "" means the config's default namespace; it is ignored for
-//     cluster-scoped resources. Names and namespaces with characters that
+//     cluster-scoped resources. List and Watch take kAllNamespaces
+//     (resource.h) for every namespace at once (an operator installed
+//     cluster-wide); the other calls refuse it (INVALID_ARGUMENT). Names and namespaces with characters that
 //     cannot be in a Kubernetes name ('/', '?', '%', spaces, ...) are refused
 //     with INVALID_ARGUMENT before anything is sent.
 //   - Errors are described in api_error.h: the message names the call, the

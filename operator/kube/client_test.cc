@@ -363,6 +363,53 @@ TEST_F(ClientTest, ClusterScopedResourcesHaveNoNamespace) {
   EXPECT_EQ(crd["spec"]["names"]["kind"], "TrainingJob");
 }
 
+// An operator installed cluster-wide lists and watches every namespace at
+// once: /api/v1/pods, as `kubectl get pods -A` asks.
+TEST_F(ClientTest, ListAndWatchSpanAllNamespaces) {
+  server_->Push(ListReply("PodList", "v1",
+                          {{{"metadata", {{"name", "a"}, {"namespace", "x"}}}},
+                           {{"metadata", {{"name", "b"}, {"namespace", "y"}}}}},
+                          "7"));
+  ListOptions list_options;
+  list_options.label_selector = "gaptrain.io/job-name";
+  ObjectList list;
+  Status s = client_->List(kPods, kAllNamespaces, list_options, &list);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Last().path, "/api/v1/pods");
+  EXPECT_EQ(Last().query.at("labelSelector"), "gaptrain.io/job-name");
+  ASSERT_EQ(list.items.size(), 2u);
+  EXPECT_EQ(list.items[1]["metadata"]["namespace"], "y");
+
+  const nlohmann::json added = {
+      {"type", "ADDED"},
+      {"object",
+       {{"apiVersion", "gaptrain.io/v1alpha1"},
+        {"kind", "TrainingJob"},
+        {"metadata", {{"name", "j"}, {"namespace", "z"}, {"resourceVersion", "8"}}}}}};
+  server_->Push(WatchReply({added.dump()}, /*end=*/true));
+  WatchOptions watch_options;
+  watch_options.resource_version = "7";
+  std::unique_ptr<WatchStream> stream;
+  s = client_->Watch(kTrainingJobs, kAllNamespaces, watch_options, &stream);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Last().path, "/apis/gaptrain.io/v1alpha1/trainingjobs");
+  WatchEvent event;
+  ASSERT_TRUE(stream->Next(&event));
+  EXPECT_EQ(event.object["metadata"]["namespace"], "z");
+}
+
+TEST_F(ClientTest, OnlyListAndWatchSpanAllNamespaces) {
+  const size_t sent = server_->requests().size();
+  Status s = client_->Get(kPods, kAllNamespaces, "a", nullptr);
+  EXPECT_EQ(s.message(), "get pods in all namespaces (a): only list and watch span all namespaces");
+  EXPECT_TRUE(IsInvalid(client_->Create(kPods, kAllNamespaces, {{"metadata", {{"name", "a"}}}},
+                                        nullptr)));
+  EXPECT_TRUE(IsInvalid(client_->Delete(kPods, kAllNamespaces, "a", {})));
+  EXPECT_TRUE(IsInvalid(client_->Apply(kPods, kAllNamespaces, {{"metadata", {{"name", "a"}}}},
+                                       nullptr)));
+  EXPECT_EQ(server_->requests().size(), sent);
+}
+
 TEST_F(ClientTest, BadArgumentsAreRefusedBeforeSending) {
   EXPECT_TRUE(IsInvalid(client_->Get(kPods, "default", "a/b", nullptr)));
   EXPECT_TRUE(IsInvalid(client_->Get(kPods, "default", "", nullptr)));

@@ -77,7 +77,7 @@ class Reflector {
   };
 
   // `client` and `handler` must outlive the Reflector. `ns` "" is the
-  // client's default namespace.
+  // client's default namespace, kAllNamespaces every namespace.
   Reflector(Client* client, const Resource& resource, std::string ns, const Options& options,
             ReflectorHandler* handler);
 

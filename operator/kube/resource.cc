@@ -20,7 +20,7 @@ std::string Resource::RbacName() const {
 std::string Resource::CollectionPath(const std::string& ns) const {
   std::string path = group.empty() ? "/api/" + std::string(version)
                                    : "/apis/" + std::string(group) + "/" + std::string(version);
-  if (namespaced) path += "/namespaces/" + ns;
+  if (namespaced && ns != kAllNamespaces) path += "/namespaces/" + ns;
   return path + "/" + std::string(plural);
 }
 

@@ -9,7 +9,9 @@
 //   - Paths are built exactly as kube-apiserver serves them:
 //     /api/v1/namespaces/NS/pods/NAME for the core group,
 //     /apis/GROUP/VERSION/namespaces/NS/PLURAL/NAME/SUBRESOURCE otherwise;
-//     cluster-scoped resources have no namespaces/NS segment.
+//     cluster-scoped resources have no namespaces/NS segment, and neither
+//     has a namespaced collection across every namespace (kAllNamespaces:
+//     /api/v1/pods), which only list and watch use.
 //   - ClientPermissions() is the single list of (group, resource[/sub],
 //     verb) the Client can issue; the operator's ClusterRole is checked
 //     against it. Permission(resource, call) is the RBAC permission one call
@@ -25,6 +27,11 @@
 
 namespace gaptrain {
 namespace kube {
+
+// The namespace argument that means every namespace, for list and watch of
+// a namespaced resource (client-go's metav1.NamespaceAll). It is not a
+// valid namespace name, so it cannot be mistaken for one.
+inline constexpr char kAllNamespaces[] = "*";
 
 struct Resource {
   std::string_view group;    // "" for the core group
@@ -42,7 +49,8 @@ struct Resource {
   std::string ApiVersion() const;
   // The name RBAC uses: "pods" or "trainingjobs/status".
   std::string RbacName() const;
-  // "/api/v1/namespaces/default/pods" (ns ignored when cluster-scoped).
+  // "/api/v1/namespaces/default/pods" (ns ignored when cluster-scoped;
+  // "/api/v1/pods" for kAllNamespaces).
   std::string CollectionPath(const std::string& ns) const;
   // CollectionPath + "/NAME" (+ "/SUBRESOURCE").
   std::string ObjectPath(const std::string& ns, const std::string& name) const;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "operator/trainingjob/job_conditions.h"
 #include "operator/trainingjob/object_fields.h"
 #include "services/common/metrics_text.h"
 
@@ -40,6 +41,14 @@ Status ParseCoordinatorStatus(const std::string& body, CoordinatorStatus* out) {
   s.samples_in_epoch = count({"samples", "inEpoch"});
   s.master_version = count({"masterVersion"});
   s.live_trainers = count({"workers", "liveTrainers"});
+  s.evaluation_version = count({"evaluation", "version"});
+  if (s.finished()) {
+    for (const nlohmann::json& c : ArrayAt(j, {"conditions"})) {
+      if (StringAt(c, {"type"}) == s.phase && StringAt(c, {"status"}) == "True") {
+        s.finished_at = ParseTime(StringAt(c, {"lastTransitionTime"}));
+      }
+    }
+  }
   const std::optional<double> accuracy = NumberAt(j, {"evaluation", "accuracy"});
   if (accuracy && std::isfinite(*accuracy)) {
     s.test_accuracy = *accuracy;

@@ -42,6 +42,10 @@ struct CoordinatorStatus {
   uint64_t live_trainers = 0;
   std::optional<double> test_accuracy;  // the evaluator's latest
   std::optional<double> test_loss;
+  uint64_t evaluation_version = 0;  // the master version that evaluation scored
+  // When the phase became Succeeded or Failed (the lastTransitionTime of
+  // that condition), when the coordinator says.
+  std::optional<std::chrono::system_clock::time_point> finished_at;
 
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
   // Epochs done, fractional.

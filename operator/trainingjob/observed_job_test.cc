@@ -38,6 +38,18 @@ TEST(ObservedJobTest, ParsesTheCoordinatorStatus) {
   EXPECT_EQ(s.test_loss, 0.1);
   EXPECT_FALSE(s.finished());
 
+  EXPECT_EQ(s.evaluation_version, 4000u);
+  EXPECT_FALSE(s.finished_at.has_value());  // still running
+
+  json finished = json::parse(kCoordinatorStatus);
+  finished["phase"] = "Succeeded";
+  finished["conditions"] = {
+      {{"type", "Running"}, {"status", "False"}, {"lastTransitionTime", "2026-11-23T06:10:00Z"}},
+      {{"type", "Succeeded"}, {"status", "True"}, {"lastTransitionTime", "2026-11-23T06:20:00Z"}}};
+  ASSERT_TRUE(ParseCoordinatorStatus(finished.dump(), &s).ok());
+  ASSERT_TRUE(s.finished_at.has_value());
+  EXPECT_EQ(std::chrono::system_clock::to_time_t(*s.finished_at), 1795414800);
+
   json no_eval = json::parse(kCoordinatorStatus);
   no_eval["evaluation"] = {{"accuracy", nullptr}, {"loss", nullptr}, {"version", 0}};
   no_eval["phase"] = "Succeeded";

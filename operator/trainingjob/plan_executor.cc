@@ -40,6 +40,7 @@ class Executor {
       ++report_->writes;
       resource_version_ = StringAt(updated, {"metadata", "resourceVersion"}, resource_version_);
       ledger_written_ = true;
+      report_->ledger_written = true;
     }
 
     for (const ChildDelete& d : plan.deletes) {
@@ -76,6 +77,7 @@ class Executor {
                                   s.message()));
       } else {
         ++report_->writes;
+        report_->status_written = true;
       }
     }
 

@@ -40,6 +40,11 @@ struct ExecutionReport {
   int writes = 0;                         // requests that changed something
   int events = 0;                         // Events recorded
   std::vector<std::string> event_errors;  // Events that could not be recorded
+  // Whether the plan's ledger and status were written (false when the plan
+  // had none): what the counts and the phase change the plan carries took
+  // effect, for the operator's metrics.
+  bool ledger_written = false;
+  bool status_written = false;
 };
 
 // `job` is the object the plan was computed from (its name, namespace,

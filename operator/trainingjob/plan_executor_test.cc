@@ -136,6 +136,8 @@ TEST_F(PlanExecutorTest, SendsEveryStepInOrder) {
                          events, std::string("DELETE ") + kJobPath}));
   EXPECT_EQ(report.writes, 6);
   EXPECT_EQ(report.events, 4);
+  EXPECT_TRUE(report.ledger_written);
+  EXPECT_TRUE(report.status_written);
   const std::vector<ReceivedRequest> r = server_->requests();
 
   // The ledger: a merge patch of the annotation, with the resourceVersion.
@@ -181,12 +183,15 @@ TEST_F(PlanExecutorTest, ALedgerConflictStopsEverything) {
     }
     return std::nullopt;
   });
-  const Status s = ExecutePlan(client_.get(), Job(), FullPlan(), "op");
+  ExecutionReport report;
+  const Status s = ExecutePlan(client_.get(), Job(), FullPlan(), "op", &report);
   EXPECT_TRUE(kube::IsConflict(s)) << s.ToString();
   EXPECT_NE(s.message().find("write the pod ledger of trainingjob default/mnist"),
             std::string::npos)
       << s.message();
   EXPECT_EQ(server_->requests().size(), 1u);
+  EXPECT_FALSE(report.ledger_written);
+  EXPECT_FALSE(report.status_written);
 }
 
 TEST_F(PlanExecutorTest, AStatusConflictMeansReconcileAgain) {
@@ -196,9 +201,12 @@ TEST_F(PlanExecutorTest, AStatusConflictMeansReconcileAgain) {
     }
     return std::nullopt;
   });
-  const Status s = ExecutePlan(client_.get(), Job(), FullPlan(), "op");
+  ExecutionReport report;
+  const Status s = ExecutePlan(client_.get(), Job(), FullPlan(), "op", &report);
   EXPECT_TRUE(kube::IsConflict(s)) << s.ToString();
   EXPECT_NE(s.message().find("write the status of trainingjob default/mnist"), std::string::npos);
+  EXPECT_TRUE(report.ledger_written);
+  EXPECT_FALSE(report.status_written);
   // The children were written; the events of what happened are recorded,
   // the phase change's is not.
   EXPECT_EQ(EventReasons(), (std::vector<std::string>{"WorkerPreempted", "SuccessfulDeletePod",

@@ -60,6 +60,9 @@ RunPolicySpec LenientRunPolicy(const json& job) {
   return policy;
 }
 
+// How long a finished job waits for the evaluator's final evaluation.
+constexpr std::chrono::seconds kFinalEvaluationWait{300};
+
 std::chrono::seconds CeilSeconds(Clock::duration d) {
   return std::max(std::chrono::seconds(1), std::chrono::ceil<std::chrono::seconds>(d));
 }
@@ -273,7 +276,40 @@ class Reconciler {
     return replace;
   }
 
+  // The coordinator has finished the job, but the evaluator is still
+  // scoring the final model (it does once more before it leaves): until
+  // when to wait for that, or nullopt to end the job now. Ending it at once
+  // would report an older evaluation as the job's accuracy, and
+  // cleanPodPolicy would stop the evaluator and the coordinator mid-way.
+  std::optional<Clock::time_point> FinalEvaluationDue() const {
+    if (!o_.coordinator || !o_.coordinator->finished() || !o_.coordinator->finished_at) {
+      return std::nullopt;
+    }
+    const CoordinatorStatus& c = *o_.coordinator;
+    if (c.evaluation_version >= c.master_version) return std::nullopt;  // it is final
+    const ObservedPod* evaluator = PodNamed(ReplicaName(name_, ReplicaType::kEvaluator));
+    if (evaluator == nullptr || !evaluator->state.running() ||
+        evaluator->state.loss != PodLoss::kNone) {
+      return std::nullopt;  // no evaluator left to wait for
+    }
+    const Clock::time_point due = *c.finished_at + kFinalEvaluationWait;
+    if (o_.now >= due) return std::nullopt;
+    return due;
+  }
+
+  // Changes nothing but the progress, and looks again soon (the evaluator's
+  // exit also wakes the operator).
+  void AwaitFinalEvaluation(Clock::time_point due) {
+    phase_ = StringAt(old_status_, {"phase"});
+    start_time_ = StringAt(old_status_, {"startTime"});
+    plan_.requeue_after = std::min(config_.progress_poll_interval, CeilSeconds(due - o_.now));
+  }
+
   void Active() {
+    if (const std::optional<Clock::time_point> due = FinalEvaluationDue()) {
+      AwaitFinalEvaluation(*due);
+      return;
+    }
     const TrainingJob& spec = o_.spec;
     std::map<std::string, ReplicaType> desired_types;
     for (const json& pod : desired_.pods) {

@@ -26,9 +26,13 @@
 //     permanent failures), when the coordinator reports Failed, and at
 //     once when its spec does not parse (FailedValidation, with the
 //     parser's message). It succeeds when the coordinator reports
-//     Succeeded. Finished jobs stay finished; their pods are deleted as
-//     cleanPodPolicy says, and the job itself ttlSecondsAfterFinished
-//     after completionTime.
+//     Succeeded. The coordinator's verdict takes effect once the
+//     evaluator has scored the final model (its evaluation caught up with
+//     the master's version), the evaluator has stopped, or five minutes
+//     after the coordinator finished; until then only the progress
+//     changes, so the job's accuracy is the final model's. Finished jobs
+//     stay finished; their pods are deleted as cleanPodPolicy says, and the
+//     job itself ttlSecondsAfterFinished after completionTime.
 //   - Scaling deletes the trainers with the highest indices (gracefully)
 //     and creates the missing ones; suspend deletes every pod and keeps the
 //     volumes, resume starts again (startTime restarts with it, so

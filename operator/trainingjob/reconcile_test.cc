@@ -772,6 +772,58 @@ TEST(ReconcileTest, CompletionWithEachCleanPodPolicy) {
   }
 }
 
+// The coordinator finishes before the evaluator has scored the final
+// model; the job ends with that score, not an older one.
+TEST(ReconcileTest, CompletionWaitsForTheFinalEvaluation) {
+  Cluster c = RunningCluster();
+  for (const char* trainer : {"mnist-trainer-0", "mnist-trainer-1"}) {
+    c.SetPodStatus(trainer, json::parse(R"j({"phase": "Succeeded"})j"));
+  }
+  CoordinatorStatus done = CoordinatorIn("Succeeded");
+  done.master_version = 1875;
+  done.evaluation_version = 1500;
+  done.test_accuracy = 0.95;
+  done.finished_at = c.now;
+  c.coordinator = done;
+  c.now += seconds(1);
+  ReconcilePlan plan = c.Plan();
+  EXPECT_TRUE(plan.deletes.empty());
+  EXPECT_TRUE(plan.applies.empty());
+  EXPECT_FALSE(plan.ledger.has_value()) << "trainers that exited 0 after the end completed";
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Running");
+  EXPECT_EQ((*plan.status)["progress"]["testAccuracy"], 0.95);
+  EXPECT_EQ(plan.requeue_after, seconds(15));  // the progress poll
+  c.Carry(plan);
+
+  // The final evaluation arrives: the job ends with it.
+  done.evaluation_version = 1875;
+  done.test_accuracy = 0.985;
+  c.coordinator = done;
+  plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Succeeded");
+  EXPECT_EQ((*plan.status)["progress"]["testAccuracy"], 0.985);
+  EXPECT_EQ(plan.deletes.size(), 3u);  // cleanPodPolicy Running: master, coordinator, evaluator
+
+  // Or the evaluator stops without it; or it takes longer than 5 minutes.
+  done.evaluation_version = 1500;
+  Cluster stopped = RunningCluster();
+  stopped.SetPodStatus("mnist-evaluator", json::parse(R"j({"phase": "Succeeded"})j"));
+  done.finished_at = stopped.now;
+  stopped.coordinator = done;
+  EXPECT_EQ((*stopped.Plan().status)["phase"], "Succeeded");
+  Cluster slow = RunningCluster();
+  done.finished_at = slow.now - seconds(301);
+  slow.coordinator = done;
+  EXPECT_EQ((*slow.Plan().status)["phase"], "Succeeded");
+  done.finished_at = slow.now - seconds(299);
+  slow.coordinator = done;
+  plan = slow.Plan();
+  EXPECT_EQ(plan.requeue_after, seconds(1));
+  EXPECT_FALSE(plan.status.has_value() && (*plan.status)["phase"] == "Succeeded");
+}
+
 TEST(ReconcileTest, TtlSecondsAfterFinishedDeletesTheJob) {
   json job = BaseJob();
   job["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 100}};

@@ -3,9 +3,10 @@
 // send whatever bytes they like (well-formed requests or garbage) and parse
 // responses with Beast's parser, so a test can check a server byte for
 // byte, over keep-alive connections, without trusting the server's own
-// code. Every read has a deadline: a silent server yields
-// DEADLINE_EXCEEDED, never a hung test. Hosts are IPv4 literals or
-// "localhost".
+// code. Connecting and every read have a deadline: an address that never
+// answers or a silent server yields DEADLINE_EXCEEDED, never a hung test
+// (or a hung operator polling a pod on a vanished node). Hosts are IPv4
+// literals or "localhost".
 
 #ifndef GAPTRAIN_SERVICES_COMMON_HTTP_CLIENT_H_
 #define GAPTRAIN_SERVICES_COMMON_HTTP_CLIENT_H_
@@ -30,7 +31,9 @@ struct HttpClientResponse {
 
 class HttpConnection {
  public:
-  // Connects to host:port. `timeout_seconds` bounds each later Read* call.
+  // Connects to host:port within `timeout_seconds` (DEADLINE_EXCEEDED
+  // after it, UNAVAILABLE when refused). `timeout_seconds` also bounds each
+  // later Read* call.
   static Status Connect(const std::string& host, uint16_t port,
                         double timeout_seconds,
                         std::unique_ptr<HttpConnection>* connection);

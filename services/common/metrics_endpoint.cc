@@ -9,9 +9,12 @@ namespace gaptrain {
 const char kPrometheusTextContentType[] = "text/plain; version=0.0.4";
 
 void ServeMetrics(HttpServer* server,
-                  std::shared_ptr<prometheus::Registry> registry) {
+                  std::shared_ptr<prometheus::Registry> registry,
+                  std::function<void()> before_collect) {
   server->Handle(
-      "/metrics", [registry = std::move(registry)](const HttpRequest&) {
+      "/metrics", [registry = std::move(registry),
+                   before_collect = std::move(before_collect)](const HttpRequest&) {
+        if (before_collect) before_collect();
         HttpResponse r;
         r.content_type = kPrometheusTextContentType;
         r.body = prometheus::TextSerializer().Serialize(registry->Collect());

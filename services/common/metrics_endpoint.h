@@ -5,10 +5,12 @@
 // What callers may rely on:
 //   - GET /metrics answers 200 with the registry's current metrics in the
 //     Prometheus text format, content type "text/plain; version=0.0.4",
-//     collected at request time (no caching).
+//     collected at request time (no caching); `before_collect`, when set,
+//     runs first, so gauges that mirror state elsewhere (a queue's depth)
+//     are read when scraped.
 //   - GET /healthz answers 200 "ok" when `healthy()` returns true, 503
 //     "unhealthy" otherwise. A null `healthy` means always healthy.
-//   - Both callbacks run on the server's thread; they may be registered
+//   - The callbacks run on the server's thread; they may be registered
 //     before or after the server starts. The registry and `healthy` stay
 //     alive as long as the server holds them.
 
@@ -28,7 +30,8 @@ namespace gaptrain {
 extern const char kPrometheusTextContentType[];
 
 void ServeMetrics(HttpServer* server,
-                  std::shared_ptr<prometheus::Registry> registry);
+                  std::shared_ptr<prometheus::Registry> registry,
+                  std::function<void()> before_collect = nullptr);
 
 void ServeHealth(HttpServer* server, std::function<bool()> healthy);
 

@@ -123,6 +123,14 @@ TEST_F(MetricsEndpointTest, CollectsAtRequestTime) {
   EXPECT_EQ(SampleValue(Get("/metrics").body, "gaptrain_test_events_total"), 4);
 }
 
+TEST_F(MetricsEndpointTest, BeforeCollectRunsAtEveryScrape) {
+  auto& depth = prometheus::BuildGauge().Name("queue_depth").Help("h").Register(*registry_).Add({});
+  int scrapes = 0;
+  ServeMetrics(server_.get(), registry_, [&] { depth.Set(++scrapes * 10); });
+  EXPECT_EQ(SampleValue(Get("/metrics").body, "queue_depth"), 10);
+  EXPECT_EQ(SampleValue(Get("/metrics").body, "queue_depth"), 20);
+}
+
 TEST_F(MetricsEndpointTest, HealthFollowsTheCallback) {
   auto healthy = std::make_shared<std::atomic<bool>>(true);
   ServeHealth(server_.get(), [healthy] { return healthy->load(); });

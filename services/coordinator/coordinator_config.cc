@@ -29,6 +29,7 @@ Status CoordinatorConfigFromJob(const TrainingJob& job, uint64_t train_samples,
   c.max_updates = job.training.max_updates;
   c.target_accuracy = job.training.target_accuracy;
   c.min_trainers = job.workers.min_replicas == 0 ? job.workers.replicas : job.workers.min_replicas;
+  c.desired_trainers = job.workers.replicas;
   c.lease_seconds = job.coordinator.lease_seconds;
   c.idle_trainers_are_members = job.training.mode != "sync";
   c.active_deadline_seconds = static_cast<double>(job.run_policy.active_deadline_seconds);

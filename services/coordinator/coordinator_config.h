@@ -33,6 +33,9 @@ struct CoordinatorConfig {
   double target_accuracy = 0;
 
   uint32_t min_trainers = 1;   // Pending below this many live trainers
+  // spec.workers.replicas: only reported (gaptrain_coordinator_desired_trainers),
+  // the coordinator never starts trainers.
+  uint32_t desired_trainers = 1;
   double lease_seconds = 10;   // a worker silent this long is gone
 
   // Failed when no worker was live for this long, when the master was

@@ -35,6 +35,11 @@ CoordinatorMetrics::CoordinatorMetrics(std::shared_ptr<prometheus::Registry> reg
   prometheus::Registry& r = *registry_;
   live_workers_ = Gauge(r, "gaptrain_coordinator_live_workers",
                         "Workers holding a lease (trainers and the evaluator).");
+  live_trainers_ = Gauge(r, "gaptrain_coordinator_live_trainers", "Trainers holding a lease.");
+  desired_trainers_ = Gauge(r, "gaptrain_coordinator_desired_trainers",
+                            "The job's spec.workers.replicas.");
+  min_trainers_ = Gauge(r, "gaptrain_coordinator_min_trainers",
+                        "Live trainers the job needs to run (spec.workers.minReplicas).");
   joins_ = Counter(r, "gaptrain_coordinator_joins_total", "Registrations that issued a new id.");
   auto& leaves = prometheus::BuildCounter()
                      .Name("gaptrain_coordinator_leaves_total")
@@ -109,6 +114,9 @@ void CoordinatorMetrics::Observe(const CoordinatorState& state) {
   const TaskQueue& tasks = state.tasks();
   std::lock_guard<std::mutex> lock(mu_);
   live_workers_->Set(static_cast<double>(state.membership().live()));
+  live_trainers_->Set(static_cast<double>(state.membership().live_trainers()));
+  desired_trainers_->Set(state.config().desired_trainers);
+  min_trainers_->Set(state.config().min_trainers);
   Advance(joins_, c.joins, &seen_.joins);
   Advance(left_preempted_, c.left_preempted, &seen_.left_preempted);
   Advance(left_failed_, c.left_failed, &seen_.left_failed);

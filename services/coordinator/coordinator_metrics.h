@@ -1,5 +1,6 @@
 // CoordinatorMetrics: what the coordinator exports on /metrics
-// (docs/metrics.md, "Coordinator"): live workers; joins, leaves by reason
+// (docs/metrics.md, "Coordinator"): live workers and live trainers against
+// the job's desired and minimum trainers; joins, leaves by reason
 // and lease expiries; tasks by state, reassigned tasks and lost samples;
 // epoch and phase; training redone after master restores; rejected calls
 // by verb and code; state-file writes.
@@ -46,6 +47,9 @@ class CoordinatorMetrics {
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Gauge* live_workers_;
+  prometheus::Gauge* live_trainers_;
+  prometheus::Gauge* desired_trainers_;
+  prometheus::Gauge* min_trainers_;
   prometheus::Counter* joins_;
   prometheus::Counter* left_preempted_;
   prometheus::Counter* left_failed_;

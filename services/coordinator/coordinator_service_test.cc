@@ -29,6 +29,7 @@ CoordinatorConfig Config() {
   c.batch_size = 10;
   c.epochs = 2;
   c.min_trainers = 2;
+  c.desired_trainers = 3;
   c.lease_seconds = 10;
   return c;
 }
@@ -240,6 +241,10 @@ TEST(CoordinatorServiceTest, AWorkersLifeOverGrpc) {
 
   const std::string metrics = server.Metrics();
   EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_leaves_total{reason=\"preempted\"}"), 1);
+  // b left: one trainer of the 3 desired and the 2 needed.
+  EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_live_trainers"), 1);
+  EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_desired_trainers"), 3);
+  EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_min_trainers"), 2);
   EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_tasks{state=\"done\"}"), 1);
   EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_tasks{state=\"queued\"}"), 9);
   EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_phase{phase=\"Pending\"}"), 1);

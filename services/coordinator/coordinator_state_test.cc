@@ -689,6 +689,7 @@ TEST(CoordinatorStateTest, ConfigFromTheJobManifest) {
   // so 7 batches (896 samples) per task rather than 200.
   EXPECT_EQ(c.samples_per_task, 7u * 128);
   EXPECT_EQ(c.min_trainers, 8u);
+  EXPECT_EQ(c.desired_trainers, 8u);
   EXPECT_EQ(c.lease_seconds, 15);
   EXPECT_FALSE(c.evaluator_is_member);
   EXPECT_FALSE(c.idle_trainers_are_members);  // sync

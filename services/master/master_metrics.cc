@@ -91,7 +91,11 @@ MasterMetrics::MasterMetrics(std::shared_ptr<prometheus::Registry> registry,
   checkpoint_failures_ = Counter(r, "gaptrain_master_checkpoint_failures_total",
                                  "Checkpoint attempts that failed.");
   last_checkpoint_time_ = Gauge(r, "gaptrain_master_last_checkpoint_timestamp_seconds",
-                                "Unix time of the last checkpoint written.");
+                                "Unix time of the last checkpoint written (or resumed from).");
+  checkpoint_interval_ = Gauge(r, "gaptrain_master_checkpoint_interval_seconds",
+                               "The job's spec.master.checkpoint.intervalSeconds.");
+  start_time_ = Gauge(r, "gaptrain_master_start_time_seconds",
+                      "Unix time this master process started.");
   checkpoint_seconds_ = Histogram(r, "gaptrain_master_checkpoint_duration_seconds",
                                   "Time to write a checkpoint.",
                                   {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60});
@@ -188,6 +192,11 @@ void MasterMetrics::SetModel(uint64_t version, double learning_rate, size_t live
   version_->Set(static_cast<double>(version));
   learning_rate_->Set(learning_rate);
   live_workers_->Set(static_cast<double>(live_workers));
+}
+
+void MasterMetrics::SetStart(double unix_seconds, double checkpoint_interval_seconds) {
+  start_time_->Set(unix_seconds);
+  checkpoint_interval_->Set(checkpoint_interval_seconds);
 }
 
 void MasterMetrics::RecordCheckpoint(double unix_seconds, double seconds) {

@@ -51,6 +51,11 @@ class MasterMetrics {
   void AddReceivedBytes(uint64_t bytes) { received_bytes_->Increment(static_cast<double>(bytes)); }
   void AddSentBytes(uint64_t bytes) { sent_bytes_->Increment(static_cast<double>(bytes)); }
   void SetModel(uint64_t version, double learning_rate, size_t live_workers);
+  // When the master started and how often it checkpoints, so an alert can
+  // tell an overdue checkpoint from a master that has not run one interval.
+  void SetStart(double unix_seconds, double checkpoint_interval_seconds);
+  // The checkpoint a restarted master resumed from is its last one.
+  void RecordRestoredCheckpoint(double unix_seconds) { last_checkpoint_time_->Set(unix_seconds); }
   void RecordCheckpoint(double unix_seconds, double seconds);
   void RecordCheckpointFailure() { checkpoint_failures_->Increment(); }
   // Drops series of workers that left.
@@ -85,6 +90,8 @@ class MasterMetrics {
   prometheus::Counter* checkpoints_;
   prometheus::Counter* checkpoint_failures_;
   prometheus::Gauge* last_checkpoint_time_;
+  prometheus::Gauge* checkpoint_interval_;
+  prometheus::Gauge* start_time_;
   prometheus::Histogram* checkpoint_seconds_;
   prometheus::Gauge* first_update_seconds_;
   prometheus::Gauge* job_pushes_;

@@ -154,6 +154,10 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
 
   p->metrics_ = std::make_shared<MasterMetrics>(std::make_shared<prometheus::Registry>(),
                                                 engine->store().layout());
+  p->metrics_->SetStart(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      job.master.checkpoint.interval_seconds);
+  if (r.ok()) p->metrics_->RecordRestoredCheckpoint(static_cast<double>(meta.created_unix_ms) / 1000.0);
   MasterService::Options service_options;
   service_options.job_name = job.name;
   service_options.token = options.server.token;

@@ -19,6 +19,7 @@
 
 #include "proto/health.grpc.pb.h"
 #include "services/common/http_client.h"
+#include "services/common/metrics_text.h"
 #include "services/master/checkpoint.h"
 #include "services/master/master_client.h"
 #include "services/testing/prometheus_test_server.h"
@@ -79,6 +80,11 @@ MasterClient Client(const ChildProcess& master) {
       grpc::CreateChannel(master.address(kGrpcPort), grpc::InsecureChannelCredentials()), o);
 }
 
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // Pulls and pushes `steps` times from worker 1 with a deterministic gradient.
 void Train(MasterClient& client, int steps, size_t p) {
   std::vector<float> theta(p), g(p);
@@ -136,6 +142,13 @@ TEST(MasterProcessTest, CheckpointKillRestoreIsBitIdenticalAndTrainingContinues)
   EXPECT_NE(ReadWholeFile(restarted->log_file()).find("at version 20 with 2 workers [1, 2]"),
             std::string::npos)
       << ReadWholeFile(restarted->log_file());
+  // The checkpoint it resumed from is its last one, not "never".
+  HttpClientResponse metrics;
+  ASSERT_TRUE(HttpGet("127.0.0.1", restarted->port(kHttpPort), "/metrics", 10, &metrics).ok());
+  const MetricsSample sample = ParseMetricsText(metrics.body);
+  const double last = MetricValue(sample, "gaptrain_master_last_checkpoint_timestamp_seconds");
+  EXPECT_GT(last, UnixNow() - 600);
+  EXPECT_LE(last, MetricValue(sample, "gaptrain_master_start_time_seconds"));
   Train(client, 3, p);
   proto::DescribeResponse d;
   ASSERT_TRUE(client.Describe(&d).ok());
@@ -229,6 +242,13 @@ TEST(MasterProcessTest, HealthOverHttpAndGrpcAndMetrics) {
   EXPECT_NE(metrics.body.find("gaptrain_master_model_version"), std::string::npos);
   EXPECT_NE(metrics.body.find("gaptrain_master_tensor_gap{tensor=\"fc1.weight\"}"),
             std::string::npos);
+  // A fresh master: no checkpoint yet, the job's interval, its start time.
+  const MetricsSample sample = ParseMetricsText(metrics.body);
+  EXPECT_EQ(MetricValue(sample, "gaptrain_master_last_checkpoint_timestamp_seconds", -1), 0);
+  EXPECT_EQ(MetricValue(sample, "gaptrain_master_checkpoint_interval_seconds"), 3600);
+  const double started = MetricValue(sample, "gaptrain_master_start_time_seconds");
+  EXPECT_GT(started, UnixNow() - 600);
+  EXPECT_LE(started, UnixNow());
 
   auto channel =
       grpc::CreateChannel(master->address(kGrpcPort), grpc::InsecureChannelCredentials());

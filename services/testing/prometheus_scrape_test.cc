@@ -11,7 +11,10 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "services/common/http_server.h"
@@ -109,6 +112,83 @@ TEST(PrometheusScrapeTest, PrometheusIngestsWhatMetricsExposes) {
   errno = 0;
   EXPECT_EQ(::kill(pid, 0), -1);
   EXPECT_EQ(errno, ESRCH);
+}
+
+// The file_sd server with rules and relabelling, as the dashboard tests
+// use it: target labels from the file pass through relabel_configs, a
+// recording rule evaluates, and a range query returns its points.
+TEST(PrometheusScrapeTest, FileTargetsWithRulesAndRelabelling) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  prometheus::BuildGauge()
+      .Name("gaptrain_test_live")
+      .Help("Live workers.")
+      .Register(*registry)
+      .Add({})
+      .Set(3);
+  std::unique_ptr<HttpServer> http;
+  Status s = HttpServer::Start("127.0.0.1", 0, &http);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ServeMetrics(http.get(), registry);
+
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  const std::string targets = dir + "/relabel-targets.json";
+  std::ofstream(targets) << "[{\"targets\": [\"127.0.0.1:" << http->port()
+                         << "\"], \"labels\": {\"__meta_test_pod\": \"w-0\"}}]\n";
+  const std::string rules = dir + "/test.rules.yml";
+  std::ofstream(rules) << "groups:\n"
+                       << "  - name: test\n"
+                       << "    rules:\n"
+                       << "      - record: pod:gaptrain_test_live:doubled\n"
+                       << "        expr: 2 * gaptrain_test_live\n";
+
+  PrometheusTestServer::FileTargetsOptions options;
+  options.scrape_interval_seconds = kScrapeInterval;
+  options.rule_files = {rules};
+  options.relabel_configs =
+      "- source_labels: [__meta_test_pod]\n  target_label: pod\n";
+  std::unique_ptr<PrometheusTestServer> prom;
+  s = PrometheusTestServer::StartWithFileTargets(targets, options, &prom);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+
+  double value = 0;
+  s = prom->WaitForSeries("pod:gaptrain_test_live:doubled{pod=\"w-0\"}", kSeriesTimeout,
+                          &value);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << prom->LogTail();
+  EXPECT_EQ(value, 6);
+
+  const double now = static_cast<double>(std::time(nullptr));
+  std::string json;
+  s = prom->QueryRange("gaptrain_test_live", now - 60, now + 1, 0.5, &json);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const nlohmann::json range = nlohmann::json::parse(json);
+  EXPECT_EQ(range["data"]["resultType"], "matrix") << json;
+  ASSERT_EQ(range["data"]["result"].size(), 1u) << json;
+  EXPECT_EQ(range["data"]["result"][0]["metric"]["pod"], "w-0") << json;
+  EXPECT_FALSE(range["data"]["result"][0]["values"].empty()) << json;
+  EXPECT_EQ(prom->QueryRange("gaptrain_test_live{", now - 60, now, 1, &json).code(),
+            Status::Code::kInvalidArgument);
+
+  s = prom->Api("label/pod/values", {{"match[]", "gaptrain_test_live"}}, &json);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(nlohmann::json::parse(json)["data"], nlohmann::json::array({"w-0"})) << json;
+}
+
+// A rule file Prometheus cannot load fails Start() with Prometheus's reason.
+TEST(PrometheusScrapeTest, ABadRuleFileFailsStart) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  const std::string rules = dir + "/bad.rules.yml";
+  std::ofstream(rules) << "groups:\n  - name: bad\n    rules:\n"
+                       << "      - record: bad\n        expr: sum(\n";
+  PrometheusTestServer::FileTargetsOptions options;
+  options.rule_files = {rules};
+  std::unique_ptr<PrometheusTestServer> prom;
+  Status s = PrometheusTestServer::StartWithFileTargets(dir + "/none.json", options, &prom);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("bad.rules.yml"), std::string::npos) << s.ToString();
+  EXPECT_EQ(PrometheusTestServer::StartWithFileTargets("relative.json", options, &prom).code(),
+            Status::Code::kInvalidArgument);
 }
 
 // Guards the error path the test above relies on: with no binary, Start

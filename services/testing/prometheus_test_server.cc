@@ -101,6 +101,15 @@ Status FindFreePort(uint16_t* port) {
   return Status::OK();
 }
 
+// A path goes into the YAML config between double quotes.
+Status CheckConfigPath(const std::string& what, const std::string& path) {
+  if (path.empty() || path[0] != '/' || path.find('"') != std::string::npos) {
+    return Status::InvalidArgument(what + " must be absolute and free of quotes, got '" +
+                                   path + "'");
+  }
+  return Status::OK();
+}
+
 std::string Seconds(double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g s", seconds);
@@ -144,26 +153,40 @@ Status PrometheusTestServer::Start(
     }
     scrape += "          - \"" + t + "\"\n";
   }
-  return StartWithScrapeConfig(scrape, scrape_interval_seconds, server);
+  return StartWithScrapeConfig(scrape, scrape_interval_seconds, {}, server);
 }
 
 Status PrometheusTestServer::StartWithFileTargets(
     const std::string& file_sd_path, double scrape_interval_seconds,
     std::unique_ptr<PrometheusTestServer>* server) {
-  if (file_sd_path.empty() || file_sd_path[0] != '/' ||
-      file_sd_path.find('"') != std::string::npos) {
-    return Status::InvalidArgument(
-        "the file_sd path must be absolute and free of quotes, got '" +
-        file_sd_path + "'");
+  FileTargetsOptions options;
+  options.scrape_interval_seconds = scrape_interval_seconds;
+  return StartWithFileTargets(file_sd_path, options, server);
+}
+
+Status PrometheusTestServer::StartWithFileTargets(
+    const std::string& file_sd_path, const FileTargetsOptions& options,
+    std::unique_ptr<PrometheusTestServer>* server) {
+  GAPTRAIN_RETURN_IF_ERROR(CheckConfigPath("the file_sd path", file_sd_path));
+  for (const std::string& path : options.rule_files) {
+    GAPTRAIN_RETURN_IF_ERROR(CheckConfigPath("rule_files: a path", path));
   }
   // Target labels from the file (e.g. job) take precedence over the job name.
-  const std::string scrape = "    file_sd_configs:\n      - files: [\"" +
-                             file_sd_path + "\"]\n        refresh_interval: 1s\n";
-  return StartWithScrapeConfig(scrape, scrape_interval_seconds, server);
+  std::string scrape = "    file_sd_configs:\n      - files: [\"" + file_sd_path +
+                       "\"]\n        refresh_interval: 1s\n";
+  if (!options.relabel_configs.empty()) {
+    scrape += "    relabel_configs:\n";
+    std::stringstream lines(options.relabel_configs);
+    std::string line;
+    while (std::getline(lines, line)) scrape += "      " + line + "\n";
+  }
+  return StartWithScrapeConfig(scrape, options.scrape_interval_seconds, options.rule_files,
+                               server);
 }
 
 Status PrometheusTestServer::StartWithScrapeConfig(
     const std::string& scrape, double scrape_interval_seconds,
+    const std::vector<std::string>& rule_files,
     std::unique_ptr<PrometheusTestServer>* server) {
   if (!(scrape_interval_seconds >= 0.001) ||
       !std::isfinite(scrape_interval_seconds)) {
@@ -199,8 +222,12 @@ Status PrometheusTestServer::StartWithScrapeConfig(
     config << "global:\n"
            << "  scrape_interval: " << interval << "\n"
            << "  scrape_timeout: " << interval << "\n"
-           << "  evaluation_interval: " << interval << "\n"
-           << "scrape_configs:\n"
+           << "  evaluation_interval: " << interval << "\n";
+    if (!rule_files.empty()) {
+      config << "rule_files:\n";
+      for (const std::string& f : rule_files) config << "  - \"" << f << "\"\n";
+    }
+    config << "scrape_configs:\n"
            << "  - job_name: \"gaptrain_test\"\n"
            << scrape;
     config.close();
@@ -374,24 +401,50 @@ std::string PrometheusTestServer::LogTail(size_t max_bytes) const {
   return log;
 }
 
-Status PrometheusTestServer::Query(const std::string& promql,
-                                   std::string* json) {
+Status PrometheusTestServer::Api(
+    const std::string& path,
+    const std::vector<std::pair<std::string, std::string>>& params,
+    std::string* json) {
+  std::string target = "/api/v1/" + path;
+  for (size_t i = 0; i < params.size(); ++i) {
+    target += (i == 0 ? "?" : "&") + UrlEncode(params[i].first) + "=" +
+              UrlEncode(params[i].second);
+  }
   HttpClientResponse r;
-  GAPTRAIN_RETURN_IF_ERROR(HttpGet("127.0.0.1", port_,
-                                   "/api/v1/query?query=" + UrlEncode(promql),
-                                   kHttpTimeoutSeconds, &r));
+  GAPTRAIN_RETURN_IF_ERROR(
+      HttpGet("127.0.0.1", port_, target, kHttpTimeoutSeconds, &r));
   if (r.status == 400 || r.status == 422) {
-    return Status::InvalidArgument("prometheus rejected query '" + promql +
-                                   "' (HTTP " + std::to_string(r.status) +
-                                   "): " + r.body);
+    return Status::InvalidArgument("prometheus rejected " + target + " (HTTP " +
+                                   std::to_string(r.status) + "): " + r.body);
   }
   if (r.status != 200) {
-    return Status::Unavailable("prometheus answered query '" + promql +
-                               "' with HTTP " + std::to_string(r.status) +
-                               ": " + r.body);
+    return Status::Unavailable("prometheus answered " + target + " with HTTP " +
+                               std::to_string(r.status) + ": " + r.body);
   }
   *json = std::move(r.body);
   return Status::OK();
+}
+
+Status PrometheusTestServer::Query(const std::string& promql,
+                                   std::string* json) {
+  Status s = Api("query", {{"query", promql}}, json);
+  if (!s.ok()) return Status(s.code(), "query '" + promql + "': " + s.message());
+  return s;
+}
+
+Status PrometheusTestServer::QueryRange(const std::string& promql, double start,
+                                        double end, double step_seconds,
+                                        std::string* json) {
+  char range[3][32];
+  std::snprintf(range[0], sizeof range[0], "%.3f", start);
+  std::snprintf(range[1], sizeof range[1], "%.3f", end);
+  std::snprintf(range[2], sizeof range[2], "%.3f", step_seconds);
+  Status s = Api("query_range",
+                 {{"query", promql}, {"start", range[0]}, {"end", range[1]},
+                  {"step", range[2]}},
+                 json);
+  if (!s.ok()) return Status(s.code(), "range query '" + promql + "': " + s.message());
+  return s;
 }
 
 Status PrometheusTestServer::WaitForSeries(const std::string& promql,

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "services/common/status.h"
@@ -52,6 +53,20 @@ class PrometheusTestServer {
                                      double scrape_interval_seconds,
                                      std::unique_ptr<PrometheusTestServer>* server);
 
+  // What else a file_sd server may do.
+  struct FileTargetsOptions {
+    double scrape_interval_seconds = 1;
+    // Rule files (absolute paths) loaded at the start and evaluated every
+    // scrape interval; a file Prometheus refuses fails Start().
+    std::vector<std::string> rule_files;
+    // A YAML list of relabel_configs applied to the targets, as in a scrape
+    // config (each item starts "- "); empty: none.
+    std::string relabel_configs;
+  };
+  static Status StartWithFileTargets(const std::string& file_sd_path,
+                                     const FileTargetsOptions& options,
+                                     std::unique_ptr<PrometheusTestServer>* server);
+
   // The binary Start() runs (see the file comment); may not exist.
   static std::string BinaryPath();
 
@@ -70,6 +85,18 @@ class PrometheusTestServer {
   // 400) is INVALID_ARGUMENT with Prometheus's message.
   Status Query(const std::string& promql, std::string* json);
 
+  // Runs a range query (GET /api/v1/query_range) from `start` to `end`
+  // (Unix seconds) every `step_seconds`; errors as Query().
+  Status QueryRange(const std::string& promql, double start, double end, double step_seconds,
+                    std::string* json);
+
+  // GET /api/v1/<path> with the query parameters `params` (URL-encoded
+  // here; a name may repeat, as match[] does), e.g. ("targets", {}) or
+  // ("label/pod/values", {{"match[]", "up"}}). The body, Prometheus's JSON;
+  // HTTP 400 and 422 are INVALID_ARGUMENT, other errors UNAVAILABLE.
+  Status Api(const std::string& path,
+             const std::vector<std::pair<std::string, std::string>>& params, std::string* json);
+
   // Polls Query(promql) until it returns a non-empty vector (or a scalar)
   // and sets *value to the first sample's value. DEADLINE_EXCEEDED after
   // `timeout_seconds`, with the last answer; a query Prometheus rejects
@@ -87,6 +114,7 @@ class PrometheusTestServer {
   // for the job) is `scrape`, then starts and waits as Start() does.
   static Status StartWithScrapeConfig(const std::string& scrape,
                                       double scrape_interval_seconds,
+                                      const std::vector<std::string>& rule_files,
                                       std::unique_ptr<PrometheusTestServer>* server);
 
   // Forks and execs the binary listening on port_; sets pid_.

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -64,6 +66,11 @@ std::vector<std::string> FilesEndingIn(const std::string& dir, const std::string
   }
   std::sort(files.begin(), files.end());
   return files;
+}
+
+std::string AbsolutePath(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) != nullptr ? resolved : path;
 }
 
 }  // namespace gaptrain

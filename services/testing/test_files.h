@@ -26,6 +26,11 @@ std::vector<std::string> FilesEndingIn(const std::string& dir, const std::string
 // True when something (file, directory, live symlink) is at `path`.
 bool PathExists(const std::string& path);
 
+// `path` (e.g. a runfile, relative to the test's directory) made absolute,
+// links resolved, for configurations that want absolute paths; `path`
+// itself when it does not exist.
+std::string AbsolutePath(const std::string& path);
+
 }  // namespace gaptrain
 
 #endif  // GAPTRAIN_SERVICES_TESTING_TEST_FILES_H_

@@ -1,0 +1,136 @@
+// Tests gaptrain-operator's flags: the defaults a Deployment gets without
+// any, every flag read in both spellings, and bad values refused with the
+// flag's name and the reason.
+
+#include "operator/operator_options.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gaptrain {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+OperatorOptions Parse(const std::vector<std::string>& args, const Env& env = {}) {
+  OperatorOptions options;
+  const Status s = ParseOperatorFlags(args, env, &options);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return options;
+}
+
+std::string Error(const std::vector<std::string>& args) {
+  OperatorOptions options;
+  const Status s = ParseOperatorFlags(args, {}, &options);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  return s.message();
+}
+
+TEST(OperatorOptionsTest, DefaultsAreControllerRuntimes) {
+  const OperatorOptions o = Parse({}, {{"HOSTNAME", "gaptrain-operator-7d9f-abcde"}});
+  EXPECT_EQ(o.kubeconfig, "");
+  EXPECT_EQ(o.watch_namespace, "");  // every namespace
+  EXPECT_EQ(o.job.image, "gaptrain:latest");
+  EXPECT_EQ(o.job.spot.name, "none");
+  EXPECT_EQ(o.job.progress_poll_interval, std::chrono::seconds(15));
+  EXPECT_EQ(o.workers, 2);
+  EXPECT_TRUE(o.leader_elect);
+  EXPECT_EQ(o.leader_election_namespace, "");
+  EXPECT_EQ(o.lease_name, "gaptrain-operator");
+  EXPECT_EQ(o.lease_duration, std::chrono::seconds(15));
+  EXPECT_EQ(o.renew_deadline, std::chrono::seconds(10));
+  EXPECT_EQ(o.retry_period, std::chrono::seconds(2));
+  EXPECT_EQ(o.metrics_address, "0.0.0.0");
+  EXPECT_EQ(o.metrics_port, 8080);
+  EXPECT_EQ(o.health_port, 8081);
+  EXPECT_EQ(o.pod_name, "gaptrain-operator-7d9f-abcde");
+  EXPECT_EQ(o.job.reporting_instance, o.pod_name);
+}
+
+TEST(OperatorOptionsTest, EveryFlagInBothSpellings) {
+  const OperatorOptions o =
+      Parse({"--kubeconfig", "/k/config", "--context=kind", "--namespace", "team-a",
+             "--image=registry.example.com/gaptrain:1.2", "--spot-preset", "gke",
+             "--progress-poll-seconds=5", "--workers", "4", "--leader-elect=false",
+             "--leader-election-namespace", "gaptrain-system", "--lease-name=op.gaptrain.io",
+             "--lease-duration-seconds", "4", "--renew-deadline-seconds=2.5",
+             "--retry-period-seconds", "0.5", "--metrics-address", "127.0.0.1",
+             "--metrics-port=0", "--health-port", "9000", "--ports-file", "/tmp/p",
+             "--pod-name", "op-0"},
+            {{"POD_NAME", "ignored"}});
+  EXPECT_EQ(o.kubeconfig, "/k/config");
+  EXPECT_EQ(o.context, "kind");
+  EXPECT_EQ(o.watch_namespace, "team-a");
+  EXPECT_EQ(o.job.image, "registry.example.com/gaptrain:1.2");
+  EXPECT_EQ(o.job.spot.name, "gke");
+  EXPECT_FALSE(o.job.spot.tolerations.empty());
+  EXPECT_EQ(o.job.progress_poll_interval, std::chrono::seconds(5));
+  EXPECT_EQ(o.workers, 4);
+  EXPECT_FALSE(o.leader_elect);
+  EXPECT_EQ(o.leader_election_namespace, "gaptrain-system");
+  EXPECT_EQ(o.lease_name, "op.gaptrain.io");
+  EXPECT_EQ(o.lease_duration, std::chrono::seconds(4));
+  EXPECT_EQ(o.renew_deadline, std::chrono::milliseconds(2500));
+  EXPECT_EQ(o.retry_period, std::chrono::milliseconds(500));
+  EXPECT_EQ(o.metrics_address, "127.0.0.1");
+  EXPECT_EQ(o.metrics_port, 0);
+  EXPECT_EQ(o.health_port, 9000);
+  EXPECT_EQ(o.ports_file, "/tmp/p");
+  EXPECT_EQ(o.pod_name, "op-0");
+}
+
+TEST(OperatorOptionsTest, PodNameComesFromTheDownwardApiFirst) {
+  EXPECT_EQ(Parse({}, {{"POD_NAME", "op-1"}, {"HOSTNAME", "h"}}).pod_name, "op-1");
+  EXPECT_EQ(Parse({}).pod_name, "gaptrain-operator");
+}
+
+TEST(OperatorOptionsTest, CustomSpotSchedulingAsJson) {
+  const OperatorOptions o = Parse(
+      {"--spot-preset",
+       R"({"tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}],
+           "spotNodeSelector": [{"key": "pool", "operator": "In", "values": ["spot"]}]})"});
+  EXPECT_EQ(o.job.spot.name, "custom");
+  EXPECT_EQ(o.job.spot.spot_node_selector[0]["key"], "pool");
+}
+
+TEST(OperatorOptionsTest, BadValuesNameTheFlag) {
+  EXPECT_EQ(Error({"--workers", "0"}), "--workers: must be an integer in [1, 64], got '0'");
+  EXPECT_EQ(Error({"--leader-elect", "yes"}), "--leader-elect: must be true or false, got 'yes'");
+  EXPECT_EQ(Error({"--metrics-port=70000"}),
+            "--metrics-port: must be an integer in [0, 65535], got '70000'");
+  EXPECT_EQ(Error({"--bogus"}), "unknown flag '--bogus'");
+  EXPECT_EQ(Error({"--kubeconfig"}), "--kubeconfig: needs a value");
+  EXPECT_EQ(Error({"--namespace", "Team_A"}).rfind("--namespace: must be a DNS label", 0), 0u);
+  EXPECT_EQ(Error({"--lease-name", "a..b"}).rfind("--lease-name: must be a DNS subdomain", 0), 0u);
+  EXPECT_EQ(Error({"--image", "a b"}),
+            "--image: must be an image reference without spaces, got 'a b'");
+  EXPECT_EQ(Error({"--spot-preset", "gcp"}).rfind("--spot-preset", 0), 0u);
+  EXPECT_EQ(Error({"--progress-poll-seconds", "0"}),
+            "--progress-poll-seconds: must be an integer in [1, 3600], got '0'");
+  EXPECT_EQ(Error({"--lease-duration-seconds", "5", "--renew-deadline-seconds", "5"}),
+            "--renew-deadline-seconds: must be less than --lease-duration-seconds (5)");
+  EXPECT_EQ(Error({"--renew-deadline-seconds", "2", "--retry-period-seconds", "2"}),
+            "--renew-deadline-seconds: must be more than 1.2 x --retry-period-seconds");
+  EXPECT_EQ(Error({"--retry-period-seconds", "x"}),
+            "--retry-period-seconds: must be a number of seconds in [0, 3600], got 'x'");
+  EXPECT_EQ(Error({"--pod-name", "a/b"}).rfind("--pod-name: must be a pod name", 0), 0u);
+  EXPECT_EQ(Error({"--metrics-address", ""}), "--metrics-address: must not be empty");
+}
+
+TEST(OperatorOptionsTest, UsageNamesEveryFlag) {
+  const std::string usage = OperatorUsage();
+  for (const char* flag :
+       {"--kubeconfig", "--context", "--namespace", "--image", "--spot-preset",
+        "--progress-poll-seconds", "--workers", "--leader-elect", "--leader-election-namespace",
+        "--lease-name", "--lease-duration-seconds", "--renew-deadline-seconds",
+        "--retry-period-seconds", "--metrics-address", "--metrics-port", "--health-port",
+        "--ports-file", "--pod-name", "--help"}) {
+    EXPECT_NE(usage.find(flag), std::string::npos) << flag;
+  }
+}
+
+}  // namespace
+}  // namespace gaptrain

@@ -1,0 +1,81 @@
+#include "operator/operator_permissions.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace gaptrain {
+namespace {
+
+using kube::Call;
+using kube::Permission;
+using kube::Resource;
+
+struct Uses {
+  Resource resource;
+  std::vector<Call> calls;
+};
+
+// Who makes each call:
+//   informers      list, watch: TrainingJobs and the children (selected by
+//                  the gaptrain.io/job-name label)
+//   ExecutePlan    trainingjobs: patch (the pod ledger), delete (TTL);
+//                  trainingjobs/status: patch; pods: apply, delete;
+//                  services, configmaps, PVCs: apply; secrets: create;
+//                  events: create
+//   LeaderElector  leases: get, create, update
+// Server-side apply is the RBAC verb "patch", also when it creates.
+const std::vector<Uses>& OperatorCalls() {
+  static const std::vector<Uses> uses = {
+      {kube::kTrainingJobs, {Call::kList, Call::kWatch, Call::kMergePatch, Call::kDelete}},
+      {kube::kTrainingJobs.Subresource("status"), {Call::kMergePatch}},
+      {kube::kPods, {Call::kList, Call::kWatch, Call::kApply, Call::kDelete}},
+      {kube::kServices, {Call::kList, Call::kWatch, Call::kApply}},
+      {kube::kSecrets, {Call::kList, Call::kWatch, Call::kCreate}},
+      {kube::kConfigMaps, {Call::kList, Call::kWatch, Call::kApply}},
+      {kube::kPersistentVolumeClaims, {Call::kList, Call::kWatch, Call::kApply}},
+      {kube::kEvents, {Call::kCreate}},
+      {kube::kLeases, {Call::kGet, Call::kCreate, Call::kUpdate}},
+  };
+  return uses;
+}
+
+}  // namespace
+
+std::vector<kube::RbacPermission> OperatorPermissions() {
+  std::vector<kube::RbacPermission> out;
+  for (const Uses& u : OperatorCalls()) {
+    for (Call call : u.calls) out.push_back(Permission(u.resource, call));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+nlohmann::json PolicyRules(const std::vector<kube::RbacPermission>& permissions) {
+  // group -> resource -> verbs, then resources with the same verbs share a rule.
+  std::map<std::string, std::map<std::string, std::set<std::string>>> by_group;
+  for (const kube::RbacPermission& p : permissions) by_group[p.group][p.resource].insert(p.verb);
+  nlohmann::json rules = nlohmann::json::array();
+  for (const auto& [group, resources] : by_group) {
+    std::map<std::set<std::string>, std::vector<std::string>> by_verbs;
+    for (const auto& [resource, verbs] : resources) by_verbs[verbs].push_back(resource);
+    for (const auto& [verbs, names] : by_verbs) {
+      rules.push_back({{"apiGroups", {group}},
+                       {"resources", names},
+                       {"verbs", std::vector<std::string>(verbs.begin(), verbs.end())}});
+    }
+  }
+  return rules;
+}
+
+nlohmann::json OperatorPolicyRules() { return PolicyRules(OperatorPermissions()); }
+
+kube::RbacPermission RequestPermission(const std::string& group, const std::string& resource,
+                                       const std::string& subresource, const std::string& verb) {
+  return kube::RbacPermission{group, subresource.empty() ? resource : resource + "/" + subresource,
+                              verb};
+}
+
+}  // namespace gaptrain

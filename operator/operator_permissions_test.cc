@@ -1,0 +1,99 @@
+// Tests the operator's declared permissions: within what the client can
+// do, grouped into ClusterRole rules as docs/operator.md shows them (the
+// documented ClusterRole must grant exactly these). That a real run uses
+// nothing else is checked by operator_process_test and operator_e2e_test
+// against the fake API server's request log.
+
+#include "operator/operator_permissions.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "operator/testing/yaml_to_json.h"
+
+namespace gaptrain {
+namespace {
+
+using kube::RbacPermission;
+
+TEST(OperatorPermissionsTest, ASortedSubsetOfWhatTheClientCanDo) {
+  const std::vector<RbacPermission> mine = OperatorPermissions();
+  const std::vector<RbacPermission> client = kube::ClientPermissions();
+  EXPECT_TRUE(std::is_sorted(mine.begin(), mine.end()));
+  EXPECT_EQ(std::adjacent_find(mine.begin(), mine.end()), mine.end());
+  for (const RbacPermission& p : mine) {
+    EXPECT_TRUE(std::binary_search(client.begin(), client.end(), p))
+        << p.group << " " << p.resource << " " << p.verb;
+  }
+  // The few things it must not be able to do.
+  for (const RbacPermission& forbidden :
+       {RbacPermission{"", "secrets", "get"}, RbacPermission{"", "secrets", "update"},
+        RbacPermission{"", "secrets", "delete"}, RbacPermission{"", "pods", "update"},
+        RbacPermission{"coordination.k8s.io", "leases", "delete"},
+        RbacPermission{"gaptrain.io", "trainingjobs", "create"}}) {
+    EXPECT_FALSE(std::binary_search(mine.begin(), mine.end(), forbidden))
+        << forbidden.resource << " " << forbidden.verb;
+  }
+}
+
+TEST(OperatorPermissionsTest, RulesGroupResourcesWithTheSameVerbs) {
+  const nlohmann::json rules = PolicyRules({{"", "services", "patch"},
+                                            {"", "configmaps", "patch"},
+                                            {"", "pods", "delete"},
+                                            {"", "pods", "patch"},
+                                            {"events.k8s.io", "events", "create"}});
+  EXPECT_EQ(rules, nlohmann::json::parse(R"([
+      {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete", "patch"]},
+      {"apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["patch"]},
+      {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]}])"));
+  // Every permission is in exactly one rule.
+  size_t count = 0;
+  for (const nlohmann::json& rule : OperatorPolicyRules()) {
+    count += rule["resources"].size() * rule["verbs"].size();
+  }
+  EXPECT_EQ(count, OperatorPermissions().size());
+}
+
+TEST(OperatorPermissionsTest, RequestLogEntriesMapToPermissions) {
+  EXPECT_EQ(RequestPermission("gaptrain.io", "trainingjobs", "status", "patch"),
+            (RbacPermission{"gaptrain.io", "trainingjobs/status", "patch"}));
+  EXPECT_EQ(RequestPermission("", "pods", "", "list"), (RbacPermission{"", "pods", "list"}));
+}
+
+// docs/operator.md shows the ClusterRole a Deployment needs; it must grant
+// what the operator uses, no more and no less.
+TEST(OperatorPermissionsTest, TheDocumentedClusterRoleMatches) {
+  std::ifstream in("docs/operator.md");
+  ASSERT_TRUE(in) << "docs/operator.md is not in the runfiles";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  // The yaml block holding the ClusterRole, one document of several.
+  const size_t kind = doc.find("\nkind: ClusterRole\n");
+  ASSERT_NE(kind, std::string::npos) << "no ClusterRole in docs/operator.md";
+  const size_t begin = doc.rfind("```yaml\n", kind);
+  const size_t end = doc.find("```", kind);
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string block = doc.substr(begin + 8, end - begin - 8);
+  nlohmann::json role;
+  for (size_t from = 0; from < block.size();) {
+    size_t separator = block.find("---\n", from);
+    if (separator == std::string::npos) separator = block.size();
+    nlohmann::json document;
+    const Status s = kube_testing::YamlToJson(block.substr(from, separator - from), &document);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    if (document.is_object() && document.value("kind", "") == "ClusterRole") role = document;
+    from = separator + 4;
+  }
+  ASSERT_TRUE(role.is_object()) << block;
+  EXPECT_EQ(role["rules"], OperatorPolicyRules()) << "docs/operator.md should show:\n"
+                                                  << OperatorPolicyRules().dump(2);
+}
+
+}  // namespace
+}  // namespace gaptrain

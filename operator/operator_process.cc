@@ -1,0 +1,279 @@
+#include "operator/operator_process.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "operator/controller/enqueue.h"
+#include "operator/kube/cluster_config.h"
+#include "operator/kube/resource.h"
+#include "operator/trainingjob/job_changes.h"
+#include "operator/trainingjob/pod_state.h"
+#include "services/common/metrics_endpoint.h"
+#include "services/common/ports_file.h"
+
+namespace gaptrain {
+namespace {
+
+using std::chrono::milliseconds;
+
+// The informers' lists may be large; the reconciles' writes are small.
+constexpr milliseconds kCacheRequestTimeout{60000};
+constexpr milliseconds kApiRequestTimeout{15000};
+// How long the Controller waits for the informers before the process gives
+// up (no CRD, no permission): controller-runtime's CacheSyncTimeout.
+constexpr milliseconds kSyncTimeout{120000};
+
+Status NewClient(const kube::ClusterConfig& config, milliseconds timeout,
+                 std::unique_ptr<kube::Client>* client) {
+  kube::ClientOptions options;
+  options.request_timeout = timeout;
+  return kube::Client::New(config, options, client);
+}
+
+}  // namespace
+
+OperatorProcess::OperatorProcess(const OperatorOptions& options) : options_(options) {}
+
+OperatorProcess::~OperatorProcess() { Shutdown(); }
+
+Status OperatorProcess::Start(const OperatorOptions& options,
+                              std::unique_ptr<OperatorProcess>* process) {
+  kube::ResolveOptions resolve;
+  resolve.kubeconfig = options.kubeconfig;
+  resolve.context = options.context;
+  resolve.env = kube::ProcessEnvironment();
+  kube::ClusterConfig config;
+  GAPTRAIN_RETURN_IF_ERROR(kube::ResolveClusterConfig(resolve, &config));
+
+  std::unique_ptr<OperatorProcess> p(new OperatorProcess(options));
+  GAPTRAIN_RETURN_IF_ERROR(p->Wire(config));
+  GAPTRAIN_RETURN_IF_ERROR(p->ServeEndpoints());
+  for (const auto& informer : p->informers_) GAPTRAIN_RETURN_IF_ERROR(informer->Start());
+  GAPTRAIN_RETURN_IF_ERROR(p->StartLeaderElection());
+  p->supervisor_ = std::thread([raw = p.get()] { raw->Supervise(); });
+  spdlog::info("gaptrain-operator {}: cluster {}, watching {}, {} workers, leader election {}, "
+               "/metrics on port {}, /healthz and /readyz on port {}",
+               options.pod_name, config.source,
+               options.watch_namespace.empty() ? "every namespace"
+                                               : "namespace " + options.watch_namespace,
+               options.workers, options.leader_elect ? "on (Lease " + options.lease_name + ")" : "off",
+               p->metrics_port_, p->health_port_);
+  if (!options.ports_file.empty()) {
+    GAPTRAIN_RETURN_IF_ERROR(
+        WritePortsFile(options.ports_file, {p->metrics_port_, p->health_port_}));
+  }
+  *process = std::move(p);
+  return Status::OK();
+}
+
+Status OperatorProcess::Wire(const kube::ClusterConfig& config) {
+  GAPTRAIN_RETURN_IF_ERROR(NewClient(config, kCacheRequestTimeout, &cache_client_));
+  GAPTRAIN_RETURN_IF_ERROR(NewClient(config, kApiRequestTimeout, &api_client_));
+  // The elector's calls must end well within the lease (leader_election.h).
+  const milliseconds lease_timeout =
+      std::min(kApiRequestTimeout, options_.lease_duration - options_.renew_deadline);
+  GAPTRAIN_RETURN_IF_ERROR(NewClient(config, lease_timeout, &lease_client_));
+
+  metrics_ = std::make_shared<OperatorMetrics>(std::make_shared<prometheus::Registry>());
+  progress_ = std::make_unique<ProgressReader>();
+
+  const std::string ns =
+      options_.watch_namespace.empty() ? kube::kAllNamespaces : options_.watch_namespace;
+  auto informer = [&](const kube::Resource& resource, bool children) {
+    controller::Informer::Options o;
+    if (children) {
+      o.reflector.label_selector = trainingjob::kJobNameLabel;  // has the label
+      o.index_labels = {trainingjob::kJobNameLabel};
+    }
+    informers_.push_back(
+        std::make_unique<controller::Informer>(cache_client_.get(), resource, ns, o));
+    return informers_.back().get();
+  };
+  JobCaches caches;
+  caches.jobs = informer(kube::kTrainingJobs, false);
+  jobs_ = caches.jobs;
+  caches.pods = informer(kube::kPods, true);
+  caches.services = informer(kube::kServices, true);
+  caches.secrets = informer(kube::kSecrets, true);
+  caches.config_maps = informer(kube::kConfigMaps, true);
+  caches.persistent_volume_claims = informer(kube::kPersistentVolumeClaims, true);
+
+  reconciler_ = std::make_unique<JobReconciler>(api_client_.get(), caches, options_.job,
+                                                progress_.get(), metrics_.get());
+  controller::Controller::Options controller_options;
+  controller_options.name = "trainingjob";
+  controller_options.workers = options_.workers;
+  controller_options.observer = metrics_.get();
+  controller_options.sync_timeout = kSyncTimeout;
+  GAPTRAIN_RETURN_IF_ERROR(controller::Controller::New(
+      controller_options,
+      [reconciler = reconciler_.get()](const std::string& key) {
+        return reconciler->Reconcile(key);
+      },
+      &controller_));
+  // The operator's own status and ledger writes do not wake it (job_changes.h).
+  GAPTRAIN_RETURN_IF_ERROR(controller_->Watch(caches.jobs, controller::OwnKey(),
+                                              trainingjob::JobChangedBeyondOwnWrites));
+  const controller::KeyMapper owner =
+      controller::OwnerKey({"gaptrain.io", "TrainingJob", trainingjob::kJobNameLabel});
+  for (controller::Informer* child :
+       {caches.pods, caches.services, caches.secrets, caches.config_maps,
+        caches.persistent_volume_claims}) {
+    GAPTRAIN_RETURN_IF_ERROR(controller_->Watch(child, owner));
+  }
+  return Status::OK();
+}
+
+Status OperatorProcess::ServeEndpoints() {
+  GAPTRAIN_RETURN_IF_ERROR(
+      HttpServer::Start(options_.metrics_address, options_.metrics_port, &metrics_server_));
+  metrics_port_ = metrics_server_->port();
+  HttpServer* health = metrics_server_.get();
+  if (options_.health_port == 0 || options_.health_port != options_.metrics_port) {
+    GAPTRAIN_RETURN_IF_ERROR(
+        HttpServer::Start(options_.metrics_address, options_.health_port, &health_server_));
+    health = health_server_.get();
+  }
+  health_port_ = health->port();
+
+  ServeMetrics(metrics_server_.get(), metrics_->registry(),
+               [this] {
+                 metrics_->SetQueueDepth(controller_->queue()->Len());
+                 metrics_->SetJobsByPhase(jobs_->List(""));  // every namespace
+               });
+  ServeHealth(health, nullptr);
+  health->Handle("/readyz", [this](const HttpRequest&) {
+    HttpResponse r;
+    const std::string syncing = SyncingInformers();
+    if (syncing.empty()) {
+      r.body = "ok";
+    } else {
+      r.status = 503;
+      r.body = "informers not synced: " + syncing;
+    }
+    return r;
+  });
+  return Status::OK();
+}
+
+Status OperatorProcess::StartLeaderElection() {
+  if (!options_.leader_elect) {
+    std::lock_guard<std::mutex> lock(mu_);
+    leading_ = true;
+    changed_.notify_all();
+    return Status::OK();
+  }
+  controller::LeaderElectionConfig config;
+  config.lease_namespace = options_.leader_election_namespace;  // "": the client's default
+  config.lease_name = options_.lease_name;
+  config.identity = controller::MakeLeaderIdentity(options_.pod_name);
+  config.lease_duration = options_.lease_duration;
+  config.renew_deadline = options_.renew_deadline;
+  config.retry_period = options_.retry_period;
+  config.on_started_leading = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    leading_ = true;
+    changed_.notify_all();
+  };
+  config.on_stopped_leading = [this](controller::LeadershipEnd end) {
+    std::lock_guard<std::mutex> lock(mu_);
+    leading_ = false;
+    if (end == controller::LeadershipEnd::kLost) lost_ = true;
+    changed_.notify_all();
+  };
+  config.on_new_leader = [identity = config.identity](const std::string& holder) {
+    if (holder == identity) {
+      spdlog::info("leader election: this replica ({}) leads", identity);
+    } else {
+      spdlog::info("leader election: the leader is {}", holder.empty() ? "(none)" : holder);
+    }
+  };
+  GAPTRAIN_RETURN_IF_ERROR(
+      controller::LeaderElector::New(lease_client_.get(), std::move(config), &elector_));
+  elector_thread_ = std::thread([this] { elector_->Run(); });
+  return Status::OK();
+}
+
+void OperatorProcess::Supervise() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [this] { return leading_ || stopping_; });
+    if (stopping_) return;
+  }
+  Status s = controller_->Start();
+  if (!s.ok()) {
+    if (s.code() == Status::Code::kCancelled) return;
+    std::string hint;
+    for (const auto& informer : informers_) {
+      const Status last = informer->stats().reflector.last_error;
+      if (!informer->HasSynced() && !last.ok()) {
+        hint = "; " + informer->resource().RbacName() + ": " + last.message();
+        break;
+      }
+    }
+    Fail(Status(s.code(), s.message() + hint));
+    return;
+  }
+  metrics_->SetLeader(true);
+  spdlog::info("reconciling TrainingJobs with {} workers", options_.workers);
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [this] { return lost_ || stopping_; });
+  if (stopping_) return;
+  lock.unlock();
+  // The Lease is gone: another replica may lead already. Stop at once; the
+  // reconciles in flight finish (their writes carry resourceVersions).
+  controller_->Stop();
+  metrics_->SetLeader(false);
+  Fail(Status(Status::Code::kAborted, "leader election lost: the Lease " + options_.lease_name +
+                       " could not be renewed or another replica holds it"));
+}
+
+void OperatorProcess::Fail(const Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failure_.ok()) failure_ = why;
+  changed_.notify_all();
+}
+
+bool OperatorProcess::WaitForFailure(std::chrono::milliseconds timeout, Status* why) {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait_for(lock, timeout, [this] { return !failure_.ok(); });
+  if (failure_.ok()) return false;
+  *why = failure_;
+  return true;
+}
+
+void OperatorProcess::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    stopping_ = true;
+    changed_.notify_all();
+  }
+  // Reconciling first, so the next leader never overlaps it; then the
+  // Lease (released), the caches and the endpoints.
+  if (controller_ != nullptr) controller_->Stop();
+  if (supervisor_.joinable()) supervisor_.join();
+  if (elector_ != nullptr) elector_->Stop();
+  if (elector_thread_.joinable()) elector_thread_.join();
+  if (metrics_ != nullptr) metrics_->SetLeader(false);
+  for (const auto& informer : informers_) informer->Stop();
+  if (health_server_ != nullptr) health_server_->Stop();
+  if (metrics_server_ != nullptr) metrics_server_->Stop();
+  for (kube::Client* client : {cache_client_.get(), api_client_.get(), lease_client_.get()}) {
+    if (client != nullptr) client->Shutdown();
+  }
+}
+
+std::string OperatorProcess::SyncingInformers() const {
+  std::string syncing;
+  for (const auto& informer : informers_) {
+    if (informer->HasSynced()) continue;
+    syncing += (syncing.empty() ? "" : ", ") + informer->resource().RbacName();
+  }
+  return syncing;
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,83 @@
+#include "operator/running_operator.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "services/common/ports_file.h"
+
+namespace gaptrain {
+namespace {
+
+constexpr double kHttpTimeoutSeconds = 5;
+
+}  // namespace
+
+Status StartTrainingJobApiServer(const std::string& token,
+                                 std::unique_ptr<kube_testing::FakeApiServer>* server) {
+  const std::string crd_file = "deploy/crd/gaptrain.io_trainingjobs.yaml";  // runfiles
+  std::ifstream in(crd_file);
+  std::stringstream crd;
+  crd << in.rdbuf();
+  if (!in || crd.str().empty()) return Status::NotFound("cannot read " + crd_file);
+  kube_testing::FakeApiServer::Options options;
+  options.bearer_token = token;
+  options.custom_resource_definitions = {crd.str()};
+  return kube_testing::FakeApiServer::Start(options, server);
+}
+
+Status RunningOperator::Start(const std::string& dir, const std::string& name,
+                              const std::string& kubeconfig, const std::vector<std::string>& args,
+                              std::unique_ptr<RunningOperator>* out) {
+  std::unique_ptr<RunningOperator> op(new RunningOperator());
+  op->name_ = name;
+  op->log_file_ = dir + "/" + name + ".log";
+  const std::string kubeconfig_file = dir + "/" + name + ".kubeconfig";
+  const std::string ports_file = dir + "/" + name + ".ports";
+  std::remove(ports_file.c_str());
+  {
+    std::ofstream file(kubeconfig_file);
+    file << kubeconfig;
+    if (!file) return Status::Internal("cannot write " + kubeconfig_file);
+  }
+  Process::Spec spec;
+  spec.binary = "operator/gaptrain-operator";  // runfiles-relative
+  spec.args = {"--kubeconfig", kubeconfig_file, "--pod-name", name, "--metrics-address",
+               "127.0.0.1", "--metrics-port", "0", "--health-port", "0", "--ports-file",
+               ports_file};
+  spec.args.insert(spec.args.end(), args.begin(), args.end());
+  spec.log_file = op->log_file_;
+  GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, &op->process_));
+  std::vector<uint16_t> ports;
+  GAPTRAIN_RETURN_IF_ERROR(WaitForPortsFile(op->process_.get(), ports_file, 2,
+                                            std::chrono::seconds(30), &ports));
+  op->metrics_port_ = ports[0];
+  op->health_port_ = ports[1];
+  *out = std::move(op);
+  return Status::OK();
+}
+
+Status RunningOperator::GetHealth(const std::string& path, HttpClientResponse* response) const {
+  return HttpGet("127.0.0.1", health_port_, path, kHttpTimeoutSeconds, response);
+}
+
+MetricsSample RunningOperator::Metrics() const {
+  HttpClientResponse response;
+  if (!HttpGet("127.0.0.1", metrics_port_, "/metrics", kHttpTimeoutSeconds, &response).ok() ||
+      response.status != 200) {
+    return {};
+  }
+  return ParseMetricsText(response.body);
+}
+
+double RunningOperator::Metric(const std::string& series, double absent) const {
+  return MetricValue(Metrics(), series, absent);
+}
+
+std::string RunningOperator::Log() const {
+  std::ifstream in(log_file_);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace gaptrain

@@ -1,0 +1,71 @@
+// RunningOperator: the real gaptrain-operator binary, started by a test as
+// a process against an in-test API server (operator/testing's
+// FakeApiServer), on ephemeral ports, with its log kept; and what a test
+// asks of it over HTTP: /metrics as numbers, /healthz, /readyz. Tests only
+// (Bazel testonly); declare //operator:gaptrain-operator as data.
+// StartTrainingJobApiServer starts that API server with the TrainingJob
+// CRD (declare //deploy/crd:gaptrain.io_trainingjobs.yaml as data).
+//
+// What callers may rely on:
+//   - Start() returns once the operator has written its ports file (its
+//     endpoints listen), or fails with the tail of its log.
+//   - Call Start() from the test's main thread: the child dies with the
+//     thread that started it (services/common/process.h).
+//   - The destructor SIGKILLs an operator still running.
+
+#ifndef GAPTRAIN_OPERATOR_RUNNING_OPERATOR_H_
+#define GAPTRAIN_OPERATOR_RUNNING_OPERATOR_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "operator/testing/fake_api_server.h"
+#include "services/common/http_client.h"
+#include "services/common/metrics_text.h"
+#include "services/common/process.h"
+#include "services/common/status.h"
+
+namespace gaptrain {
+
+// A FakeApiServer serving the generated TrainingJob CRD, requiring `token`.
+Status StartTrainingJobApiServer(const std::string& token,
+                                 std::unique_ptr<kube_testing::FakeApiServer>* server);
+
+class RunningOperator {
+ public:
+  // Writes `kubeconfig` (YAML) under `dir` and starts the operator with
+  // --kubeconfig, --pod-name `name`, ephemeral ports, a ports file and
+  // `args` (e.g. short lease durations); its log is dir/NAME.log.
+  static Status Start(const std::string& dir, const std::string& name,
+                      const std::string& kubeconfig, const std::vector<std::string>& args,
+                      std::unique_ptr<RunningOperator>* out);
+
+  const std::string& name() const { return name_; }
+  Process* process() { return process_.get(); }
+  uint16_t metrics_port() const { return metrics_port_; }
+  uint16_t health_port() const { return health_port_; }
+
+  // GET `path` on the health port (/healthz, /readyz) or the metrics port.
+  Status GetHealth(const std::string& path, HttpClientResponse* response) const;
+  // /metrics parsed; empty when it cannot be read.
+  MetricsSample Metrics() const;
+  // One series of /metrics, or `absent`.
+  double Metric(const std::string& series, double absent = 0) const;
+  std::string Log() const;
+
+ private:
+  RunningOperator() = default;
+
+  std::string name_;
+  std::string log_file_;
+  std::unique_ptr<Process> process_;
+  uint16_t metrics_port_ = 0;
+  uint16_t health_port_ = 0;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_OPERATOR_RUNNING_OPERATOR_H_
