@@ -33,13 +33,17 @@ std::string LocalJob::LogFile(const std::string& service) const {
 std::string LocalJob::master_address() const { return Loopback(master_ports_[0]); }
 std::string LocalJob::coordinator_address() const { return Loopback(coordinator_ports_[0]); }
 
+std::string LocalJob::PortsFile(const std::string& service) const {
+  return options_.run_dir + "/ports/" + service + ".ports";
+}
+
 Status LocalJob::Launch(const std::string& service, const std::string& binary,
-                        std::vector<std::string> args, int port_count,
+                        std::vector<std::string> args, int port_count, bool wait,
                         std::unique_ptr<Process>* process, std::vector<uint16_t>* ports) {
   if (*process && (*process)->Running()) {
     return Status::FailedPrecondition(service + " is already running");
   }
-  const std::string ports_file = options_.run_dir + "/ports/" + service + ".ports";
+  const std::string ports_file = PortsFile(service);
   std::remove(ports_file.c_str());
   args.insert(args.end(), {"--ports-file", ports_file});
   Process::Spec spec;
@@ -49,6 +53,10 @@ Status LocalJob::Launch(const std::string& service, const std::string& binary,
   spec.log_file = LogFile(service);
   process->reset();
   GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, process));
+  if (!wait) {
+    ports->assign(port_count, 0);
+    return Status::OK();
+  }
   Status started = WaitForPortsFile(process->get(), ports_file, port_count, kStartTimeout, ports);
   if (!started.ok()) return Status(started.code(), service + ": " + started.message());
   return Status::OK();
@@ -60,7 +68,7 @@ Status LocalJob::StartMaster() {
   return Launch("master", options_.binaries.master,
                 {"--job", options_.job_file, "--listen", listen, "--http-address", "127.0.0.1",
                  "--http-port", "0", "--checkpoint-dir", CheckpointDir(options_.run_dir)},
-                2, &master_, &master_ports_);
+                2, /*wait=*/true, &master_, &master_ports_);
 }
 
 Status LocalJob::StartCoordinator() {
@@ -69,7 +77,7 @@ Status LocalJob::StartCoordinator() {
                 {"--job", options_.job_file, "--listen", listen, "--http-address", "127.0.0.1",
                  "--http-port", "0", "--state-dir", options_.run_dir + "/coordinator",
                  "--master", master_address()},
-                2, &coordinator_, &coordinator_ports_);
+                2, /*wait=*/true, &coordinator_, &coordinator_ports_);
 }
 
 std::vector<std::string> LocalJob::WorkerArgs(const std::string& name) const {
@@ -87,7 +95,8 @@ std::vector<std::string> LocalJob::WorkerArgs(const std::string& name) const {
 Status LocalJob::StartEvaluator() {
   std::vector<std::string> args = WorkerArgs("evaluator");
   args.insert(args.end(), {"--role", "evaluator"});
-  return Launch("evaluator", options_.binaries.worker, args, 1, &evaluator_, &evaluator_ports_);
+  return Launch("evaluator", options_.binaries.worker, args, 1, /*wait=*/false, &evaluator_,
+                &evaluator_ports_);
 }
 
 Status LocalJob::StartTrainer(size_t index) {
@@ -95,8 +104,23 @@ Status LocalJob::StartTrainer(size_t index) {
     return Status::OutOfRange("no trainer " + std::to_string(index));
   }
   const std::string name = TrainerName(index);
-  return Launch(name, options_.binaries.worker, WorkerArgs(name), 1, &trainers_[index],
-                &trainer_ports_[index]);
+  return Launch(name, options_.binaries.worker, WorkerArgs(name), 1, /*wait=*/false,
+                &trainers_[index], &trainer_ports_[index]);
+}
+
+bool LocalJob::RefreshWorkerPorts() {
+  bool learned = false;
+  auto refresh = [&](const std::string& service, const std::unique_ptr<Process>& process,
+                     std::vector<uint16_t>* ports) {
+    if (process && (*ports)[0] == 0 && ReadPortsFile(PortsFile(service), 1, ports).ok()) {
+      learned = true;
+    }
+  };
+  refresh("evaluator", evaluator_, &evaluator_ports_);
+  for (size_t i = 0; i < trainers_.size(); ++i) {
+    refresh(TrainerName(i), trainers_[i], &trainer_ports_[i]);
+  }
+  return learned;
 }
 
 Status LocalJob::StartAll() {
@@ -115,11 +139,11 @@ std::vector<LocalJob::MetricsTarget> LocalJob::targets() {
   if (coordinator_ && coordinator_->Running()) {
     targets.push_back({"coordinator", "coordinator", "coordinator", Loopback(coordinator_ports_[1])});
   }
-  if (evaluator_ && evaluator_->Running()) {
+  if (evaluator_ && evaluator_->Running() && EvaluatorReported()) {
     targets.push_back({"evaluator", "worker", "evaluator", Loopback(evaluator_ports_[0])});
   }
   for (size_t i = 0; i < trainers_.size(); ++i) {
-    if (trainers_[i] && trainers_[i]->Running()) {
+    if (trainers_[i] && trainers_[i]->Running() && TrainerReported(i)) {
       targets.push_back({TrainerName(i), "worker", "trainer", Loopback(trainer_ports_[i][0])});
     }
   }
