@@ -111,7 +111,7 @@ struct GapParams {
 // the true value: that rounding is transport, not movement, so it is taken
 // off (never below 0). A copy of a θ that did not move then gives 0 and
 // G = 1, where the raw difference made bf16 copies look like a move of
-// about 2⁻⁹|θ|, many times C (docs/results.md, "The Gap and bf16").
+// about 2⁻⁹|θ|, many times C (docs/reliability.md, "The Gap and bf16").
 inline float CopyDistance(float theta, const float* copy, size_t j) {
   return std::fabs(theta - copy[j]);
 }
