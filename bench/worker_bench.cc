@@ -45,6 +45,7 @@
 #include "services/common/available_cpus.h"
 #include "services/common/heap_policy.h"
 #include "services/common/process.h"
+#include "services/common/grpc_keepalive.h"
 #include "services/common/training_job.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/coordinator/coordinator_config.h"
@@ -164,6 +165,7 @@ class InProcessJob {
     master_builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                                     &master_port_);
     ApplyBulkTransferArguments(&master_builder);
+    ApplyKeepaliveArguments(&master_builder);
     master_builder.RegisterService(master_.get());
     master_server_ = master_builder.BuildAndStart();
 
@@ -197,6 +199,7 @@ class InProcessJob {
     grpc::ServerBuilder coordinator_builder;
     coordinator_builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                                          &coordinator_port_);
+    ApplyKeepaliveArguments(&coordinator_builder);
     coordinator_builder.RegisterService(coordinator_.get());
     coordinator_server_ = coordinator_builder.BuildAndStart();
   }

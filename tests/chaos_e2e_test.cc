@@ -1,70 +1,190 @@
-// `gaptrain run --chaos` end to end: while 4 trainers train LeNet-5 on the
-// real MNIST with Gap-Aware, the launcher kills a random trainer every few
-// seconds, SIGTERM and SIGKILL in turn, and restarts it; it also SIGKILLs
-// the master once, which comes back from its newest checkpoint. The job
-// still completes at 97.5% or better, every checkpoint on disk verifies,
-// and the coordinator's counters match the kills: each SIGTERM is a
-// preemption (the worker left cleanly), each SIGKILL a lease expiry.
+// The chaos acceptance test (issue 19): the same job twice with
+// `gaptrain run`, an MLP on the real MNIST with Gap-Aware, 4 trainers and
+// 2 epochs: once calm, once with `--chaos` killing a random trainer every
+// 3 s (SIGTERM and SIGKILL in turn, restarted 1 s later) and SIGKILLing
+// the master twice (restarted 1 s later from its newest checkpoint, 3 s
+// old at most). Checked:
+//   - both succeed, and the chaos run's final accuracy is within 0.5
+//     points of the calm run's: the training lost in the restores was done
+//     again;
+//   - the push accounting closes (the master's push ledger across all its
+//     runs): final version = updates - updates lost in restores, updates =
+//     pushes - rejected, and the lost updates' samples were retrained;
+//   - the coordinator saw each trainer kill for what it was (a SIGTERM as
+//     a preemption, a SIGKILL as a lease expiry);
+//   - every checkpoint on disk verifies, and the newest holds the final
+//     model;
+//   - after each master restart the workers pushed again within 5 s of the
+//     master serving (target 2 s; printed as a figure).
+//
+// Determinism: both runs use the same data order (shuffleSeed) and chaos
+// seed, but asynchronous training interleaves pushes as the scheduler
+// runs the processes, so two calm runs differ too; on a 2-core machine
+// calm runs of this job spread over about 0.1 point (docs/reliability.md),
+// well inside the 0.5 allowed. The run takes about 90 s on 2 cores.
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "services/common/process.h"
 #include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
+#include "services/master/push_ledger.h"
 #include "services/testing/testdata_dir.h"
 #include "tests/gaptrain_run_fixture.h"
 
 namespace gaptrain {
 namespace {
 
-TEST(ChaosE2eTest, Lenet5OnMnistSurvivesKilledWorkersAndAKilledMaster) {
+constexpr uint32_t kBatchSize = 64;
+constexpr double kEpochs = 2;
+
+E2eJob AcceptanceJob(const std::string& name) {
+  E2eJob job;
+  job.name = name;
+  job.model = "mlp";
+  job.epochs = kEpochs;
+  job.batch_size = kBatchSize;
+  job.replicas = 4;
+  job.min_replicas = 2;
+  job.checkpoint_seconds = 3;
+  job.lease_seconds = 3;
+  return job;
+}
+
+// Runs `gaptrain run` on `job` in <dir>/<name>, with `extra` flags; returns
+// its summary.json, or null JSON after a failed assertion.
+nlohmann::json RunJob(const std::string& dir, const E2eJob& job,
+                      const std::vector<std::string>& extra, std::string* run_dir) {
+  *run_dir = dir + "/" + job.name;
+  std::vector<std::string> args = {"run", "-f", WriteJobFile(dir, job), "--run-dir", *run_dir};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const std::string log = dir + "/" + job.name + ".out";
+  std::unique_ptr<Process> run = StartGaptrain(args, log);
+  EXPECT_NE(run, nullptr);
+  if (run == nullptr) return nullptr;
+  EXPECT_TRUE(run->WaitExit(std::chrono::minutes(5))) << ReadWholeFile(log);
+  const std::string out = ReadWholeFile(log);
+  std::printf("---- gaptrain run %s\n%s\n", job.name.c_str(), out.c_str());  // for the test log
+  EXPECT_TRUE(WIFEXITED(run->wait_status()) && WEXITSTATUS(run->wait_status()) == 0)
+      << DescribeWaitStatus(run->wait_status()) << "\n" << out;
+  return nlohmann::json::parse(ReadWholeFile(*run_dir + "/summary.json"), nullptr, false);
+}
+
+// Seconds from serving to the first update, for each run of the master
+// in its log ("first update applied 1.53 s after serving").
+std::vector<double> FirstUpdateSeconds(const std::string& master_log) {
+  static const std::regex line(R"(first update applied ([0-9.]+) s after serving)");
+  std::vector<double> seconds;
+  for (std::sregex_iterator it(master_log.begin(), master_log.end(), line), end; it != end; ++it) {
+    seconds.push_back(std::stod((*it)[1].str()));
+  }
+  return seconds;
+}
+
+TEST(ChaosAcceptanceTest, KilledTrainersAndTwoKilledMastersLoseNoTraining) {
   std::string data;
   Status found = FindSharedDataDir(&data);
   ASSERT_TRUE(found.ok()) << found.ToString();
   const std::string dir = TestTempDir("chaos");
-  E2eJob job;
-  job.name = "mnist-chaos";
-  job.checkpoint_seconds = 4;
-  job.lease_seconds = 4;
-  const std::string job_file = WriteJobFile(dir, job);
-  const std::string run_dir = dir + "/run";
-  std::unique_ptr<Process> run = StartGaptrain(
-      {"run", "-f", job_file, "--run-dir", run_dir, "--chaos",
-       "every=4s,restart=2s,master=14s,seed=7"},
-      dir + "/gaptrain.out");
-  ASSERT_NE(run, nullptr);
-  ASSERT_TRUE(run->WaitExit(std::chrono::minutes(20)));
-  const std::string out = ReadWholeFile(dir + "/gaptrain.out");
-  ASSERT_TRUE(WIFEXITED(run->wait_status()) && WEXITSTATUS(run->wait_status()) == 0)
-      << DescribeWaitStatus(run->wait_status()) << "\n" << out;
 
-  std::printf("---- gaptrain run's output\n%s\n", out.c_str());  // for the test log
-  const nlohmann::json summary = nlohmann::json::parse(ReadWholeFile(run_dir + "/summary.json"));
-  EXPECT_EQ(summary["outcome"], "Succeeded") << summary.dump(2);
-  EXPECT_GE(summary["accuracy"].get<double>(), 0.975) << summary.dump(2);
+  std::string calm_dir, chaos_dir;
+  const nlohmann::json calm = RunJob(dir, AcceptanceJob("calm"), {}, &calm_dir);
+  const nlohmann::json chaos =
+      RunJob(dir, AcceptanceJob("chaos"),
+             {"--chaos", "every=3s,restart=1s,master=5s,master=13s,seed=7"}, &chaos_dir);
+  ASSERT_TRUE(calm.is_object() && chaos.is_object());
+  ASSERT_EQ(calm["outcome"], "Succeeded") << calm.dump(2);
+  ASSERT_EQ(chaos["outcome"], "Succeeded") << chaos.dump(2);
+  EXPECT_EQ(chaos["reason"], "EpochsCompleted") << chaos.dump(2);
 
-  // The faults happened, and the coordinator saw each one for what it was.
-  const uint64_t sigterms = summary["chaos"]["trainerSigterms"];
-  const uint64_t sigkills = summary["chaos"]["trainerSigkills"];
-  EXPECT_GE(sigterms, 1u) << out;
-  EXPECT_GE(sigkills, 1u) << out;
-  EXPECT_EQ(summary["chaos"]["masterRestarts"], 1) << out;
-  EXPECT_EQ(summary["workers"]["preempted"].get<uint64_t>(), sigterms) << summary.dump(2);
-  EXPECT_EQ(summary["workers"]["leaseExpiries"].get<uint64_t>(), sigkills)
-      << summary.dump(2) << "\ncoordinator log:\n" << ReadWholeFile(run_dir + "/logs/coordinator.log");
-  EXPECT_EQ(summary["workers"]["failed"], 0) << summary.dump(2);
-  EXPECT_EQ(summary["workerRestarts"], 0) << "a worker crashed:\n" << out;
-  EXPECT_NE(ReadWholeFile(run_dir + "/logs/master.log").find("restored"), std::string::npos)
-      << "the restarted master did not resume from a checkpoint";
+  // Accuracy: as good as without faults.
+  const double calm_accuracy = calm["accuracy"].get<double>();
+  const double chaos_accuracy = chaos["accuracy"].get<double>();
+  std::printf("FIGURE accuracy calm %.2f%%, chaos %.2f%% (difference %+.2f points)\n",
+              100 * calm_accuracy, 100 * chaos_accuracy, 100 * (chaos_accuracy - calm_accuracy));
+  EXPECT_GE(calm_accuracy, 0.96) << calm.dump(2);
+  EXPECT_LE(std::fabs(chaos_accuracy - calm_accuracy), 0.005) << chaos.dump(2);
+
+  // The faults happened, each logged with its time, and the coordinator
+  // saw each trainer kill for what it was.
+  const nlohmann::json& faults = chaos["chaos"]["faults"];
+  const uint64_t sigterms = chaos["chaos"]["trainerSigterms"];
+  const uint64_t sigkills = chaos["chaos"]["trainerSigkills"];
+  EXPECT_GE(sigterms, 2u) << chaos.dump(2);
+  EXPECT_GE(sigkills, 2u) << chaos.dump(2);
+  EXPECT_EQ(chaos["chaos"]["masterRestarts"], 2) << chaos.dump(2);
+  size_t master_kills = 0;
+  double previous = 0;
+  for (const nlohmann::json& f : faults) {
+    EXPECT_GE(f["atSeconds"].get<double>(), previous) << faults.dump(2);
+    previous = f["atSeconds"].get<double>();
+    master_kills += f["target"] == "master" && f["fault"] == "SIGKILL";
+  }
+  EXPECT_EQ(master_kills, 2u) << faults.dump(2);
+  EXPECT_EQ(chaos["workers"]["preempted"].get<uint64_t>(), sigterms) << chaos.dump(2);
+  EXPECT_EQ(chaos["workers"]["leaseExpiries"].get<uint64_t>(), sigkills)
+      << chaos.dump(2) << "\ncoordinator log:\n" << ReadWholeFile(chaos_dir + "/logs/coordinator.log");
+  EXPECT_EQ(chaos["workers"]["failed"], 0) << chaos.dump(2);
+  EXPECT_EQ(chaos["workerRestarts"], 0) << "a worker crashed";
+
+  // Every push accounted for, across the master's three runs.
+  PushLedger::Totals ledger;
+  Status read = PushLedger::Read(chaos_dir + "/checkpoints/" + PushLedger::kFileName, &ledger);
+  ASSERT_TRUE(read.ok()) << read.ToString();
+  const uint64_t version = chaos["version"];
+  std::printf(
+      "FIGURE ledger: %llu pushes, %llu rejected, %llu updates applied, %llu lost in %llu "
+      "restores; final version %llu; retrained %llu tasks, %llu samples\n",
+      static_cast<unsigned long long>(ledger.pushes),
+      static_cast<unsigned long long>(ledger.rejected),
+      static_cast<unsigned long long>(ledger.updates),
+      static_cast<unsigned long long>(ledger.updates_lost),
+      static_cast<unsigned long long>(ledger.restores), static_cast<unsigned long long>(version),
+      chaos["retrained"]["tasks"].get<unsigned long long>(),
+      chaos["retrained"]["samples"].get<unsigned long long>());
+  EXPECT_EQ(ledger.restores, 2u);
+  EXPECT_EQ(ledger.updates, ledger.pushes - ledger.rejected) << "asynchronous: a push, an update";
+  EXPECT_EQ(version, ledger.updates - ledger.updates_lost);
+  EXPECT_EQ(chaos["ledger"]["updatesLost"].get<uint64_t>(), ledger.updates_lost);
+  // A lost update is a batch whose samples are trained again: a task
+  // completed behind the restored checkpoint is re-queued whole, a task in
+  // hand is rewound by its worker.
+  if (ledger.updates_lost > 0) {
+    EXPECT_GE(chaos["retrained"]["tasks"].get<uint64_t>() +
+                  chaos["workers"]["tasksReassigned"].get<uint64_t>(),
+              1u)
+        << chaos.dump(2);
+    EXPECT_GE(chaos["retrained"]["samples"].get<uint64_t>(), ledger.updates_lost)
+        << chaos.dump(2);
+  }
+  // The calm run: nothing lost, one update per push.
+  PushLedger::Totals calm_ledger;
+  ASSERT_TRUE(
+      PushLedger::Read(calm_dir + "/checkpoints/" + PushLedger::kFileName, &calm_ledger).ok());
+  EXPECT_EQ(calm_ledger.updates_lost, 0u);
+  EXPECT_EQ(calm["version"].get<uint64_t>(), calm_ledger.updates);
+
+  // Reconnect: the first update of each restarted master.
+  const std::string master_log = ReadWholeFile(chaos_dir + "/logs/master.log");
+  const std::vector<double> first_update = FirstUpdateSeconds(master_log);
+  ASSERT_EQ(first_update.size(), 3u) << "one per run of the master:\n" << master_log;
+  for (size_t run = 1; run < first_update.size(); ++run) {
+    std::printf("FIGURE reconnect after master restart %zu: first update %.2f s after serving\n",
+                run, first_update[run]);
+    EXPECT_LE(first_update[run], 5.0) << "target 2 s";
+  }
 
   // No checkpoint lost: every file on disk verifies, and the newest holds
   // the final model.
-  CheckpointDirectory checkpoints(run_dir + "/checkpoints", 1);
+  CheckpointDirectory checkpoints(chaos_dir + "/checkpoints", 1);
   const std::vector<std::string> files = checkpoints.List();
   ASSERT_FALSE(files.empty());
   uint64_t newest = 0;
@@ -74,8 +194,8 @@ TEST(ChaosE2eTest, Lenet5OnMnistSurvivesKilledWorkersAndAKilledMaster) {
     EXPECT_TRUE(s.ok()) << s.ToString();
     if (s.ok()) newest = std::max(newest, store->version());
   }
-  EXPECT_EQ(newest, summary["version"].get<uint64_t>());
-  EXPECT_EQ(summary["checkpoint"], files.back());
+  EXPECT_EQ(newest, version);
+  EXPECT_EQ(chaos["checkpoint"], files.back());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 
 namespace gaptrain {
 namespace {
@@ -41,7 +42,9 @@ Status ParseChaosOptions(const std::string& text, ChaosOptions* options) {
     } else if (key == "restart") {
       GAPTRAIN_RETURN_IF_ERROR(ParseSeconds(key, value, &o.restart_after_seconds));
     } else if (key == "master") {
-      GAPTRAIN_RETURN_IF_ERROR(ParseSeconds(key, value, &o.kill_master_at_seconds));
+      double at = 0;
+      GAPTRAIN_RETURN_IF_ERROR(ParseSeconds(key, value, &at));
+      if (at > 0) o.kill_master_at_seconds.push_back(at);
     } else if (key == "seed") {
       // Digits only: strtoull alone would take " -3" as 2^64 - 3 and
       // clamp an overflow to 2^64 - 1.
@@ -57,6 +60,7 @@ Status ParseChaosOptions(const std::string& text, ChaosOptions* options) {
                                      "' (keys: every, restart, master, seed)");
     }
   }
+  std::sort(o.kill_master_at_seconds.begin(), o.kill_master_at_seconds.end());
   if (!o.enabled()) {
     return Status::InvalidArgument("--chaos: set every=SECONDS (> 0) or master=SECONDS (> 0)");
   }
@@ -64,11 +68,36 @@ Status ParseChaosOptions(const std::string& text, ChaosOptions* options) {
   return Status::OK();
 }
 
-ChaosMonkey::ChaosMonkey(ChaosOptions options)
-    : options_(options), random_(options.seed), next_kill_(options.kill_every_seconds) {}
+std::string ChaosFaultName(const ChaosAction& action) {
+  if (action.kind == ChaosAction::Kind::kRestartTrainer ||
+      action.kind == ChaosAction::Kind::kRestartMaster) {
+    return "restart";
+  }
+  if (action.signal == SIGTERM) return "SIGTERM";
+  if (action.signal == SIGKILL) return "SIGKILL";
+  return "signal " + std::to_string(action.signal);
+}
+
+std::string ChaosTargetName(const ChaosAction& action) {
+  if (action.kind == ChaosAction::Kind::kKillMaster ||
+      action.kind == ChaosAction::Kind::kRestartMaster) {
+    return "master";
+  }
+  return "trainer-" + std::to_string(action.trainer);
+}
+
+ChaosMonkey::ChaosMonkey(ChaosOptions options) : options_(std::move(options)), random_(options_.seed) {}
 
 std::vector<ChaosAction> ChaosMonkey::Due(double now, const std::vector<size_t>& killable) {
   std::vector<ChaosAction> actions;
+  if (started_at_ < 0) {
+    if (killable.empty()) return actions;
+    started_at_ = now;
+    next_kill_ = now + options_.kill_every_seconds;
+  }
+  const double after_start = now - started_at_;
+  // A master killed earlier must be serving again before the next kill.
+  const bool master_up = master_restart_at_ < 0;
   // Restarts first: a trainer back up may be killed again later, never in
   // the same call.
   std::sort(restarts_.begin(), restarts_.end());
@@ -90,13 +119,14 @@ std::vector<ChaosAction> ChaosMonkey::Due(double now, const std::vector<size_t>&
     restarts_.emplace_back(now + options_.restart_after_seconds, trainer);
     next_kill_ = now + options_.kill_every_seconds;
   }
-  if (options_.kill_master_at_seconds > 0 && !master_killed_ &&
-      now >= options_.kill_master_at_seconds) {
-    master_killed_ = true;
+  if (master_up && master_kills_done_ < options_.kill_master_at_seconds.size() &&
+      after_start >= options_.kill_master_at_seconds[master_kills_done_]) {
+    ++master_kills_done_;
     ++master_kills_;
     actions.push_back({ChaosAction::Kind::kKillMaster, 0, SIGKILL});
     master_restart_at_ = now + options_.restart_after_seconds;
   }
+  for (const ChaosAction& a : actions) events_.push_back({now, after_start, a});
   return actions;
 }
 

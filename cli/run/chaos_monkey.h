@@ -1,10 +1,18 @@
-// ChaosMonkey: the fault schedule of `gaptrain run --chaos`. Every
-// `kill_every_seconds` it kills a random trainer, alternating SIGTERM (a
-// spot preemption notice: the worker leaves cleanly) and SIGKILL (a node
-// lost: the coordinator's lease expires), and brings it back
-// `restart_after_seconds` later as a new process; once, at
-// `kill_master_at_seconds`, it SIGKILLs the master and restarts it after
-// the same delay (it resumes from its newest checkpoint).
+// ChaosMonkey: the fault schedule of `gaptrain run --chaos`. Its clock
+// starts when the first trainer can be killed (the first call of Due with
+// a candidate: the first trainer registered), whatever the others are
+// doing, so a job whose trainers take seconds each to start is attacked
+// from the start of its training. From then on, every `kill_every_seconds`
+// it kills a random trainer, alternating SIGTERM (a spot preemption
+// notice: the worker leaves cleanly) and SIGKILL (a node lost: the
+// coordinator's lease expires), and brings it back `restart_after_seconds`
+// later as a new process; at each of `kill_master_at_seconds` it SIGKILLs
+// the master and restarts it after the same delay (it resumes from its
+// newest checkpoint). A master kill due while the master is still down
+// waits for its restart.
+//
+// Every action it returns is logged with its time (events()), for the
+// run's summary.json.
 //
 // The monkey only decides; the launcher acts. It is a pure function of the
 // seed and the times and candidates the caller passes, so a test can
@@ -27,15 +35,19 @@ namespace gaptrain {
 struct ChaosOptions {
   double kill_every_seconds = 0;      // 0: no trainer is killed
   double restart_after_seconds = 5;
-  double kill_master_at_seconds = 0;  // 0: the master is never killed
+  // Seconds after the first trainer's registration, ascending; empty: the
+  // master is never killed.
+  std::vector<double> kill_master_at_seconds;
   uint64_t seed = 1;
 
-  bool enabled() const { return kill_every_seconds > 0 || kill_master_at_seconds > 0; }
+  bool enabled() const { return kill_every_seconds > 0 || !kill_master_at_seconds.empty(); }
 };
 
 // Parses the value of --chaos: comma-separated key=value pairs, e.g.
 // "every=20s,restart=5s,master=45s,seed=3" (the "s" is optional); the
-// keys are every, restart, master and seed. Errors name the key.
+// keys are every, restart, master and seed. `master` may be given more
+// than once ("master=15s,master=40s"), one kill each; master=0 kills
+// nothing. Errors name the key.
 Status ParseChaosOptions(const std::string& text, ChaosOptions* options);
 
 struct ChaosAction {
@@ -45,16 +57,33 @@ struct ChaosAction {
   int signal = 0;      // kKillTrainer, kKillMaster
 };
 
+// An action as Due returned it: `at` is the `now` of that call, and
+// `after_start` the seconds since the monkey's clock started.
+struct ChaosEvent {
+  double at = 0;
+  double after_start = 0;
+  ChaosAction action;
+};
+
+// "SIGTERM", "SIGKILL" or "restart", and "trainer-3" or "master".
+std::string ChaosFaultName(const ChaosAction& action);
+std::string ChaosTargetName(const ChaosAction& action);
+
 class ChaosMonkey {
  public:
   explicit ChaosMonkey(ChaosOptions options);
 
-  // The actions due at `now` (seconds since the job started), in order.
-  // `killable` lists the trainers that may be killed now (registered with
-  // the coordinator and not already down); a kill that finds none waits
-  // for the next call. Trainers this monkey killed are restarted only
-  // through the actions it returns.
+  // The actions due at `now` (seconds since the job started, never
+  // decreasing), in order. `killable` lists the trainers that may be
+  // killed now (registered with the coordinator and not already down);
+  // the first call with any starts the clock; a kill that finds none
+  // waits for the next call. Trainers this monkey killed are restarted
+  // only through the actions it returns.
   std::vector<ChaosAction> Due(double now, const std::vector<size_t>& killable);
+
+  // When the clock started (a `now` of Due); negative until it has.
+  double started_at() const { return started_at_; }
+  const std::vector<ChaosEvent>& events() const { return events_; }
 
   uint64_t trainer_sigterms() const { return trainer_sigterms_; }
   uint64_t trainer_sigkills() const { return trainer_sigkills_; }
@@ -63,11 +92,13 @@ class ChaosMonkey {
  private:
   ChaosOptions options_;
   std::mt19937_64 random_;
-  double next_kill_;
+  double started_at_ = -1;
+  double next_kill_ = 0;  // a `now`, once started
   bool next_is_sigterm_ = true;
   std::vector<std::pair<double, size_t>> restarts_;  // (due, trainer)
-  bool master_killed_ = false;
+  size_t master_kills_done_ = 0;  // of options_.kill_master_at_seconds
   double master_restart_at_ = -1;
+  std::vector<ChaosEvent> events_;
   uint64_t trainer_sigterms_ = 0;
   uint64_t trainer_sigkills_ = 0;
   uint64_t master_kills_ = 0;

@@ -1,10 +1,12 @@
-// Tests the --chaos spec parser (valid specs, the optional "s", an error
-// naming the key for each bad key or value, empty or disabled specs) and
-// ChaosMonkey::Due replayed with explicit times: one kill per interval
-// alternating SIGTERM/SIGKILL (SIGTERM first), each restart exactly
-// restart_after later, no kill without candidates (it happens at the next
-// call that has some), one master kill and one master restart, a schedule
-// fixed by the seed, and counters that match the actions.
+// Tests the --chaos spec parser (valid specs, the optional "s", repeated
+// master kills, an error naming the key for each bad key or value, empty
+// or disabled specs) and ChaosMonkey::Due replayed with explicit times: a
+// clock that starts at the first candidate (the first trainer's
+// registration), one kill per interval alternating SIGTERM/SIGKILL
+// (SIGTERM first), each restart exactly restart_after later, no kill
+// without candidates (it happens at the next call that has some), master
+// kills and restarts, a schedule fixed by the seed, counters that match
+// the actions, and an event log with every action's time.
 
 #include "cli/run/chaos_monkey.h"
 
@@ -28,7 +30,7 @@ TEST(ParseChaosOptionsTest, FullSpec) {
   ASSERT_TRUE(ParseChaosOptions("every=20s,restart=5s,master=45s,seed=3", &o).ok());
   EXPECT_EQ(o.kill_every_seconds, 20);
   EXPECT_EQ(o.restart_after_seconds, 5);
-  EXPECT_EQ(o.kill_master_at_seconds, 45);
+  EXPECT_EQ(o.kill_master_at_seconds, std::vector<double>{45});
   EXPECT_EQ(o.seed, 3u);
   EXPECT_TRUE(o.enabled());
 }
@@ -48,14 +50,20 @@ TEST(ParseChaosOptionsTest, DefaultsForKeysNotGiven) {
   ASSERT_TRUE(ParseChaosOptions("master=30", &o).ok());
   EXPECT_EQ(o.kill_every_seconds, 0);
   EXPECT_EQ(o.restart_after_seconds, 5);
-  EXPECT_EQ(o.kill_master_at_seconds, 30);
+  EXPECT_EQ(o.kill_master_at_seconds, std::vector<double>{30});
   EXPECT_EQ(o.seed, 1u);
   EXPECT_TRUE(o.enabled());
 
   ASSERT_TRUE(ParseChaosOptions("every=7", &o).ok());
   EXPECT_EQ(o.kill_every_seconds, 7);
-  EXPECT_EQ(o.kill_master_at_seconds, 0);
+  EXPECT_TRUE(o.kill_master_at_seconds.empty());
   EXPECT_TRUE(o.enabled());
+}
+
+TEST(ParseChaosOptionsTest, MasterMayBeKilledMoreThanOnce) {
+  ChaosOptions o;
+  ASSERT_TRUE(ParseChaosOptions("every=4,master=30s,master=12,master=0", &o).ok());
+  EXPECT_EQ(o.kill_master_at_seconds, (std::vector<double>{12, 30})) << "sorted, 0 dropped";
 }
 
 TEST(ParseChaosOptionsTest, LargestSeed) {
@@ -157,7 +165,7 @@ ChaosOptions Options(double every, double restart, double master, uint64_t seed)
   ChaosOptions o;
   o.kill_every_seconds = every;
   o.restart_after_seconds = restart;
-  o.kill_master_at_seconds = master;
+  if (master > 0) o.kill_master_at_seconds = {master};
   o.seed = seed;
   return o;
 }
@@ -190,6 +198,7 @@ TEST(ChaosMonkeyTest, NothingBeforeTheFirstInterval) {
 
 TEST(ChaosMonkeyTest, RestartComesExactlyRestartAfterLater) {
   ChaosMonkey monkey(Options(10, 3, 0, 1));
+  EXPECT_TRUE(monkey.Due(0, {0, 1, 2}).empty());
   const std::vector<ChaosAction> kill = monkey.Due(10, {0, 1, 2});
   ASSERT_EQ(kill.size(), 1u);
   ASSERT_EQ(kill[0].kind, Kind::kKillTrainer);
@@ -223,6 +232,7 @@ TEST(ChaosMonkeyTest, EveryRestartInAReplayIsRestartAfterItsKill) {
 
 TEST(ChaosMonkeyTest, KillWaitsForACandidate) {
   ChaosMonkey monkey(Options(10, 3, 0, 1));
+  EXPECT_TRUE(monkey.Due(0, {0}).empty());
   EXPECT_TRUE(monkey.Due(10, {}).empty());
   EXPECT_TRUE(monkey.Due(11, {}).empty());
   const std::vector<ChaosAction> late = monkey.Due(12.5, {2});
@@ -246,6 +256,7 @@ TEST(ChaosMonkeyTest, KillWaitsForACandidate) {
 
 TEST(ChaosMonkeyTest, PicksOnlyFromTheCandidates) {
   ChaosMonkey monkey(Options(1, 100, 0, 11));
+  EXPECT_TRUE(monkey.Due(0, {5, 9}).empty());
   for (int t = 1; t <= 50; ++t) {
     const std::vector<ChaosAction> actions = monkey.Due(t, {5, 9});
     ASSERT_EQ(actions.size(), 1u) << "t=" << t;
@@ -266,17 +277,101 @@ TEST(ChaosMonkeyTest, MasterIsKilledOnceAndRestartedOnce) {
   EXPECT_EQ(monkey.trainer_sigterms() + monkey.trainer_sigkills(), 0u);
 }
 
-TEST(ChaosMonkeyTest, MasterKillNeedsNoTrainerCandidates) {
+// The job: trainers registered seconds apart, and nothing was
+// killed before the last one had. The clock starts with the first one.
+TEST(ChaosMonkeyTest, ClockStartsAtTheFirstTrainersRegistration) {
+  ChaosMonkey monkey(Options(8, 3, 25, 1));
+  EXPECT_TRUE(monkey.Due(0, {}).empty());
+  EXPECT_TRUE(monkey.Due(30, {}).empty()) << "no trainer yet: the clock has not started";
+  EXPECT_LT(monkey.started_at(), 0);
+  EXPECT_TRUE(monkey.Due(31, {4}).empty());
+  EXPECT_EQ(monkey.started_at(), 31);
+  // One trainer registered is enough: it is killed 8 s later.
+  EXPECT_TRUE(monkey.Due(38.9, {4}).empty());
+  const std::vector<ChaosAction> kill = monkey.Due(39, {4});
+  ASSERT_EQ(kill.size(), 1u);
+  EXPECT_EQ(kill[0].kind, Kind::kKillTrainer);
+  EXPECT_EQ(kill[0].trainer, 4u);
+  // The master 25 s after the first registration, with no candidate.
+  const std::vector<ChaosAction> back = monkey.Due(42, {});
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].kind, Kind::kRestartTrainer);
+  EXPECT_TRUE(monkey.Due(55.9, {}).empty());
+  const std::vector<ChaosAction> master = monkey.Due(56, {});
+  ASSERT_EQ(master.size(), 1u);
+  EXPECT_EQ(master[0].kind, Kind::kKillMaster);
+}
+
+TEST(ChaosMonkeyTest, MasterKillNeedsNoTrainerCandidatesOnceStarted) {
   ChaosMonkey monkey(Options(0, 2, 5, 1));
-  EXPECT_TRUE(monkey.Due(4, {}).empty());
-  const std::vector<ChaosAction> kill = monkey.Due(6, {});
+  EXPECT_TRUE(monkey.Due(1, {}).empty());
+  EXPECT_TRUE(monkey.Due(3, {0}).empty());  // the clock starts: the kill is due at 8
+  EXPECT_TRUE(monkey.Due(7.9, {}).empty());
+  const std::vector<ChaosAction> kill = monkey.Due(8, {});
   ASSERT_EQ(kill.size(), 1u);
   EXPECT_EQ(kill[0].kind, Kind::kKillMaster);
-  EXPECT_TRUE(monkey.Due(7.9, {}).empty());
-  const std::vector<ChaosAction> restart = monkey.Due(8, {});
+  EXPECT_TRUE(monkey.Due(9.9, {}).empty());
+  const std::vector<ChaosAction> restart = monkey.Due(10, {});
   ASSERT_EQ(restart.size(), 1u);
   EXPECT_EQ(restart[0].kind, Kind::kRestartMaster);
   EXPECT_TRUE(monkey.Due(1000, {}).empty());
+}
+
+TEST(ChaosMonkeyTest, MasterKilledAtEachTimeGiven) {
+  ChaosOptions o = Options(0, 3, 0, 1);
+  o.kill_master_at_seconds = {10, 20};
+  ChaosMonkey monkey(o);
+  const std::vector<Event> events = Replay(&monkey, 2, 60);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].time, 10);
+  EXPECT_EQ(events[0].action.kind, Kind::kKillMaster);
+  EXPECT_EQ(events[1].time, 13);
+  EXPECT_EQ(events[1].action.kind, Kind::kRestartMaster);
+  EXPECT_EQ(events[2].time, 20);
+  EXPECT_EQ(events[2].action.kind, Kind::kKillMaster);
+  EXPECT_EQ(events[3].time, 23);
+  EXPECT_EQ(events[3].action.kind, Kind::kRestartMaster);
+  EXPECT_EQ(monkey.master_kills(), 2u);
+}
+
+// A second kill due while the master is down waits for it to serve again.
+TEST(ChaosMonkeyTest, MasterKillDueWhileItIsDownWaitsForItsRestart) {
+  ChaosOptions o = Options(0, 5, 0, 1);
+  o.kill_master_at_seconds = {10, 12};
+  ChaosMonkey monkey(o);
+  const std::vector<Event> events = Replay(&monkey, 1, 30);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[1].time, 15);
+  EXPECT_EQ(events[1].action.kind, Kind::kRestartMaster);
+  EXPECT_EQ(events[2].time, 15.5) << "killed at the next call after its restart";
+  EXPECT_EQ(events[2].action.kind, Kind::kKillMaster);
+  EXPECT_EQ(events[3].time, 20.5);
+}
+
+TEST(ChaosMonkeyTest, EventsLogEveryActionWithItsTime) {
+  ChaosMonkey monkey(Options(4, 2, 9, 3));
+  EXPECT_TRUE(monkey.Due(1, {}).empty());
+  std::vector<Event> returned;
+  for (int i = 4; i <= 40; ++i) {  // the clock starts at 2, the first call with a candidate
+    const double now = i / 2.0;
+    for (const ChaosAction& a : monkey.Due(now, {0, 1, 2})) returned.push_back({now, a});
+  }
+  const std::vector<ChaosEvent>& log = monkey.events();
+  ASSERT_EQ(log.size(), returned.size());
+  ASSERT_GE(log.size(), 6u);
+  for (size_t i = 0; i < log.size(); ++i) {
+    EXPECT_EQ(log[i].at, returned[i].time) << i;
+    EXPECT_EQ(log[i].after_start, returned[i].time - 2) << i;
+    EXPECT_EQ(log[i].action.kind, returned[i].action.kind) << i;
+    EXPECT_EQ(log[i].action.trainer, returned[i].action.trainer) << i;
+  }
+  EXPECT_EQ(log[0].at, 6);  // the first kill: 4 s after the clock started
+  EXPECT_EQ(ChaosFaultName(log[0].action), "SIGTERM");
+  EXPECT_EQ(ChaosTargetName(log[0].action), "trainer-" + std::to_string(log[0].action.trainer));
+  const ChaosAction master_kill{Kind::kKillMaster, 0, SIGKILL};
+  EXPECT_EQ(ChaosFaultName(master_kill), "SIGKILL");
+  EXPECT_EQ(ChaosTargetName(master_kill), "master");
+  EXPECT_EQ(ChaosFaultName({Kind::kRestartTrainer, 2, 0}), "restart");
 }
 
 TEST(ChaosMonkeyTest, TrainerAndMasterFaultsTogetherMatchTheCounters) {

@@ -12,6 +12,7 @@
 #include "services/common/http_client.h"
 #include "services/common/termination_signal.h"
 #include "services/master/checkpoint.h"
+#include "services/master/push_ledger.h"
 
 namespace gaptrain {
 namespace {
@@ -104,8 +105,16 @@ bool JobRunner::RestartTrainerAfterFailure(size_t index) {
   return true;
 }
 
+bool JobRunner::StartupFailed(const std::string& service, Process* process) {
+  // It never got as far as listening: a restart would fail the same way.
+  error_ = service + " exited during start-up (" + DescribeWaitStatus(process->wait_status()) +
+           "); see " + local_.LogFile(service);
+  return false;
+}
+
 bool JobRunner::Supervise() {
-  bool changed = false;
+  // Workers start in parallel and report their metrics ports when ready.
+  bool changed = local_.RefreshWorkerPorts();
   // The control plane always comes back (a Deployment would restart it).
   if (!master_down_by_chaos_ && !local_.master()->Running()) {
     Say("master exited (" + DescribeWaitStatus(local_.master()->wait_status()) + ")");
@@ -124,6 +133,7 @@ bool JobRunner::Supervise() {
   if (!over && !local_.evaluator()->Running() &&
       !ExitedCleanly(local_.evaluator()->wait_status())) {
     Say("evaluator exited (" + DescribeWaitStatus(local_.evaluator()->wait_status()) + ")");
+    if (!local_.EvaluatorReported()) return StartupFailed("evaluator", local_.evaluator());
     if (!RestartAfterFailure("evaluator", &LocalJob::StartEvaluator)) return false;
     changed = true;
   }
@@ -134,6 +144,7 @@ bool JobRunner::Supervise() {
       continue;
     }
     Say(LocalJob::TrainerName(i) + " exited (" + DescribeWaitStatus(trainer->wait_status()) + ")");
+    if (!local_.TrainerReported(i)) return StartupFailed(LocalJob::TrainerName(i), trainer);
     if (!RestartTrainerAfterFailure(i)) return false;
     changed = true;
   }
@@ -359,7 +370,23 @@ void JobRunner::Finish(bool interrupted, RunSummary* summary) {
   s.chaos_sigkills = monkey_.trainer_sigkills();
   s.master_restarts = master_restarts_;
   s.worker_restarts = worker_restarts_;
-  CheckpointDirectory checkpoints(LocalJob::CheckpointDir(run_dir_->path()), 1);
+  s.chaos_started_at = monkey_.started_at();
+  for (const ChaosEvent& e : monkey_.events()) {
+    s.chaos_faults.push_back({e.at, ChaosFaultName(e.action), ChaosTargetName(e.action)});
+  }
+  PushLedger::Totals ledger;
+  const std::string checkpoint_dir = LocalJob::CheckpointDir(run_dir_->path());
+  if (PushLedger::Read(checkpoint_dir + "/" + PushLedger::kFileName, &ledger).ok()) {
+    s.has_ledger = true;
+    s.ledger_pushes = ledger.pushes;
+    s.ledger_rejected = ledger.rejected;
+    s.ledger_updates = ledger.updates;
+    s.ledger_updates_lost = ledger.updates_lost;
+    s.ledger_restores = ledger.restores;
+  }
+  s.tasks_retrained = status_.tasks_retrained();
+  s.samples_retrained = status_.samples_retrained();
+  CheckpointDirectory checkpoints(checkpoint_dir, 1);
   const std::vector<std::string> paths = checkpoints.List();
   s.checkpoint = paths.empty() ? "" : paths.back();
   Say(SummaryText(s));

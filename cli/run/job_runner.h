@@ -1,8 +1,10 @@
 // JobRunner: `gaptrain run`'s supervisor. It starts a LocalJob, then once a
 // second reads the coordinator's status and the master's /metrics, prints
 // the progress line, restarts processes that crashed (the job's
-// restartPolicy and backoffLimit), carries out the chaos monkey's faults,
-// and ends the run:
+// restartPolicy and backoffLimit; a worker that dies during start-up ends
+// the run), carries out the chaos monkey's faults (its clock starts at the
+// first trainer's registration; summary.json lists each fault with its
+// time), and ends the run:
 //   - when the job succeeds or fails: it waits for the workers to leave
 //     (the evaluator scores the final model first);
 //   - on SIGINT or SIGTERM: the workers are stopped with SIGTERM (they
@@ -61,6 +63,8 @@ class JobRunner {
   // Restarts a crashed process: counts the failure against backoffLimit.
   bool RestartAfterFailure(const std::string& service, Status (LocalJob::*start)());
   bool RestartTrainerAfterFailure(size_t index);
+  // A worker that died before it reported its ports ends the run.
+  bool StartupFailed(const std::string& service, Process* process);
   void Say(const std::string& line);
   // The highest worker id in the last status (0: none).
   uint32_t HighestWorkerId() const;

@@ -33,14 +33,17 @@ std::string LocalJob::LogFile(const std::string& service) const {
 std::string LocalJob::master_address() const { return Loopback(master_ports_[0]); }
 std::string LocalJob::coordinator_address() const { return Loopback(coordinator_ports_[0]); }
 
-Status LocalJob::Spawn(const std::string& service, const std::string& binary,
-                       std::vector<std::string> args, int port_count,
-                       std::unique_ptr<Process>* process, std::vector<uint16_t>* ports,
-                       Starting* starting) {
+std::string LocalJob::PortsFile(const std::string& service) const {
+  return options_.run_dir + "/ports/" + service + ".ports";
+}
+
+Status LocalJob::Launch(const std::string& service, const std::string& binary,
+                        std::vector<std::string> args, int port_count, bool wait,
+                        std::unique_ptr<Process>* process, std::vector<uint16_t>* ports) {
   if (*process && (*process)->Running()) {
     return Status::FailedPrecondition(service + " is already running");
   }
-  const std::string ports_file = options_.run_dir + "/ports/" + service + ".ports";
+  const std::string ports_file = PortsFile(service);
   std::remove(ports_file.c_str());
   args.insert(args.end(), {"--ports-file", ports_file});
   Process::Spec spec;
@@ -50,24 +53,13 @@ Status LocalJob::Spawn(const std::string& service, const std::string& binary,
   spec.log_file = LogFile(service);
   process->reset();
   GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, process));
-  *starting = Starting{service, process->get(), ports_file, port_count, ports};
+  if (!wait) {
+    ports->assign(port_count, 0);
+    return Status::OK();
+  }
+  Status started = WaitForPortsFile(process->get(), ports_file, port_count, kStartTimeout, ports);
+  if (!started.ok()) return Status(started.code(), service + ": " + started.message());
   return Status::OK();
-}
-
-Status LocalJob::AwaitPorts(const Starting& starting) {
-  Status started = WaitForPortsFile(starting.process, starting.ports_file, starting.port_count,
-                                    kStartTimeout, starting.ports);
-  if (!started.ok()) return Status(started.code(), starting.service + ": " + started.message());
-  return Status::OK();
-}
-
-Status LocalJob::Launch(const std::string& service, const std::string& binary,
-                        std::vector<std::string> args, int port_count,
-                        std::unique_ptr<Process>* process, std::vector<uint16_t>* ports) {
-  Starting starting;
-  GAPTRAIN_RETURN_IF_ERROR(
-      Spawn(service, binary, std::move(args), port_count, process, ports, &starting));
-  return AwaitPorts(starting);
 }
 
 Status LocalJob::StartMaster() {
@@ -76,7 +68,7 @@ Status LocalJob::StartMaster() {
   return Launch("master", options_.binaries.master,
                 {"--job", options_.job_file, "--listen", listen, "--http-address", "127.0.0.1",
                  "--http-port", "0", "--checkpoint-dir", CheckpointDir(options_.run_dir)},
-                2, &master_, &master_ports_);
+                2, /*wait=*/true, &master_, &master_ports_);
 }
 
 Status LocalJob::StartCoordinator() {
@@ -85,7 +77,7 @@ Status LocalJob::StartCoordinator() {
                 {"--job", options_.job_file, "--listen", listen, "--http-address", "127.0.0.1",
                  "--http-port", "0", "--state-dir", options_.run_dir + "/coordinator",
                  "--master", master_address()},
-                2, &coordinator_, &coordinator_ports_);
+                2, /*wait=*/true, &coordinator_, &coordinator_ports_);
 }
 
 std::vector<std::string> LocalJob::WorkerArgs(const std::string& name) const {
@@ -100,14 +92,10 @@ std::vector<std::string> LocalJob::WorkerArgs(const std::string& name) const {
           "--grace-seconds", grace};
 }
 
-std::vector<std::string> LocalJob::EvaluatorArgs() const {
+Status LocalJob::StartEvaluator() {
   std::vector<std::string> args = WorkerArgs("evaluator");
   args.insert(args.end(), {"--role", "evaluator"});
-  return args;
-}
-
-Status LocalJob::StartEvaluator() {
-  return Launch("evaluator", options_.binaries.worker, EvaluatorArgs(), 1, &evaluator_,
+  return Launch("evaluator", options_.binaries.worker, args, 1, /*wait=*/false, &evaluator_,
                 &evaluator_ports_);
 }
 
@@ -116,22 +104,30 @@ Status LocalJob::StartTrainer(size_t index) {
     return Status::OutOfRange("no trainer " + std::to_string(index));
   }
   const std::string name = TrainerName(index);
-  return Launch(name, options_.binaries.worker, WorkerArgs(name), 1, &trainers_[index],
-                &trainer_ports_[index]);
+  return Launch(name, options_.binaries.worker, WorkerArgs(name), 1, /*wait=*/false,
+                &trainers_[index], &trainer_ports_[index]);
+}
+
+bool LocalJob::RefreshWorkerPorts() {
+  bool learned = false;
+  auto refresh = [&](const std::string& service, const std::unique_ptr<Process>& process,
+                     std::vector<uint16_t>* ports) {
+    if (process && (*ports)[0] == 0 && ReadPortsFile(PortsFile(service), 1, ports).ok()) {
+      learned = true;
+    }
+  };
+  refresh("evaluator", evaluator_, &evaluator_ports_);
+  for (size_t i = 0; i < trainers_.size(); ++i) {
+    refresh(TrainerName(i), trainers_[i], &trainer_ports_[i]);
+  }
+  return learned;
 }
 
 Status LocalJob::StartAll() {
   GAPTRAIN_RETURN_IF_ERROR(StartMaster());
   GAPTRAIN_RETURN_IF_ERROR(StartCoordinator());
-  std::vector<Starting> workers(trainers_.size() + 1);
-  GAPTRAIN_RETURN_IF_ERROR(Spawn("evaluator", options_.binaries.worker, EvaluatorArgs(), 1,
-                                 &evaluator_, &evaluator_ports_, &workers[0]));
-  for (size_t i = 0; i < trainers_.size(); ++i) {
-    GAPTRAIN_RETURN_IF_ERROR(Spawn(TrainerName(i), options_.binaries.worker,
-                                   WorkerArgs(TrainerName(i)), 1, &trainers_[i],
-                                   &trainer_ports_[i], &workers[i + 1]));
-  }
-  for (const Starting& worker : workers) GAPTRAIN_RETURN_IF_ERROR(AwaitPorts(worker));
+  GAPTRAIN_RETURN_IF_ERROR(StartEvaluator());
+  for (size_t i = 0; i < trainers_.size(); ++i) GAPTRAIN_RETURN_IF_ERROR(StartTrainer(i));
   return Status::OK();
 }
 
@@ -143,11 +139,11 @@ std::vector<LocalJob::MetricsTarget> LocalJob::targets() {
   if (coordinator_ && coordinator_->Running()) {
     targets.push_back({"coordinator", "coordinator", "coordinator", Loopback(coordinator_ports_[1])});
   }
-  if (evaluator_ && evaluator_->Running()) {
+  if (evaluator_ && evaluator_->Running() && EvaluatorReported()) {
     targets.push_back({"evaluator", "worker", "evaluator", Loopback(evaluator_ports_[0])});
   }
   for (size_t i = 0; i < trainers_.size(); ++i) {
-    if (trainers_[i] && trainers_[i]->Running()) {
+    if (trainers_[i] && trainers_[i]->Running() && TrainerReported(i)) {
       targets.push_back({TrainerName(i), "worker", "trainer", Loopback(trainer_ports_[i][0])});
     }
   }

@@ -17,8 +17,14 @@
 //   - A restarted master or coordinator listens on the gRPC port it had, so
 //     the others find it again; HTTP (metrics) ports may change, and
 //     targets() always lists the current ones.
-//   - Start*() return once the process has written its ports file, or an
-//     error with the tail of its log.
+//   - StartMaster() and StartCoordinator() return once the process has
+//     written its ports file, or an error with the tail of its log: the
+//     others need their addresses.
+//   - StartEvaluator() and StartTrainer() return once the process is
+//     started, without waiting for it to load its model and data (seconds
+//     each on a small machine): the workers start in parallel, and a
+//     supervisor that restarts one is not held up. Their metrics ports are
+//     known once RefreshWorkerPorts() has read their ports files.
 //   - The destructor SIGKILLs whatever still runs (see Process).
 // Not thread-safe; use it from the main thread (see Process).
 
@@ -64,11 +70,19 @@ class LocalJob {
   LocalJob(const LocalJob&) = delete;
   LocalJob& operator=(const LocalJob&) = delete;
 
-  // The master, the coordinator, then the evaluator and the trainers
-  // together: a worker needs only the coordinator, and each spends its
-  // first second loading LibTorch and its data, so started one after
-  // another the last trainer would join seconds after the first.
+  // The master and the coordinator, each once it serves; then the
+  // evaluator and the trainers together, without waiting for them: a
+  // worker needs only the coordinator, and each spends its first second
+  // loading LibTorch and its data.
   Status StartAll();
+
+  // Reads the ports files of the workers whose ports are not known yet;
+  // true when it learned any (targets() changed).
+  bool RefreshWorkerPorts();
+  // Whether a worker's current process has reported its ports (it got
+  // through start-up).
+  bool EvaluatorReported() const { return evaluator_ports_[0] != 0; }
+  bool TrainerReported(size_t index) const { return trainer_ports_[index][0] != 0; }
 
   // (Re)start one process. A process still running is an error.
   Status StartMaster();
@@ -97,26 +111,13 @@ class LocalJob {
   const Options& options() const { return options_; }
 
  private:
-  // A process started whose ports file has not been read yet.
-  struct Starting {
-    std::string service;
-    Process* process = nullptr;
-    std::string ports_file;
-    int port_count = 0;
-    std::vector<uint16_t>* ports = nullptr;
-  };
-
-  // Starts `binary` as `service`; AwaitPorts then reads `port_count` ports
-  // from its ports file into *ports. Launch is both.
-  Status Spawn(const std::string& service, const std::string& binary,
-               std::vector<std::string> args, int port_count, std::unique_ptr<Process>* process,
-               std::vector<uint16_t>* ports, Starting* starting);
-  static Status AwaitPorts(const Starting& starting);
+  // Starts `binary` as `service`; with `wait`, reads `port_count` ports
+  // from its ports file into *ports, else sets them to 0 (unknown).
   Status Launch(const std::string& service, const std::string& binary,
-                std::vector<std::string> args, int port_count, std::unique_ptr<Process>* process,
-                std::vector<uint16_t>* ports);
+                std::vector<std::string> args, int port_count, bool wait,
+                std::unique_ptr<Process>* process, std::vector<uint16_t>* ports);
+  std::string PortsFile(const std::string& service) const;
   std::vector<std::string> WorkerArgs(const std::string& name) const;
-  std::vector<std::string> EvaluatorArgs() const;
 
   Options options_;
   std::unique_ptr<Process> master_, coordinator_, evaluator_;

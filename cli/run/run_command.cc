@@ -31,9 +31,11 @@ constexpr char kUsage[] =
     "                          an earlier run there is moved aside, unless --resume\n"
     "  --resume                continue the run in --run-dir (after Ctrl-C or a crash)\n"
     "  --threads-per-worker N  compute threads of each worker [cores / (replicas + 1), >= 1]\n"
-    "  --chaos SPEC            faults: kill a random trainer every=S seconds (SIGTERM and\n"
-    "                          SIGKILL in turn), restart it restart=S later, SIGKILL the\n"
-    "                          master once at master=S; seed=N picks the trainers\n";
+    "  --chaos SPEC            faults, timed from the first trainer's registration: kill\n"
+    "                          a random trainer every=S seconds (SIGTERM and SIGKILL in\n"
+    "                          turn), restart it restart=S later, SIGKILL the master at\n"
+    "                          master=S (repeat the key for more); seed=N picks the\n"
+    "                          trainers. summary.json lists each fault with its time\n";
 
 int Fail(const std::string& message, int code) {
   std::fprintf(stderr, "gaptrain run: %s\n", message.c_str());

@@ -145,6 +145,11 @@ std::string SummaryText(const RunSummary& s) {
             std::to_string(s.master_restarts) + " master restart(s), " +
             std::to_string(s.worker_restarts) + " worker crash restart(s)\n";
   }
+  if (s.ledger_updates_lost > 0 || s.samples_retrained > 0) {
+    text += "  master restores lost " + std::to_string(s.ledger_updates_lost) + " updates; " +
+            std::to_string(s.tasks_retrained) + " tasks (" + std::to_string(s.samples_retrained) +
+            " samples) trained again\n";
+  }
   text += "  checkpoint: " + (s.checkpoint.empty() ? std::string("none") : s.checkpoint) + "\n";
   if (!s.checkpoint.empty()) {
     text += "  export: gaptrain export --run-dir " + s.run_dir + " -o model.pt\n";
@@ -172,9 +177,23 @@ std::string SummaryJson(const RunSummary& s) {
                   {"leaseExpiries", s.lease_expiries},
                   {"failed", s.failed},
                   {"tasksReassigned", s.tasks_reassigned}};
+  nlohmann::json faults = nlohmann::json::array();
+  for (const ChaosFault& f : s.chaos_faults) {
+    faults.push_back({{"atSeconds", f.at_seconds}, {"fault", f.fault}, {"target", f.target}});
+  }
   j["chaos"] = {{"trainerSigterms", s.chaos_sigterms},
                 {"trainerSigkills", s.chaos_sigkills},
-                {"masterRestarts", s.master_restarts}};
+                {"masterRestarts", s.master_restarts},
+                {"startedAtSeconds", s.chaos_started_at >= 0 ? nlohmann::json(s.chaos_started_at)
+                                                             : nlohmann::json(nullptr)},
+                {"faults", faults}};
+  j["ledger"] = s.has_ledger ? nlohmann::json{{"pushes", s.ledger_pushes},
+                                              {"rejected", s.ledger_rejected},
+                                              {"updates", s.ledger_updates},
+                                              {"updatesLost", s.ledger_updates_lost},
+                                              {"restores", s.ledger_restores}}
+                             : nlohmann::json(nullptr);
+  j["retrained"] = {{"tasks", s.tasks_retrained}, {"samples", s.samples_retrained}};
   j["workerRestarts"] = s.worker_restarts;
   j["checkpoint"] = s.checkpoint;
   j["runDir"] = s.run_dir;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "services/common/metrics_text.h"
 #include "proto/gaptrain.pb.h"
@@ -63,6 +64,13 @@ struct ProgressInput {
 //  trainer's lease runs out
 std::string ProgressLine(const ProgressInput& input);
 
+// One fault `gaptrain run --chaos` injected, or a restart it made.
+struct ChaosFault {
+  double at_seconds = 0;  // since the run started
+  std::string fault;      // SIGTERM | SIGKILL | restart
+  std::string target;     // trainer-N | master
+};
+
 struct RunSummary {
   std::string job_name;
   std::string outcome;  // Succeeded | Failed | Interrupted | Error
@@ -77,6 +85,15 @@ struct RunSummary {
   uint64_t joined = 0, preempted = 0, lease_expiries = 0, failed = 0;
   uint64_t tasks_reassigned = 0;
   uint64_t chaos_sigterms = 0, chaos_sigkills = 0, master_restarts = 0;
+  double chaos_started_at = -1;  // the first trainer's registration; < 0: never
+  std::vector<ChaosFault> chaos_faults;
+  // The master's push ledger over all its runs (PushLedger); absent when
+  // the run has none.
+  bool has_ledger = false;
+  uint64_t ledger_pushes = 0, ledger_rejected = 0, ledger_updates = 0, ledger_updates_lost = 0;
+  uint64_t ledger_restores = 0;
+  // Work a master restore lost, done again (the coordinator's counts).
+  uint64_t tasks_retrained = 0, samples_retrained = 0;
   uint64_t worker_restarts = 0;  // after crashes (restartPolicy)
   std::string checkpoint;        // the final checkpoint's path; "" if none
   std::string run_dir;

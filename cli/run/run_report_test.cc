@@ -345,6 +345,46 @@ TEST(SummaryJsonTest, Fields) {
   EXPECT_EQ(j["workerRestarts"].get<uint64_t>(), 0u);
   EXPECT_EQ(j["checkpoint"], "runs/mnist-ga/checkpoints/ckpt-9100");
   EXPECT_EQ(j["runDir"], "runs/mnist-ga");
+  EXPECT_TRUE(j["chaos"]["startedAtSeconds"].is_null()) << "no trainer registered";
+  EXPECT_TRUE(j["chaos"]["faults"].empty());
+  EXPECT_TRUE(j["ledger"].is_null());
+  EXPECT_EQ(j["retrained"]["tasks"].get<uint64_t>(), 0u);
+}
+
+// Each fault with its time, the ledger's accounting and the work retrained.
+TEST(SummaryJsonTest, ChaosFaultsLedgerAndRetraining) {
+  RunSummary s = FullSummary();
+  s.chaos_started_at = 3.5;
+  s.chaos_faults = {{7.5, "SIGTERM", "trainer-2"}, {9.5, "restart", "trainer-2"},
+                    {15.25, "SIGKILL", "master"}};
+  s.has_ledger = true;
+  s.ledger_pushes = 10010;
+  s.ledger_rejected = 10;
+  s.ledger_updates = 10000;
+  s.ledger_updates_lost = 900;
+  s.ledger_restores = 1;
+  s.tasks_retrained = 4;
+  s.samples_retrained = 57600;
+  const nlohmann::json j = nlohmann::json::parse(SummaryJson(s));
+  EXPECT_EQ(j["chaos"]["startedAtSeconds"].get<double>(), 3.5);
+  const nlohmann::json& faults = j["chaos"]["faults"];
+  ASSERT_EQ(faults.size(), 3u) << j.dump(2);
+  EXPECT_EQ(faults[0]["atSeconds"].get<double>(), 7.5);
+  EXPECT_EQ(faults[0]["fault"], "SIGTERM");
+  EXPECT_EQ(faults[0]["target"], "trainer-2");
+  EXPECT_EQ(faults[1]["fault"], "restart");
+  EXPECT_EQ(faults[2]["atSeconds"].get<double>(), 15.25);
+  EXPECT_EQ(faults[2]["target"], "master");
+  EXPECT_EQ(j["ledger"]["pushes"].get<uint64_t>(), 10010u);
+  EXPECT_EQ(j["ledger"]["rejected"].get<uint64_t>(), 10u);
+  EXPECT_EQ(j["ledger"]["updates"].get<uint64_t>(), 10000u);
+  EXPECT_EQ(j["ledger"]["updatesLost"].get<uint64_t>(), 900u);
+  EXPECT_EQ(j["ledger"]["restores"].get<uint64_t>(), 1u);
+  EXPECT_EQ(j["retrained"]["tasks"].get<uint64_t>(), 4u);
+  EXPECT_EQ(j["retrained"]["samples"].get<uint64_t>(), 57600u);
+  EXPECT_TRUE(Contains(SummaryText(s),
+                       "  master restores lost 900 updates; 4 tasks (57600 samples) trained again\n"))
+      << SummaryText(s);
 }
 
 TEST(SummaryJsonTest, NaNAndMissingAccuracyAreNull) {

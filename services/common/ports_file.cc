@@ -40,6 +40,11 @@ Status WritePortsFile(const std::string& path, const std::vector<uint16_t>& port
   return WriteFileAtomically(path, text.data(), text.size());
 }
 
+Status ReadPortsFile(const std::string& path, int count, std::vector<uint16_t>* ports) {
+  if (ReadPorts(path, count, ports)) return Status::OK();
+  return Status::Unavailable(path + ": does not hold " + std::to_string(count) + " ports yet");
+}
+
 Status WaitForPortsFile(Process* process, const std::string& path, int count,
                         std::chrono::milliseconds timeout, std::vector<uint16_t>* ports) {
   const std::string& log = process->spec().log_file;

@@ -21,6 +21,10 @@ namespace gaptrain {
 // 0, which no listening socket has.
 Status WritePortsFile(const std::string& path, const std::vector<uint16_t>& ports);
 
+// Reads `path` once, without waiting: OK and *ports set when it holds
+// `count` port numbers, UNAVAILABLE when it does not (yet).
+Status ReadPortsFile(const std::string& path, int count, std::vector<uint16_t>* ports);
+
 // Polls `path` until it holds `count` port numbers (sets *ports), while
 // `process` runs. UNAVAILABLE when the process exits first or `timeout`
 // passes, with the tail of its log (Process::Spec::log_file). Polled:

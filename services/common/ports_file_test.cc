@@ -59,6 +59,20 @@ TEST(PortsFileTest, WrittenPortsReadBackInOrder) {
   EXPECT_EQ(ports, (Ports{1}));
 }
 
+// Read once, without waiting: a supervisor polls many services at once.
+TEST(PortsFileTest, ReadOnceIsUnavailableUntilTheFileHoldsThePorts) {
+  const std::string dir = TestDir("ports_file_read_test");
+  const std::string path = dir + "/trainer.ports";
+  Ports ports = {7};
+  EXPECT_EQ(ReadPortsFile(path, 1, &ports).code(), Code::kUnavailable);
+  EXPECT_EQ(ports, (Ports{7})) << "left alone";
+  ASSERT_TRUE(WritePortsFile(path, {8080}).ok());
+  EXPECT_EQ(ReadPortsFile(path, 2, &ports).code(), Code::kUnavailable) << "one of two";
+  Status s = ReadPortsFile(path, 1, &ports);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(ports, (Ports{8080}));
+}
+
 TEST(PortsFileTest, RewrittenFileReadsAsTheNewPorts) {
   const std::string dir = TestDir("ports_file_test");
   std::unique_ptr<Process> sleeper = StartSleeper(dir);

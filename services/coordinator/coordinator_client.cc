@@ -53,6 +53,11 @@ Status CoordinatorClient::CompleteTask(uint32_t worker, uint64_t task,
   proto::CompleteTaskRequest request;
   request.set_worker_id(worker);
   request.set_task_id(task);
+  return CompleteTask(request, response);
+}
+
+Status CoordinatorClient::CompleteTask(const proto::CompleteTaskRequest& request,
+                                       proto::CompleteTaskResponse* response) {
   grpc::ClientContext context;
   Prepare(&context);
   return FromGrpc(stub_->CompleteTask(&context, request, response));

@@ -30,6 +30,9 @@ class CoordinatorClient {
   Status Heartbeat(const proto::HeartbeatRequest& request, proto::HeartbeatResponse* response);
   Status NextTask(uint32_t worker, proto::NextTaskResponse* response);
   Status CompleteTask(uint32_t worker, uint64_t task, proto::CompleteTaskResponse* response);
+  // With where the task's pushes landed (MasterPosition per master run).
+  Status CompleteTask(const proto::CompleteTaskRequest& request,
+                      proto::CompleteTaskResponse* response);
   Status Leave(uint32_t worker, proto::LeaveReason reason, const std::string& message,
                proto::LeaveResponse* response);
   Status ReportEvaluation(const proto::ReportEvaluationRequest& request,

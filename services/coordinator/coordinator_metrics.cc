@@ -64,6 +64,19 @@ CoordinatorMetrics::CoordinatorMetrics(std::shared_ptr<prometheus::Registry> reg
                           "trained again.");
   stale_completions_ = Counter(r, "gaptrain_coordinator_stale_completions_total",
                                "Completions refused because the worker no longer held the task.");
+  tasks_retrained_ = Counter(r, "gaptrain_coordinator_tasks_retrained_total",
+                             "Completed tasks queued again because a master restore lost their "
+                             "updates.");
+  samples_retrained_ = Counter(r, "gaptrain_coordinator_samples_retrained_total",
+                               "Samples trained again because a master restore lost their "
+                               "updates: the retrained tasks' and those workers rewound.");
+  master_restores_ = Counter(r, "gaptrain_coordinator_master_restores_total",
+                             "New master runs seen that replaced a known one.");
+  tasks_unconfirmed_ = Gauge(r, "gaptrain_coordinator_tasks_unconfirmed",
+                             "Completed tasks whose updates no master checkpoint holds yet.");
+  tasks_retrain_queued_ = Gauge(r, "gaptrain_coordinator_tasks_retrain_queued",
+                                "Earlier epochs' tasks waiting to be trained again, or in "
+                                "training.");
   epoch_ = Gauge(r, "gaptrain_coordinator_epoch", "The epoch whose tasks are handed out (from 0).");
   auto& phase = prometheus::BuildGauge()
                     .Name("gaptrain_coordinator_phase")
@@ -112,6 +125,11 @@ void CoordinatorMetrics::Observe(const CoordinatorState& state) {
   Advance(tasks_reassigned_, c.tasks_reassigned, &seen_.tasks_reassigned);
   Advance(samples_lost_, c.samples_lost, &seen_.samples_lost);
   Advance(stale_completions_, c.stale_completions, &seen_.stale_completions);
+  Advance(tasks_retrained_, c.tasks_retrained, &seen_.tasks_retrained);
+  Advance(samples_retrained_, c.samples_retrained, &seen_.samples_retrained);
+  Advance(master_restores_, c.master_restores, &seen_.master_restores);
+  tasks_unconfirmed_->Set(static_cast<double>(state.unconfirmed().size()));
+  tasks_retrain_queued_->Set(state.retrain().queued() + state.retrain().in_flight());
   tasks_queued_->Set(tasks.queued());
   tasks_in_flight_->Set(tasks.in_flight());
   tasks_done_->Set(tasks.done());

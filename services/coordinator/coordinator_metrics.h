@@ -2,7 +2,8 @@
 // (docs/metrics.md, "Coordinator"): live workers and live trainers against
 // the job's desired and minimum trainers; joins, leaves by reason
 // and lease expiries; tasks by state, reassigned tasks and lost samples;
-// epoch and phase; rejected calls by verb and code; state-file writes.
+// epoch and phase; training redone after master restores; rejected calls
+// by verb and code; state-file writes.
 //
 // Counters mirror the core's totals, which survive restarts: Observe()
 // adds what grew since the last call, so a restarted coordinator resumes
@@ -60,6 +61,11 @@ class CoordinatorMetrics {
   prometheus::Counter* tasks_reassigned_;
   prometheus::Counter* samples_lost_;
   prometheus::Counter* stale_completions_;
+  prometheus::Counter* tasks_retrained_;
+  prometheus::Counter* samples_retrained_;
+  prometheus::Counter* master_restores_;
+  prometheus::Gauge* tasks_unconfirmed_;
+  prometheus::Gauge* tasks_retrain_queued_;
   prometheus::Gauge* epoch_;
   std::array<prometheus::Gauge*, 4> phase_;
   prometheus::Gauge* master_version_;

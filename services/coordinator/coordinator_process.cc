@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "services/common/grpc_keepalive.h"
 #include "services/common/metrics_endpoint.h"
 #include "services/common/ports_file.h"
 #include "services/common/tls_credentials.h"
@@ -134,17 +135,34 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
     CoordinatorService* service = p->service_.get();
     CoordinatorMetrics* metrics = p->metrics_.get();
     const std::string master = options.master;
+    // A restarted master knows only the members of its checkpoint: workers
+    // that joined since get NOT_FOUND until the set arrives, so it is sent
+    // every second, and retried at least that often while the master is
+    // down (docs/reliability.md: workers push again within 2 s of a
+    // restarted master serving).
+    MembershipFeed::Options feed_options;
+    feed_options.resend = std::chrono::milliseconds(1000);
+    feed_options.max_backoff = std::chrono::milliseconds(1000);
     p->feed_ = std::make_unique<MembershipFeed>(
-        [client](const std::vector<WorkerId>& members) {
+        [client, service](const std::vector<WorkerId>& members) {
           proto::SetMembersResponse response;
-          return client->SetMembers(members, &response);
+          Status s = client->SetMembers(members, &response);
+          // Every answer says which run of the master this is: a new one
+          // that resumed from an older checkpoint lost updates, and the
+          // tasks behind them are trained again.
+          if (s.ok()) {
+            const proto::MasterIncarnation& i = response.incarnation();
+            service->ObserveMaster({i.id(), i.restored_from_id(), i.restored_from_version()},
+                                   response.version(), response.durable_version());
+          }
+          return s;
         },
         [service, metrics, master](bool reachable, const std::string& error) {
           metrics->RecordMembersUpdate(reachable);
           if (!reachable) spdlog::warn("cannot update the master at {}: {}", master, error);
           service->ReportMasterHealth(reachable, error);
         },
-        MembershipFeed::Options());
+        feed_options);
     MembershipFeed* feed = p->feed_.get();
     p->service_->set_members_fn([feed](uint64_t generation, const std::vector<WorkerId>& members) {
       feed->Offer(generation, members);
@@ -160,6 +178,7 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.server.listen, credentials, &p->grpc_port_);
+  ApplyKeepaliveArguments(&builder);
   builder.RegisterService(p->service_.get());
   p->server_ = builder.BuildAndStart();
   if (p->server_ == nullptr || p->grpc_port_ == 0) {

@@ -108,6 +108,11 @@ void ToProto(const JobStatus& s, proto::CoordinatorStatusResponse* out) {
   if (s.last_accuracy) out->set_last_accuracy(*s.last_accuracy);
   out->set_last_eval_loss(s.last_eval_loss);
   out->set_last_eval_version(s.last_eval_version);
+  out->set_tasks_retrained(s.counters.tasks_retrained);
+  out->set_samples_retrained(s.counters.samples_retrained);
+  out->set_tasks_retrain_queued(s.tasks_retrain_queued);
+  out->set_master_restores(s.counters.master_restores);
+  out->set_tasks_unconfirmed(s.tasks_unconfirmed);
 }
 
 }  // namespace gaptrain

@@ -122,6 +122,30 @@ void CoordinatorService::ReportMasterHealth(bool reachable, const std::string& e
   Publish(changes);
 }
 
+void CoordinatorService::ObserveMaster(const MasterRun& run, uint64_t version,
+                                       uint64_t durable_version) {
+  Changes changes;
+  MasterObservation o;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    o = state_->ObserveMaster(clock_(), run, version, durable_version);
+    AfterVerb(&changes);
+  }
+  if (o.restore) {
+    uint64_t samples = 0;
+    for (const DataTask& t : o.retrained) samples += t.range.size();
+    spdlog::warn("the master restarted (run {}) from {} at version {}: {} completed tasks lost "
+                 "their updates and are queued again ({} samples)",
+                 run.id,
+                 run.restored_from_id == 0 ? std::string("nothing")
+                                           : "run " + std::to_string(run.restored_from_id),
+                 run.restored_from_version, o.retrained.size(), samples);
+  } else if (o.new_run) {
+    spdlog::info("master run {} at version {}", run.id, version);
+  }
+  Publish(changes);
+}
+
 CoreStatus CoordinatorService::PersistNow(bool force) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!force && ever_persisted_ && state_->durable_generation() == persisted_durable_ &&
@@ -248,13 +272,18 @@ grpc::Status CoordinatorService::CompleteTask(grpc::ServerContext* context,
                                               proto::CompleteTaskResponse* response) {
   grpc::Status auth = AuthorizeBearer(*context, options_.token);
   if (!auth.ok()) return auth;
+  TaskCompletion completion;
+  for (const proto::MasterPosition& p : request->reached()) {
+    completion.reached.push_back({p.incarnation(), p.version()});
+  }
+  completion.samples_retrained = request->samples_retrained();
   CompleteTaskResult r;
   Changes changes;
   CoreStatus s, persisted;
   uint32_t epoch = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    s = state_->CompleteTask(clock_(), request->worker_id(), request->task_id(), &r);
+    s = state_->CompleteTask(clock_(), request->worker_id(), request->task_id(), completion, &r);
     persisted = AfterVerb(&changes);
     epoch = state_->tasks().epoch();
     response->set_phase(ToProto(state_->phase()));
@@ -265,6 +294,15 @@ grpc::Status CoordinatorService::CompleteTask(grpc::ServerContext* context,
   response->set_already_completed(r.already_completed);
   response->set_epoch(epoch);
   if (r.epoch_advanced) spdlog::info("epoch {} done; epoch {} begins", epoch - 1, epoch);
+  if (r.retrain) {
+    spdlog::warn("task {} (epoch {}) completed, but a master restore lost its updates: queued "
+                 "again",
+                 r.task.id, r.task.epoch);
+  }
+  if (completion.samples_retrained > 0) {
+    spdlog::info("worker {} retrained {} samples of task {} after a master restore",
+                 request->worker_id(), completion.samples_retrained, request->task_id());
+  }
   return grpc::Status::OK;
 }
 

@@ -64,6 +64,9 @@ class CoordinatorService final : public proto::Coordinator::Service {
   void Tick();
   // The membership feed's outcome: whether the master answered.
   void ReportMasterHealth(bool reachable, const std::string& error);
+  // What the master said about itself in its SetMembers reply (see
+  // CoordinatorState::ObserveMaster).
+  void ObserveMaster(const MasterRun& run, uint64_t version, uint64_t durable_version);
   // Persists the state if anything changed since the last write (also
   // heartbeat progress); `force` writes anyway.
   ::gaptrain::Status PersistNow(bool force);

@@ -75,11 +75,43 @@ uint32_t CoordinatorState::TotalEpochs() const {
   return whole + (SamplesInEpoch(whole) > 0 ? 1 : 0);
 }
 
+uint64_t CoordinatorState::TasksPerFullEpoch() const {
+  return (static_cast<uint64_t>(config_.train_samples) + config_.samples_per_task - 1) /
+         config_.samples_per_task;
+}
+
 uint64_t CoordinatorState::TaskIdBase(uint32_t epoch) const {
-  const uint64_t per_epoch =
-      (static_cast<uint64_t>(config_.train_samples) + config_.samples_per_task - 1) /
-      config_.samples_per_task;
-  return epoch * per_epoch;
+  return epoch * TasksPerFullEpoch();
+}
+
+bool CoordinatorState::TaskById(uint64_t task_id, DataTask* task) const {
+  if (task_id == 0) return false;
+  const uint64_t per_epoch = TasksPerFullEpoch();
+  const uint64_t epoch = (task_id - 1) / per_epoch;
+  if (epoch > tasks_.epoch()) return false;
+  const uint64_t index = (task_id - 1) % per_epoch;
+  const uint64_t samples = SamplesInEpoch(static_cast<uint32_t>(epoch));
+  const uint64_t begin = index * config_.samples_per_task;
+  if (begin >= samples) return false;
+  task->id = task_id;
+  task->epoch = static_cast<uint32_t>(epoch);
+  task->index = static_cast<uint32_t>(index);
+  task->range.begin = static_cast<uint32_t>(begin);
+  task->range.end = static_cast<uint32_t>(std::min(begin + config_.samples_per_task, samples));
+  return true;
+}
+
+bool CoordinatorState::HeldTask(const WorkerRecord& worker, DataTask* task) const {
+  if (worker.task_id == 0) return false;
+  uint32_t index = 0;
+  if (tasks_.IndexOf(worker.task_id, &index)) {
+    if (tasks_.state(index) != TaskQueue::State::kInFlight || tasks_.worker(index) != worker.id) {
+      return false;
+    }
+    *task = tasks_.Task(index);
+    return true;
+  }
+  return retrain_.Holder(worker.task_id) == worker.id && retrain_.Find(worker.task_id, task);
 }
 
 std::vector<WorkerId> CoordinatorState::Members() const {
@@ -99,14 +131,16 @@ Status CoordinatorState::FindLive(WorkerId id, WorkerRecord** worker) {
 }
 
 void CoordinatorState::Depart(WorkerRecord* worker) {
-  if (worker->task_id != 0) {
+  DataTask held;
+  if (HeldTask(*worker, &held)) {
     uint32_t index = 0;
-    if (tasks_.IndexOf(worker->task_id, &index) &&
-        tasks_.state(index) == TaskQueue::State::kInFlight && tasks_.worker(index) == worker->id) {
+    if (tasks_.IndexOf(held.id, &index)) {
       tasks_.Requeue(index);
-      ++counters_.tasks_reassigned;
-      counters_.samples_lost += worker->samples_done;
+    } else {
+      retrain_.Requeue(held.id);
     }
+    ++counters_.tasks_reassigned;
+    counters_.samples_lost += worker->samples_done;
   }
   last_live_time_ = std::max(last_live_time_, worker->last_seen);
   membership_.Remove(worker->id);
@@ -183,8 +217,8 @@ Status CoordinatorState::Register(double now, const std::string& host, WorkerRol
     result->id = w->id;
     result->role = w->role;
     result->resumed = true;
-    uint32_t index = 0;
-    if (w->task_id != 0 && tasks_.IndexOf(w->task_id, &index)) result->task = tasks_.Task(index);
+    DataTask held;
+    if (HeldTask(*w, &held)) result->task = held;
     UpdatePhase(now);
     return Status::OK();
   }
@@ -211,11 +245,11 @@ Status CoordinatorState::Heartbeat(double now, WorkerId id, const WorkerProgress
   if (progress.loss && !std::isfinite(*progress.loss)) {
     return Status::InvalidArgument("loss: must be finite (omit it when there is none)");
   }
-  const bool about_held_task = progress.task_id != 0 && progress.task_id == w->task_id;
+  DataTask held;
+  const bool about_held_task =
+      progress.task_id != 0 && progress.task_id == w->task_id && HeldTask(*w, &held);
   if (about_held_task) {
-    uint32_t index = 0;
-    tasks_.IndexOf(w->task_id, &index);
-    const uint32_t size = tasks_.Task(index).range.size();
+    const uint32_t size = held.range.size();
     if (progress.samples_done > size) {
       return Status::InvalidArgument("samples_done: " + std::to_string(progress.samples_done) +
                                      " exceeds task " + std::to_string(w->task_id) + "'s " +
@@ -250,21 +284,22 @@ Status CoordinatorState::NextTask(double now, WorkerId id, NextTaskResult* resul
   membership_.Renew(w, now);
   UpdatePhase(now);
   *result = NextTaskResult();
-  uint32_t index = 0;
+  DataTask held;
   if (lifecycle_.finished()) {
     result->outcome = TaskOutcome::kJobFinished;
     result->reason = std::string("the job has ") +
                      (phase() == JobPhase::kSucceeded ? "succeeded" : "failed") + " (" +
                      lifecycle_.current().reason + ")";
-  } else if (w->task_id != 0 && tasks_.IndexOf(w->task_id, &index)) {
+  } else if (HeldTask(*w, &held)) {
     // A retry after a lost reply: the same task, never a second one.
     result->outcome = TaskOutcome::kAssigned;
-    result->task = tasks_.Task(index);
+    result->task = held;
   } else if (phase() == JobPhase::kPending) {
     result->outcome = TaskOutcome::kWaitForWorkers;
     result->reason = "waiting for trainers: " + std::to_string(membership_.live_trainers()) +
                      " of at least " + std::to_string(config_.min_trainers) + " live";
-  } else if (tasks_.Assign(id, &result->task)) {
+  } else if (retrain_.Assign(id, &result->task) || tasks_.Assign(id, &result->task)) {
+    // Training a master restore lost comes first: its epoch is older.
     result->outcome = TaskOutcome::kAssigned;
     w->task_id = result->task.id;
     w->samples_done = 0;
@@ -272,13 +307,30 @@ Status CoordinatorState::NextTask(double now, WorkerId id, NextTaskResult* resul
   } else {
     result->outcome = TaskOutcome::kEpochFinishing;
     result->reason = "epoch " + std::to_string(tasks_.epoch()) + " finishing: " +
-                     std::to_string(tasks_.in_flight()) + " tasks in flight";
+                     std::to_string(tasks_.in_flight() + retrain_.in_flight()) +
+                     " tasks in flight";
   }
   SetIdle(w, result->outcome != TaskOutcome::kAssigned);
   return Status::OK();
 }
 
+void CoordinatorState::AdvanceIfDone(double now, CompleteTaskResult* result) {
+  if (lifecycle_.finished() || !tasks_.all_done()) return;
+  const uint32_t next = tasks_.epoch() + 1;
+  if (TotalEpochs() != 0 && next >= TotalEpochs()) {
+    // The last epoch: done once the training lost in restores is redone.
+    if (retrain_.empty()) {
+      MoveTo(JobPhase::kSucceeded, "EpochsCompleted",
+             "completed " + std::to_string(TotalEpochs()) + " epochs", now);
+    }
+    return;
+  }
+  tasks_ = TaskQueue(next, SamplesInEpoch(next), config_.samples_per_task, TaskIdBase(next));
+  if (result != nullptr) result->epoch_advanced = true;
+}
+
 Status CoordinatorState::CompleteTask(double now, WorkerId id, uint64_t task_id,
+                                      const TaskCompletion& completion,
                                       CompleteTaskResult* result) {
   WorkerRecord* w = nullptr;
   if (Status live = FindLive(id, &w); !live.ok()) {
@@ -295,25 +347,37 @@ Status CoordinatorState::CompleteTask(double now, WorkerId id, uint64_t task_id,
   }
   if (task_id == 0) return Status::InvalidArgument("task_id: required");
   *result = CompleteTaskResult();
-  uint32_t index = 0;
-  const bool in_epoch = tasks_.IndexOf(task_id, &index);
-  if (task_id == w->task_id && in_epoch) {
-    tasks_.Complete(index);
-    result->task = tasks_.Task(index);
+  DataTask held;
+  if (task_id == w->task_id && HeldTask(*w, &held)) {
+    uint32_t index = 0;
+    const bool current_epoch = tasks_.IndexOf(task_id, &index);
+    const UnconfirmedTasks::Fate fate = unconfirmed_.Judge(completion.reached);
+    result->task = held;
     w->task_id = 0;
     w->samples_done = 0;
     w->last_completed_task_id = task_id;
     membership_.Renew(w, now);
+    counters_.samples_retrained += completion.samples_retrained;
     Durable();
-    if (tasks_.all_done() && !lifecycle_.finished()) {
-      const uint32_t next = tasks_.epoch() + 1;
-      if (TotalEpochs() != 0 && next >= TotalEpochs()) {
-        MoveTo(JobPhase::kSucceeded, "EpochsCompleted",
-               "completed " + std::to_string(TotalEpochs()) + " epochs", now);
+    if (fate == UnconfirmedTasks::Fate::kLost) {
+      // The master restarted from a point before some of these updates:
+      // the task is trained again, from the front of its queue.
+      if (current_epoch) {
+        tasks_.Requeue(index);
       } else {
-        tasks_ = TaskQueue(next, SamplesInEpoch(next), config_.samples_per_task, TaskIdBase(next));
-        result->epoch_advanced = true;
+        retrain_.Requeue(task_id);
       }
+      ++counters_.tasks_retrained;
+      counters_.samples_retrained += held.range.size();
+      result->retrain = true;
+    } else {
+      if (current_epoch) {
+        tasks_.Complete(index);
+      } else {
+        retrain_.Complete(task_id);
+      }
+      if (fate == UnconfirmedTasks::Fate::kPending) unconfirmed_.Add(task_id, completion.reached);
+      AdvanceIfDone(now, result);
     }
     UpdatePhase(now);
     return Status::OK();
@@ -322,7 +386,7 @@ Status CoordinatorState::CompleteTask(double now, WorkerId id, uint64_t task_id,
     // A retry after a lost reply: completed once, counted once.
     membership_.Renew(w, now);
     result->already_completed = true;
-    if (in_epoch) result->task = tasks_.Task(index);
+    TaskById(task_id, &result->task);
     UpdatePhase(now);
     return Status::OK();
   }
@@ -401,6 +465,42 @@ void CoordinatorState::ReportMasterHealth(double now, bool reachable, const std:
   UpdatePhase(now);
 }
 
+void CoordinatorState::Retrain(uint64_t task_id, MasterObservation* observation) {
+  DataTask task;
+  if (!TaskById(task_id, &task)) return;
+  uint32_t index = 0;
+  if (tasks_.IndexOf(task_id, &index)) {
+    if (tasks_.state(index) != TaskQueue::State::kDone) return;
+    tasks_.Reopen(index);
+  } else if (!retrain_.Add(task)) {
+    return;
+  }
+  ++counters_.tasks_retrained;
+  counters_.samples_retrained += task.range.size();
+  observation->retrained.push_back(task);
+}
+
+MasterObservation CoordinatorState::ObserveMaster(double now, const MasterRun& run,
+                                                  uint64_t version, uint64_t durable_version) {
+  MasterObservation o;
+  if (lifecycle_.finished()) return o;
+  const uint64_t known = unconfirmed_.master().id;
+  const UnconfirmedTasks::Observation seen = unconfirmed_.Observe(run, durable_version);
+  if (seen.new_run) {
+    o.new_run = true;
+    o.restore = known != 0 || run.restored_from_id != 0;
+    if (o.restore) ++counters_.master_restores;
+    // The version may have gone back; workers report newer ones as they
+    // push.
+    master_version_ = version;
+    ++progress_generation_;
+  }
+  for (uint64_t task_id : seen.lost) Retrain(task_id, &o);
+  if (seen.changed) Durable();
+  UpdatePhase(now);
+  return o;
+}
+
 TickResult CoordinatorState::Tick(double now) {
   TickResult result;
   const JobPhase before = phase();
@@ -436,6 +536,8 @@ JobStatus CoordinatorState::Describe(double now) const {
   s.tasks_queued = tasks_.queued();
   s.tasks_in_flight = tasks_.in_flight();
   s.tasks_done = tasks_.done();
+  s.tasks_retrain_queued = retrain_.queued() + retrain_.in_flight();
+  s.tasks_unconfirmed = static_cast<uint32_t>(unconfirmed_.size());
   s.samples_done_in_epoch = tasks_.samples_done() + in_flight_samples;
   s.samples_in_epoch = tasks_.samples();
   if (phase() == JobPhase::kSucceeded) {
@@ -491,6 +593,28 @@ void CoordinatorState::Save(proto::CoordinatorSnapshot* snapshot) const {
   c->set_tasks_reassigned(counters_.tasks_reassigned);
   c->set_samples_lost(counters_.samples_lost);
   c->set_stale_completions(counters_.stale_completions);
+  c->set_tasks_retrained(counters_.tasks_retrained);
+  c->set_samples_retrained(counters_.samples_retrained);
+  c->set_master_restores(counters_.master_restores);
+  for (const auto& [task_id, reached] : unconfirmed_.tasks()) {
+    proto::CoordinatorSnapshot::UnconfirmedTask* u = snapshot->add_unconfirmed();
+    u->set_task_id(task_id);
+    for (const MasterPosition& p : reached) {
+      proto::MasterPosition* q = u->add_reached();
+      q->set_incarnation(p.incarnation);
+      q->set_version(p.version);
+    }
+  }
+  for (const auto& [task, holder] : retrain_.Entries()) {
+    proto::CoordinatorSnapshot::RetrainTask* r = snapshot->add_retrain();
+    r->set_task_id(task.id);
+    r->set_holder(holder);
+  }
+  proto::MasterIncarnation* master = snapshot->mutable_master();
+  master->set_id(unconfirmed_.master().id);
+  master->set_restored_from_id(unconfirmed_.master().restored_from_id);
+  master->set_restored_from_version(unconfirmed_.master().restored_from_version);
+  snapshot->set_master_durable_version(unconfirmed_.durable_version());
   snapshot->set_master_version(master_version_);
   if (last_accuracy_) snapshot->set_last_accuracy(*last_accuracy_);
   snapshot->set_last_eval_loss(last_eval_loss_);
@@ -533,6 +657,20 @@ Status CoordinatorState::Restore(const CoordinatorConfig& config,
   const uint32_t epoch = snapshot.epoch();
   s->tasks_ = TaskQueue(epoch, s->SamplesInEpoch(epoch), config.samples_per_task,
                         s->TaskIdBase(epoch));
+  // Earlier epochs' tasks queued again (absent in files from before master
+  // incarnations): each a task of an epoch before the saved one, once.
+  std::vector<std::pair<DataTask, WorkerId>> retrain;
+  std::map<uint64_t, WorkerId> retrain_holders;
+  for (const auto& r : snapshot.retrain()) {
+    DataTask task;
+    if (!s->TaskById(r.task_id(), &task) || task.epoch >= epoch) {
+      return Status::DataLoss("retrain task " + std::to_string(r.task_id()) +
+                              " is not a task of an epoch before " + std::to_string(epoch));
+    }
+    retrain.emplace_back(task, r.holder());
+    if (r.holder() != 0) retrain_holders[r.task_id()] = r.holder();
+  }
+  if (!s->retrain_.Restore(retrain)) return Status::DataLoss("a retrain task is saved twice");
   std::map<uint32_t, WorkerId> in_flight;
   for (const proto::CoordinatorSnapshot::Worker& p : snapshot.workers()) {
     const std::string who = "saved " + Worker(p.worker_id());
@@ -550,11 +688,18 @@ Status CoordinatorState::Restore(const CoordinatorConfig& config,
     w.loss = p.loss();
     if (w.task_id != 0) {
       uint32_t index = 0;
-      if (w.role != WorkerRole::kTrainer || !s->tasks_.IndexOf(w.task_id, &index)) {
+      const auto retrain_holder = retrain_holders.find(w.task_id);
+      if (w.role == WorkerRole::kTrainer && retrain_holder != retrain_holders.end()) {
+        if (retrain_holder->second != w.id) {
+          return Status::DataLoss(who + " holds task " + std::to_string(w.task_id) +
+                                  ", which worker " + std::to_string(retrain_holder->second) +
+                                  " is retraining");
+        }
+        retrain_holders.erase(retrain_holder);
+      } else if (w.role != WorkerRole::kTrainer || !s->tasks_.IndexOf(w.task_id, &index)) {
         return Status::DataLoss(who + " holds task " + std::to_string(w.task_id) +
                                 ", which is not a task of epoch " + std::to_string(epoch));
-      }
-      if (!in_flight.emplace(index, w.id).second) {
+      } else if (!in_flight.emplace(index, w.id).second) {
         return Status::DataLoss(who + " holds task " + std::to_string(w.task_id) +
                                 ", which another worker holds too");
       }
@@ -564,6 +709,12 @@ Status CoordinatorState::Restore(const CoordinatorConfig& config,
     }
     w.last_completed_task_id = p.last_completed_task_id();
     GAPTRAIN_RETURN_IF_ERROR(s->membership_.Restore(w));
+  }
+  if (!retrain_holders.empty()) {
+    return Status::DataLoss("retrain task " + std::to_string(retrain_holders.begin()->first) +
+                            " is held by worker " +
+                            std::to_string(retrain_holders.begin()->second) +
+                            ", which holds no such task");
   }
   std::vector<uint32_t> queued(snapshot.queued().begin(), snapshot.queued().end());
   std::map<uint32_t, WorkerId> done;
@@ -575,8 +726,23 @@ Status CoordinatorState::Restore(const CoordinatorConfig& config,
   GAPTRAIN_RETURN_IF_ERROR(s->tasks_.Restore(queued, in_flight, done));
 
   const auto& c = snapshot.counters();
-  s->counters_ = {c.joins(),      c.left_finished(),    c.left_preempted(), c.left_failed(),
-                  c.expiries(),   c.tasks_reassigned(), c.samples_lost(),   c.stale_completions()};
+  s->counters_ = {c.joins(),           c.left_finished(),     c.left_preempted(),
+                  c.left_failed(),     c.expiries(),          c.tasks_reassigned(),
+                  c.samples_lost(),    c.stale_completions(), c.tasks_retrained(),
+                  c.samples_retrained(), c.master_restores()};
+  std::map<uint64_t, std::vector<MasterPosition>> unconfirmed;
+  for (const auto& u : snapshot.unconfirmed()) {
+    DataTask task;
+    if (!s->TaskById(u.task_id(), &task)) {
+      return Status::DataLoss("unconfirmed task " + std::to_string(u.task_id()) +
+                              " is not a task of epochs 0 to " + std::to_string(epoch));
+    }
+    std::vector<MasterPosition>& reached = unconfirmed[u.task_id()];
+    for (const auto& p : u.reached()) reached.push_back({p.incarnation(), p.version()});
+  }
+  const proto::MasterIncarnation& m = snapshot.master();
+  s->unconfirmed_.Restore({m.id(), m.restored_from_id(), m.restored_from_version()},
+                          snapshot.master_durable_version(), std::move(unconfirmed));
   s->created_time_ = snapshot.created_time();
   s->master_version_ = snapshot.master_version();
   if (snapshot.has_last_accuracy()) s->last_accuracy_ = snapshot.last_accuracy();

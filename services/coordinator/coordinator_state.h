@@ -26,7 +26,16 @@
 //     from the worker that completed the task succeeds with
 //     already_completed, so retries after a lost reply are safe.
 //   - An epoch advances when all its tasks are done; the job succeeds after
-//     the last one.
+//     the last one, once no task is waiting to be trained again.
+//   - Training lost in a master restore is done again: a completion says
+//     where its pushes landed (MasterPosition per master run), and a task
+//     whose updates the master lost (UnconfirmedTasks: a completion judged
+//     lost at once, or a pending one judged lost when ObserveMaster hears
+//     of the run that resumed from an older checkpoint) is queued again,
+//     in any epoch: the current epoch's at the front of its queue, an
+//     earlier epoch's in the RetrainQueue, handed out before new work.
+//     Counted in tasks_retrained and samples_retrained (with the samples
+//     workers retrained themselves, which they report on completion).
 //   - Save() and Restore() carry everything a restart needs: completed
 //     tasks stay completed, in-flight tasks stay with their workers, whose
 //     leases restart at the restore time.
@@ -48,7 +57,9 @@
 #include "services/coordinator/coordinator_config.h"
 #include "services/coordinator/lifecycle.h"
 #include "services/coordinator/membership.h"
+#include "services/coordinator/retrain_queue.h"
 #include "services/coordinator/task_queue.h"
+#include "services/coordinator/unconfirmed_tasks.h"
 
 namespace gaptrain {
 
@@ -80,10 +91,27 @@ struct NextTaskResult {
   std::string reason;  // for logs
 };
 
+// What a worker reports with a completion about its pushes.
+struct TaskCompletion {
+  // Per master run that applied the task's pushes, the newest version
+  // they reached. Empty: unknown (an older worker), taken as durable.
+  std::vector<MasterPosition> reached;
+  // Positions it trained again itself after a master restore.
+  uint32_t samples_retrained = 0;
+};
+
 struct CompleteTaskResult {
   DataTask task;
   bool already_completed = false;  // a retry; nothing was counted again
   bool epoch_advanced = false;
+  bool retrain = false;  // its updates were lost already: queued again
+};
+
+// What ObserveMaster found.
+struct MasterObservation {
+  bool new_run = false;   // a master run newer than the last one seen
+  bool restore = false;   // ... that replaced one the coordinator knew
+  std::vector<DataTask> retrained;  // tasks queued again
 };
 
 struct TickResult {
@@ -101,6 +129,9 @@ struct CoordinatorCounters {
   uint64_t tasks_reassigned = 0;
   uint64_t samples_lost = 0;       // reported progress on tasks taken back
   uint64_t stale_completions = 0;  // CompleteTask for a task not held
+  uint64_t tasks_retrained = 0;    // queued again: a master restore lost them
+  uint64_t samples_retrained = 0;  // their samples, and those workers rewound
+  uint64_t master_restores = 0;    // master runs seen replacing a known one
 };
 
 struct LiveWorkerStatus {
@@ -128,6 +159,8 @@ struct JobStatus {
   uint32_t tasks_queued = 0;
   uint32_t tasks_in_flight = 0;
   uint32_t tasks_done = 0;
+  uint32_t tasks_retrain_queued = 0;  // earlier epochs' lost tasks, queued or held
+  uint32_t tasks_unconfirmed = 0;     // completed, not yet in a master checkpoint
   uint64_t samples_done_in_epoch = 0;
   uint32_t samples_in_epoch = 0;
   double progress = 0;  // fraction of the job, [0, 1]
@@ -170,7 +203,12 @@ class CoordinatorState {
   // queue; or why there is none.
   Status NextTask(double now, WorkerId id, NextTaskResult* result);
 
-  Status CompleteTask(double now, WorkerId id, uint64_t task_id, CompleteTaskResult* result);
+  Status CompleteTask(double now, WorkerId id, uint64_t task_id,
+                      const TaskCompletion& completion, CompleteTaskResult* result);
+  // A completion that says nothing about the master (taken as durable).
+  Status CompleteTask(double now, WorkerId id, uint64_t task_id, CompleteTaskResult* result) {
+    return CompleteTask(now, id, task_id, TaskCompletion(), result);
+  }
 
   // A graceful departure. Leaving again is OK with *already_gone.
   Status Leave(double now, WorkerId id, LeaveReason reason, bool* already_gone);
@@ -182,6 +220,13 @@ class CoordinatorState {
   // Whether the process could reach the master (the membership feed's
   // last call); unreachable for master_timeout_seconds fails the job.
   void ReportMasterHealth(double now, bool reachable, const std::string& error);
+
+  // The master answered the membership feed: it is `run`, at `version`,
+  // with `durable_version` in its newest checkpoint. A new run that
+  // resumed from an older point makes the tasks whose updates it lost
+  // train again. Ignored once the job has finished.
+  MasterObservation ObserveMaster(double now, const MasterRun& run, uint64_t version,
+                                  uint64_t durable_version);
 
   // Expires leases and moves the lifecycle on timeouts. Call it often
   // (the process does every 200 ms); expiries happen at the first Tick at
@@ -195,6 +240,8 @@ class CoordinatorState {
   const CoordinatorConfig& config() const { return config_; }
   const CoordinatorCounters& counters() const { return counters_; }
   const TaskQueue& tasks() const { return tasks_; }
+  const RetrainQueue& retrain() const { return retrain_; }
+  const UnconfirmedTasks& unconfirmed() const { return unconfirmed_; }
   uint64_t master_version() const { return master_version_; }
   std::optional<double> last_accuracy() const { return last_accuracy_; }
   const Membership& membership() const { return membership_; }
@@ -215,6 +262,16 @@ class CoordinatorState {
   uint64_t TaskIdBase(uint32_t epoch) const;
   // 0 when the job is measured in updates.
   uint32_t TotalEpochs() const;
+  uint64_t TasksPerFullEpoch() const;
+  // Any task of the job by id (its epoch and range), whatever its state;
+  // false for an id no epoch up to the current one has.
+  bool TaskById(uint64_t task_id, DataTask* task) const;
+  // The task `worker` holds, in the current epoch or the retrain queue.
+  bool HeldTask(const WorkerRecord& worker, DataTask* task) const;
+  // Queues a completed task again whose updates were lost.
+  void Retrain(uint64_t task_id, MasterObservation* observation);
+  // After a completion: advances the epoch or ends the job.
+  void AdvanceIfDone(double now, CompleteTaskResult* result);
 
   // The live worker `id`, or NOT_FOUND / FAILED_PRECONDITION.
   Status FindLive(WorkerId id, WorkerRecord** worker);
@@ -234,6 +291,8 @@ class CoordinatorState {
   const CoordinatorConfig config_;
   Membership membership_;
   TaskQueue tasks_;
+  RetrainQueue retrain_;
+  UnconfirmedTasks unconfirmed_;
   Lifecycle lifecycle_;
   CoordinatorCounters counters_;
   double created_time_;

@@ -1,16 +1,22 @@
 // Exactly once under churn: seeded random schedules of 8 workers that take
-// tasks, report progress, complete them, go silent (their leases expire),
-// come back as zombies with stale completions, leave, re-register, while
-// the coordinator itself restarts from saved state now and then. For every
-// epoch, the ranges of the completions the coordinator accepted must tile
-// the epoch's positions with no gap and no overlap, and no task may ever
-// be held by two live workers.
+// tasks, push gradients to a simulated master, report progress, complete
+// them, go silent (their leases expire), come back as zombies with stale
+// completions, leave, re-register, while the coordinator itself restarts
+// from saved state now and then, and the master checkpoints, crashes and
+// resumes from its newest checkpoint, losing the updates after it. The
+// coordinator hears of master runs through ObserveMaster at random times,
+// as from its membership feed. For every epoch, the ranges of the
+// completions the coordinator accepted whose updates are all still in the
+// final master state must tile the epoch's positions with no gap and no
+// overlap, and no task may ever be held by two live workers.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
+#include <set>
 
 #include "services/coordinator/coordinator_state.h"
 
@@ -37,6 +43,76 @@ struct Sim {
   DataTask task;         // the task it believes it holds (id 0: none)
   uint32_t progress = 0;
   int silent_steps = 0;
+  // The pushes of its task: update ids, and per master run the newest
+  // version they reached.
+  std::vector<uint64_t> updates;
+  std::map<uint64_t, uint64_t> reached;
+
+  void Drop() {
+    task = DataTask();
+    progress = 0;
+    updates.clear();
+    reached.clear();
+  }
+};
+
+// The parameter server as the coordinator must reason about it: updates
+// applied in order, checkpoints, and crashes that resume from the newest
+// checkpoint (or from nothing), each start a new run with a larger id.
+class SimMaster {
+ public:
+  // Applies one push; returns its update id and sets where it landed.
+  uint64_t Push(MasterPosition* position) {
+    const uint64_t u = next_update_++;
+    state_.insert(u);
+    position->incarnation = run_.id;
+    position->version = ++version_;
+    return u;
+  }
+  void Checkpoint() { checkpoint_ = Saved{run_.id, version_, state_}; }
+  void Crash() {
+    ++crashes_;
+    run_.id += 1 + crashes_ % 3;  // ids grow, not necessarily by one
+    if (checkpoint_) {
+      run_.restored_from_id = checkpoint_->run;
+      run_.restored_from_version = checkpoint_->version;
+      version_ = checkpoint_->version;
+      state_ = checkpoint_->state;
+    } else {
+      run_.restored_from_id = 0;
+      run_.restored_from_version = 0;
+      version_ = 0;
+      state_.clear();
+    }
+  }
+  // What a SetMembers reply says.
+  const MasterRun& run() const { return run_; }
+  uint64_t version() const { return version_; }
+  uint64_t durable_version() const {
+    return checkpoint_ && checkpoint_->run == run_.id ? checkpoint_->version : 0;
+  }
+  bool Holds(uint64_t update) const { return state_.count(update) == 1; }
+  int crashes() const { return crashes_; }
+
+ private:
+  struct Saved {
+    uint64_t run;
+    uint64_t version;
+    std::set<uint64_t> state;
+  };
+  MasterRun run_{100, 0, 0};
+  uint64_t version_ = 0;
+  uint64_t next_update_ = 0;
+  std::set<uint64_t> state_;  // the updates θ holds
+  std::optional<Saved> checkpoint_;
+  int crashes_ = 0;
+};
+
+// A completion the coordinator accepted.
+struct Accepted {
+  uint32_t epoch;
+  SampleRange range;
+  std::vector<uint64_t> updates;
 };
 
 class Churn {
@@ -52,18 +128,54 @@ class Churn {
       for (Sim& w : sims_) Act(w);
       state_->Tick(now_);
       if (Chance(0.01)) Restart();
+      ActMaster();
     }
     return state_->phase() == JobPhase::kSucceeded;
   }
 
-  // Ranges of accepted completions, per epoch.
-  const std::map<uint32_t, std::vector<SampleRange>>& completed() const { return completed_; }
+  // Ranges of accepted completions whose updates the master still holds,
+  // per epoch.
+  std::map<uint32_t, std::vector<SampleRange>> Completed() const {
+    std::map<uint32_t, std::vector<SampleRange>> completed;
+    for (const Accepted& a : accepted_) {
+      if (std::all_of(a.updates.begin(), a.updates.end(),
+                      [&](uint64_t u) { return master_.Holds(u); })) {
+        completed[a.epoch].push_back(a.range);
+      }
+    }
+    return completed;
+  }
   const CoordinatorState& state() const { return *state_; }
   int restarts() const { return restarts_; }
   int zombie_rejections() const { return zombie_rejections_; }
+  int master_crashes() const { return master_.crashes(); }
 
  private:
   bool Chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+
+  // The master checkpoints now and then and crashes rarely; the feed
+  // reaches it at random. A run lives at least until the feed has reached
+  // it once (a master takes seconds to start; the feed calls every second):
+  // a run the coordinator never heard of would make it retrain more than
+  // was lost (UnconfirmedTasks), which this test would see as an overlap.
+  void ActMaster() {
+    if (Chance(0.1)) master_.Checkpoint();
+    if (Chance(0.3)) {
+      state_->ObserveMaster(now_, master_.run(), master_.version(), master_.durable_version());
+      run_seen_ = true;
+    }
+    if (run_seen_ && Chance(0.03)) {
+      master_.Crash();
+      run_seen_ = false;
+    }
+  }
+
+  // One push of the worker's task.
+  void Push(Sim& w) {
+    MasterPosition p;
+    w.updates.push_back(master_.Push(&p));
+    w.reached[p.incarnation] = std::max(w.reached[p.incarnation], p.version);
+  }
 
   void Act(Sim& w) {
     switch (w.mode) {
@@ -101,7 +213,7 @@ class Churn {
                                 &gone)
                       .ok());
       w.mode = Sim::Mode::kAbsent;
-      w.task = DataTask();
+      w.Drop();
     } else if (r < 0.05) {
       Register(w, w.id);  // a network blip: same id, same task
     } else if (w.task.id == 0) {
@@ -110,13 +222,14 @@ class Churn {
       if (!Alive(w, s)) return;
       if (next.outcome == TaskOutcome::kAssigned) {
         CheckNotHeldElsewhere(w, next.task);
+        w.Drop();
         w.task = next.task;
-        w.progress = 0;
       }
     } else if (r < 0.35) {
       TryComplete(w, /*zombie=*/false);
     } else {
       w.progress = std::min(w.task.range.size(), w.progress + 5);
+      Push(w);
       WorkerProgress p;
       p.task_id = w.task.id;
       p.samples_done = w.progress;
@@ -135,7 +248,7 @@ class Churn {
     if (s.ok()) return true;
     EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.ToString();
     w.mode = Sim::Mode::kAbsent;
-    w.task = DataTask();
+    w.Drop();
     return false;
   }
 
@@ -152,24 +265,25 @@ class Churn {
       EXPECT_EQ(r.id, w.id);
       EXPECT_EQ(r.task.id, w.task.id);
     } else {
-      w.task = DataTask();
-      w.progress = 0;
+      w.Drop();
     }
     w.id = r.id;
     w.mode = Sim::Mode::kLive;
   }
 
   void TryComplete(Sim& w, bool zombie) {
+    TaskCompletion completion;
+    for (const auto& [run, version] : w.reached) completion.reached.push_back({run, version});
     CompleteTaskResult result;
-    Status s = state_->CompleteTask(now_, w.id, w.task.id, &result);
+    Status s = state_->CompleteTask(now_, w.id, w.task.id, completion, &result);
     if (s.ok()) {
       // Still live (never expired): a legitimate completion.
       EXPECT_FALSE(result.already_completed);
       EXPECT_EQ(result.task.id, w.task.id);
-      completed_[result.task.epoch].push_back(result.task.range);
+      if (!result.retrain) accepted_.push_back({result.task.epoch, result.task.range, w.updates});
       if (Chance(0.2)) {  // the reply was lost: the retry must not count twice
         CompleteTaskResult again;
-        ASSERT_TRUE(state_->CompleteTask(now_, w.id, w.task.id, &again).ok());
+        ASSERT_TRUE(state_->CompleteTask(now_, w.id, w.task.id, completion, &again).ok());
         EXPECT_TRUE(again.already_completed);
       }
     } else {
@@ -177,8 +291,7 @@ class Churn {
       zombie_rejections_ += zombie;
       if (!zombie && state_->membership().Find(w.id) == nullptr) w.mode = Sim::Mode::kAbsent;
     }
-    w.task = DataTask();
-    w.progress = 0;
+    w.Drop();
   }
 
   // The coordinator must never hand a task to a second live worker.
@@ -207,7 +320,9 @@ class Churn {
   double now_ = 0;
   std::unique_ptr<CoordinatorState> state_;
   Sim sims_[8];
-  std::map<uint32_t, std::vector<SampleRange>> completed_;
+  SimMaster master_;
+  bool run_seen_ = false;
+  std::vector<Accepted> accepted_;
   int restarts_ = 0;
   int zombie_rejections_ = 0;
 };
@@ -225,13 +340,13 @@ void ExpectTiles(std::vector<SampleRange> ranges, uint32_t samples, uint32_t epo
 }
 
 TEST(ExactlyOnceTest, CompletedTasksCoverEveryEpochOnceUnderChurnAndRestarts) {
-  uint64_t reassigned = 0, lost = 0, stale = 0, expiries = 0;
-  int restarts = 0, zombies = 0;
+  uint64_t reassigned = 0, lost = 0, stale = 0, expiries = 0, retrained = 0, master_restores = 0;
+  int restarts = 0, zombies = 0, crashes = 0;
   for (uint32_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     Churn churn(seed);
     ASSERT_TRUE(churn.Run(20000)) << "the job did not finish";
-    const auto& completed = churn.completed();
+    const auto completed = churn.Completed();
     ASSERT_EQ(completed.size(), 4u);
     for (uint32_t e = 0; e < 3; ++e) ExpectTiles(completed.at(e), 1000, e);
     ExpectTiles(completed.at(3), 500, 3);
@@ -241,8 +356,11 @@ TEST(ExactlyOnceTest, CompletedTasksCoverEveryEpochOnceUnderChurnAndRestarts) {
     lost += c.samples_lost;
     stale += c.stale_completions;
     expiries += c.expiries;
+    retrained += c.tasks_retrained;
+    master_restores += c.master_restores;
     restarts += churn.restarts();
     zombies += churn.zombie_rejections();
+    crashes += churn.master_crashes();
   }
   // The schedules did exercise what the test is about.
   EXPECT_GT(reassigned, 20u);
@@ -251,10 +369,14 @@ TEST(ExactlyOnceTest, CompletedTasksCoverEveryEpochOnceUnderChurnAndRestarts) {
   EXPECT_GT(expiries, 10u);
   EXPECT_GT(restarts, 5);
   EXPECT_GT(zombies, 5);
+  EXPECT_GT(crashes, 5);
+  EXPECT_GT(retrained, 10u);
+  EXPECT_GE(master_restores, static_cast<uint64_t>(crashes) / 2);
   std::printf("reassigned %lu, samples lost %lu, stale completions %lu, expiries %lu, "
-              "restarts %d\n",
+              "restarts %d, master crashes %d, tasks retrained %lu\n",
               static_cast<unsigned long>(reassigned), static_cast<unsigned long>(lost),
-              static_cast<unsigned long>(stale), static_cast<unsigned long>(expiries), restarts);
+              static_cast<unsigned long>(stale), static_cast<unsigned long>(expiries), restarts,
+              crashes, static_cast<unsigned long>(retrained));
 }
 
 }  // namespace

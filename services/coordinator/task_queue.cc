@@ -58,6 +58,15 @@ void TaskQueue::Requeue(uint32_t index) {
   queue_.push_front(index);
 }
 
+void TaskQueue::Reopen(uint32_t index) {
+  assert(state_[index] == State::kDone);
+  state_[index] = State::kQueued;
+  worker_[index] = 0;
+  --done_;
+  samples_done_ -= Task(index).range.size();
+  queue_.push_front(index);
+}
+
 Status TaskQueue::Restore(const std::vector<uint32_t>& queued,
                           const std::map<uint32_t, WorkerId>& in_flight,
                           const std::map<uint32_t, WorkerId>& done) {

@@ -4,8 +4,9 @@
 // [i * samples_per_task, min((i + 1) * samples_per_task, samples)), so the
 // tasks cover the epoch exactly once by construction. Each task is queued,
 // in flight (held by one worker) or done (with the worker that completed
-// it). A task taken from a departed worker goes back to the FRONT of the
-// queue: the epoch's oldest work is finished first.
+// it). A task taken from a departed worker, or a done one whose updates a
+// master restore lost, goes back to the FRONT of the queue: the epoch's
+// oldest work is finished first.
 //
 // Task ids are id_base + index + 1, so they are unique across epochs when
 // the caller spaces the bases (CoordinatorState uses epoch * tasks per
@@ -61,6 +62,8 @@ class TaskQueue {
   void Complete(uint32_t index);
   // In flight -> the front of the queue.
   void Requeue(uint32_t index);
+  // Done -> the front of the queue: a master restore lost its updates.
+  void Reopen(uint32_t index);
 
   uint32_t queued() const { return static_cast<uint32_t>(queue_.size()); }
   uint32_t in_flight() const { return num_tasks() - queued() - done_; }

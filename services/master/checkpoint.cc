@@ -196,6 +196,7 @@ Status BuildHeader(const ParameterStore& store, const CheckpointMeta& meta, cons
     b->set_byte_length(buffer.bytes());
   }
   for (WorkerId w : meta.workers) header.add_workers(w);
+  header.set_incarnation(meta.incarnation);
 
   if (header.ByteSizeLong() > kMaxHeaderBytes) {
     return invalid("header of " + std::to_string(header.ByteSizeLong()) +
@@ -405,6 +406,7 @@ Status ReadCheckpoint(const std::string& path, std::unique_ptr<ParameterStore>* 
     meta->rule = header.rule();
     meta->created_unix_ms = header.created_unix_ms();
     meta->workers.assign(header.workers().begin(), header.workers().end());
+    meta->incarnation = header.incarnation();
   }
   *store = std::move(loaded);
   return Status::OK();

@@ -55,6 +55,9 @@ struct CheckpointMeta {
   // Members when the checkpoint was taken, ascending. Their per-worker
   // state is in the store as "worker/<id>/...".
   std::vector<WorkerId> workers;
+  // The master run that wrote it (MasterIncarnation.id); 0 in files from
+  // before runs were numbered.
+  uint64_t incarnation = 0;
 };
 
 // Writes `store` and `meta` to `path` with an AtomicFile

@@ -167,6 +167,7 @@ Status ParseParameterChunk(grpc::ByteBuffer* buffer, ReceivedParameterChunk* chu
           case 2: h.set_total_values(v); break;
           case 3: h.set_offset(v); break;
           case 4: h.set_wire_type(static_cast<proto::WireType>(v)); break;
+          case 6: h.set_incarnation(v); break;
         }
       },
       [&](uint32_t field) -> SlicedBytes* { return field == 5 ? &chunk->values : nullptr; },

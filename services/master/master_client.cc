@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "services/common/bfloat16.h"
+#include "services/common/grpc_keepalive.h"
 #include "services/common/wire_values.h"
 #include "services/master/bulk_transfer.h"
 #include "services/master/chunk_wire.h"
@@ -19,6 +20,7 @@ std::shared_ptr<grpc::Channel> CreateMasterChannel(
     const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   ApplyBulkTransferArguments(&args);
+  ApplyKeepaliveArguments(&args);
   return grpc::CreateCustomChannel(target, credentials, args);
 }
 
@@ -139,6 +141,7 @@ Status MasterClient::PullImpl(uint32_t worker, bool observer, int64_t known_vers
       const proto::ParameterChunk& h = chunk.header;
       if (parsed.ok() && first) {
         result->version = h.version();
+        result->incarnation = h.incarnation();
         if (h.total_values() != n) {
           bad = Status::FailedPrecondition("pull: the master's model has " +
                                            std::to_string(h.total_values()) +

@@ -37,6 +37,7 @@ class MasterClient {
   struct PullResult {
     uint64_t version = 0;
     bool modified = false;  // false: `out` is untouched, the known version is current
+    uint64_t incarnation = 0;  // the master run that answered (0: unknown)
   };
   // Writes the parameters into out[0, n) unless `known_version` (-1: none)
   // is current. n must be the model's size.

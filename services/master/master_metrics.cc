@@ -1,6 +1,7 @@
 #include "services/master/master_metrics.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -98,6 +99,23 @@ MasterMetrics::MasterMetrics(std::shared_ptr<prometheus::Registry> registry,
   checkpoint_seconds_ = Histogram(r, "gaptrain_master_checkpoint_duration_seconds",
                                   "Time to write a checkpoint.",
                                   {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60});
+  first_update_seconds_ = Gauge(r, "gaptrain_master_first_update_seconds",
+                                "Seconds from this run serving to its first applied update "
+                                "(NaN until then): how soon workers came back after a restart.");
+  first_update_seconds_->Set(std::numeric_limits<double>::quiet_NaN());
+  // Gauges, not counters: they come from the ledger file, continue across
+  // runs, and a run starts from the values its predecessor left.
+  job_pushes_ = Gauge(r, "gaptrain_master_job_pushes",
+                      "Pushes answered (accepted or refused) by every run of the job's master.");
+  job_rejected_ = Gauge(r, "gaptrain_master_job_pushes_rejected",
+                        "Pushes refused by every run of the job's master.");
+  job_updates_ = Gauge(r, "gaptrain_master_job_updates",
+                       "Updates (version increments) applied by every run of the job's master.");
+  job_updates_lost_ = Gauge(r, "gaptrain_master_job_updates_lost",
+                            "Updates lost when a run resumed from a checkpoint older than its "
+                            "predecessor's last update.");
+  job_restores_ = Gauge(r, "gaptrain_master_job_restarts",
+                        "Runs of the job's master that followed an earlier one.");
 
   tensor_gap_family_ = &prometheus::BuildGauge()
                             .Name("gaptrain_master_tensor_gap")
@@ -185,6 +203,15 @@ void MasterMetrics::RecordCheckpoint(double unix_seconds, double seconds) {
   checkpoints_->Increment();
   last_checkpoint_time_->Set(unix_seconds);
   checkpoint_seconds_->Observe(seconds);
+}
+
+void MasterMetrics::SetJobTotals(uint64_t pushes, uint64_t rejected, uint64_t updates,
+                                 uint64_t updates_lost, uint64_t restores) {
+  job_pushes_->Set(static_cast<double>(pushes));
+  job_rejected_->Set(static_cast<double>(rejected));
+  job_updates_->Set(static_cast<double>(updates));
+  job_updates_lost_->Set(static_cast<double>(updates_lost));
+  job_restores_->Set(static_cast<double>(restores));
 }
 
 void MasterMetrics::SetMembers(const std::vector<WorkerId>& members) {

@@ -1,7 +1,9 @@
 // MasterMetrics: what the master exports on /metrics (docs/metrics.md):
 // staleness, Gap and penalty per push (histograms), per-tensor Gap and
 // penalty (so a user sees which layers suffer), push outcomes, traffic,
-// latency, model version, learning rate, live workers and checkpoints.
+// latency, model version, learning rate, live workers and checkpoints;
+// the job's push accounting over every run of the master (PushLedger) and
+// how soon a restarted master applied its first update.
 // Per-worker series exist only for live workers.
 //
 // Thread-safe: prometheus-cpp metrics are atomic; the per-worker and
@@ -58,6 +60,11 @@ class MasterMetrics {
   void RecordCheckpointFailure() { checkpoint_failures_->Increment(); }
   // Drops series of workers that left.
   void SetMembers(const std::vector<WorkerId>& members);
+  // Seconds from serving to the first update this run applied.
+  void SetFirstUpdateSeconds(double seconds) { first_update_seconds_->Set(seconds); }
+  // The job's totals over every run of the master (PushLedger).
+  void SetJobTotals(uint64_t pushes, uint64_t rejected, uint64_t updates, uint64_t updates_lost,
+                    uint64_t restores);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -86,6 +93,12 @@ class MasterMetrics {
   prometheus::Gauge* checkpoint_interval_;
   prometheus::Gauge* start_time_;
   prometheus::Histogram* checkpoint_seconds_;
+  prometheus::Gauge* first_update_seconds_;
+  prometheus::Gauge* job_pushes_;
+  prometheus::Gauge* job_rejected_;
+  prometheus::Gauge* job_updates_;
+  prometheus::Gauge* job_updates_lost_;
+  prometheus::Gauge* job_restores_;
 
   // Per tensor: moving averages (weight kTensorSmoothing per push).
   prometheus::Family<prometheus::Gauge>* tensor_gap_family_;

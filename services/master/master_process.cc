@@ -2,10 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
+#include "services/common/grpc_keepalive.h"
 #include "services/common/metrics_endpoint.h"
+#include "services/common/os_error.h"
 #include "services/common/ports_file.h"
 #include "services/common/tls_credentials.h"
 #include "services/engine/job_config.h"
@@ -82,8 +85,27 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   std::vector<std::string> skipped;
   Status r = p->checkpoints_->RestoreNewest(&restored, &meta, &restored_path, &skipped);
   for (const std::string& s : skipped) spdlog::error("skipped invalid checkpoint {}", s);
+  // The job's push accounting across runs; a run is numbered after every
+  // earlier one it can know of (the ledger's, its checkpoint's) and the
+  // clock, so ids grow from run to run.
+  const std::string ledger_path = dir + "/" + PushLedger::kFileName;
+  Status opened = MakeDirs(dir);
+  if (opened.ok()) opened = PushLedger::Open(ledger_path, &p->ledger_);
+  if (!opened.ok()) {
+    spdlog::error("no push ledger ({}): lost updates are not counted in this run",
+                  opened.ToString());
+  }
+  const uint64_t previous_run = p->ledger_ ? p->ledger_->totals().last_run : 0;
+  const uint64_t clock_us = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  proto::MasterIncarnation incarnation;
+  incarnation.set_id(std::max({clock_us, previous_run + 1, (r.ok() ? meta.incarnation : 0) + 1}));
   std::unique_ptr<UpdateEngine> engine;
   if (r.ok()) {
+    incarnation.set_restored_from_id(meta.incarnation);
+    incarnation.set_restored_from_version(restored->version());
     const std::string rule = RuleKindName(engine_options.rule.kind);
     if (meta.rule != rule) {
       return Status::FailedPrecondition(
@@ -119,6 +141,16 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
     return r;
   }
   model.reset();
+  if (p->ledger_) {
+    p->ledger_->BeginRun(incarnation.id(), engine->version());
+    const PushLedger::Totals t = p->ledger_->totals();
+    if (t.restores > 0) {
+      spdlog::info("run {} of the job's master: {} updates lost in restarts so far ({} pushes, "
+                   "{} rejected, {} updates in all runs)",
+                   t.runs, t.updates_lost, t.pushes, t.rejected, t.updates);
+    }
+  }
+  p->incarnation_ = incarnation;
 
   p->metrics_ = std::make_shared<MasterMetrics>(std::make_shared<prometheus::Registry>(),
                                                 engine->store().layout());
@@ -129,7 +161,11 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   MasterService::Options service_options;
   service_options.job_name = job.name;
   service_options.token = options.server.token;
+  service_options.incarnation = incarnation;
+  service_options.ledger = p->ledger_.get();
+  const uint64_t restored_version = engine->version();
   p->service_ = std::make_unique<MasterService>(std::move(engine), service_options, p->metrics_);
+  p->RefreshJobTotals();
   MasterProcess* raw = p.get();
   p->service_->set_checkpoint_fn(
       [raw](std::string* path, uint64_t* version) { return raw->CheckpointNow(path, version); });
@@ -141,11 +177,13 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.server.listen, credentials, &p->grpc_port_);
   ApplyBulkTransferArguments(&builder);
+  ApplyKeepaliveArguments(&builder);
   builder.RegisterService(p->service_.get());
   p->server_ = builder.BuildAndStart();
   if (p->server_ == nullptr || p->grpc_port_ == 0) {
     return Status::Unavailable("--listen: cannot serve gRPC on " + options.server.listen);
   }
+  p->service_->MarkServing();
 
   GAPTRAIN_RETURN_IF_ERROR(
       HttpServer::Start(options.server.http_address, options.server.http_port, &p->http_));
@@ -159,9 +197,11 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
     GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(
         options.server.ports_file, {static_cast<uint16_t>(p->grpc_port_), p->http_->port()}));
   }
-  spdlog::info("master of {} serving gRPC on port {}{}, metrics on http://{}:{}/metrics",
-               job.name, p->grpc_port_, options.server.tls_cert.empty() ? "" : " (TLS)",
-               options.server.http_address, p->http_->port());
+  spdlog::info("master of {} (run {}, version {}) serving gRPC on port {}{}, metrics on "
+               "http://{}:{}/metrics",
+               job.name, incarnation.id(), restored_version, p->grpc_port_,
+               options.server.tls_cert.empty() ? "" : " (TLS)", options.server.http_address,
+               p->http_->port());
   p->background_ = std::thread([raw] { raw->BackgroundLoop(); });
   *process = std::move(p);
   return Status::OK();
@@ -182,6 +222,7 @@ Status MasterProcess::CheckpointNow(std::string* path, uint64_t* version) {
     meta.rule = RuleKindName(engine->rule_config().kind);
   });
   meta.job_name = job_.name;
+  meta.incarnation = incarnation_.id();
   meta.created_unix_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::system_clock::now().time_since_epoch())
@@ -197,10 +238,17 @@ Status MasterProcess::CheckpointNow(std::string* path, uint64_t* version) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   metrics_->RecordCheckpoint(static_cast<double>(meta.created_unix_ms) / 1000.0, seconds);
+  service_->SetDurableVersion(copy->version());
   spdlog::info("checkpoint {} written (version {}, {:.2f} s)", written, copy->version(), seconds);
   if (path != nullptr) *path = written;
   if (version != nullptr) *version = copy->version();
   return Status::OK();
+}
+
+void MasterProcess::RefreshJobTotals() {
+  if (!ledger_) return;
+  const PushLedger::Totals t = ledger_->totals();
+  metrics_->SetJobTotals(t.pushes, t.rejected, t.updates, t.updates_lost, t.restores);
 }
 
 void MasterProcess::BackgroundLoop() {
@@ -209,13 +257,20 @@ void MasterProcess::BackgroundLoop() {
   const auto summary_every = std::chrono::seconds(30);
   auto next_checkpoint = Clock::now() + interval;
   auto next_summary = Clock::now() + summary_every;
+  const auto totals_every = std::chrono::seconds(1);
+  auto next_totals = Clock::now() + totals_every;
   uint64_t last_version = 0;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    wake_.wait_until(lock, std::min(next_checkpoint, next_summary), [this] { return stopping_; });
+    wake_.wait_until(lock, std::min({next_checkpoint, next_summary, next_totals}),
+                     [this] { return stopping_; });
     if (stopping_) break;
     lock.unlock();
     const auto now = Clock::now();
+    if (now >= next_totals) {
+      RefreshJobTotals();
+      next_totals = now + totals_every;
+    }
     if (now >= next_checkpoint) {
       CheckpointNow(nullptr, nullptr);
       next_checkpoint = Clock::now() + interval;
@@ -250,6 +305,7 @@ void MasterProcess::Shutdown() {
   // Finish calls in flight (bounded), then take the final checkpoint.
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (service_) CheckpointNow(nullptr, nullptr);
+  RefreshJobTotals();
   if (http_) http_->Stop();
 }
 

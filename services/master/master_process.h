@@ -4,6 +4,11 @@
 // service and TLS when configured; /metrics and /healthz over HTTP;
 // checkpoints every intervalSeconds and on request; a periodic summary
 // log. Shutdown() writes a final checkpoint.
+//
+// Each start is a new run of the job's master (proto MasterIncarnation):
+// its id is above every earlier run's, and it records what it resumed
+// from; the job's PushLedger (in the checkpoint directory) carries the
+// push accounting across runs and counts the updates a restart lost.
 
 #ifndef GAPTRAIN_SERVICES_MASTER_MASTER_PROCESS_H_
 #define GAPTRAIN_SERVICES_MASTER_MASTER_PROCESS_H_
@@ -23,6 +28,7 @@
 #include "services/master/master_metrics.h"
 #include "services/master/master_options.h"
 #include "services/master/master_service.h"
+#include "services/master/push_ledger.h"
 
 namespace gaptrain {
 
@@ -45,6 +51,8 @@ class MasterProcess {
  private:
   MasterProcess() = default;
   void BackgroundLoop();
+  // The ledger's totals into the metrics.
+  void RefreshJobTotals();
 
   TrainingJob job_;
   std::shared_ptr<MasterMetrics> metrics_;
@@ -52,6 +60,8 @@ class MasterProcess {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<CheckpointDirectory> checkpoints_;
+  std::unique_ptr<PushLedger> ledger_;  // null when it could not be opened
+  proto::MasterIncarnation incarnation_;
   int grpc_port_ = 0;
 
   std::mutex checkpoint_mu_;  // one checkpoint at a time

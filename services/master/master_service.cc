@@ -69,8 +69,31 @@ grpc::Status MasterService::Authorize(const grpc::ServerContextBase* context) co
   return AuthorizeBearer(*context, options_.token);
 }
 
+void MasterService::SetDurableVersion(uint64_t version) {
+  uint64_t seen = durable_version_.load();
+  while (version > seen && !durable_version_.compare_exchange_weak(seen, version)) {
+  }
+}
+
+void MasterService::MarkServing() {
+  serving_since_ns_.store(Clock::now().time_since_epoch().count());
+}
+
+void MasterService::NoteAcceptedLocked(uint64_t version, bool applied) {
+  if (options_.ledger != nullptr) options_.ledger->RecordAccepted(version);
+  if (!applied || first_update_seen_.exchange(true)) return;
+  const int64_t since = serving_since_ns_.load();
+  if (since == 0) return;
+  const double seconds = std::chrono::duration<double>(
+                             Clock::now().time_since_epoch() - Clock::duration(since))
+                             .count();
+  metrics_->SetFirstUpdateSeconds(seconds);
+  spdlog::info("first update applied {:.2f} s after serving (version {})", seconds, version);
+}
+
 grpc::Status MasterService::RejectPush(RejectReason reason, grpc::Status status) {
   metrics_->RecordRejected(reason);
+  if (options_.ledger != nullptr) options_.ledger->RecordRejected();
   spdlog::warn("rejected push ({}): {}", RejectReasonName(reason), status.error_message());
   return status;
 }
@@ -102,6 +125,7 @@ grpc::Status MasterService::Describe(grpc::ServerContext* context, const proto::
   response->set_needs_echo(needs_echo_);
   response->set_echo_type(echo_type_);
   response->set_live_workers(static_cast<uint32_t>(engine_->num_workers()));
+  *response->mutable_incarnation() = options_.incarnation;
   return grpc::Status::OK;
 }
 
@@ -199,6 +223,7 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
     header.set_version(version_);
     header.set_total_values(total_);
     header.set_wire_type(wire_type_);
+    header.set_incarnation(service_->options_.incarnation.id());
     if (!send_) {  // the worker holds this version: one chunk, no values
       RecordCompleted();
       chunk_ = ParameterChunkBuffer(header, grpc::Slice());
@@ -378,10 +403,13 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
         service_->metrics_->SetModel(version, service_->engine_->learning_rate(),
                                      service_->engine_->num_workers());
         service_->metrics_->SetWorkerStaleness(request.worker, stats_);
+        service_->NoteAcceptedLocked(version,
+                                     stats_.outcome == ApplyStats::Outcome::kApplied);
       }
     }
     if (!s.ok()) {
       service_->metrics_->RecordRejected(reason);
+      if (service_->options_.ledger != nullptr) service_->options_.ledger->RecordRejected();
       spdlog::warn("rejected push from worker {}: {}", request.worker, s.ToString());
       return ToGrpcStatus(s);
     }
@@ -393,6 +421,7 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
     reply.set_learning_rate(stats_.learning_rate);
     reply.set_gap_mean(stats_.has_gap ? stats_.gap.gap_mean : 1.0);
     reply.set_penalty_mean(stats_.penalty_mean);
+    reply.set_incarnation(service_->options_.incarnation.id());
     bool own = false;
     grpc::SerializationTraits<proto::PushResponse>::Serialize(reply, response_, &own);
     return grpc::Status::OK;
@@ -455,12 +484,16 @@ grpc::Status MasterService::SetMembers(grpc::ServerContext* context,
     }
     members = engine_->members();
     version = engine_->version();
+    // A leave may have completed a sync step.
+    if (options_.ledger != nullptr) options_.ledger->RecordVersion(version);
     metrics_->SetModel(version, engine_->learning_rate(), members.size());
     metrics_->SetMembers(members);
   }
   for (uint32_t w : response->joined()) spdlog::info("worker {} joined", w);
   for (uint32_t w : response->left()) spdlog::info("worker {} left; its state was released", w);
   response->set_version(version);
+  *response->mutable_incarnation() = options_.incarnation;
+  response->set_durable_version(durable_version_.load());
   return grpc::Status::OK;
 }
 

@@ -14,10 +14,19 @@
 //
 // Every RPC must carry "authorization: Bearer <token>" when a token is
 // configured; otherwise it fails with UNAUTHENTICATED.
+//
+// Restarts: every answer names the master's run (Options::incarnation):
+// pull chunks and push replies its id, Describe and SetMembers also what
+// it resumed from, and SetMembers the newest version on disk
+// (SetDurableVersion), so the coordinator can tell which updates a restart
+// lost. Every push answered goes into the job's PushLedger when one is
+// given.
 
 #ifndef GAPTRAIN_SERVICES_MASTER_MASTER_SERVICE_H_
 #define GAPTRAIN_SERVICES_MASTER_MASTER_SERVICE_H_
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,6 +41,7 @@
 #include "services/master/buffer_pool.h"
 #include "services/master/bulk_transfer.h"
 #include "services/master/master_metrics.h"
+#include "services/master/push_ledger.h"
 
 namespace gaptrain {
 
@@ -52,6 +62,8 @@ class MasterService final : public MasterServiceBase {
     std::string token;  // empty: no authentication (tests, trusted loopback)
     // Values per Pull chunk unless the client asks; at most kMaxChunkValues.
     uint32_t default_chunk_values = 256 * 1024;  // 1 MiB of fp32
+    proto::MasterIncarnation incarnation;  // which run this is; id 0: unknown
+    PushLedger* ledger = nullptr;  // borrowed; null: no ledger (tests)
   };
   static constexpr uint32_t kMaxChunkValues = kBulkMaxChunkValues;
   static constexpr int kMaxMessageBytes = kBulkMaxMessageBytes;
@@ -63,6 +75,12 @@ class MasterService final : public MasterServiceBase {
                 std::shared_ptr<MasterMetrics> metrics);
 
   void set_checkpoint_fn(CheckpointFn fn) { checkpoint_fn_ = std::move(fn); }
+
+  // A checkpoint at `version` is on disk (SetMembers reports the newest).
+  void SetDurableVersion(uint64_t version);
+  // The server is up: the first update after it is timed
+  // (gaptrain_master_first_update_seconds, and a log line).
+  void MarkServing();
 
   // Runs `fn` with the engine under the mutex (checkpoints, summaries).
   void WithEngine(const std::function<void(UpdateEngine*)>& fn);
@@ -88,6 +106,9 @@ class MasterService final : public MasterServiceBase {
   grpc::Status RejectPush(RejectReason reason, grpc::Status status);
   grpc::Status RejectMalformed(const std::string& message);  // a push stream
   grpc::Status RejectPull(RejectReason reason, grpc::Status status);
+  // An accepted push's bookkeeping outside the engine: the ledger (under
+  // the engine's mutex, with `version` after it), the first update.
+  void NoteAcceptedLocked(uint64_t version, bool applied);
 
   const Options options_;
   const std::shared_ptr<MasterMetrics> metrics_;
@@ -95,7 +116,10 @@ class MasterService final : public MasterServiceBase {
   const bool needs_echo_;
   const proto::WireType echo_type_;
   CheckpointFn checkpoint_fn_;
-  const std::shared_ptr<BufferPool> pool_;  // P-float buffers for pull replies
+  const std::shared_ptr<BufferPool> pool_;
+  std::atomic<uint64_t> durable_version_{0};
+  std::atomic<int64_t> serving_since_ns_{0};  // steady clock; 0: not yet
+  std::atomic<bool> first_update_seen_{false};  // P-float buffers for pull replies
 
   // A pull reply, immutable once written, shared by every pull while the
   // engine's reply_generation() stays `generation`. Replaced (never

@@ -10,6 +10,7 @@
 
 #include "services/common/bfloat16.h"
 #include "services/master/master_client.h"
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {
@@ -26,7 +27,9 @@ ParameterLayout Layout(size_t size) {
 // A master on 127.0.0.1:<ephemeral> with one client.
 class MasterServer {
  public:
-  MasterServer(size_t size, RuleConfig rule, double lr = 1.0) {
+  MasterServer(size_t size, RuleConfig rule, double lr = 1.0,
+               const proto::MasterIncarnation& run = proto::MasterIncarnation(),
+               PushLedger* ledger = nullptr) {
     UpdateEngine::Options options;
     options.rule = rule;
     options.schedule.learning_rate = lr;
@@ -38,6 +41,8 @@ class MasterServer {
     MasterService::Options service_options;
     service_options.job_name = "test-job";
     service_options.token = kToken;
+    service_options.incarnation = run;
+    service_options.ledger = ledger;
     service_ = std::make_unique<MasterService>(std::move(engine), service_options, metrics_);
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
@@ -646,6 +651,56 @@ TEST(MasterServiceTest, Bf16PushAppliesTheRoundedGradient) {
   for (size_t i = 0; i < kSize; ++i) {
     ASSERT_EQ(theta[i], -0.25f * Bf16ToFloat(FloatToBf16(g[i]))) << i;
   }
+}
+
+TEST(MasterServiceTest, EveryAnswerNamesTheRunAndTheLedgerCountsEveryPush) {
+  const std::string ledger_path = TestDir("ledger") + "/" + PushLedger::kFileName;
+  std::remove(ledger_path.c_str());
+  std::unique_ptr<PushLedger> ledger;
+  ASSERT_TRUE(PushLedger::Open(ledger_path, &ledger).ok());
+  ledger->BeginRun(42, 0);
+  proto::MasterIncarnation run;
+  run.set_id(42);
+  run.set_restored_from_id(41);
+  run.set_restored_from_version(0);
+  MasterServer master(100, PlainSgd(), 0.1, run, ledger.get());
+  master.service()->MarkServing();
+  MasterClient client = master.Client();
+
+  proto::DescribeResponse d;
+  ASSERT_TRUE(client.Describe(&d).ok());
+  EXPECT_EQ(d.incarnation().id(), 42u);
+  EXPECT_EQ(d.incarnation().restored_from_id(), 41u);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1}, &m).ok());
+  EXPECT_EQ(m.incarnation().id(), 42u);
+  EXPECT_EQ(m.durable_version(), 0u);
+  std::vector<float> theta(100);
+  MasterClient::PullResult r;
+  ASSERT_TRUE(client.Pull(1, -1, theta.data(), theta.size(), &r).ok());
+  EXPECT_EQ(r.incarnation, 42u);
+
+  std::vector<float> g(100, 0.5f);
+  proto::PushResponse p;
+  ASSERT_TRUE(client.Push(1, 0, g.data(), g.size(), 0, &p).ok());
+  EXPECT_EQ(p.incarnation(), 42u);
+  ASSERT_TRUE(client.Push(1, 1, g.data(), g.size(), 0, &p).ok());
+  g[3] = std::nanf("");
+  EXPECT_FALSE(client.Push(1, 2, g.data(), g.size(), 0, &p).ok());
+  EXPECT_EQ(client.Push(9, 2, g.data(), g.size(), 0, &p).code(), Status::Code::kNotFound);
+  EXPECT_GE(master.Metric("gaptrain_master_first_update_seconds"), 0.0);
+
+  // A checkpoint at 2 is on disk: SetMembers says so.
+  master.service()->SetDurableVersion(2);
+  master.service()->SetDurableVersion(1);  // never goes back
+  ASSERT_TRUE(client.SetMembers({1}, &m).ok());
+  EXPECT_EQ(m.durable_version(), 2u);
+
+  const PushLedger::Totals t = ledger->totals();
+  EXPECT_EQ(t.pushes, 4u);
+  EXPECT_EQ(t.rejected, 2u);
+  EXPECT_EQ(t.updates, 2u);
+  EXPECT_EQ(t.version, master.Version());
 }
 
 TEST(MasterServiceTest, CheckpointWithoutDirectoryIsAClearError) {

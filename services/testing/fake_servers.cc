@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "services/common/bfloat16.h"
+#include "services/common/grpc_keepalive.h"
 #include "services/common/wire_values.h"
 #include "services/master/layout_proto.h"
 
@@ -15,6 +16,7 @@ std::unique_ptr<grpc::Server> Serve(Service* service, int* port) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
   builder.SetMaxReceiveMessageSize(64 << 20);
+  ApplyKeepaliveArguments(&builder);
   builder.RegisterService(service);
   return builder.BuildAndStart();
 }
@@ -77,6 +79,19 @@ void FakeMaster::SetVersion(uint64_t version) {
   version_ = version;
 }
 
+void FakeMaster::SetRun(uint64_t run) {
+  std::lock_guard<std::mutex> lock(mu_);
+  run_.set_id(run);
+}
+
+void FakeMaster::RestartAfter(int after_pushes, uint64_t new_run, uint64_t restored_version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  restart_after_ = after_pushes;
+  next_run_.set_id(new_run);
+  next_run_.set_restored_from_id(run_.id());
+  next_run_.set_restored_from_version(restored_version);
+}
+
 int FakeMaster::pulls() const {
   std::lock_guard<std::mutex> lock(mu_);
   return pulls_;
@@ -129,13 +144,14 @@ grpc::Status FakeMaster::Describe(grpc::ServerContext*, const proto::DescribeReq
   response->set_needs_echo(needs_echo_);
   response->set_echo_type(echo_type_);
   response->set_live_workers(1);
+  *response->mutable_incarnation() = run_;
   return grpc::Status::OK;
 }
 
 grpc::Status FakeMaster::Pull(grpc::ServerContext*, const proto::PullRequest* request,
                               grpc::ServerWriter<proto::ParameterChunk>* writer) {
   PullMode mode;
-  uint64_t version;
+  uint64_t version, run;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++pulls_;
@@ -143,10 +159,12 @@ grpc::Status FakeMaster::Pull(grpc::ServerContext*, const proto::PullRequest* re
     pull_wire_types_.push_back(request->wire_type());
     mode = Take(&pull_times_) ? pull_mode_ : PullMode::kGood;
     version = version_;
+    run = run_.id();
   }
   const size_t p = theta_.size();
   proto::ParameterChunk chunk;
   chunk.set_version(version);
+  chunk.set_incarnation(run);
   chunk.set_total_values(p);
   chunk.set_wire_type(proto::FLOAT32);  // the scripted faults stay fp32
   switch (mode) {
@@ -237,6 +255,14 @@ grpc::Status FakeMaster::Push(grpc::ServerContext*,
   ++version_;
   response->set_outcome(proto::PushResponse::APPLIED);
   response->set_version(version_);
+  response->set_incarnation(run_.id());
+  if (restart_after_ >= 0 && pushes_applied_ == restart_after_) {
+    // The reply is the last thing the old run says; the next call meets
+    // the new one.
+    restart_after_ = -1;
+    run_ = next_run_;
+    version_ = run_.restored_from_version();
+  }
   return grpc::Status::OK;
 }
 
@@ -269,6 +295,10 @@ int FakeCoordinator::registrations() const {
 int FakeCoordinator::completions() const {
   std::lock_guard<std::mutex> lock(mu_);
   return completions_;
+}
+proto::CompleteTaskRequest FakeCoordinator::last_completion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_completion_;
 }
 int FakeCoordinator::heartbeats() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -339,6 +369,7 @@ grpc::Status FakeCoordinator::CompleteTask(grpc::ServerContext*,
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "fake: not your task");
   }
   ++completions_;
+  last_completion_ = *request;
   finished_ = true;
   response->set_phase(proto::JOB_PHASE_SUCCEEDED);
   return grpc::Status::OK;

@@ -53,6 +53,12 @@ class FakeMaster final : public proto::Master::Service {
   // Describe reports this layout instead of the real one.
   void SetDescribedLayout(const ParameterLayout& layout);
   void SetVersion(uint64_t version);
+  // Answers as master run `run` (Describe, pull chunks, push replies).
+  void SetRun(uint64_t run);
+  // Once `after_pushes` pushes have been applied, the master "restarts":
+  // it becomes run `new_run`, resumed from the current run's checkpoint
+  // at `restored_version`, its version back at that.
+  void RestartAfter(int after_pushes, uint64_t new_run, uint64_t restored_version);
 
   const std::vector<float>& theta() const { return theta_; }
   int pulls() const;
@@ -89,6 +95,9 @@ class FakeMaster final : public proto::Master::Service {
   bool needs_echo_ = false;
   proto::WireType echo_type_ = proto::FLOAT32;
   uint64_t version_ = 0;
+  proto::MasterIncarnation run_;
+  int restart_after_ = -1;
+  proto::MasterIncarnation next_run_;
   PullMode pull_mode_ = PullMode::kGood;
   int pull_times_ = 0;
   PushMode push_mode_ = PushMode::kGood;
@@ -114,6 +123,8 @@ class FakeCoordinator final : public proto::Coordinator::Service {
 
   int registrations() const;
   int completions() const;
+  // The last CompleteTask request received.
+  proto::CompleteTaskRequest last_completion() const;
   int heartbeats() const;
   proto::LeaveReason leave_reason() const;  // UNSPECIFIED: never left
   std::string leave_message() const;
@@ -148,6 +159,7 @@ class FakeCoordinator final : public proto::Coordinator::Service {
   proto::JobPhase phase_after_evaluation_ = proto::JOB_PHASE_RUNNING;
   proto::WorkerRole role_ = proto::WORKER_ROLE_TRAINER;
   int registrations_ = 0, completions_ = 0, heartbeats_ = 0;
+  proto::CompleteTaskRequest last_completion_;
   proto::LeaveReason leave_reason_ = proto::LEAVE_REASON_UNSPECIFIED;
   std::string leave_message_;
   std::vector<proto::ReportEvaluationRequest> evaluations_;

@@ -172,13 +172,17 @@ Status CoordinatorSession::NextTask(proto::NextTaskResponse* response) {
   return Call("NextTask", [&](uint32_t id) { return client_->NextTask(id, response); });
 }
 
-Status CoordinatorSession::CompleteTask(uint64_t task_id, bool* credited) {
+Status CoordinatorSession::CompleteTask(uint64_t task_id, const proto::CompleteTaskRequest& report,
+                                        bool* credited) {
   *credited = false;
   RetryLoop loop(options_.retry, NextSeed(), stop_);
   proto::CompleteTaskResponse reply;
   const uint32_t id = worker_id();
+  proto::CompleteTaskRequest request = report;
+  request.set_worker_id(id);
+  request.set_task_id(task_id);
   Status s = CallWithRetry(
-      &loop, [&] { return client_->CompleteTask(id, task_id, &reply); },
+      &loop, [&] { return client_->CompleteTask(request, &reply); },
       [&](const Status& failure) {
         if (IsTransient(failure)) NoteFailure("CompleteTask", failure);
       });
@@ -240,6 +244,11 @@ void CoordinatorSession::SetProgress(uint64_t task_id, uint32_t samples_done,
 void CoordinatorSession::SetMasterVersion(uint64_t version) {
   std::lock_guard<std::mutex> lock(mu_);
   progress_.set_master_version(std::max<uint64_t>(progress_.master_version(), version));
+}
+
+void CoordinatorSession::ResetMasterVersion(uint64_t version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  progress_.set_master_version(version);
 }
 
 void CoordinatorSession::StartHeartbeats() {

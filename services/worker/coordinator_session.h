@@ -74,12 +74,15 @@ class CoordinatorSession {
   // What the next heartbeat reports. `task_id` 0: none.
   void SetProgress(uint64_t task_id, uint32_t samples_done, std::optional<float> loss);
   void SetMasterVersion(uint64_t version);
+  // A restarted master's version, which may be lower than any seen.
+  void ResetMasterVersion(uint64_t version);
 
   Status NextTask(proto::NextTaskResponse* response);
   // *credited is false when the coordinator no longer had this worker
   // holding the task (its lease had expired): the work stays pushed, the
-  // task is someone else's.
-  Status CompleteTask(uint64_t task_id, bool* credited);
+  // task is someone else's. `report` carries where the task's pushes
+  // landed and what was retrained (its worker and task ids are set here).
+  Status CompleteTask(uint64_t task_id, const proto::CompleteTaskRequest& report, bool* credited);
   // *phase: the job's phase after the report.
   Status ReportEvaluation(double accuracy, double loss, uint64_t version, proto::JobPhase* phase);
   // The graceful exit; stops the heartbeats first. Best effort until

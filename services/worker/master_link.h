@@ -45,6 +45,9 @@ class MasterLink {
   MasterClient* client() { return client_.get(); }
   const std::string& address() const { return address_; }
   const proto::DescribeResponse& description() const { return description_; }
+  // The master run that answered the last Connect(): its id and what it
+  // resumed from. Connect() again to the same address to learn a new one.
+  const proto::MasterIncarnation& run() const { return description_.incarnation(); }
 
   // A failed call: logged at the first failure of an outage and every
   // tenth after.

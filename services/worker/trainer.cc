@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "services/engine/rules/dana_slim_worker.h"
@@ -85,10 +86,15 @@ Status Trainer::Setup() {
 
   RetryLoop loop(options_.retry, NextSeed(), stop_);
   GAPTRAIN_RETURN_IF_ERROR(master_.Connect(reg.master_address(), model_->layout(), &loop));
+  run_id_ = master_.run().id();
   const proto::DescribeResponse& d = master_.description();
   sync_ = d.rule() == "sync";
   echo_ = d.needs_echo();
   echo_type_ = d.echo_type();
+  // Pulled over a bf16 wire, the copy holds bf16 values: sent as bf16 it
+  // loses nothing, and the master knows it is rounded (the Gap then does
+  // not count the rounding as a move).
+  if (echo_ && job_.training.wire_type == "bf16") echo_type_ = proto::BFLOAT16;
   if (echo_ && echo_type_ == proto::BFLOAT16) echo_bf16_.assign(p_, 0);
   dana_slim_ = d.rule() == "dana-slim";
   if (dana_slim_) {
@@ -113,6 +119,7 @@ Status Trainer::Loop() {
       Status s = master_.Connect(address, model_->layout(), &loop);
       if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
       known_version_ = -1;
+      run_id_ = master_.run().id();
     }
     proto::NextTaskResponse next;
     Status s = session_->NextTask(&next);
@@ -153,34 +160,67 @@ Status Trainer::RunTask(const proto::DataTask& task) {
     order_ = EpochPermutation(shuffle_seed_, task.epoch(), n);
     order_epoch_ = task.epoch();
   }
-  BatchIterator it(*loader_, order_, SampleRange{task.begin(), task.end()});
-  GAPTRAIN_RETURN_IF_ERROR(it.status());
   const uint64_t generation = session_->generation();
-  uint32_t done = 0;
+  // Positions still to train, in order: the task, then any whose updates
+  // a master restart lost.
+  std::deque<SampleRange> todo = {SampleRange{task.begin(), task.end()}};
+  std::vector<PushedBatch> pushed;
+  uint32_t done = 0, retrained = 0;
   std::optional<float> last_loss;
   session_->SetProgress(task.task_id(), 0, std::nullopt);
   spdlog::debug("task {}: epoch {}, positions [{}, {})", task.task_id(), task.epoch(), task.begin(),
                 task.end());
-  while (true) {
-    if (stop_->stopped()) return Status::OK();  // abandoned: Leave gives it back
-    if (session_->generation() != generation) {
-      spdlog::warn("task {} abandoned: the coordinator took it back", task.task_id());
-      return Status::OK();
+  while (!todo.empty()) {
+    BatchIterator it(*loader_, order_, todo.front());
+    todo.pop_front();
+    GAPTRAIN_RETURN_IF_ERROR(it.status());
+    while (true) {
+      if (stop_->stopped()) return Status::OK();  // abandoned: Leave gives it back
+      if (session_->generation() != generation) {
+        spdlog::warn("task {} abandoned: the coordinator took it back", task.task_id());
+        return Status::OK();
+      }
+      const uint32_t first = it.position();
+      const size_t k = it.Next(images_.data(), labels_.data());
+      if (k == 0) break;
+      BatchOutcome outcome = BatchOutcome::kSkipped;
+      float loss = std::numeric_limits<float>::quiet_NaN();
+      GAPTRAIN_RETURN_IF_ERROR(TrainBatch(k, generation, &outcome, &loss));
+      if (outcome == BatchOutcome::kStopped || outcome == BatchOutcome::kTaskLost) continue;
+      if (outcome == BatchOutcome::kSkipped) ++skipped_;
+      if (outcome == BatchOutcome::kTrained) {
+        last_loss = loss;
+        pushed.push_back({SampleRange{first, first + static_cast<uint32_t>(k)},
+                          pushed_incarnation_, pushed_version_});
+      }
+      done += static_cast<uint32_t>(k);
+      if (run_changed_) {
+        uint32_t lost = 0;
+        Status s = OnMasterRestart(&pushed, &todo, &lost);
+        if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
+        done -= lost;
+        retrained += lost;
+      }
+      session_->SetProgress(task.task_id(), done, last_loss);
     }
-    const size_t k = it.Next(images_.data(), labels_.data());
-    if (k == 0) break;
-    BatchOutcome outcome = BatchOutcome::kSkipped;
-    float loss = std::numeric_limits<float>::quiet_NaN();
-    GAPTRAIN_RETURN_IF_ERROR(TrainBatch(k, generation, &outcome, &loss));
-    if (outcome == BatchOutcome::kStopped || outcome == BatchOutcome::kTaskLost) continue;
-    if (outcome == BatchOutcome::kSkipped) ++skipped_;
-    if (outcome == BatchOutcome::kTrained) last_loss = loss;
-    done += static_cast<uint32_t>(k);
-    session_->SetProgress(task.task_id(), done, last_loss);
+    GAPTRAIN_RETURN_IF_ERROR(it.status());
   }
-  GAPTRAIN_RETURN_IF_ERROR(it.status());
+  // Where this task's updates are, for the coordinator: per master run the
+  // newest version its pushes reached (checkpointed ones need no word).
+  proto::CompleteTaskRequest report;
+  std::map<uint64_t, uint64_t> reached;
+  for (const PushedBatch& b : pushed) {
+    if (b.incarnation != 0) reached[b.incarnation] = std::max(reached[b.incarnation], b.version);
+  }
+  for (const auto& [incarnation, version] : reached) {
+    proto::MasterPosition* p = report.add_reached();
+    p->set_incarnation(incarnation);
+    p->set_version(version);
+  }
+  report.set_samples_retrained(retrained);
+  retrained_ += retrained;
   bool credited = false;
-  Status s = session_->CompleteTask(task.task_id(), &credited);
+  Status s = session_->CompleteTask(task.task_id(), report, &credited);
   if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
   if (credited) ++tasks_;
   session_->SetProgress(0, 0, last_loss);
@@ -200,6 +240,40 @@ bool Trainer::FitsInGrace(double seconds) const {
          deadline;
 }
 
+Status Trainer::OnMasterRestart(std::vector<PushedBatch>* pushed, std::deque<SampleRange>* todo,
+                                uint32_t* lost) {
+  run_changed_ = false;
+  *lost = 0;
+  RetryLoop loop(options_.retry, NextSeed(), stop_);
+  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(master_.address(), model_->layout(), &loop));
+  const proto::MasterIncarnation run = master_.run();
+  run_id_ = run.id();
+  session_->ResetMasterVersion(master_.description().version());
+  std::vector<PushedBatch> kept;
+  for (PushedBatch b : *pushed) {
+    if (b.incarnation == 0 || b.incarnation == run.id()) {
+      kept.push_back(b);
+    } else if (b.incarnation == run.restored_from_id() &&
+               b.version <= run.restored_from_version()) {
+      b.incarnation = 0;  // in the checkpoint the new run resumed from
+      kept.push_back(b);
+    } else {
+      // Applied after that checkpoint: lost. Train these positions again.
+      if (!todo->empty() && todo->back().end == b.positions.begin) {
+        todo->back().end = b.positions.end;
+      } else {
+        todo->push_back(b.positions);
+      }
+      *lost += b.positions.size();
+    }
+  }
+  *pushed = std::move(kept);
+  spdlog::warn("master: a new run ({}) resumed from version {}; {} samples of the task in hand "
+               "lost their updates and are trained again",
+               run.id(), run.restored_from_version(), *lost);
+  return Status::OK();
+}
+
 Status Trainer::PullParameters() {
   MasterClient::PullResult r;
   const auto start = Clock::now();
@@ -216,6 +290,7 @@ Status Trainer::PullParameters() {
   if (metrics_ != nullptr) metrics_->RecordPull(seconds);
   master_.NoteVersion(r.version);
   session_->SetMasterVersion(r.version);
+  NoteRun(r.incarnation);
   // Reads go through a const Model: the non-const parameters() marks
   // them changed (one more copy to a GPU before the next step).
   const Model& model = *model_;
@@ -329,6 +404,11 @@ Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* ou
       if (dana_slim_) velocity_.swap(next_velocity_);
       master_.NoteVersion(reply.version());
       session_->SetMasterVersion(reply.version());
+      NoteRun(reply.incarnation());
+      pushed_incarnation_ = reply.incarnation();
+      // In sync mode an accumulated gradient enters θ with the next step.
+      pushed_version_ =
+          reply.version() + (reply.outcome() == proto::PushResponse::ACCUMULATED ? 1 : 0);
       ++batches_;
       samples_ += samples;
       if (metrics_ != nullptr) {
@@ -392,8 +472,9 @@ Status Trainer::Finish(Status status) {
   }
   Status left = session_->Leave(reason, status.ok() ? "" : status.ToString(), deadline);
   if (!left.ok()) spdlog::warn("could not leave the job: {}", left.ToString());
-  spdlog::info("trainer done: {} batches ({} samples) pushed, {} skipped, {} tasks completed",
-               batches_, samples_, skipped_, tasks_);
+  spdlog::info("trainer done: {} batches ({} samples) pushed, {} skipped, {} tasks completed, "
+               "{} samples retrained after master restarts",
+               batches_, samples_, skipped_, tasks_, retrained_);
   return status;
 }
 

@@ -18,6 +18,14 @@
 // max_recomputes times; INVALID_ARGUMENT is a bug: logged, batch skipped.
 // Nothing the network does crashes the worker.
 //
+// Master restarts: every pull and push answer names the master run that
+// gave it. When a new run answers, the trainer asks it what it resumed
+// from (Describe); the batches of the task in hand whose updates the
+// restart lost are trained again before the task is completed (their
+// positions go to the end of the task), and the completion reports, per
+// master run, the newest version the task's pushes reached, so the
+// coordinator can retrain a completed task that a later restart loses.
+//
 // Preemption: when the stop flag is set with kPreempted, the batch in
 // flight is finished only if its remaining phases fit in the grace period
 // (leaving time to Leave), else abandoned; the coordinator puts the task
@@ -29,6 +37,7 @@
 #define GAPTRAIN_SERVICES_WORKER_TRAINER_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,17 +90,37 @@ class Trainer {
   uint64_t samples_pushed() const { return samples_; }
   uint64_t tasks_completed() const { return tasks_; }
   uint64_t batches_skipped() const { return skipped_; }
+  // Positions trained again because a master restart lost their updates.
+  uint64_t samples_retrained() const { return retrained_; }
   // Where the model computed ("cpu", "cuda:0"); "" before Setup.
   const std::string& device() const { return device_; }
 
  private:
   enum class BatchOutcome { kTrained, kSkipped, kStopped, kTaskLost };
 
+  // A batch of the task in hand whose push was applied: its positions and
+  // where the push landed. Incarnation 0: known to be in a checkpoint.
+  struct PushedBatch {
+    SampleRange positions;
+    uint64_t incarnation = 0;
+    uint64_t version = 0;
+  };
+
   Status Setup();
   Status Loop();
   Status RunTask(const proto::DataTask& task);
   Status TrainBatch(size_t samples, uint64_t generation, BatchOutcome* outcome, float* loss);
   Status PullParameters();
+  // A call was answered by another master run than run_id_: learns what
+  // the new run resumed from, moves the positions of the batches in
+  // `pushed` whose updates it lost to the end of `todo` (*lost: how many)
+  // and marks the old run's surviving ones as checkpointed.
+  Status OnMasterRestart(std::vector<PushedBatch>* pushed, std::deque<SampleRange>* todo,
+                         uint32_t* lost);
+  // Notes the master run of an answer (0: a master without runs).
+  void NoteRun(uint64_t incarnation) {
+    if (incarnation != 0 && incarnation != run_id_) run_changed_ = true;
+  }
   // What to push: the model's gradient, or DANA-Slim's u.
   const float* Gradient();
   // Sync mode after an ACCUMULATED push: waits until the step completes.
@@ -122,6 +151,9 @@ class Trainer {
 
   int64_t known_version_ = -1;  // what parameters() holds; -1: nothing trusted
   uint64_t base_version_ = 0;
+  uint64_t run_id_ = 0;         // the master run that answered Connect
+  bool run_changed_ = false;    // a later answer came from another run
+  uint64_t pushed_incarnation_ = 0, pushed_version_ = 0;  // the last applied push
 
   // What the master's rule needs from a push.
   bool sync_ = false;
@@ -137,7 +169,7 @@ class Trainer {
   double pull_seconds_ = 0, compute_seconds_ = 0, push_seconds_ = 0;
   bool not_member_logged_ = false;
 
-  uint64_t batches_ = 0, samples_ = 0, tasks_ = 0, skipped_ = 0;
+  uint64_t batches_ = 0, samples_ = 0, tasks_ = 0, skipped_ = 0, retrained_ = 0;
 };
 
 }  // namespace gaptrain

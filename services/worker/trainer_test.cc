@@ -193,6 +193,37 @@ TEST(TrainerTest, TrainsATaskCompletesItAndLeaves) {
   EXPECT_TRUE(h.master().first_echo().empty());  // snapshot mode: no echo
 }
 
+TEST(TrainerTest, ReportsWhereATasksPushesLanded) {
+  Harness h;
+  h.master().SetRun(10);
+  ASSERT_TRUE(h.RunTrainer().ok());
+  const proto::CompleteTaskRequest c = h.coordinator().last_completion();
+  ASSERT_EQ(c.reached_size(), 1);
+  EXPECT_EQ(c.reached(0).incarnation(), 10u);
+  EXPECT_EQ(c.reached(0).version(), static_cast<uint64_t>(kBatches));
+  EXPECT_EQ(c.samples_retrained(), 0u);
+}
+
+TEST(TrainerTest, RetrainsTheBatchesWhoseUpdatesAMasterRestartLost) {
+  Harness h;
+  h.master().SetRun(10);
+  // After 6 pushes (versions 1..6) run 20 resumes from run 10's checkpoint
+  // at version 3: the 4th, 5th and 6th batches' updates are gone.
+  h.master().RestartAfter(6, 20, 3);
+  Status s = h.RunTrainer();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(h.master().pushes_applied(), kBatches + 3);
+  EXPECT_EQ(h.trainer().samples_retrained(), 3u * kBatch);
+  EXPECT_EQ(h.trainer().samples_pushed(), kSamples + 3 * kBatch);
+  const proto::CompleteTaskRequest c = h.coordinator().last_completion();
+  EXPECT_EQ(c.samples_retrained(), 3u * kBatch);
+  // Only run 20 is named: run 10's surviving pushes are in the checkpoint
+  // run 20 resumed from.
+  ASSERT_EQ(c.reached_size(), 1);
+  EXPECT_EQ(c.reached(0).incarnation(), 20u);
+  EXPECT_EQ(c.reached(0).version(), 3u + (kBatches - 3));
+}
+
 TEST(TrainerTest, EchoesTheCopyTheGradientWasComputedOn) {
   for (proto::WireType type : {proto::FLOAT32, proto::BFLOAT16}) {
     Harness h;
@@ -250,6 +281,23 @@ TEST(TrainerTest, PullsAndPushesInTheJobsWireType) {
   }
   EXPECT_EQ(pushed[1] * 2, pushed[0]);
   EXPECT_EQ(pulled[1] * 2, pulled[0]);
+}
+
+// Over a bf16 wire the worker's copy is bf16 values: its echo goes as bf16
+// even when the master asked for fp32 (exact, half the bytes, and the
+// master then knows the copy was rounded in transit).
+TEST(TrainerTest, ABf16WireEchoesTheCopyAsBf16) {
+  Harness h;
+  h.master().SetRule("gap-aware", /*needs_echo=*/true, proto::FLOAT32);
+  h.job().training.wire_type = "bf16";
+  h.UseJobConnector(MasterRole::kTrainer);
+  ASSERT_TRUE(h.RunTrainer().ok());
+  const std::string echo = h.master().first_echo();
+  const std::vector<float>& theta = h.master().theta();
+  ASSERT_EQ(echo.size(), theta.size() * sizeof(bf16_t));
+  std::vector<bf16_t> expected(theta.size());
+  FloatsToBf16(theta.data(), theta.size(), expected.data());
+  EXPECT_EQ(std::memcmp(echo.data(), expected.data(), echo.size()), 0);
 }
 
 TEST(TrainerTest, DanaSlimPushesUWithTheWorkersMomentumAndWeightDecay) {

@@ -1,5 +1,6 @@
 #include "services/worker/worker_channel.h"
 
+#include "services/common/grpc_keepalive.h"
 #include "services/master/bulk_transfer.h"
 #include "services/master/master_client.h"
 
@@ -10,8 +11,7 @@ std::shared_ptr<grpc::Channel> CreateWorkerChannel(
     ChannelKind kind) {
   grpc::ChannelArguments args;
   if (kind == ChannelKind::kMaster) ApplyBulkTransferArguments(&args);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  ApplyKeepaliveArguments(&args);
   return grpc::CreateCustomChannel(target, credentials, args);
 }
 

@@ -28,7 +28,7 @@ void GapAwareDanaKernel(const RuleConfig& config, const GapParams& gp, float lr,
     for (size_t j = b0; j < b1; ++j) {
       float gap, inv_gap;
       const float d = PenalisedDirection<kPenalizeWeightDecay>(
-          g[j - begin], theta[j], LoadAsFloat(copy, j), r[j], wd, gp, &gap, &inv_gap);
+          g[j - begin], theta[j], CopyDistance(theta[j], copy, j), r[j], wd, gp, &gap, &inv_gap);
       const float v_old = vi[j];
       const float v_new = mom * v_old + d;
       theta[j] -= lr * v_new;

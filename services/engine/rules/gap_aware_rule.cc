@@ -26,7 +26,7 @@ void GapAwareKernel(const RuleConfig& config, const GapParams& gp, float lr,
     for (size_t j = b0; j < b1; ++j) {
       float gap, inv_gap;
       const float d = PenalisedDirection<kPenalizeWeightDecay>(
-          g[j - begin], theta[j], LoadAsFloat(copy, j), r[j], wd, gp, &gap, &inv_gap);
+          g[j - begin], theta[j], CopyDistance(theta[j], copy, j), r[j], wd, gp, &gap, &inv_gap);
       const float step = MomentumStep<K>(d, v, theta, j, lr, mom);
       const float fed = K == StepKind::kPlain ? g[j - begin] : step;
       r[j] = beta * r[j] + one_minus_beta * fed * fed;

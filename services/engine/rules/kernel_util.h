@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "services/common/bfloat16.h"
@@ -104,17 +106,41 @@ struct GapParams {
   float beta = 0.0f;
 };
 
-inline float GapOf(float theta, float copy, float r, const GapParams& p) {
+// How far θ moved since the worker's copy of it, |θ − θ⁽ⁱ⁾|. A copy kept
+// or sent as bf16 is θ⁽ⁱ⁾ rounded to nearest, within half a bf16 ulp of
+// the true value: that rounding is transport, not movement, so it is taken
+// off (never below 0). A copy of a θ that did not move then gives 0 and
+// G = 1, where the raw difference made bf16 copies look like a move of
+// about 2⁻⁹|θ|, many times C (docs/reliability.md, "The Gap and bf16").
+inline float CopyDistance(float theta, const float* copy, size_t j) {
+  return std::fabs(theta - copy[j]);
+}
+inline float CopyDistance(float theta, const bf16_t* copy, size_t j) {
+  const uint32_t bits = static_cast<uint32_t>(copy[j]) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  // Half an ulp of a bf16 with exponent bits e is 2^(e - 127 - 8): the same
+  // exponent field less 8. Subnormal and tiny copies (e <= 8) get 0.
+  const uint32_t exponent = bits & 0x7F800000u;
+  const uint32_t half_ulp_bits = exponent > (8u << 23) ? exponent - (8u << 23) : 0u;
+  float half_ulp;
+  std::memcpy(&half_ulp, &half_ulp_bits, sizeof half_ulp);
+  return std::fmax(0.0f, std::fabs(theta - value) - half_ulp);
+}
+
+// G = 1 + distance / C, for distance = CopyDistance(θ, copy).
+inline float GapOf(float distance, float r, const GapParams& p) {
   float c = p.eta_max * (std::sqrt(r * p.bias_correction) + p.epsilon);
-  return 1.0f + (p.enabled * std::fabs(theta - copy)) / c;
+  return 1.0f + (p.enabled * distance) / c;
 }
 
 // The Gap-penalised direction of one parameter: G (into *gap), then
 // d = (g + λθ)/G, or g/G + λθ when weight decay is not penalised.
+// `distance` is CopyDistance(θ, copy).
 template <bool kPenalizeWeightDecay>
-inline float PenalisedDirection(float g, float theta, float copy, float r, float weight_decay,
+inline float PenalisedDirection(float g, float theta, float distance, float r, float weight_decay,
                                 const GapParams& p, float* gap, float* inv_gap) {
-  *gap = GapOf(theta, copy, r, p);
+  *gap = GapOf(distance, r, p);
   *inv_gap = 1.0f / *gap;
   return kPenalizeWeightDecay ? (g + weight_decay * theta) * *inv_gap
                               : g * *inv_gap + weight_decay * theta;

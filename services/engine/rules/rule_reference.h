@@ -50,6 +50,18 @@ inline Vec RefRoundBf16(const Vec& v) {
   return out;
 }
 
+// |θ − copy|, less half a bf16 ulp of the copy when it is a bf16-rounded
+// value (its rounding is not movement), never below 0. Written from the
+// definition: the spacing of bf16 values around |copy| is 2^(⌊log2|copy|⌋ − 7).
+inline double RefCopyDistance(float theta, float copy, bool copy_is_bf16) {
+  const double delta = std::fabs(static_cast<double>(theta) - static_cast<double>(copy));
+  if (!copy_is_bf16 || copy == 0.0f) return delta;
+  int exponent = 0;
+  std::frexp(static_cast<double>(copy), &exponent);  // |copy| = m * 2^exponent, m in [0.5, 1)
+  const double ulp = std::ldexp(1.0, exponent - 1 - 7);
+  return std::max(0.0, delta - ulp / 2);
+}
+
 // Learning-rate schedule: linear warm-up from lr*factor to lr over
 // warmup_updates, then x decay at each fraction of total_updates.
 struct RefSchedule {
@@ -139,6 +151,7 @@ struct RefPush {
   uint32_t worker = 0;
   const Vec* gradient = nullptr;
   const Vec* copy = nullptr;  // θ⁽ⁱ⁾ as the master reads it (bf16-rounded if so stored)
+  bool copy_is_bf16 = false;  // then the Gap discounts the rounding (RefCopyDistance)
   uint64_t staleness = 0;
   double learning_rate = 0.0;
   size_t live_workers = 0;
@@ -271,7 +284,7 @@ struct GapAwareRef : RefRule {
         r(theta.size(), 0.0f) {}
 
   // G per element for copy θ⁽ⁱ⁾ (θ before this update). eta_max already updated.
-  std::vector<double> Gap(const Vec& copy, double lr) const {
+  std::vector<double> Gap(const Vec& copy, bool copy_is_bf16, double lr) const {
     std::vector<double> gap(theta.size(), 1.0);
     if (k == 0) return gap;
     const double bias = 1.0 - std::pow(beta, static_cast<double>(k));
@@ -279,7 +292,7 @@ struct GapAwareRef : RefRule {
     for (size_t j = 0; j < theta.size(); ++j) {
       const double r_hat = static_cast<double>(r[j]) / bias;
       const double c = eta * (std::sqrt(r_hat) + epsilon);
-      const double delta = std::fabs(static_cast<double>(theta[j]) - static_cast<double>(copy[j]));
+      const double delta = RefCopyDistance(theta[j], copy[j], copy_is_bf16);
       gap[j] = 1.0 + delta / c;
     }
     return gap;
@@ -288,7 +301,7 @@ struct GapAwareRef : RefRule {
   RefStats Push(const RefPush& p) override {
     const Vec& g = *p.gradient;
     eta_max = std::max(eta_max, p.learning_rate);
-    const std::vector<double> gap = Gap(*p.copy, p.learning_rate);
+    const std::vector<double> gap = Gap(*p.copy, p.copy_is_bf16, p.learning_rate);
     const float eta = static_cast<float>(p.learning_rate);
     const float one_minus_beta = static_cast<float>(1.0 - beta);
     const float b = static_cast<float>(beta);
@@ -423,7 +436,7 @@ struct GapAwareDanaRef : DanaZeroRef {
       const double bias = 1.0 - std::pow(beta, static_cast<double>(k));
       for (size_t j = 0; j < theta.size(); ++j) {
         const double c = eta_max * (std::sqrt(static_cast<double>(r[j]) / bias) + epsilon);
-        gap[j] = 1.0 + std::fabs(static_cast<double>(theta[j]) - copy[j]) / c;
+        gap[j] = 1.0 + RefCopyDistance(theta[j], copy[j], p.copy_is_bf16) / c;
       }
     }
     const float eta = static_cast<float>(p.learning_rate);

@@ -22,6 +22,7 @@
 #include "services/engine/learning_rate_schedule.h"
 #include "services/engine/parameter_layout.h"
 #include "services/engine/rules/dana_slim_worker.h"
+#include "services/engine/rules/kernel_util.h"
 #include "services/engine/rules/rule_config.h"
 #include "services/engine/rules/rule_reference.h"
 #include "services/engine/update_engine.h"
@@ -265,6 +266,7 @@ class Harness {
     const bool bf16 = snapshot_copy() ? case_.rule.gap_precision == GapPrecision::kBfloat16
                                       : case_.echo_dtype == DType::kBfloat16;
     worker.copy = bf16 ? ref::RefRoundBf16(out) : out;
+    worker.copy_is_bf16 = bf16;
     if (echo_copy()) {
       worker.echo_f32 = out;
       worker.echo_bf16.resize(p_);
@@ -318,6 +320,7 @@ class Harness {
     rp.worker = w;
     rp.gradient = &g;
     rp.copy = &worker.copy;
+    rp.copy_is_bf16 = worker.copy_is_bf16;
     rp.staleness = tau;
     rp.learning_rate = lr;
     rp.live_workers = workers_.size();
@@ -495,6 +498,7 @@ class Harness {
     uint64_t base = 0;
     Vec point;  // what the engine sent
     Vec copy;   // θ⁽ⁱ⁾ as the master reads it
+    bool copy_is_bf16 = false;
     Vec echo_f32;
     std::vector<bf16_t> echo_bf16;
     ref::DanaSlimWorkerRef slim;
@@ -764,6 +768,64 @@ TEST(GapAwareSmallTest, ZeroGapEqualsAsgd) {
         const Vec a = Params(*e_ga), b = Params(*e_asgd);
         ASSERT_TRUE(VecNear(a.data(), b, 1e-6, 0.0)) << "step " << step;
       }
+    }
+  }
+}
+
+// A bf16 copy is θ⁽ⁱ⁾ rounded: the rounding is not a move. A copy of θ
+// that did not move has distance 0; a move counts less the half ulp.
+TEST(GapAwareSmallTest, CopyDistanceDiscountsTheBf16Rounding) {
+  for (float theta : {0.3f, -1.7f, 123.456f, 1e-3f, -2.0f}) {
+    const bf16_t copy = FloatToBf16(theta);
+    EXPECT_EQ(CopyDistance(theta, &copy, 0), 0.0f) << theta;
+    const float value = Bf16ToFloat(copy);
+    int exponent = 0;
+    std::frexp(value, &exponent);
+    const float half_ulp = std::ldexp(1.0f, exponent - 1 - 8);
+    // θ moved three half ulps away from the copy's value: two count.
+    EXPECT_FLOAT_EQ(CopyDistance(value + 3 * half_ulp, &copy, 0), 2 * half_ulp) << theta;
+    EXPECT_FLOAT_EQ(CopyDistance(value, &copy, 0), 0.0f);
+    EXPECT_FLOAT_EQ(static_cast<float>(ref::RefCopyDistance(value + 3 * half_ulp, value, true)),
+                    2 * half_ulp);
+  }
+  const float f32_copy = 0.25f;
+  EXPECT_EQ(CopyDistance(0.5f, &f32_copy, 0), 0.25f) << "an fp32 copy is exact";
+}
+
+// With bf16 echoes a push on a θ that has not moved since the pull has
+// Gap 1, as with fp32 ones, however large θ is beside C (the rounding
+// used to count as a move of ~|θ|/512 and divide gradients by ~27).
+TEST(GapAwareSmallTest, Bf16CopiesOfAnUnmovedThetaHaveGapOne) {
+  Simple t;
+  const Vec theta0 = RandomVec(&t.rng, t.p, 2.0f);
+  ScheduleConfig schedule;
+  schedule.learning_rate = 1e-4;  // C tiny beside the rounding of θ
+  for (GapSource source : {GapSource::kEcho, GapSource::kSnapshot}) {
+    SCOPED_TRACE(source == GapSource::kEcho ? "echo" : "snapshot");
+    RuleConfig ga;
+    ga.kind = RuleKind::kGapAware;
+    ga.momentum = 0.9f;
+    ga.gap_source = source;
+    ga.gap_precision = GapPrecision::kBfloat16;
+    auto e = MakeEngine(t.layout, ga, schedule, theta0);
+    ASSERT_TRUE(e);
+    ASSERT_TRUE(e->Join(0).ok());
+    for (int step = 0; step < 5; ++step) {
+      uint64_t v = 0;
+      const Vec point = PullVec(e.get(), 0, &v);
+      std::vector<bf16_t> echo(t.p);
+      FloatsToBf16(point.data(), t.p, echo.data());
+      const Vec g = RandomVec(&t.rng, t.p, 1.0f);
+      PushRequest req = Request(0, v, g);
+      if (source == GapSource::kEcho) {
+        req.echo.dtype = DType::kBfloat16;
+        req.echo.data = echo.data();
+        req.echo_size = t.p;
+      }
+      ApplyStats s;
+      ASSERT_TRUE(e->Push(req, &s).ok());
+      EXPECT_EQ(s.gap.gap_mean, 1.0) << "step " << step;
+      EXPECT_EQ(s.gap.gap_max, 1.0) << "step " << step;
     }
   }
 }
@@ -1393,6 +1455,7 @@ TEST(ThreadsReferenceTest, GapAwareLargeModelMatchesReference) {
     rp.worker = w;
     rp.gradient = &g;
     rp.copy = &copy[w];
+    rp.copy_is_bf16 = true;
     rp.staleness = version - base[w];
     rp.learning_rate = 0.05;
     const ref::RefStats expected = reference.Push(rp);
