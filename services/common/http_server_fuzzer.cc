@@ -87,6 +87,7 @@ std::string Exchange(const std::string& bytes) {
   while (sent < bytes.size()) {
     // The server may close early (400, 413, 431): the rest is not needed.
     const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;  // libFuzzer's timers interrupt calls
     if (n <= 0) break;
     sent += static_cast<size_t>(n);
   }
@@ -99,6 +100,7 @@ std::string Exchange(const std::string& bytes) {
       reply.append(buffer, static_cast<size_t>(n));
       continue;
     }
+    if (n < 0 && errno == EINTR) continue;
     FuzzExpect(n == 0 || errno == ECONNRESET,
                std::string("the server neither answered nor closed: ") + std::strerror(errno));
     break;
