@@ -8,8 +8,6 @@
 //   - an accepted config has a server URL that parses, PEM blocks that
 //     check, and says where it came from.
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,32 +18,11 @@
 #include "operator/kube/pem.h"
 #include "services/testing/fuzz_contract.h"
 
-namespace gaptrain {
-namespace kube {
-namespace {
-
-const std::string& ScratchFile() {
-  static const std::string path = [] {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/kubeconfig_fuzzer_XXXXXX";
-    FuzzExpect(::mkdtemp(&pattern[0]) != nullptr, "cannot create a scratch folder");
-    return pattern + "/config";
-  }();
-  return path;
-}
-
-}  // namespace
-}  // namespace kube
-}  // namespace gaptrain
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gaptrain;
   using namespace gaptrain::kube;
-  const std::string& path = ScratchFile();
-  FILE* f = std::fopen(path.c_str(), "wb");
-  FuzzExpect(f != nullptr, "cannot write " + path);
-  FuzzExpect(std::fwrite(data, 1, size, f) == size, "short write");
-  FuzzExpect(std::fclose(f) == 0, "cannot close " + path);
+  const std::string path = FuzzScratchPath("config");
+  FuzzWriteFile(path, data, size);
 
   ClusterConfig config;
   config.server = "unchanged";

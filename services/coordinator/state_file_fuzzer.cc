@@ -11,7 +11,6 @@
 //     complete tasks, leave, describe) with a Status, and saves to a
 //     snapshot that restores to the same snapshot again.
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include <google/protobuf/stubs/logging.h>
@@ -44,16 +43,6 @@ CoordinatorConfig SeedJob() {
   c.min_trainers = 2;
   c.lease_seconds = 10;
   return c;
-}
-
-const std::string& ScratchFile() {
-  static const std::string path = [] {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/state_file_fuzzer_XXXXXX";
-    FuzzExpect(::mkdtemp(&pattern[0]) != nullptr, "cannot create a scratch folder");
-    return pattern + "/" + kStateFileName;
-  }();
-  return path;
 }
 
 // Drives a restored state through every call a worker can make.
@@ -103,11 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(&file[8], &length, sizeof length);  // little-endian, as the format
     std::memcpy(&file[12], &crc, sizeof crc);
   }
-  const std::string& path = ScratchFile();
-  FILE* f = std::fopen(path.c_str(), "wb");
-  FuzzExpect(f != nullptr, "cannot write " + path);
-  FuzzExpect(std::fwrite(file.data(), 1, file.size(), f) == file.size(), "short write");
-  FuzzExpect(std::fclose(f) == 0, "cannot close " + path);
+  const std::string path = FuzzScratchPath(kStateFileName);
+  FuzzWriteFile(path, file.data(), file.size());
 
   proto::CoordinatorSnapshot snapshot;
   snapshot.set_job_name("unchanged");

@@ -10,7 +10,6 @@
 //     its dtype) that WriteCheckpoint writes back and ReadCheckpoint reads
 //     again to the same bits.
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include <google/protobuf/stubs/logging.h>
@@ -28,24 +27,6 @@
 
 namespace gaptrain {
 namespace {
-
-// A folder of this process's own for the files under test.
-const std::string& ScratchDir() {
-  static const std::string dir = [] {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/checkpoint_fuzzer_XXXXXX";
-    FuzzExpect(::mkdtemp(&pattern[0]) != nullptr, "cannot create a scratch folder");
-    return pattern;
-  }();
-  return dir;
-}
-
-void WriteFile(const std::string& path, const std::string& bytes) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  FuzzExpect(f != nullptr, "cannot write " + path);
-  FuzzExpect(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size(), "short write");
-  FuzzExpect(std::fclose(f) == 0, "cannot close " + path);
-}
 
 bool SameBits(const void* a, const void* b, size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; }
 
@@ -79,7 +60,7 @@ void CheckAccepted(const ParameterStore& store, const CheckpointMeta& meta) {
   for (const auto& [name, buffer] : store.buffers()) {
     FuzzExpect(buffer.size() == store.size(), "buffer " + name + " does not hold P values");
   }
-  const std::string again = ScratchDir() + "/again.gtc";
+  const std::string again = FuzzScratchPath("again.gtc");
   Status written = WriteCheckpoint(store, meta, again);
   FuzzExpect(written.ok(), "an accepted checkpoint does not write back: " + written.ToString());
   std::unique_ptr<ParameterStore> reread;
@@ -108,8 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         crc32_z(0, reinterpret_cast<const Bytef*>(file.data()), covered));
     std::memcpy(&file[covered], &crc, sizeof crc);  // little-endian hosts only, as the format
   }
-  const std::string path = ScratchDir() + "/input.gtc";
-  WriteFile(path, file);
+  const std::string path = FuzzScratchPath("input.gtc");
+  FuzzWriteFile(path, file.data(), file.size());
 
   // What a caller held before: must survive a rejection untouched.
   ParameterLayout layout;

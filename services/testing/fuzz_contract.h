@@ -31,6 +31,12 @@ inline void FuzzExpect(bool holds, const std::string& what) {
 void FuzzExpectRejection(const Status& status, std::initializer_list<Status::Code> codes,
                          const std::string& decoder);
 
+// For targets whose decoder reads files: a path named `name` in a folder
+// of this process's own, created once under $TEST_TMPDIR (else /tmp).
+std::string FuzzScratchPath(const std::string& name);
+// Writes data[0, size) to `path`, replacing it; aborts on an I/O error.
+void FuzzWriteFile(const std::string& path, const void* data, size_t size);
+
 }  // namespace gaptrain
 
 #endif  // GAPTRAIN_SERVICES_TESTING_FUZZ_CONTRACT_H_
