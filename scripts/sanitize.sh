@@ -44,6 +44,10 @@ if [[ "$which" == asan || "$which" == all ]]; then
   bazel test --config=asan --keep_going "${asan_tests[@]}" "$@" || rc=1
 fi
 if [[ "$which" == tsan || "$which" == all ]]; then
-  bazel test --config=tsan --keep_going "${TSAN_TESTS[@]}" "$@" || rc=1
+  # Races inside the uninstrumented system libraries (bazel/tsan.supp);
+  # the path must be absolute, the tests run elsewhere.
+  bazel test --config=tsan --keep_going \
+    --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions="$PWD/bazel/tsan.supp" \
+    "${TSAN_TESTS[@]}" "$@" || rc=1
 fi
 exit $rc
