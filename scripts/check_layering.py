@@ -81,7 +81,7 @@ def main():
             continue
         for path in source_files(top):
             folder = folder_of(path)
-            is_test = path.endswith("_test.cc") or "/testing/" in path
+            is_test = path.endswith(("_test.cc", "_fuzzer.cc")) or "/testing/" in path
             with open(os.path.join(ROOT, path), encoding="utf-8") as f:
                 lines = f.readlines()
             for number, line in enumerate(lines, 1):

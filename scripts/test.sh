@@ -2,7 +2,8 @@
 # Runs every test: installs what is missing, `bazel test //...`, then prints
 # "N passed, N failed" counted over GoogleTest cases (a target that fails to
 # build, crashes or times out counts as one failure), plus
-# scripts/check_layering.py as one test. Exits non-zero on any failure.
+# scripts/check_layering.py as one test and each fuzz target's short run
+# (scripts/fuzz.sh) as one test. Exits non-zero on any failure.
 # Extra arguments go to `bazel test`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,6 +60,18 @@ if python3 scripts/check_layering.py; then
 else
   failed=$((failed + 1))
 fi
+
+# The libFuzzer targets, a few seconds each over their committed corpus
+# (issue 20, docs/fuzzing.md): each run counted as one test. Skipped, with
+# a message, where clang's fuzzer runtime is missing.
+while IFS= read -r line; do
+  echo "$line"
+  case "$line" in
+    "fuzz //"*": PASSED"*) targets=$((targets + 1)); passed=$((passed + 1)) ;;
+    "fuzz //"*": FAILED"*) targets=$((targets + 1)); failed=$((failed + 1)) ;;
+    "fuzz: FAILED"*) failed=$((failed + 1)) ;;
+  esac
+done < <(scripts/fuzz.sh --seconds 4)
 
 echo
 echo "test targets: $targets"

@@ -11,7 +11,10 @@ constexpr size_t kBlock = 4096;
 
 // Compiled for AVX2 and for baseline x86-64; the loader picks the best the
 // CPU has (the scan is exact integer work either way).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer, which cannot run the clone resolver (it
+// runs before the runtime is up).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__)
 #define GAPTRAIN_SCAN_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define GAPTRAIN_SCAN_CLONES

@@ -30,9 +30,10 @@ class SliceReader {
     return true;
   }
 
-  bool ReadVarint(uint64_t* v) {
+  // At most `max_bytes` bytes (10 hold 64 bits).
+  bool ReadVarint(uint64_t* v, int max_bytes = 10) {
     *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
+    for (int shift = 0; shift < 7 * max_bytes; shift += 7) {
       uint8_t b;
       if (!ReadByte(&b)) return false;
       *v |= static_cast<uint64_t>(b & 0x7F) << shift;
@@ -87,8 +88,13 @@ Status ParseFields(const std::vector<grpc::Slice>& slices, OnVarint on_varint, O
                    OnFixed32 on_fixed32) {
   SliceReader reader(slices);
   while (!reader.done()) {
+    // As protobuf reads them: a tag is a varint of at most 5 bytes and 32
+    // bits (field numbers up to 2^29 - 1). Accepting more would accept
+    // messages that other protobuf peers reject.
     uint64_t tag;
-    if (!reader.ReadVarint(&tag)) return Status::InvalidArgument("malformed chunk: bad tag");
+    if (!reader.ReadVarint(&tag, 5) || tag > UINT32_MAX) {
+      return Status::InvalidArgument("malformed chunk: bad tag");
+    }
     const uint32_t field = static_cast<uint32_t>(tag >> 3);
     const uint32_t type = static_cast<uint32_t>(tag & 7);
     if (field == 0) return Status::InvalidArgument("malformed chunk: field number 0");

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "proto/gaptrain.pb.h"
 #include "services/common/bfloat16.h"
 
 namespace gaptrain {
@@ -62,6 +63,55 @@ TEST(DecodeValuesTest, DecodesFp32AndBf16AcrossParts) {
     }
     EXPECT_EQ(out.back(), -1.0f);
   }
+}
+
+// Parses `message` as a GradientChunk received in one slice.
+Status ParseGradientBytes(const std::string& message, ReceivedGradientChunk* chunk) {
+  grpc::Slice slice(message.data(), message.size());
+  grpc::ByteBuffer buffer(&slice, 1);
+  return ParseGradientChunk(&buffer, chunk);
+}
+
+TEST(ParseGradientChunkTest, ReadsWhatProtobufWrites) {
+  proto::GradientChunk sent;
+  sent.set_worker_id(3);
+  sent.set_base_version(41);
+  sent.set_total_values(2);
+  sent.set_wire_type(proto::BFLOAT16);
+  sent.set_values(std::string("\x01\x02\x03\x04", 4));
+  sent.set_loss(0.5f);
+  ReceivedGradientChunk chunk;
+  ASSERT_TRUE(ParseGradientBytes(sent.SerializeAsString(), &chunk).ok());
+  EXPECT_EQ(chunk.header.worker_id(), 3u);
+  EXPECT_EQ(chunk.header.base_version(), 41u);
+  EXPECT_EQ(chunk.header.wire_type(), proto::BFLOAT16);
+  EXPECT_EQ(chunk.header.loss(), 0.5f);
+  EXPECT_EQ(chunk.values.size(), 4u);
+}
+
+// Found by chunk_wire_fuzzer: tags longer than protobuf allows (a varint
+// of more than 5 bytes, or above 32 bits) were skipped as unknown fields,
+// so the master accepted pushes that protobuf itself rejects.
+TEST(ParseGradientChunkTest, RejectsTagsProtobufRejects) {
+  const std::string tail = "\x4a\x4a\x4a\xb8";  // a fixed32 field's 4 bytes
+  const std::vector<std::string> tags = {
+      std::string("\xb5\xb5\xb5\xb5\xb5\xb5\xb5\xb5\x43"),  // 9 bytes, above 2^32
+      std::string("\x8d\x80\x80\x80\x80\x00", 6),              // field 1, fixed32, 6 bytes
+      std::string("\x85\x80\x80\x80\x10"),                      // 2^32 + 5
+  };
+  for (const std::string& tag : tags) {
+    proto::GradientChunk reference;
+    EXPECT_FALSE(reference.ParseFromString(tag + tail));
+    ReceivedGradientChunk chunk;
+    Status parsed = ParseGradientBytes(tag + tail, &chunk);
+    EXPECT_EQ(parsed.code(), Status::Code::kInvalidArgument) << parsed.ToString();
+  }
+  // The largest tag protobuf takes (field 2^29 - 1, fixed32) is skipped.
+  const std::string largest("\xfd\xff\xff\xff\x0f", 5);
+  proto::GradientChunk reference;
+  EXPECT_TRUE(reference.ParseFromString(largest + tail));
+  ReceivedGradientChunk chunk;
+  EXPECT_TRUE(ParseGradientBytes(largest + tail, &chunk).ok());
 }
 
 }  // namespace

@@ -35,7 +35,11 @@ inline constexpr char kSyncCountScalar[] = "sync/count";
 // compiled twice, for AVX2 and for baseline x86-64, and the loader picks
 // the best the CPU has. FMA is deliberately not enabled: both clones do the
 // same IEEE operations, so parameters do not depend on the node.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// ThreadSanitizer cannot run the resolver that picks a clone: it runs
+// while shared objects are relocated, before the runtime is up, and
+// crashes; TSan builds use the baseline code.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__)
 #define GAPTRAIN_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define GAPTRAIN_KERNEL_CLONES
