@@ -29,11 +29,33 @@ if [[ "${1:-}" == --image ]]; then
   PACKAGES+=(mmdebstrap umoci jq)
 fi
 
+# Wanted but not needed: clang and its libFuzzer runtime for the fuzz
+# targets' short runs in scripts/test.sh (docs/fuzzing.md), which are
+# skipped with a message without them. Installed when possible; a failure
+# to install them does not fail the bootstrap.
+OPTIONAL=(clang libclang-rt-14-dev)
+
+installed() {
+  [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
-  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+  installed "$p" || missing+=("$p")
 done
+optional_missing=()
+for p in "${OPTIONAL[@]}"; do
+  installed "$p" || optional_missing+=("$p")
+done
+
+if [[ ${#optional_missing[@]} -gt 0 && $(id -u) -eq 0 ]]; then
+  echo "bootstrap: installing optional ${optional_missing[*]} (fuzzing)" >&2
+  if ! { DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null &&
+         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+           "${optional_missing[@]}" >/dev/null; }; then
+    echo "bootstrap: could not install ${optional_missing[*]}; the fuzz runs will be skipped" >&2
+  fi
+fi
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0
