@@ -105,19 +105,20 @@ TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) 
                                                         0.5, &prometheus);
   ASSERT_TRUE(s.ok()) << s.ToString();
 
-  // `gaptrain status` from another process.
-  std::string status_text;
-  const int status_exit = RunGaptrain({"status", "--run-dir", run_dir}, &status_text);
-  EXPECT_TRUE(ExitedWith(status_exit, 0)) << status_text;
-  EXPECT_NE(status_text.find("job mnist-e2e:"), std::string::npos) << status_text;
-  EXPECT_NE(status_text.find("trainer-"), std::string::npos) << status_text;
-
   // Staleness and Gap, read back through Prometheus's query API.
   double staleness_pushes = 0, mean_gap = 0, samples = 0, live = 0;
   s = prometheus->WaitForSeries("gaptrain_master_staleness_count{job=\"gaptrain-master\"} > 50",
                                 120, &staleness_pushes);
   EXPECT_TRUE(s.ok()) << s.ToString() << "\n" << prometheus->LogTail();
   EXPECT_GT(staleness_pushes, 50);
+
+  // `gaptrain status` from another process, once the trainers are
+  // training (they start in parallel; some may still be loading before).
+  std::string status_text;
+  const int status_exit = RunGaptrain({"status", "--run-dir", run_dir}, &status_text);
+  EXPECT_TRUE(ExitedWith(status_exit, 0)) << status_text;
+  EXPECT_NE(status_text.find("job mnist-e2e:"), std::string::npos) << status_text;
+  EXPECT_NE(status_text.find("trainer-"), std::string::npos) << status_text;
   s = prometheus->WaitForSeries(
       "gaptrain_master_gap_sum{job=\"gaptrain-master\"} / "
       "gaptrain_master_gap_count{job=\"gaptrain-master\"}",

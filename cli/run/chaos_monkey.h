@@ -3,13 +3,19 @@
 // a candidate: the first trainer registered), whatever the others are
 // doing, so a job whose trainers take seconds each to start is attacked
 // from the start of its training. From then on, every `kill_every_seconds`
-// it kills a random trainer, alternating SIGTERM (a spot preemption
-// notice: the worker leaves cleanly) and SIGKILL (a node lost: the
-// coordinator's lease expires), and brings it back `restart_after_seconds`
-// later as a new process; at each of `kill_master_at_seconds` it SIGKILLs
-// the master and restarts it after the same delay (it resumes from its
-// newest checkpoint). A master kill due while the master is still down
-// waits for its restart.
+// (or each time the job's progress passes a multiple of
+// `kill_every_progress`) it kills a random trainer, alternating SIGTERM (a
+// spot preemption notice: the worker leaves cleanly) and SIGKILL (a node
+// lost: the coordinator's lease expires), and brings it back
+// `restart_after_seconds` later as a new process; at each of
+// `kill_master_at_seconds` and `kill_master_at_progress` it SIGKILLs the
+// master and restarts it after the same delay (it resumes from its newest
+// checkpoint). A master kill due while the master is still down waits for
+// its restart.
+//
+// Faults on the progress clock happen at the same point of the training
+// on any machine, however fast: a test that needs a number of faults
+// before the job ends uses it.
 //
 // Every action it returns is logged with its time (events()), for the
 // run's summary.json.
@@ -33,21 +39,28 @@
 namespace gaptrain {
 
 struct ChaosOptions {
-  double kill_every_seconds = 0;      // 0: no trainer is killed
+  // At most one of the two is > 0; both 0: no trainer is killed.
+  double kill_every_seconds = 0;
+  double kill_every_progress = 0;  // a fraction of the job, (0, 1)
   double restart_after_seconds = 5;
-  // Seconds after the first trainer's registration, ascending; empty: the
-  // master is never killed.
+  // Seconds after the first trainer's registration, and fractions of the
+  // job's progress, each ascending; both empty: the master is never killed.
   std::vector<double> kill_master_at_seconds;
+  std::vector<double> kill_master_at_progress;
   uint64_t seed = 1;
 
-  bool enabled() const { return kill_every_seconds > 0 || !kill_master_at_seconds.empty(); }
+  bool enabled() const {
+    return kill_every_seconds > 0 || kill_every_progress > 0 || !kill_master_at_seconds.empty() ||
+           !kill_master_at_progress.empty();
+  }
 };
 
 // Parses the value of --chaos: comma-separated key=value pairs, e.g.
 // "every=20s,restart=5s,master=45s,seed=3" (the "s" is optional); the
-// keys are every, restart, master and seed. `master` may be given more
-// than once ("master=15s,master=40s"), one kill each; master=0 kills
-// nothing. Errors name the key.
+// keys are every, restart, master and seed. `every` and `master` also take
+// a percentage of the job's progress ("every=15%,master=40%"). `master`
+// may be given more than once ("master=15s,master=40s"), one kill each;
+// master=0 kills nothing. Errors name the key.
 Status ParseChaosOptions(const std::string& text, ChaosOptions* options);
 
 struct ChaosAction {
@@ -74,12 +87,13 @@ class ChaosMonkey {
   explicit ChaosMonkey(ChaosOptions options);
 
   // The actions due at `now` (seconds since the job started, never
-  // decreasing), in order. `killable` lists the trainers that may be
+  // decreasing) and `progress` (the fraction of the job done, [0, 1]), in
+  // order. `killable` lists the trainers that may be
   // killed now (registered with the coordinator and not already down);
   // the first call with any starts the clock; a kill that finds none
   // waits for the next call. Trainers this monkey killed are restarted
   // only through the actions it returns.
-  std::vector<ChaosAction> Due(double now, const std::vector<size_t>& killable);
+  std::vector<ChaosAction> Due(double now, double progress, const std::vector<size_t>& killable);
 
   // When the clock started (a `now` of Due); negative until it has.
   double started_at() const { return started_at_; }
@@ -93,10 +107,11 @@ class ChaosMonkey {
   ChaosOptions options_;
   std::mt19937_64 random_;
   double started_at_ = -1;
-  double next_kill_ = 0;  // a `now`, once started
+  double next_kill_ = 0;  // a `now` or a progress, once started
   bool next_is_sigterm_ = true;
   std::vector<std::pair<double, size_t>> restarts_;  // (due, trainer)
-  size_t master_kills_done_ = 0;  // of options_.kill_master_at_seconds
+  size_t master_seconds_done_ = 0;   // of options_.kill_master_at_seconds
+  size_t master_progress_done_ = 0;  // of options_.kill_master_at_progress
   double master_restart_at_ = -1;
   std::vector<ChaosEvent> events_;
   uint64_t trainer_sigterms_ = 0;

@@ -6,7 +6,9 @@
 // (SIGTERM first), each restart exactly restart_after later, no kill
 // without candidates (it happens at the next call that has some), master
 // kills and restarts, a schedule fixed by the seed, counters that match
-// the actions, and an event log with every action's time.
+// the actions, and an event log with every action's time; on the progress
+// clock, kills at each multiple of the step whatever the seconds, one per
+// jump, and master kills at their percentages.
 
 #include "cli/run/chaos_monkey.h"
 
@@ -66,6 +68,24 @@ TEST(ParseChaosOptionsTest, MasterMayBeKilledMoreThanOnce) {
   EXPECT_EQ(o.kill_master_at_seconds, (std::vector<double>{12, 30})) << "sorted, 0 dropped";
 }
 
+TEST(ParseChaosOptionsTest, PercentagesAreOnTheProgressClock) {
+  ChaosOptions o;
+  ASSERT_TRUE(ParseChaosOptions("every=15%,restart=1,master=70%,master=35%,master=20s", &o).ok());
+  EXPECT_DOUBLE_EQ(o.kill_every_progress, 0.15);
+  EXPECT_EQ(o.kill_every_seconds, 0);
+  EXPECT_EQ(o.kill_master_at_progress, (std::vector<double>{0.35, 0.70})) << "sorted";
+  EXPECT_EQ(o.kill_master_at_seconds, std::vector<double>{20});
+  EXPECT_TRUE(o.enabled());
+
+  ASSERT_TRUE(ParseChaosOptions("master=50%", &o).ok());
+  EXPECT_TRUE(o.enabled());
+  EXPECT_EQ(o.kill_every_progress, 0);
+  // The last `every` wins, on its own clock.
+  ASSERT_TRUE(ParseChaosOptions("every=10%,every=3s", &o).ok());
+  EXPECT_EQ(o.kill_every_progress, 0);
+  EXPECT_EQ(o.kill_every_seconds, 3);
+}
+
 TEST(ParseChaosOptionsTest, LargestSeed) {
   ChaosOptions o;
   ASSERT_TRUE(ParseChaosOptions("every=1,seed=18446744073709551615", &o).ok());
@@ -83,6 +103,10 @@ TEST(ParseChaosOptionsTest, BadValuesNameTheirKey) {
       {"every=5,seed=abc", "seed"},   {"every=5,seed=-3", "seed"},
       {"every=5,seed= -3", "seed"},   {"every=5,seed=", "seed"},
       {"every=5,seed=1.5", "seed"},   {"every=5,seed=18446744073709551616", "seed"},
+      {"every=%", "every"},           {"every=0%", "every"},
+      {"every=100%", "every"},        {"every=-5%", "every"},
+      {"every=5s%", "every"},         {"master=120%", "master"},
+      {"master=0%", "master"},        {"master=nan%", "master"},
   };
   for (const auto& [spec, key] : cases) {
     ChaosOptions o;
@@ -138,7 +162,7 @@ std::vector<Event> Replay(ChaosMonkey* monkey, size_t trainers, double end, doub
     for (size_t t = 0; t < trainers; ++t) {
       if (!down[t]) killable.push_back(t);
     }
-    for (const ChaosAction& a : monkey->Due(now, killable)) {
+    for (const ChaosAction& a : monkey->Due(now, 0, killable)) {
       events.push_back({now, a});
       if (a.kind == Kind::kKillTrainer) {
         EXPECT_LT(a.trainer, trainers);
@@ -188,9 +212,9 @@ TEST(ChaosMonkeyTest, KillsEveryIntervalAlternatingSigtermAndSigkill) {
 
 TEST(ChaosMonkeyTest, NothingBeforeTheFirstInterval) {
   ChaosMonkey monkey(Options(10, 3, 0, 1));
-  EXPECT_TRUE(monkey.Due(0, {0, 1}).empty());
-  EXPECT_TRUE(monkey.Due(9.99, {0, 1}).empty());
-  const std::vector<ChaosAction> at10 = monkey.Due(10, {0, 1});
+  EXPECT_TRUE(monkey.Due(0, 0, {0, 1}).empty());
+  EXPECT_TRUE(monkey.Due(9.99, 0, {0, 1}).empty());
+  const std::vector<ChaosAction> at10 = monkey.Due(10, 0, {0, 1});
   ASSERT_EQ(at10.size(), 1u);
   EXPECT_EQ(at10[0].kind, Kind::kKillTrainer);
   EXPECT_EQ(at10[0].signal, SIGTERM);
@@ -198,8 +222,8 @@ TEST(ChaosMonkeyTest, NothingBeforeTheFirstInterval) {
 
 TEST(ChaosMonkeyTest, RestartComesExactlyRestartAfterLater) {
   ChaosMonkey monkey(Options(10, 3, 0, 1));
-  EXPECT_TRUE(monkey.Due(0, {0, 1, 2}).empty());
-  const std::vector<ChaosAction> kill = monkey.Due(10, {0, 1, 2});
+  EXPECT_TRUE(monkey.Due(0, 0, {0, 1, 2}).empty());
+  const std::vector<ChaosAction> kill = monkey.Due(10, 0, {0, 1, 2});
   ASSERT_EQ(kill.size(), 1u);
   ASSERT_EQ(kill[0].kind, Kind::kKillTrainer);
   const size_t victim = kill[0].trainer;
@@ -207,13 +231,13 @@ TEST(ChaosMonkeyTest, RestartComesExactlyRestartAfterLater) {
   for (size_t t : {0, 1, 2}) {
     if (t != victim) others.push_back(t);
   }
-  EXPECT_TRUE(monkey.Due(12.999, others).empty());
-  const std::vector<ChaosAction> restart = monkey.Due(13, others);
+  EXPECT_TRUE(monkey.Due(12.999, 0, others).empty());
+  const std::vector<ChaosAction> restart = monkey.Due(13, 0, others);
   ASSERT_EQ(restart.size(), 1u);
   EXPECT_EQ(restart[0].kind, Kind::kRestartTrainer);
   EXPECT_EQ(restart[0].trainer, victim);
   // Restarted once only.
-  EXPECT_TRUE(monkey.Due(15, {0, 1, 2}).empty());
+  EXPECT_TRUE(monkey.Due(15, 0, {0, 1, 2}).empty());
 }
 
 TEST(ChaosMonkeyTest, EveryRestartInAReplayIsRestartAfterItsKill) {
@@ -232,10 +256,10 @@ TEST(ChaosMonkeyTest, EveryRestartInAReplayIsRestartAfterItsKill) {
 
 TEST(ChaosMonkeyTest, KillWaitsForACandidate) {
   ChaosMonkey monkey(Options(10, 3, 0, 1));
-  EXPECT_TRUE(monkey.Due(0, {0}).empty());
-  EXPECT_TRUE(monkey.Due(10, {}).empty());
-  EXPECT_TRUE(monkey.Due(11, {}).empty());
-  const std::vector<ChaosAction> late = monkey.Due(12.5, {2});
+  EXPECT_TRUE(monkey.Due(0, 0, {0}).empty());
+  EXPECT_TRUE(monkey.Due(10, 0, {}).empty());
+  EXPECT_TRUE(monkey.Due(11, 0, {}).empty());
+  const std::vector<ChaosAction> late = monkey.Due(12.5, 0, {2});
   ASSERT_EQ(late.size(), 1u);
   EXPECT_EQ(late[0].kind, Kind::kKillTrainer);
   EXPECT_EQ(late[0].trainer, 2u);
@@ -243,12 +267,12 @@ TEST(ChaosMonkeyTest, KillWaitsForACandidate) {
   EXPECT_EQ(monkey.trainer_sigterms(), 1u);
   EXPECT_EQ(monkey.trainer_sigkills(), 0u);
   // The next interval counts from the kill that happened.
-  const std::vector<ChaosAction> restart = monkey.Due(15.5, {0, 1});
+  const std::vector<ChaosAction> restart = monkey.Due(15.5, 0, {0, 1});
   ASSERT_EQ(restart.size(), 1u);
   EXPECT_EQ(restart[0].kind, Kind::kRestartTrainer);
   EXPECT_EQ(restart[0].trainer, 2u);
-  EXPECT_TRUE(monkey.Due(22.4, {0, 1, 2}).empty());
-  const std::vector<ChaosAction> next = monkey.Due(22.5, {0, 1, 2});
+  EXPECT_TRUE(monkey.Due(22.4, 0, {0, 1, 2}).empty());
+  const std::vector<ChaosAction> next = monkey.Due(22.5, 0, {0, 1, 2});
   ASSERT_EQ(next.size(), 1u);
   EXPECT_EQ(next[0].kind, Kind::kKillTrainer);
   EXPECT_EQ(next[0].signal, SIGKILL);
@@ -256,9 +280,9 @@ TEST(ChaosMonkeyTest, KillWaitsForACandidate) {
 
 TEST(ChaosMonkeyTest, PicksOnlyFromTheCandidates) {
   ChaosMonkey monkey(Options(1, 100, 0, 11));
-  EXPECT_TRUE(monkey.Due(0, {5, 9}).empty());
+  EXPECT_TRUE(monkey.Due(0, 0, {5, 9}).empty());
   for (int t = 1; t <= 50; ++t) {
-    const std::vector<ChaosAction> actions = monkey.Due(t, {5, 9});
+    const std::vector<ChaosAction> actions = monkey.Due(t, 0, {5, 9});
     ASSERT_EQ(actions.size(), 1u) << "t=" << t;
     EXPECT_TRUE(actions[0].trainer == 5 || actions[0].trainer == 9) << actions[0].trainer;
   }
@@ -281,40 +305,40 @@ TEST(ChaosMonkeyTest, MasterIsKilledOnceAndRestartedOnce) {
 // killed before the last one had. The clock starts with the first one.
 TEST(ChaosMonkeyTest, ClockStartsAtTheFirstTrainersRegistration) {
   ChaosMonkey monkey(Options(8, 3, 25, 1));
-  EXPECT_TRUE(monkey.Due(0, {}).empty());
-  EXPECT_TRUE(monkey.Due(30, {}).empty()) << "no trainer yet: the clock has not started";
+  EXPECT_TRUE(monkey.Due(0, 0, {}).empty());
+  EXPECT_TRUE(monkey.Due(30, 0, {}).empty()) << "no trainer yet: the clock has not started";
   EXPECT_LT(monkey.started_at(), 0);
-  EXPECT_TRUE(monkey.Due(31, {4}).empty());
+  EXPECT_TRUE(monkey.Due(31, 0, {4}).empty());
   EXPECT_EQ(monkey.started_at(), 31);
   // One trainer registered is enough: it is killed 8 s later.
-  EXPECT_TRUE(monkey.Due(38.9, {4}).empty());
-  const std::vector<ChaosAction> kill = monkey.Due(39, {4});
+  EXPECT_TRUE(monkey.Due(38.9, 0, {4}).empty());
+  const std::vector<ChaosAction> kill = monkey.Due(39, 0, {4});
   ASSERT_EQ(kill.size(), 1u);
   EXPECT_EQ(kill[0].kind, Kind::kKillTrainer);
   EXPECT_EQ(kill[0].trainer, 4u);
   // The master 25 s after the first registration, with no candidate.
-  const std::vector<ChaosAction> back = monkey.Due(42, {});
+  const std::vector<ChaosAction> back = monkey.Due(42, 0, {});
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].kind, Kind::kRestartTrainer);
-  EXPECT_TRUE(monkey.Due(55.9, {}).empty());
-  const std::vector<ChaosAction> master = monkey.Due(56, {});
+  EXPECT_TRUE(monkey.Due(55.9, 0, {}).empty());
+  const std::vector<ChaosAction> master = monkey.Due(56, 0, {});
   ASSERT_EQ(master.size(), 1u);
   EXPECT_EQ(master[0].kind, Kind::kKillMaster);
 }
 
 TEST(ChaosMonkeyTest, MasterKillNeedsNoTrainerCandidatesOnceStarted) {
   ChaosMonkey monkey(Options(0, 2, 5, 1));
-  EXPECT_TRUE(monkey.Due(1, {}).empty());
-  EXPECT_TRUE(monkey.Due(3, {0}).empty());  // the clock starts: the kill is due at 8
-  EXPECT_TRUE(monkey.Due(7.9, {}).empty());
-  const std::vector<ChaosAction> kill = monkey.Due(8, {});
+  EXPECT_TRUE(monkey.Due(1, 0, {}).empty());
+  EXPECT_TRUE(monkey.Due(3, 0, {0}).empty());  // the clock starts: the kill is due at 8
+  EXPECT_TRUE(monkey.Due(7.9, 0, {}).empty());
+  const std::vector<ChaosAction> kill = monkey.Due(8, 0, {});
   ASSERT_EQ(kill.size(), 1u);
   EXPECT_EQ(kill[0].kind, Kind::kKillMaster);
-  EXPECT_TRUE(monkey.Due(9.9, {}).empty());
-  const std::vector<ChaosAction> restart = monkey.Due(10, {});
+  EXPECT_TRUE(monkey.Due(9.9, 0, {}).empty());
+  const std::vector<ChaosAction> restart = monkey.Due(10, 0, {});
   ASSERT_EQ(restart.size(), 1u);
   EXPECT_EQ(restart[0].kind, Kind::kRestartMaster);
-  EXPECT_TRUE(monkey.Due(1000, {}).empty());
+  EXPECT_TRUE(monkey.Due(1000, 0, {}).empty());
 }
 
 TEST(ChaosMonkeyTest, MasterKilledAtEachTimeGiven) {
@@ -350,11 +374,11 @@ TEST(ChaosMonkeyTest, MasterKillDueWhileItIsDownWaitsForItsRestart) {
 
 TEST(ChaosMonkeyTest, EventsLogEveryActionWithItsTime) {
   ChaosMonkey monkey(Options(4, 2, 9, 3));
-  EXPECT_TRUE(monkey.Due(1, {}).empty());
+  EXPECT_TRUE(monkey.Due(1, 0, {}).empty());
   std::vector<Event> returned;
   for (int i = 4; i <= 40; ++i) {  // the clock starts at 2, the first call with a candidate
     const double now = i / 2.0;
-    for (const ChaosAction& a : monkey.Due(now, {0, 1, 2})) returned.push_back({now, a});
+    for (const ChaosAction& a : monkey.Due(now, 0, {0, 1, 2})) returned.push_back({now, a});
   }
   const std::vector<ChaosEvent>& log = monkey.events();
   ASSERT_EQ(log.size(), returned.size());
@@ -429,6 +453,97 @@ TEST(ChaosMonkeyTest, DifferentSeedsPickDifferentTrainers) {
   int differing = 0;
   for (uint64_t seed = 2; seed <= 5; ++seed) differing += Victims(seed) != base;
   EXPECT_GE(differing, 3);
+}
+
+}  // namespace
+}  // namespace gaptrain
+
+namespace gaptrain {
+namespace {
+
+// ---- the progress clock ----
+
+ChaosOptions ProgressOptions(double every, std::vector<double> master_at) {
+  ChaosOptions o;
+  o.kill_every_progress = every;
+  o.kill_master_at_progress = std::move(master_at);
+  o.restart_after_seconds = 1;
+  o.seed = 3;
+  return o;
+}
+
+// A trainer is killed each time progress passes a multiple of `every`,
+// however many seconds that takes: a fast machine sees as many faults as
+// a slow one.
+TEST(ChaosMonkeyProgressTest, KillsAtEachMultipleOfTheStepWhateverTheTime) {
+  for (const double seconds_per_percent : {0.01, 0.1, 2.0}) {
+    ChaosMonkey monkey(ProgressOptions(0.2, {}));
+    std::vector<double> kill_progress;
+    std::vector<int> signals;
+    std::vector<bool> down(4, false);
+    for (int percent = 0; percent <= 90; ++percent) {
+      std::vector<size_t> killable;
+      for (size_t t = 0; t < 4; ++t) {
+        if (!down[t]) killable.push_back(t);
+      }
+      for (const ChaosAction& a :
+           monkey.Due(percent * seconds_per_percent, percent / 100.0, killable)) {
+        if (a.kind == Kind::kKillTrainer) {
+          kill_progress.push_back(percent / 100.0);
+          signals.push_back(a.signal);
+          down[a.trainer] = true;
+        } else if (a.kind == Kind::kRestartTrainer) {
+          down[a.trainer] = false;
+        }
+      }
+    }
+    ASSERT_EQ(kill_progress.size(), 4u) << seconds_per_percent << " s per percent";
+    for (size_t i = 0; i < kill_progress.size(); ++i) {
+      EXPECT_DOUBLE_EQ(kill_progress[i], 0.2 * (i + 1)) << "kill " << i;
+      EXPECT_EQ(signals[i], i % 2 == 0 ? SIGTERM : SIGKILL) << "kill " << i;
+    }
+  }
+}
+
+TEST(ChaosMonkeyProgressTest, AJumpOverSeveralStepsKillsOnce) {
+  ChaosMonkey monkey(ProgressOptions(0.1, {}));
+  EXPECT_TRUE(monkey.Due(0, 0.05, {0, 1}).empty());
+  EXPECT_EQ(monkey.Due(1, 0.37, {0, 1}).size(), 1u);
+  EXPECT_TRUE(monkey.Due(1.5, 0.39, {0, 1}).empty()) << "the next kill is at 40%";
+  bool killed = false;
+  for (const ChaosAction& a : monkey.Due(1.6, 0.40, {0, 1})) {
+    killed |= a.kind == Kind::kKillTrainer;
+  }
+  EXPECT_TRUE(killed);
+}
+
+TEST(ChaosMonkeyProgressTest, AClockStartedLateCountsFromTheProgressThen) {
+  ChaosMonkey monkey(ProgressOptions(0.25, {}));
+  EXPECT_TRUE(monkey.Due(0, 0.3, {}).empty());
+  EXPECT_TRUE(monkey.Due(1, 0.3, {2}).empty()) << "started at 30%: the first kill is at 50%";
+  EXPECT_TRUE(monkey.Due(2, 0.49, {2}).empty());
+  const std::vector<ChaosAction> kill = monkey.Due(3, 0.5, {2});
+  ASSERT_EQ(kill.size(), 1u);
+  EXPECT_EQ(kill[0].trainer, 2u);
+}
+
+TEST(ChaosMonkeyProgressTest, MasterKilledAtEachPercentageAndRestartedInSeconds) {
+  ChaosMonkey monkey(ProgressOptions(0, {0.35, 0.4}));
+  EXPECT_TRUE(monkey.Due(0, 0, {0}).empty());
+  EXPECT_TRUE(monkey.Due(5, 0.34, {0}).empty());
+  const std::vector<ChaosAction> kill = monkey.Due(6, 0.41, {0});
+  ASSERT_EQ(kill.size(), 1u) << "one kill; the second waits for the restart";
+  EXPECT_EQ(kill[0].kind, Kind::kKillMaster);
+  // Progress stands still while the master is down; its restart is timed.
+  EXPECT_TRUE(monkey.Due(6.9, 0.41, {0}).empty());
+  const std::vector<ChaosAction> restart = monkey.Due(7, 0.41, {0});
+  ASSERT_EQ(restart.size(), 1u);
+  EXPECT_EQ(restart[0].kind, Kind::kRestartMaster);
+  const std::vector<ChaosAction> second = monkey.Due(7.5, 0.41, {0});
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].kind, Kind::kKillMaster);
+  EXPECT_EQ(monkey.master_kills(), 2u);
+  EXPECT_EQ(monkey.trainer_sigterms() + monkey.trainer_sigkills(), 0u);
 }
 
 }  // namespace

@@ -172,7 +172,7 @@ void JobRunner::ApplyChaos() {
     }
   }
   bool changed = false;
-  for (const ChaosAction& a : monkey_.Due(Elapsed(), killable)) {
+  for (const ChaosAction& a : monkey_.Due(Elapsed(), status_.progress(), killable)) {
     switch (a.kind) {
       case ChaosAction::Kind::kKillTrainer: {
         const std::string name = LocalJob::TrainerName(a.trainer);
@@ -286,8 +286,11 @@ int JobRunner::Run(RunSummary* summary) {
 
   bool interrupted = false;
   double terminal_since = -1;
+  // Chaos looks more often, so that a fault lands near the progress or
+  // second it was scheduled for even when the job moves fast.
+  const int tick_ms = options_.chaos.enabled() ? 250 : 1000;
   while (true) {
-    if (TerminationSignal::WaitFor(1000) != 0) {
+    if (TerminationSignal::WaitFor(tick_ms) != 0) {
       interrupted = true;
       break;
     }

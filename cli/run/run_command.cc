@@ -32,10 +32,11 @@ constexpr char kUsage[] =
     "  --resume                continue the run in --run-dir (after Ctrl-C or a crash)\n"
     "  --threads-per-worker N  compute threads of each worker [cores / (replicas + 1), >= 1]\n"
     "  --chaos SPEC            faults, timed from the first trainer's registration: kill\n"
-    "                          a random trainer every=S seconds (SIGTERM and SIGKILL in\n"
-    "                          turn), restart it restart=S later, SIGKILL the master at\n"
-    "                          master=S (repeat the key for more); seed=N picks the\n"
-    "                          trainers. summary.json lists each fault with its time\n";
+    "                          a random trainer every=S seconds or every=P% of the job\n"
+    "                          (SIGTERM and SIGKILL in turn), restart it restart=S\n"
+    "                          later, SIGKILL the master at master=S or master=P%\n"
+    "                          (repeat the key for more); seed=N picks the trainers.\n"
+    "                          summary.json lists each fault with its time\n";
 
 int Fail(const std::string& message, int code) {
   std::fprintf(stderr, "gaptrain run: %s\n", message.c_str());

@@ -182,12 +182,6 @@ Cluster RunningCluster(json job = BaseJob()) {
   return c;
 }
 
-std::vector<std::string> Reasons(const ReconcilePlan& plan) {
-  std::vector<std::string> reasons;
-  for (const PlannedEvent& e : plan.events) reasons.push_back(e.reason);
-  return reasons;
-}
-
 bool HasReason(const ReconcilePlan& plan, const std::string& reason) {
   for (const PlannedEvent& e : plan.events) {
     if (e.reason == reason) return true;
