@@ -14,7 +14,9 @@
 // One compute thread for both; five rounds alternate (plain, worker,
 // plain, ...) and the medians are reported, with every round's overhead
 // and the network's share of a worker's step (pull and push against
-// compute), which a neighbour's load disturbs less. The load average is
+// compute, per batch: a push brings the next batch's parameters, so the
+// worker pulls on its own only at a task's start), which a neighbour's
+// load disturbs less. The load average is
 // printed: on a busy machine the numbers are noisier.
 //
 // The last row is the README's job as a user runs it: `gaptrain run -f
@@ -228,19 +230,21 @@ class InProcessJob {
   int coordinator_port_ = 0;
 };
 
-double HistogramMeanMs(prometheus::Registry& registry, const std::string& phase) {
+// The sum (ms) and count of a phase's step-duration histogram.
+void PhaseTotals(prometheus::Registry& registry, const std::string& phase, double* sum_ms,
+                 double* count) {
+  *sum_ms = *count = 0;
   for (const auto& family : registry.Collect()) {
     if (family.name != "gaptrain_worker_step_duration_seconds") continue;
     for (const auto& metric : family.metric) {
       for (const auto& label : metric.label) {
-        if (label.name == "phase" && label.value == phase && metric.histogram.sample_count > 0) {
-          return 1000.0 * metric.histogram.sample_sum /
-                 static_cast<double>(metric.histogram.sample_count);
+        if (label.name == "phase" && label.value == phase) {
+          *sum_ms = 1000.0 * metric.histogram.sample_sum;
+          *count = static_cast<double>(metric.histogram.sample_count);
         }
       }
     }
   }
-  return 0;
 }
 
 WorkerRun RunWorker(const TrainingJob& job, const Dataset& train, uint32_t samples) {
@@ -271,9 +275,17 @@ WorkerRun RunWorker(const TrainingJob& job, const Dataset& train, uint32_t sampl
   }
   WorkerRun run;
   run.samples_per_second = static_cast<double>(trainer.samples_pushed()) / seconds;
-  run.pull_ms = HistogramMeanMs(*registry, "pull");
-  run.compute_ms = HistogramMeanMs(*registry, "compute");
-  run.push_ms = HistogramMeanMs(*registry, "push");
+  // Per batch: a push also brings the next batch's parameters (PushPull),
+  // so the worker pulls on its own only at a task's start.
+  double pull_ms, pulls, compute_ms, batches, push_ms, pushes;
+  PhaseTotals(*registry, "pull", &pull_ms, &pulls);
+  PhaseTotals(*registry, "compute", &compute_ms, &batches);
+  PhaseTotals(*registry, "push", &push_ms, &pushes);
+  if (batches > 0) {
+    run.pull_ms = pull_ms / batches;
+    run.compute_ms = compute_ms / batches;
+    run.push_ms = push_ms / batches;
+  }
   return run;
 }
 
@@ -415,7 +427,7 @@ int Main(int argc, char** argv) {
       "thread, %d CPUs; load average %s\n",
       kBatch, AvailableCpus(), LoadAverage().c_str());
   std::printf("%-7s %8s %9s %14s %15s %9s  %-24s %s\n", "model", "params", "samples",
-              "plain samp/s", "worker samp/s", "overhead", "worker pull/comp/push ms", "target");
+              "plain samp/s", "worker samp/s", "overhead", "pull/comp/pushpull ms", "target");
   struct Case {
     const char* model;
     uint32_t samples;

@@ -165,7 +165,9 @@ Status ParseParameterChunk(grpc::ByteBuffer* buffer, ReceivedParameterChunk* chu
   chunk->values = SlicedBytes();
   if (!buffer->Dump(&chunk->slices).ok()) return Status::InvalidArgument("unreadable message");
   proto::ParameterChunk& h = chunk->header;
-  return ParseFields(
+  SlicedBytes push;  // PushPull's outcome: small, parsed as a message
+  bool has_push = false;
+  GAPTRAIN_RETURN_IF_ERROR(ParseFields(
       chunk->slices,
       [&](uint32_t field, uint64_t v) {
         switch (field) {
@@ -176,8 +178,21 @@ Status ParseParameterChunk(grpc::ByteBuffer* buffer, ReceivedParameterChunk* chu
           case 6: h.set_incarnation(v); break;
         }
       },
-      [&](uint32_t field) -> SlicedBytes* { return field == 5 ? &chunk->values : nullptr; },
-      [](uint32_t, uint32_t) {});
+      [&](uint32_t field) -> SlicedBytes* {
+        if (field == 5) return &chunk->values;
+        if (field != 7) return nullptr;
+        has_push = true;
+        return &push;
+      },
+      [](uint32_t, uint32_t) {}));
+  if (has_push) {
+    std::string bytes(push.size(), '\0');
+    push.CopyTo(bytes.data());
+    if (!h.mutable_push()->ParseFromString(bytes)) {
+      return Status::InvalidArgument("malformed chunk: push is not a PushResponse");
+    }
+  }
+  return Status::OK();
 }
 
 Status ParseGradientChunk(grpc::ByteBuffer* buffer, ReceivedGradientChunk* chunk) {

@@ -26,10 +26,11 @@ namespace gaptrain {
 // WireTypeSize(type) floats).
 void DecodeValues(const SlicedBytes& bytes, proto::WireType type, float* out);
 
-// A parsed chunk: the scalar fields in `header` (values and echo left
-// empty), the payloads as views into `slices`, which keep them alive. The
-// views point into the Slice objects themselves (a small slice holds its
-// bytes inline), so move `slices` only as a whole vector.
+// A parsed chunk: the scalar fields (and PushPull's push outcome) in
+// `header` (values and echo left empty), the payloads as views into
+// `slices`, which keep them alive. The views point into the Slice objects
+// themselves (a small slice holds its bytes inline), so move `slices` only
+// as a whole vector.
 struct ReceivedParameterChunk {
   std::vector<grpc::Slice> slices;
   proto::ParameterChunk header;

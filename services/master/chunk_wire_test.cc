@@ -114,5 +114,43 @@ TEST(ParseGradientChunkTest, RejectsTagsProtobufRejects) {
   EXPECT_TRUE(ParseGradientBytes(largest + tail, &chunk).ok());
 }
 
+// A PushPull reply's first chunk: the push's outcome is parsed whole,
+// an empty outcome (every field at its default) is still there, and a
+// chunk without one has none.
+TEST(ParseParameterChunkTest, ReadsThePushOutcomeOfAPushPull) {
+  proto::ParameterChunk header;
+  header.set_version(12);
+  header.set_total_values(3);
+  header.mutable_push()->set_outcome(proto::PushResponse::ACCUMULATED);
+  header.mutable_push()->set_version(12);
+  header.mutable_push()->set_gap_mean(1.25);
+  header.mutable_push()->set_incarnation(77);
+  const std::vector<float> values = {1.0f, 2.0f, 3.0f};
+  grpc::ByteBuffer buffer = ParameterChunkBuffer(header, grpc::Slice(values.data(), 12));
+  ReceivedParameterChunk chunk;
+  ASSERT_TRUE(ParseParameterChunk(&buffer, &chunk).ok());
+  ASSERT_TRUE(chunk.header.has_push());
+  EXPECT_EQ(chunk.header.push().outcome(), proto::PushResponse::ACCUMULATED);
+  EXPECT_EQ(chunk.header.push().gap_mean(), 1.25);
+  EXPECT_EQ(chunk.header.push().incarnation(), 77u);
+  EXPECT_EQ(chunk.header.version(), 12u);
+  EXPECT_EQ(chunk.values.size(), 12u);
+
+  header.mutable_push()->Clear();
+  buffer = ParameterChunkBuffer(header, grpc::Slice());
+  ASSERT_TRUE(ParseParameterChunk(&buffer, &chunk).ok());
+  EXPECT_TRUE(chunk.header.has_push());
+  header.clear_push();
+  buffer = ParameterChunkBuffer(header, grpc::Slice());
+  ASSERT_TRUE(ParseParameterChunk(&buffer, &chunk).ok());
+  EXPECT_FALSE(chunk.header.has_push()) << "cleared from the previous parse";
+
+  // An outcome that is not a PushResponse (a truncated varint inside).
+  const std::string bad = std::string("\x3a\x02\x10\x80", 4);
+  grpc::Slice slice(bad.data(), bad.size());
+  grpc::ByteBuffer malformed(&slice, 1);
+  EXPECT_EQ(ParseParameterChunk(&malformed, &chunk).code(), Status::Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace gaptrain

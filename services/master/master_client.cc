@@ -46,6 +46,7 @@ namespace {
 
 constexpr char kPullMethod[] = "/gaptrain.proto.Master/Pull";
 constexpr char kPushMethod[] = "/gaptrain.proto.Master/Push";
+constexpr char kPushPullMethod[] = "/gaptrain.proto.Master/PushPull";
 
 // One streaming call on a private completion queue, one operation at a
 // time: each step waits for its own completion.
@@ -71,6 +72,10 @@ class StreamingCall {
   }
   bool WritesDone() {
     call_->WritesDone(this);
+    return Wait();
+  }
+  bool WriteLast(const grpc::ByteBuffer& message) {
+    call_->WriteLast(message, grpc::WriteOptions(), this);
     return Wait();
   }
   bool Read(grpc::ByteBuffer* message) {
@@ -116,6 +121,74 @@ Status MasterClient::PullModel(int64_t known_version, float* out, size_t n, Pull
   return PullImpl(0, /*observer=*/true, known_version, out, n, result);
 }
 
+namespace {
+
+// Reads a pull's chunks into out[0, n); `push`, when given, receives the
+// PushResponse the first chunk carries (PushPull). A malformed reply
+// cancels the call and is DATA_LOSS; the call's own failure comes next.
+// `*answered` says whether the first chunk came (with the push outcome,
+// when one is expected).
+Status ReadParameters(StreamingCall* call, grpc::ClientContext* context, float* out, size_t n,
+                      MasterClient::PullResult* result, proto::PushResponse* push,
+                      bool* answered) {
+  *result = MasterClient::PullResult();
+  *answered = false;
+  Status bad;
+  size_t received = 0;
+  bool first = true;
+  grpc::ByteBuffer buffer;
+  ReceivedParameterChunk chunk;
+  while (call->Read(&buffer)) {
+    if (!bad.ok()) continue;  // drain after cancelling
+    Status parsed = ParseParameterChunk(&buffer, &chunk);
+    const proto::ParameterChunk& h = chunk.header;
+    if (parsed.ok() && first) {
+      result->version = h.version();
+      result->incarnation = h.incarnation();
+      if (h.total_values() != n) {
+        bad = Status::FailedPrecondition("pull: the master's model has " +
+                                         std::to_string(h.total_values()) +
+                                         " values, this worker's has " + std::to_string(n));
+      }
+      if (push != nullptr && !h.has_push()) {
+        bad = Status::DataLoss("push-pull: the first chunk has no push outcome");
+      } else {
+        if (push != nullptr) *push = h.push();
+        *answered = true;
+      }
+      first = false;
+    }
+    if (!parsed.ok()) bad = Status::DataLoss("pull: " + parsed.message());
+    if (!bad.ok()) {
+      context->TryCancel();
+      continue;
+    }
+    if (chunk.values.empty()) continue;  // not modified
+    const size_t value_size = WireTypeSize(h.wire_type());
+    const size_t count = chunk.values.size() / value_size;
+    if (!proto::WireType_IsValid(h.wire_type()) || chunk.values.size() % value_size != 0 ||
+        h.offset() != received || count > n - received || h.version() != result->version) {
+      bad = Status::DataLoss("pull: malformed chunk at offset " + std::to_string(h.offset()));
+      context->TryCancel();
+      continue;
+    }
+    DecodeValues(chunk.values, h.wire_type(), out + received);
+    received += count;
+  }
+  grpc::Status finish = call->Finish();
+  if (!bad.ok()) return bad;
+  if (!finish.ok()) return FromGrpcStatus(finish);
+  if (first) return Status::DataLoss("pull: the master sent no chunk");
+  result->modified = received > 0;
+  if (received != 0 && received != n) {
+    return Status::DataLoss("pull: received " + std::to_string(received) + " of " +
+                            std::to_string(n) + " values");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status MasterClient::PullImpl(uint32_t worker, bool observer, int64_t known_version, float* out,
                               size_t n, PullResult* result) {
   grpc::ClientContext context;
@@ -128,83 +201,42 @@ Status MasterClient::PullImpl(uint32_t worker, bool observer, int64_t known_vers
   request.set_chunk_values(options_.chunk_values);
 
   StreamingCall call(generic_.get(), &context, kPullMethod);
-  *result = PullResult();
-  Status bad;
-  size_t received = 0;
-  bool first = true;
-  if (call.started() && call.Write(Serialize(request)) && call.WritesDone()) {
-    grpc::ByteBuffer buffer;
-    ReceivedParameterChunk chunk;
-    while (call.Read(&buffer)) {
-      if (!bad.ok()) continue;  // drain after cancelling
-      Status parsed = ParseParameterChunk(&buffer, &chunk);
-      const proto::ParameterChunk& h = chunk.header;
-      if (parsed.ok() && first) {
-        result->version = h.version();
-        result->incarnation = h.incarnation();
-        if (h.total_values() != n) {
-          bad = Status::FailedPrecondition("pull: the master's model has " +
-                                           std::to_string(h.total_values()) +
-                                           " values, this worker's has " + std::to_string(n));
-        }
-        first = false;
-      }
-      if (!parsed.ok()) bad = Status::DataLoss("pull: " + parsed.message());
-      if (!bad.ok()) {
-        context.TryCancel();
-        continue;
-      }
-      if (chunk.values.empty()) continue;  // not modified
-      const size_t value_size = WireTypeSize(h.wire_type());
-      const size_t count = chunk.values.size() / value_size;
-      if (!proto::WireType_IsValid(h.wire_type()) || chunk.values.size() % value_size != 0 ||
-          h.offset() != received || count > n - received || h.version() != result->version) {
-        bad = Status::DataLoss("pull: malformed chunk at offset " + std::to_string(h.offset()));
-        context.TryCancel();
-        continue;
-      }
-      DecodeValues(chunk.values, h.wire_type(), out + received);
-      received += count;
-    }
+  if (!(call.started() && call.WriteLast(Serialize(request)))) {
+    *result = PullResult();
+    const grpc::Status finish = call.Finish();
+    return finish.ok() ? Status::DataLoss("pull: the master sent no chunk")
+                       : FromGrpcStatus(finish);
   }
-  grpc::Status finish = call.Finish();
-  if (!bad.ok()) return bad;
-  if (!finish.ok()) return FromGrpcStatus(finish);
-  if (first) return Status::DataLoss("pull: the master sent no chunk");
-  result->modified = received > 0;
-  if (received != 0 && received != n) {
-    return Status::DataLoss("pull: received " + std::to_string(received) + " of " +
-                            std::to_string(n) + " values");
-  }
-  return Status::OK();
+  bool answered = false;
+  return ReadParameters(&call, &context, out, n, result, nullptr, &answered);
 }
 
-Status MasterClient::Push(uint32_t worker, uint64_t base_version, const float* gradient,
-                          size_t n, float loss, proto::PushResponse* response, const void* echo,
-                          proto::WireType echo_type) {
-  grpc::ClientContext context;
-  Prepare(&context);
+namespace {
+
+// Sends a gradient as Push's chunks, closing the client's side with the
+// last one; false when the call ended first (Finish says why).
+bool WriteGradient(StreamingCall* call, const MasterClient::Options& options, uint32_t worker,
+                   uint64_t base_version, const float* gradient, size_t n, float loss,
+                   const void* echo, proto::WireType echo_type) {
   proto::GradientChunk header;
   header.set_worker_id(worker);
   header.set_base_version(base_version);
   header.set_total_values(n);
-  header.set_wire_type(options_.wire_type);
+  header.set_wire_type(options.wire_type);
   header.set_echo_type(echo_type);
   header.set_loss(loss);
   const size_t echo_size = WireTypeSize(echo_type);
-
-  StreamingCall call(generic_.get(), &context, kPushMethod);
-  bool sent = call.started();
-  for (size_t offset = 0; sent && offset < n; offset += options_.chunk_values) {
-    const size_t count = std::min<size_t>(options_.chunk_values, n - offset);
+  bool sent = call->started();
+  for (size_t offset = 0; sent && offset < n; offset += options.chunk_values) {
+    const size_t count = std::min<size_t>(options.chunk_values, n - offset);
     header.set_offset(offset);
     grpc::Slice values;
-    if (options_.wire_type == proto::BFLOAT16) {
+    if (options.wire_type == proto::BFLOAT16) {
       uint8_t* bytes;
       values = NewSlice(count * 2, &bytes);
       FloatsToBf16(gradient + offset, count, reinterpret_cast<bf16_t*>(bytes));
     } else {
-      // The caller's gradient outlives the call: Finish below waits for it.
+      // The caller's gradient outlives the call: Finish waits for it.
       values = BorrowedSlice(gradient + offset, count * sizeof(float));
     }
     grpc::Slice echo_slice;
@@ -212,18 +244,54 @@ Status MasterClient::Push(uint32_t worker, uint64_t base_version, const float* g
       echo_slice = BorrowedSlice(static_cast<const char*>(echo) + offset * echo_size,
                                  count * echo_size);
     }
-    sent = call.Write(GradientChunkBuffer(header, values, echo != nullptr ? &echo_slice : nullptr));
+    const grpc::ByteBuffer message =
+        GradientChunkBuffer(header, values, echo != nullptr ? &echo_slice : nullptr);
+    // The last chunk also closes the client's side: one operation less.
+    sent = offset + count >= n ? call->WriteLast(message) : call->Write(message);
   }
+  if (sent && n == 0) sent = call->WritesDone();  // nothing to send: just close
+  return sent;
+}
+
+}  // namespace
+
+Status MasterClient::Push(uint32_t worker, uint64_t base_version, const float* gradient,
+                          size_t n, float loss, proto::PushResponse* response, const void* echo,
+                          proto::WireType echo_type) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  StreamingCall call(generic_.get(), &context, kPushMethod);
   // A server that rejected the push early ends the stream; Finish says why.
-  if (sent) sent = call.WritesDone();
+  const bool sent =
+      WriteGradient(&call, options_, worker, base_version, gradient, n, loss, echo, echo_type);
   grpc::ByteBuffer reply;
-  bool have_reply = sent && call.Read(&reply);
+  const bool have_reply = sent && call.Read(&reply);
   grpc::Status finish = call.Finish();
   if (!finish.ok()) return FromGrpcStatus(finish);
   if (!have_reply ||
       !grpc::SerializationTraits<proto::PushResponse>::Deserialize(&reply, response).ok()) {
     return Status::DataLoss("push: the master's reply was missing or malformed");
   }
+  return Status::OK();
+}
+
+Status MasterClient::PushPull(uint32_t worker, uint64_t base_version, const float* gradient,
+                              size_t n, float loss, const void* echo, proto::WireType echo_type,
+                              float* parameters, PushPullResult* result) {
+  *result = PushPullResult();
+  grpc::ClientContext context;
+  Prepare(&context);
+  StreamingCall call(generic_.get(), &context, kPushPullMethod);
+  WriteGradient(&call, options_, worker, base_version, gradient, n, loss, echo, echo_type);
+  // Reading starts only once the whole gradient (and echo) has gone: the
+  // parameters may be written over the echo's buffer.
+  bool answered = false;
+  Status read =
+      ReadParameters(&call, &context, parameters, n, &result->pull, &result->push, &answered);
+  // No outcome: the push's own status (refused, or the call failed with
+  // its fate unknown).
+  if (!answered) return read;
+  result->pull_status = read;
   return Status::OK();
 }
 

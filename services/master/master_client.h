@@ -55,6 +55,23 @@ class MasterClient {
               float loss, proto::PushResponse* response, const void* echo = nullptr,
               proto::WireType echo_type = proto::FLOAT32);
 
+  // Push, then the parameters for the next step in the same call (one
+  // round trip instead of two). Returns the push's status, as Push does.
+  // When it is OK, `result->push` is the push's outcome and
+  // `result->pull_status` the pull's: OK, with `result->pull` saying
+  // whether `parameters` (n values) were written; otherwise `parameters`
+  // may hold part of a reply. `parameters` may be the buffer `echo`
+  // points at: it is written only after the whole push has gone.
+  // UNIMPLEMENTED from a master without PushPull: nothing was applied.
+  struct PushPullResult {
+    proto::PushResponse push;
+    PullResult pull;
+    Status pull_status;
+  };
+  Status PushPull(uint32_t worker, uint64_t base_version, const float* gradient, size_t n,
+                  float loss, const void* echo, proto::WireType echo_type, float* parameters,
+                  PushPullResult* result);
+
   Status SetMembers(const std::vector<uint32_t>& workers, proto::SetMembersResponse* response);
   Status Checkpoint(proto::CheckpointResponse* response);
 

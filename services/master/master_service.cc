@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "services/common/bfloat16.h"
@@ -129,16 +130,135 @@ grpc::Status MasterService::Describe(grpc::ServerContext* context, const proto::
   return grpc::Status::OK;
 }
 
-// Streams one pull. Under the engine's mutex it takes the shared reply of
-// the current reply generation, or writes one into a pooled buffer and
-// shares it; then it writes the reply chunk by chunk without the mutex:
-// fp32 chunks are slices of the shared buffer, bf16 chunks are converted
-// into fresh slices.
+// One pull's reply, chunk by chunk. Prepare, under the engine's mutex,
+// takes the shared reply of the current reply generation, or writes one
+// into a pooled buffer and shares it; NextChunk then builds the chunks
+// without the mutex: fp32 chunks are slices of the shared buffer, bf16
+// chunks are converted into fresh slices.
+class MasterService::PullReply {
+ public:
+  explicit PullReply(MasterService* service) : service_(service), start_(Clock::now()) {}
+
+  grpc::Status Prepare(const proto::PullRequest& pull) {
+    if (!ValidWireType(pull.wire_type())) {
+      return service_->RejectPull(
+          RejectReason::kMalformed,
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "wire_type: unknown value"));
+    }
+    wire_type_ = pull.wire_type();
+    chunk_values_ = pull.chunk_values() == 0
+                        ? service_->options_.default_chunk_values
+                        : std::min(pull.chunk_values(), kMaxChunkValues);
+    total_ = service_->num_values_;
+    std::lock_guard<std::mutex> lock(service_->mu_);
+    UpdateEngine* engine = service_->engine_.get();
+    version_ = engine->version();
+    if (pull.observer()) {  // θ for a reader: no membership, nothing recorded
+      send_ = pull.known_version() < 0 || static_cast<uint64_t>(pull.known_version()) != version_;
+    } else {
+      send_ = engine->NeedsPull(pull.worker_id(), pull.known_version());
+    }
+    if (!send_) return grpc::Status::OK;
+    SharedReply& shared = service_->shared_replies_[pull.observer() ? 1 : 0];
+    if (shared.values != nullptr && shared.generation == engine->reply_generation()) {
+      values_ = shared.values;  // written by an earlier pull: no copy
+      if (pull.observer()) return grpc::Status::OK;
+      return Refused(engine->PullFrom(pull.worker_id(), values_->data(), total_, &version_));
+    }
+    std::shared_ptr<std::vector<float>> fresh = service_->pool_->Acquire();
+    Status s = pull.observer() ? engine->PullModel(fresh->data(), total_, &version_)
+                               : engine->Pull(pull.worker_id(), fresh->data(), total_, &version_);
+    if (!s.ok()) return Refused(s);
+    values_ = fresh;
+    shared.generation = engine->reply_generation();
+    shared.values = values_;
+    return grpc::Status::OK;
+  }
+
+  // A reply of one chunk with no values at `version`: the worker keeps
+  // what it has (a PushPull whose pull part was refused).
+  void PrepareNothing(uint64_t version) {
+    total_ = service_->num_values_;
+    version_ = version;
+    send_ = false;
+  }
+
+  // The first chunk carries `push` (PushPull).
+  void AttachPush(const proto::PushResponse& push) { push_ = push; }
+
+  // Builds the next chunk into `out`; last() then says whether it ends the
+  // reply. Called again after the last chunk, it returns false.
+  bool NextChunk(grpc::ByteBuffer* out) {
+    if (last_) return false;
+    proto::ParameterChunk header;
+    header.set_version(version_);
+    header.set_total_values(total_);
+    header.set_wire_type(wire_type_);
+    header.set_incarnation(service_->options_.incarnation.id());
+    if (push_) {
+      *header.mutable_push() = *push_;
+      push_.reset();
+    }
+    if (!send_) {  // the worker holds this version: one chunk, no values
+      last_ = true;
+      *out = ParameterChunkBuffer(header, grpc::Slice());
+      return true;
+    }
+    const size_t n = std::min<size_t>(chunk_values_, total_ - offset_);
+    header.set_offset(offset_);
+    grpc::Slice values;
+    if (wire_type_ == proto::BFLOAT16) {
+      uint8_t* bytes;
+      values = NewSlice(n * 2, &bytes);
+      FloatsToBf16(values_->data() + offset_, n, reinterpret_cast<bf16_t*>(bytes));
+    } else {
+      values = SliceOf(values_->data() + offset_, n * sizeof(float), values_);
+    }
+    sent_bytes_ += values.size();
+    *out = ParameterChunkBuffer(header, values);
+    offset_ += n;
+    last_ = offset_ >= total_;
+    return true;
+  }
+  bool last() const { return last_; }
+
+  // Before the call's status goes out, so a client that has it sees the
+  // pull counted.
+  void RecordCompleted() {
+    service_->metrics_->AddSentBytes(sent_bytes_);
+    service_->metrics_->RecordPull(SecondsSince(start_), send_);
+  }
+
+ private:
+  // The engine refused the pull: a worker that is not a member (NOT_FOUND)
+  // or, never from this service, a reply buffer of the wrong size.
+  grpc::Status Refused(const Status& s) {
+    if (s.ok()) return grpc::Status::OK;
+    return service_->RejectPull(s.code() == Status::Code::kNotFound ? RejectReason::kUnknownWorker
+                                                                    : RejectReason::kMalformed,
+                                ToGrpcStatus(s));
+  }
+
+  MasterService* const service_;
+  const Clock::time_point start_;
+  proto::WireType wire_type_ = proto::FLOAT32;
+  size_t chunk_values_ = 0;
+  size_t total_ = 0;
+  uint64_t version_ = 0;
+  bool send_ = false;
+  std::optional<proto::PushResponse> push_;
+  std::shared_ptr<const std::vector<float>> values_;
+  size_t offset_ = 0;
+  bool last_ = false;
+  uint64_t sent_bytes_ = 0;
+};
+
+// Streams one pull: the reply's chunks, the last one with the status.
 class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   PullReactor(MasterService* service, grpc::CallbackServerContext* context,
               const grpc::ByteBuffer* request)
-      : service_(service), start_(Clock::now()) {
+      : service_(service), reply_(service) {
     grpc::Status s = Prepare(context, request);
     if (!s.ok()) {
       Finish(s);
@@ -168,99 +288,21 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
           RejectReason::kMalformed,
           grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed PullRequest"));
     }
-    if (!ValidWireType(pull.wire_type())) {
-      return service_->RejectPull(
-          RejectReason::kMalformed,
-          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "wire_type: unknown value"));
-    }
-    wire_type_ = pull.wire_type();
-    chunk_values_ = pull.chunk_values() == 0
-                        ? service_->options_.default_chunk_values
-                        : std::min(pull.chunk_values(), kMaxChunkValues);
-    total_ = service_->num_values_;
-    std::lock_guard<std::mutex> lock(service_->mu_);
-    UpdateEngine* engine = service_->engine_.get();
-    version_ = engine->version();
-    if (pull.observer()) {  // θ for a reader: no membership, nothing recorded
-      send_ = pull.known_version() < 0 || static_cast<uint64_t>(pull.known_version()) != version_;
-    } else {
-      send_ = engine->NeedsPull(pull.worker_id(), pull.known_version());
-    }
-    if (!send_) return grpc::Status::OK;
-    SharedReply& shared = service_->shared_replies_[pull.observer() ? 1 : 0];
-    if (shared.values != nullptr && shared.generation == engine->reply_generation()) {
-      reply_ = shared.values;  // written by an earlier pull: no copy
-      if (pull.observer()) return grpc::Status::OK;
-      return Refused(engine->PullFrom(pull.worker_id(), reply_->data(), total_, &version_));
-    }
-    std::shared_ptr<std::vector<float>> fresh = service_->pool_->Acquire();
-    Status s = pull.observer() ? engine->PullModel(fresh->data(), total_, &version_)
-                               : engine->Pull(pull.worker_id(), fresh->data(), total_, &version_);
-    if (!s.ok()) return Refused(s);
-    reply_ = fresh;
-    shared.generation = engine->reply_generation();
-    shared.values = reply_;
-    return grpc::Status::OK;
-  }
-
-  // Before Finish, so a client that has the status sees the pull counted.
-  void RecordCompleted() {
-    service_->metrics_->AddSentBytes(sent_bytes_);
-    service_->metrics_->RecordPull(SecondsSince(start_), send_);
-  }
-
-  // The engine refused the pull: a worker that is not a member (NOT_FOUND)
-  // or, never from this service, a reply buffer of the wrong size.
-  grpc::Status Refused(const Status& s) {
-    if (s.ok()) return grpc::Status::OK;
-    return service_->RejectPull(s.code() == Status::Code::kNotFound ? RejectReason::kUnknownWorker
-                                                                    : RejectReason::kMalformed,
-                                ToGrpcStatus(s));
+    return reply_.Prepare(pull);
   }
 
   void WriteNext() {
-    proto::ParameterChunk header;
-    header.set_version(version_);
-    header.set_total_values(total_);
-    header.set_wire_type(wire_type_);
-    header.set_incarnation(service_->options_.incarnation.id());
-    if (!send_) {  // the worker holds this version: one chunk, no values
-      RecordCompleted();
-      chunk_ = ParameterChunkBuffer(header, grpc::Slice());
+    if (!reply_.NextChunk(&chunk_)) return;  // never: the last write finished the call
+    if (reply_.last()) {
+      reply_.RecordCompleted();
       StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
-      return;
-    }
-    if (offset_ >= total_) {
-      RecordCompleted();
-      Finish(grpc::Status::OK);
-      return;
-    }
-    const size_t n = std::min<size_t>(chunk_values_, total_ - offset_);
-    header.set_offset(offset_);
-    grpc::Slice values;
-    if (wire_type_ == proto::BFLOAT16) {
-      uint8_t* bytes;
-      values = NewSlice(n * 2, &bytes);
-      FloatsToBf16(reply_->data() + offset_, n, reinterpret_cast<bf16_t*>(bytes));
     } else {
-      values = SliceOf(reply_->data() + offset_, n * sizeof(float), reply_);
+      StartWrite(&chunk_);
     }
-    sent_bytes_ += values.size();
-    chunk_ = ParameterChunkBuffer(header, values);
-    offset_ += n;
-    StartWrite(&chunk_);
   }
 
   MasterService* const service_;
-  const Clock::time_point start_;
-  proto::WireType wire_type_ = proto::FLOAT32;
-  size_t chunk_values_ = 0;
-  size_t total_ = 0;
-  uint64_t version_ = 0;
-  bool send_ = false;
-  std::shared_ptr<const std::vector<float>> reply_;
-  size_t offset_ = 0;
-  uint64_t sent_bytes_ = 0;
+  PullReply reply_;
   grpc::ByteBuffer chunk_;
 };
 
@@ -269,37 +311,14 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
 // received it in: each chunk is checked for NaN/Inf as it arrives, and the
 // rule decodes the values block by block as it applies them
 // (GradientView). The echo, rarely used, is copied into one buffer.
-class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
+class MasterService::PushReceiver {
  public:
-  PushReactor(MasterService* service, grpc::CallbackServerContext* context,
-              grpc::ByteBuffer* response)
-      : service_(service), context_(context), response_(response), start_(Clock::now()) {
-    grpc::Status auth = service_->Authorize(context);
-    if (!auth.ok()) {
-      Finish(auth);
-      return;
-    }
-    StartRead(&incoming_);
-  }
+  PushReceiver(MasterService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context), start_(Clock::now()) {}
 
-  void OnReadDone(bool ok) override {
-    if (!ok) {  // the client closed its side (or the call died)
-      Finish(Complete());
-      return;
-    }
-    grpc::Status s = Receive();
-    if (!s.ok()) {
-      Finish(s);
-      return;
-    }
-    StartRead(&incoming_);
-  }
-
-  void OnDone() override { delete this; }
-
- private:
-  grpc::Status Receive() {
-    Status parsed = ParseGradientChunk(&incoming_, &chunk_);
+  // One more chunk; an error status ends the call.
+  grpc::Status Receive(grpc::ByteBuffer* message) {
+    Status parsed = ParseGradientChunk(message, &chunk_);
     if (!parsed.ok()) return service_->RejectMalformed(parsed.message());
     const proto::GradientChunk& c = chunk_.header;
     // Every payload byte read counts, whether the push is applied or not.
@@ -360,15 +379,9 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
     return grpc::Status::OK;
   }
 
-  // n echoed values at `echo`, in the push's echo type.
-  bool EchoIsFinite(const char* echo, size_t n) const {
-    if (header_.echo_type() == proto::BFLOAT16) {
-      return FindNonFinite(reinterpret_cast<const bf16_t*>(echo), n) == n;
-    }
-    return FindNonFinite(reinterpret_cast<const float*>(echo), n) == n;
-  }
-
-  grpc::Status Complete() {
+  // The client has sent everything: applies the push and describes it in
+  // `reply`, or says why it was refused.
+  grpc::Status Complete(proto::PushResponse* reply) {
     const size_t total = service_->num_values_;
     if (context_->IsCancelled() || first_ || received_ != total) {
       const std::string from =
@@ -414,24 +427,31 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
       return ToGrpcStatus(s);
     }
     service_->metrics_->RecordPush(stats_, SecondsSince(start_));
-    proto::PushResponse reply;
-    reply.set_outcome(ToProto(stats_.outcome));
-    reply.set_version(version);
-    reply.set_staleness(stats_.staleness);
-    reply.set_learning_rate(stats_.learning_rate);
-    reply.set_gap_mean(stats_.has_gap ? stats_.gap.gap_mean : 1.0);
-    reply.set_penalty_mean(stats_.penalty_mean);
-    reply.set_incarnation(service_->options_.incarnation.id());
-    bool own = false;
-    grpc::SerializationTraits<proto::PushResponse>::Serialize(reply, response_, &own);
+    reply->set_outcome(ToProto(stats_.outcome));
+    reply->set_version(version);
+    reply->set_staleness(stats_.staleness);
+    reply->set_learning_rate(stats_.learning_rate);
+    reply->set_gap_mean(stats_.has_gap ? stats_.gap.gap_mean : 1.0);
+    reply->set_penalty_mean(stats_.penalty_mean);
+    reply->set_incarnation(service_->options_.incarnation.id());
     return grpc::Status::OK;
+  }
+
+  // The first chunk's header (after the first Receive).
+  const proto::GradientChunk& header() const { return header_; }
+
+ private:
+  // n echoed values at `echo`, in the push's echo type.
+  bool EchoIsFinite(const char* echo, size_t n) const {
+    if (header_.echo_type() == proto::BFLOAT16) {
+      return FindNonFinite(reinterpret_cast<const bf16_t*>(echo), n) == n;
+    }
+    return FindNonFinite(reinterpret_cast<const float*>(echo), n) == n;
   }
 
   MasterService* const service_;
   grpc::CallbackServerContext* const context_;
-  grpc::ByteBuffer* const response_;
   const Clock::time_point start_;
-  grpc::ByteBuffer incoming_;
   ReceivedGradientChunk chunk_;
   proto::GradientChunk header_;
   bool first_ = true;
@@ -446,6 +466,120 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
   ApplyStats stats_;
 };
 
+// One push: reads its chunks, then answers with the PushResponse.
+class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
+ public:
+  PushReactor(MasterService* service, grpc::CallbackServerContext* context,
+              grpc::ByteBuffer* response)
+      : service_(service), response_(response), push_(service, context) {
+    grpc::Status auth = service_->Authorize(context);
+    if (!auth.ok()) {
+      Finish(auth);
+      return;
+    }
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client closed its side (or the call died)
+      proto::PushResponse reply;
+      grpc::Status s = push_.Complete(&reply);
+      bool own = false;
+      if (s.ok()) grpc::SerializationTraits<proto::PushResponse>::Serialize(reply, response_, &own);
+      Finish(s);
+      return;
+    }
+    grpc::Status s = push_.Receive(&incoming_);
+    if (!s.ok()) {
+      Finish(s);
+      return;
+    }
+    StartRead(&incoming_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  MasterService* const service_;
+  grpc::ByteBuffer* const response_;
+  grpc::ByteBuffer incoming_;
+  PushReceiver push_;
+};
+
+// A push, then the pull for the worker's next step in the same call: the
+// gradient's chunks in, then the parameters' chunks out, the first one
+// carrying the push's outcome.
+class MasterService::PushPullReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  PushPullReactor(MasterService* service, grpc::CallbackServerContext* context)
+      : service_(service), push_(service, context), reply_(service) {
+    grpc::Status auth = service_->Authorize(context);
+    if (!auth.ok()) {
+      Finish(auth);
+      return;
+    }
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (ok) {
+      grpc::Status s = push_.Receive(&incoming_);
+      if (s.ok()) {
+        StartRead(&incoming_);
+      } else {
+        Finish(s);
+      }
+      return;
+    }
+    // The client closed its side: apply, then answer with parameters.
+    proto::PushResponse pushed;
+    grpc::Status s = push_.Complete(&pushed);
+    if (!s.ok()) {
+      Finish(s);
+      return;
+    }
+    proto::PullRequest pull;
+    pull.set_worker_id(push_.header().worker_id());
+    pull.set_known_version(static_cast<int64_t>(push_.header().base_version()));
+    pull.set_wire_type(push_.header().wire_type());
+    if (!reply_.Prepare(pull).ok()) {
+      // The push counts; the worker learns why the pull does not from its
+      // next Pull.
+      reply_.PrepareNothing(pushed.version());
+    }
+    reply_.AttachPush(pushed);
+    WriteNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"));
+      return;
+    }
+    WriteNext();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    if (!reply_.NextChunk(&chunk_)) return;  // never: the last write finished the call
+    if (reply_.last()) {
+      reply_.RecordCompleted();
+      StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
+    } else {
+      StartWrite(&chunk_);
+    }
+  }
+
+  MasterService* const service_;
+  grpc::ByteBuffer incoming_;
+  PushReceiver push_;
+  PullReply reply_;
+  grpc::ByteBuffer chunk_;
+};
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* MasterService::Pull(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   return new PullReactor(this, context, request);
@@ -454,6 +588,11 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* MasterService::Pull(
 grpc::ServerReadReactor<grpc::ByteBuffer>* MasterService::Push(
     grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
   return new PushReactor(this, context, response);
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* MasterService::PushPull(
+    grpc::CallbackServerContext* context) {
+  return new PushPullReactor(this, context);
 }
 
 grpc::Status MasterService::SetMembers(grpc::ServerContext* context,

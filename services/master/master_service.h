@@ -1,6 +1,7 @@
 // MasterService: the master's gRPC API (proto/gaptrain.proto, service
-// Master) over an UpdateEngine. Five verbs: Describe, Pull, Push,
-// SetMembers, Checkpoint.
+// Master) over an UpdateEngine. Six verbs: Describe, Pull, Push, PushPull
+// (a push and the worker's next pull in one call: one round trip per
+// training step), SetMembers, Checkpoint.
 //
 // Concurrency: one mutex guards the engine. Under the mutex a pull takes
 // the reply of the current model (one immutable, shared buffer per
@@ -48,12 +49,13 @@ namespace gaptrain {
 // Maps a gaptrain Status onto gRPC (the codes are numbered alike).
 grpc::Status ToGrpcStatus(const Status& status);
 
-// Pull and Push are raw callback methods: their chunks are written and
+// Pull, Push and PushPull are raw callback methods: their chunks are written and
 // read as gRPC byte buffers whose payload slices point at model buffers
 // (chunk_wire.h), so parameters and gradients are not copied into and out
 // of protobuf messages. The other verbs are plain synchronous methods.
 using MasterServiceBase = proto::Master::WithRawCallbackMethod_Pull<
-    proto::Master::WithRawCallbackMethod_Push<proto::Master::Service>>;
+    proto::Master::WithRawCallbackMethod_Push<
+        proto::Master::WithRawCallbackMethod_PushPull<proto::Master::Service>>>;
 
 class MasterService final : public MasterServiceBase {
  public:
@@ -91,14 +93,19 @@ class MasterService final : public MasterServiceBase {
                                                    const grpc::ByteBuffer* request) override;
   grpc::ServerReadReactor<grpc::ByteBuffer>* Push(grpc::CallbackServerContext* context,
                                                   grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* PushPull(
+      grpc::CallbackServerContext* context) override;
   grpc::Status SetMembers(grpc::ServerContext* context, const proto::SetMembersRequest* request,
                           proto::SetMembersResponse* response) override;
   grpc::Status Checkpoint(grpc::ServerContext* context, const proto::CheckpointRequest* request,
                           proto::CheckpointResponse* response) override;
 
  private:
+  class PullReply;
+  class PushReceiver;
   class PullReactor;
   class PushReactor;
+  class PushPullReactor;
 
   grpc::Status Authorize(const grpc::ServerContextBase* context) const;
   // Count and log a push or pull the service refuses before the engine

@@ -189,6 +189,122 @@ TEST(MasterServiceTest, PullPushAndNotModified) {
   EXPECT_EQ(theta[0], 42.0f);  // untouched
 }
 
+// PushPull: the push is applied, and the same call brings the parameters
+// after it, in as many chunks as a pull; counted as a push and a pull.
+TEST(MasterServiceTest, PushPullAppliesThePushAndReturnsTheNextParameters) {
+  for (proto::WireType wire : {proto::FLOAT32, proto::BFLOAT16}) {
+    SCOPED_TRACE(proto::WireType_Name(wire));
+    MasterServer master(10000, PlainSgd(), /*lr=*/0.5);
+    MasterClient client = master.Client(wire, 3000);  // 4 chunks each way
+    proto::SetMembersResponse m;
+    ASSERT_TRUE(client.SetMembers({7, 8}, &m).ok());
+    std::vector<float> theta(10000, -1.0f);
+    MasterClient::PullResult r;
+    ASSERT_TRUE(client.Pull(7, -1, theta.data(), theta.size(), &r).ok());
+
+    std::vector<float> g(10000);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(i % 7);
+    MasterClient::PushPullResult pp;
+    ASSERT_TRUE(
+        client.PushPull(7, 0, g.data(), g.size(), 1.5f, nullptr, proto::FLOAT32, theta.data(), &pp)
+            .ok());
+    ASSERT_TRUE(pp.pull_status.ok()) << pp.pull_status.ToString();
+    EXPECT_EQ(pp.push.outcome(), proto::PushResponse::APPLIED);
+    EXPECT_EQ(pp.push.version(), 1u);
+    EXPECT_EQ(pp.push.staleness(), 0u);
+    EXPECT_TRUE(pp.pull.modified);
+    EXPECT_EQ(pp.pull.version, 1u);
+    EXPECT_EQ(theta, master.Params()) << "the parameters after the push";
+    for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(theta[i], -0.5f * g[i]) << i;
+
+    // Worker 8 pushes in between: worker 7's next PushPull is 1 stale and
+    // brings both updates.
+    proto::PushResponse p;
+    ASSERT_TRUE(client.Push(8, 1, g.data(), g.size(), 0, &p).ok());
+    ASSERT_TRUE(
+        client.PushPull(7, 1, g.data(), g.size(), 1.5f, nullptr, proto::FLOAT32, theta.data(), &pp)
+            .ok());
+    EXPECT_EQ(pp.push.version(), 3u);
+    EXPECT_EQ(pp.push.staleness(), 1u);
+    EXPECT_EQ(pp.pull.version, 3u);
+    EXPECT_EQ(theta, master.Params());
+    EXPECT_EQ(master.Metric("gaptrain_master_pushes_total", {{"outcome", "applied"}}), 3);
+    EXPECT_EQ(master.Metric("gaptrain_master_pull_duration_seconds"), 3) << "one pull, two push-pulls";
+  }
+}
+
+// The worker's copy may be both the echo it sends and the buffer the new
+// parameters arrive in: the echo is wholly sent before any value lands.
+TEST(MasterServiceTest, PushPullMayReceiveIntoTheEchoedCopy) {
+  RuleConfig rule;
+  rule.kind = RuleKind::kGapAware;
+  rule.gap_source = GapSource::kEcho;
+  MasterServer master(50000, rule, 0.1);
+  MasterClient client = master.Client(proto::FLOAT32, 4096);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1}, &m).ok());
+  std::vector<float> theta(50000), g(50000, 0.5f);
+  MasterClient::PullResult r;
+  ASSERT_TRUE(client.Pull(1, -1, theta.data(), theta.size(), &r).ok());
+  for (int step = 0; step < 4; ++step) {
+    MasterClient::PushPullResult pp;
+    ASSERT_TRUE(client
+                    .PushPull(1, r.version, g.data(), g.size(), 0, theta.data(), proto::FLOAT32,
+                              theta.data(), &pp)
+                    .ok());
+    // An echo clobbered by the incoming values would be far from the
+    // worker's copy: a Gap well above 1.
+    EXPECT_NEAR(pp.push.gap_mean(), 1.0, 1e-6) << "step " << step;
+    ASSERT_TRUE(pp.pull.modified);
+    EXPECT_EQ(theta, master.Params());
+    r = pp.pull;
+  }
+}
+
+// A refused push ends the call with Push's status, and nothing is written
+// into the parameters buffer; in sync mode an accumulated push brings no
+// values to a worker that holds the step's parameters (the next step's do
+// not exist yet).
+TEST(MasterServiceTest, PushPullRefusalsAndAnAccumulatedSyncPush) {
+  MasterServer master(1000, PlainSgd());
+  MasterClient client = master.Client(proto::FLOAT32, 300);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1}, &m).ok());
+  std::vector<float> theta(1000, 42.0f), g(1000, 1.0f);
+  MasterClient::PushPullResult pp;
+  EXPECT_EQ(client.PushPull(9, 0, g.data(), 1000, 0, nullptr, proto::FLOAT32, theta.data(), &pp)
+                .code(),
+            Status::Code::kNotFound);
+  EXPECT_EQ(client.PushPull(1, 5, g.data(), 1000, 0, nullptr, proto::FLOAT32, theta.data(), &pp)
+                .code(),
+            Status::Code::kOutOfRange);
+  EXPECT_EQ(client.PushPull(1, 0, g.data(), 999, 0, nullptr, proto::FLOAT32, theta.data(), &pp)
+                .code(),
+            Status::Code::kInvalidArgument);
+  MasterClient stranger = master.Client(proto::FLOAT32, 300, "wrong-token");
+  EXPECT_EQ(stranger.PushPull(1, 0, g.data(), 1000, 0, nullptr, proto::FLOAT32, theta.data(), &pp)
+                .code(),
+            Status::Code::kUnauthenticated);
+  EXPECT_EQ(theta, std::vector<float>(1000, 42.0f));
+  EXPECT_EQ(master.Version(), 0u);
+
+  RuleConfig sync;
+  sync.kind = RuleKind::kSync;
+  MasterServer stepped(1000, sync);
+  MasterClient worker = stepped.Client(proto::FLOAT32, 300);
+  ASSERT_TRUE(worker.SetMembers({1, 2}, &m).ok());
+  MasterClient::PullResult r;
+  ASSERT_TRUE(worker.Pull(1, -1, theta.data(), 1000, &r).ok());
+  std::fill(theta.begin(), theta.end(), 42.0f);
+  ASSERT_TRUE(
+      worker.PushPull(1, 0, g.data(), 1000, 0, nullptr, proto::FLOAT32, theta.data(), &pp).ok());
+  ASSERT_TRUE(pp.pull_status.ok()) << pp.pull_status.ToString();
+  EXPECT_EQ(pp.push.outcome(), proto::PushResponse::ACCUMULATED);
+  EXPECT_FALSE(pp.pull.modified);
+  EXPECT_EQ(pp.pull.version, 0u);
+  EXPECT_EQ(theta, std::vector<float>(1000, 42.0f));
+}
+
 // Every push adds the same -1 to every parameter, so the final model is
 // known whatever the order, and any pulled model must be uniform: a pull
 // that saw half an update would hold two different values.

@@ -50,10 +50,11 @@ FakeMaster::FakeMaster(const ParameterLayout& layout)
 
 FakeMaster::~FakeMaster() { server_->Shutdown(); }
 
-void FakeMaster::SetPull(PullMode mode, int times) {
+void FakeMaster::SetPull(PullMode mode, int times, int after) {
   std::lock_guard<std::mutex> lock(mu_);
   pull_mode_ = mode;
   pull_times_ = times;
+  pull_after_ = after;
 }
 
 void FakeMaster::SetPush(PushMode mode, int times) {
@@ -104,6 +105,26 @@ int FakeMaster::pushes_received() const {
   std::lock_guard<std::mutex> lock(mu_);
   return pushes_received_;
 }
+void FakeMaster::SetPushPull(bool supported) {
+  std::lock_guard<std::mutex> lock(mu_);
+  push_pull_ = supported;
+}
+
+int FakeMaster::push_pulls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return push_pulls_;
+}
+
+proto::MasterIncarnation FakeMaster::run() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return run_;
+}
+
+proto::WireType FakeMaster::last_push_wire_type() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return push_wire_types_.empty() ? proto::FLOAT32 : push_wire_types_.back();
+}
+
 int FakeMaster::pushes_applied() const {
   std::lock_guard<std::mutex> lock(mu_);
   return pushes_applied_;
@@ -150,6 +171,20 @@ grpc::Status FakeMaster::Describe(grpc::ServerContext*, const proto::DescribeReq
 
 grpc::Status FakeMaster::Pull(grpc::ServerContext*, const proto::PullRequest* request,
                               grpc::ServerWriter<proto::ParameterChunk>* writer) {
+  return SendPull(*request, [&](const proto::ParameterChunk& c) { return writer->Write(c); },
+                  nullptr);
+}
+
+grpc::Status FakeMaster::SendPull(const proto::PullRequest& pull, const ChunkWriter& write,
+                                  const proto::PushResponse* push) {
+  const proto::PullRequest* request = &pull;
+  // The first chunk carries the push's outcome (PushPull).
+  bool first = true;
+  auto emit = [&](proto::ParameterChunk chunk) {
+    if (first && push != nullptr) *chunk.mutable_push() = *push;
+    first = false;
+    return write(chunk);
+  };
   PullMode mode;
   uint64_t version, run;
   {
@@ -157,7 +192,8 @@ grpc::Status FakeMaster::Pull(grpc::ServerContext*, const proto::PullRequest* re
     ++pulls_;
     if (request->observer()) ++observer_pulls_;
     pull_wire_types_.push_back(request->wire_type());
-    mode = Take(&pull_times_) ? pull_mode_ : PullMode::kGood;
+    const bool scripted = pull_after_ > 0 ? (--pull_after_, false) : Take(&pull_times_);
+    mode = scripted ? pull_mode_ : PullMode::kGood;
     version = version_;
     run = run_.id();
   }
@@ -175,22 +211,22 @@ grpc::Status FakeMaster::Pull(grpc::ServerContext*, const proto::PullRequest* re
     case PullMode::kWrongTotal:
       chunk.set_total_values(p + 1);
       chunk.set_values(Bytes(theta_.data(), p));
-      writer->Write(chunk);
+      emit(chunk);
       return grpc::Status::OK;
     case PullMode::kMalformedChunk:
       chunk.set_offset(5);
       chunk.set_values(Bytes(theta_.data(), p - 5));
-      writer->Write(chunk);
+      emit(chunk);
       return grpc::Status::OK;
     case PullMode::kTruncated:
       chunk.set_values(Bytes(theta_.data(), p / 2));
-      writer->Write(chunk);
+      emit(chunk);
       return grpc::Status::OK;
     case PullMode::kGood:
       break;
   }
   if (request->known_version() >= 0 && static_cast<uint64_t>(request->known_version()) == version) {
-    writer->Write(chunk);  // not modified: no values
+    emit(chunk);  // not modified: no values
     return grpc::Status::OK;
   }
   // Two chunks in the requested type, as a real master would for a larger
@@ -199,10 +235,10 @@ grpc::Status FakeMaster::Pull(grpc::ServerContext*, const proto::PullRequest* re
   const size_t half = p / 2;
   chunk.set_wire_type(type);
   chunk.set_values(Bytes(theta_.data(), half, type));
-  writer->Write(chunk);
+  emit(chunk);
   chunk.set_offset(half);
   chunk.set_values(Bytes(theta_.data() + half, p - half, type));
-  writer->Write(chunk);
+  emit(chunk);
   std::lock_guard<std::mutex> lock(mu_);
   pulled_value_bytes_ += p * WireTypeSize(type);
   return grpc::Status::OK;
@@ -211,12 +247,46 @@ grpc::Status FakeMaster::Pull(grpc::ServerContext*, const proto::PullRequest* re
 grpc::Status FakeMaster::Push(grpc::ServerContext*,
                               grpc::ServerReader<proto::GradientChunk>* reader,
                               proto::PushResponse* response) {
+  return ApplyPush([&](proto::GradientChunk* c) { return reader->Read(c); }, response);
+}
+
+grpc::Status FakeMaster::PushPull(
+    grpc::ServerContext*,
+    grpc::ServerReaderWriter<proto::ParameterChunk, proto::GradientChunk>* stream) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!push_pull_) {
+      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "fake master: an older master");
+    }
+    ++push_pulls_;
+  }
+  proto::PushResponse pushed;
+  grpc::Status s = ApplyPush([&](proto::GradientChunk* c) { return stream->Read(c); }, &pushed);
+  if (!s.ok()) return s;
+  if (pushed.incarnation() != run().id()) {
+    // The push ended the run (RestartAfter): the old run answers without
+    // parameters, and the worker's next pull meets the new one.
+    proto::ParameterChunk chunk;
+    chunk.set_version(pushed.version());
+    chunk.set_total_values(theta_.size());
+    chunk.set_incarnation(pushed.incarnation());
+    *chunk.mutable_push() = pushed;
+    stream->Write(chunk);
+    return grpc::Status::OK;
+  }
+  proto::PullRequest pull;
+  pull.set_known_version(-1);
+  pull.set_wire_type(last_push_wire_type());
+  return SendPull(pull, [&](const proto::ParameterChunk& c) { return stream->Write(c); }, &pushed);
+}
+
+grpc::Status FakeMaster::ApplyPush(const ChunkReader& read, proto::PushResponse* response) {
   std::vector<float> gradient;
   std::string echo;
   proto::WireType type = proto::FLOAT32;
   uint64_t bytes = 0;
   proto::GradientChunk chunk;
-  while (reader->Read(&chunk)) {
+  while (read(&chunk)) {
     type = chunk.wire_type();
     bytes += chunk.values().size();
     const size_t n = chunk.values().size() / WireTypeSize(type);

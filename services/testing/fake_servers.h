@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,9 +46,14 @@ class FakeMaster final : public proto::Master::Service {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
   // Script: the first `times` calls answer with `mode` (times < 0: every
-  // call), later ones kGood.
-  void SetPull(PullMode mode, int times = -1);
+  // call), later ones kGood. For pulls, the script starts after the first
+  // `after` pulls (a PushPull's pull counts).
+  void SetPull(PullMode mode, int times = -1, int after = 0);
   void SetPush(PushMode mode, int times = -1);
+  // Whether PushPull is served (a push scripted by SetPush, then a pull by
+  // SetPull whose first chunk carries the push's outcome); false, the
+  // default: UNIMPLEMENTED, as from a master older than PushPull.
+  void SetPushPull(bool supported);
   void SetRule(const std::string& rule, bool needs_echo = false,
                proto::WireType echo_type = proto::FLOAT32);
   // Describe reports this layout instead of the real one.
@@ -65,6 +71,7 @@ class FakeMaster final : public proto::Master::Service {
   int observer_pulls() const;
   int pushes_received() const;  // every push stream, accepted or not
   int pushes_applied() const;
+  int push_pulls() const;  // PushPull calls served (each also counts as a push and a pull)
   // The first accepted push's gradient (decoded) and echo (raw bytes).
   std::vector<float> first_gradient() const;
   std::string first_echo() const;
@@ -82,8 +89,19 @@ class FakeMaster final : public proto::Master::Service {
                     grpc::ServerWriter<proto::ParameterChunk>* writer) override;
   grpc::Status Push(grpc::ServerContext*, grpc::ServerReader<proto::GradientChunk>* reader,
                     proto::PushResponse* response) override;
+  grpc::Status PushPull(
+      grpc::ServerContext*,
+      grpc::ServerReaderWriter<proto::ParameterChunk, proto::GradientChunk>* stream) override;
 
  private:
+  using ChunkReader = std::function<bool(proto::GradientChunk*)>;
+  using ChunkWriter = std::function<bool(const proto::ParameterChunk&)>;
+  grpc::Status ApplyPush(const ChunkReader& read, proto::PushResponse* response);
+  grpc::Status SendPull(const proto::PullRequest& request, const ChunkWriter& write,
+                        const proto::PushResponse* push);
+  proto::WireType last_push_wire_type() const;
+  proto::MasterIncarnation run() const;
+
   const ParameterLayout layout_;
   std::vector<float> theta_;
   std::unique_ptr<grpc::Server> server_;
@@ -100,9 +118,12 @@ class FakeMaster final : public proto::Master::Service {
   proto::MasterIncarnation next_run_;
   PullMode pull_mode_ = PullMode::kGood;
   int pull_times_ = 0;
+  int pull_after_ = 0;
   PushMode push_mode_ = PushMode::kGood;
   int push_times_ = 0;
+  bool push_pull_ = false;
   int pulls_ = 0, observer_pulls_ = 0, pushes_received_ = 0, pushes_applied_ = 0;
+  int push_pulls_ = 0;
   std::vector<float> first_gradient_;
   std::string first_echo_;
   std::vector<proto::WireType> pull_wire_types_, push_wire_types_;

@@ -89,6 +89,7 @@ Status Trainer::Setup() {
   run_id_ = master_.run().id();
   const proto::DescribeResponse& d = master_.description();
   sync_ = d.rule() == "sync";
+  push_pull_ = !sync_;
   echo_ = d.needs_echo();
   echo_type_ = d.echo_type();
   // Pulled over a bf16 wire, the copy holds bf16 values: sent as bf16 it
@@ -161,6 +162,7 @@ Status Trainer::RunTask(const proto::DataTask& task) {
     order_epoch_ = task.epoch();
   }
   const uint64_t generation = session_->generation();
+  pulled_with_push_ = false;  // parameters from before the task's RPCs: pull fresh ones
   // Positions still to train, in order: the task, then any whose updates
   // a master restart lost.
   std::deque<SampleRange> todo = {SampleRange{task.begin(), task.end()}};
@@ -288,6 +290,11 @@ Status Trainer::PullParameters() {
   not_member_logged_ = false;
   Average(&pull_seconds_, seconds);
   if (metrics_ != nullptr) metrics_->RecordPull(seconds);
+  AcceptPulled(r);
+  return Status::OK();
+}
+
+void Trainer::AcceptPulled(const MasterClient::PullResult& r) {
   master_.NoteVersion(r.version);
   session_->SetMasterVersion(r.version);
   NoteRun(r.incarnation);
@@ -299,7 +306,33 @@ Status Trainer::PullParameters() {
   }
   known_version_ = static_cast<int64_t>(r.version);
   base_version_ = r.version;
-  return Status::OK();
+}
+
+Status Trainer::SendGradient(const float* gradient, float loss, const void* echo,
+                             proto::PushResponse* reply) {
+  if (push_pull_) {
+    MasterClient::PushPullResult r;
+    Status s = master_.client()->PushPull(session_->worker_id(), base_version_, gradient, p_, loss,
+                                          echo, echo_type_, model_->parameters(), &r);
+    if (s.code() != Status::Code::kUnimplemented) {
+      if (!s.ok()) return s;
+      *reply = r.push;
+      if (!r.pull_status.ok()) {
+        known_version_ = -1;  // the buffer may hold part of a reply
+        spdlog::debug("master: the pull after a push failed ({}); pulling again",
+                      r.pull_status.ToString());
+      } else if (r.pull.modified) {
+        AcceptPulled(r.pull);
+        pulled_with_push_ = true;
+      }
+      return Status::OK();
+    }
+    // Nothing was applied: push the same gradient the old way.
+    spdlog::info("master: no PushPull (an older master); pushing and pulling in two calls");
+    push_pull_ = false;
+  }
+  return master_.client()->Push(session_->worker_id(), base_version_, gradient, p_, loss, reply,
+                                echo, echo_type_);
 }
 
 const float* Trainer::Gradient() {
@@ -347,7 +380,9 @@ Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* ou
       return Status::OK();
     }
 
-    Status s = PullParameters();
+    // The last push may have brought this step's parameters already.
+    Status s = pulled_with_push_ ? Status::OK() : PullParameters();
+    pulled_with_push_ = false;
     if (!s.ok()) {
       if (s.code() == Status::Code::kNotFound) {
         if (!not_member_logged_) {
@@ -395,8 +430,7 @@ Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* ou
     }
     proto::PushResponse reply;
     const auto push_start = Clock::now();
-    s = master_.client()->Push(session_->worker_id(), base_version_, gradient, p_, l, &reply, echo,
-                               echo_type_);
+    s = SendGradient(gradient, l, echo, &reply);
     if (s.ok()) {
       const double push = SecondsSince(push_start);
       master_.NoteSuccess();

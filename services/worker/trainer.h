@@ -111,6 +111,13 @@ class Trainer {
   Status RunTask(const proto::DataTask& task);
   Status TrainBatch(size_t samples, uint64_t generation, BatchOutcome* outcome, float* loss);
   Status PullParameters();
+  // Takes a pull's answer: versions, the master's run, the bf16 echo.
+  void AcceptPulled(const MasterClient::PullResult& r);
+  // Pushes the gradient computed on base_version_; with PushPull the same
+  // call brings the next step's parameters (pulled_with_push_). Falls back
+  // to Push for good on a master without PushPull.
+  Status SendGradient(const float* gradient, float loss, const void* echo,
+                      proto::PushResponse* reply);
   // A call was answered by another master run than run_id_: learns what
   // the new run resumed from, moves the positions of the batches in
   // `pushed` whose updates it lost to the end of `todo` (*lost: how many)
@@ -154,6 +161,11 @@ class Trainer {
   uint64_t run_id_ = 0;         // the master run that answered Connect
   bool run_changed_ = false;    // a later answer came from another run
   uint64_t pushed_incarnation_ = 0, pushed_version_ = 0;  // the last applied push
+
+  // Push and the next pull in one call (not in sync mode, where the next
+  // step's parameters exist only once every gradient of this one is in).
+  bool push_pull_ = true;
+  bool pulled_with_push_ = false;  // parameters() holds the newest, pulled with the push
 
   // What the master's rule needs from a push.
   bool sync_ = false;

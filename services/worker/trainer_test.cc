@@ -413,6 +413,49 @@ TEST(TrainerTest, MalformedTruncatedOrEmptyStreamsAreRetriedThenReported) {
   }
 }
 
+// A master with PushPull: each push brings the next step's parameters,
+// and the trainer pulls on its own only to start the task.
+TEST(TrainerTest, APushPullBringsTheNextStepsParameters) {
+  Harness h;
+  h.master().SetPushPull(true);
+  Status s = h.RunTrainer();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(h.master().pushes_applied(), kBatches);
+  EXPECT_EQ(h.master().push_pulls(), kBatches);
+  EXPECT_EQ(h.master().pulls() - h.master().push_pulls(), 1) << "one Pull: the task's first";
+  EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FINISHED);
+}
+
+// The pull half of a PushPull fails after the push was applied: the push
+// counts once, and the trainer pulls on its own for the next step.
+TEST(TrainerTest, AFailedPullAfterAnAppliedPushIsPulledAgain) {
+  for (FakeMaster::PullMode mode :
+       {FakeMaster::PullMode::kMalformedChunk, FakeMaster::PullMode::kTruncated,
+        FakeMaster::PullMode::kWrongTotal}) {
+    Harness h;
+    h.master().SetPushPull(true);
+    // Pull 1 starts the task; pull 2 is the first PushPull's.
+    h.master().SetPull(mode, /*times=*/1, /*after=*/1);
+    Status s = h.RunTrainer();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(h.master().pushes_applied(), kBatches) << "never pushed twice";
+    EXPECT_EQ(h.master().push_pulls(), kBatches);
+    EXPECT_EQ(h.master().pulls() - h.master().push_pulls(), 2) << "the task's first, and one more";
+  }
+}
+
+// A master older than PushPull answers UNIMPLEMENTED, applying nothing:
+// the trainer pushes the same gradient with Push and keeps to Push/Pull.
+TEST(TrainerTest, AMasterWithoutPushPullGetsPushAndPull) {
+  Harness h;  // the fake master has no PushPull unless asked
+  Status s = h.RunTrainer();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(h.master().push_pulls(), 0);
+  EXPECT_EQ(h.master().pushes_applied(), kBatches);
+  EXPECT_EQ(h.master().pushes_received(), kBatches);
+  EXPECT_GE(h.master().pulls(), kBatches);
+}
+
 TEST(TrainerTest, OutagesAreRetriedAndCountedAsReconnects) {
   Harness h;
   h.master().SetPull(FakeMaster::PullMode::kUnavailable, 3);
