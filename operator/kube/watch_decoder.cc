@@ -65,8 +65,10 @@ Status WatchErrorStatus(const std::string& what, const WatchEvent& event) {
 
 WatchDecoder::WatchDecoder(const Limits& limits) : limits_(limits) {
   parser_.eager(true);
+  // CountHeader enforces max_header_bytes; Beast's looser limit only
+  // bounds its own buffering.
   parser_.header_limit(static_cast<std::uint32_t>(
-      std::min<size_t>(limits.max_header_bytes, UINT32_MAX)));
+      std::min<size_t>(2 * limits.max_header_bytes + 64, UINT32_MAX)));
   parser_.body_limit(boost::none);  // a watch has no end; lines are limited instead
 }
 
@@ -75,9 +77,26 @@ Status WatchDecoder::Fail(const std::string& why) {
   return failure_;
 }
 
+Status WatchDecoder::CountHeader(const char* data, size_t size) {
+  static constexpr char kEnd[] = "\r\n\r\n";
+  for (size_t i = 0; i < size && header_end_matched_ < 4; ++i) {
+    if (++header_bytes_ > limits_.max_header_bytes) {
+      return Fail("malformed HTTP response: header limit exceeded (" +
+                  std::to_string(limits_.max_header_bytes) + " bytes)");
+    }
+    if (data[i] == kEnd[header_end_matched_]) {
+      ++header_end_matched_;
+    } else {
+      header_end_matched_ = data[i] == '\r' ? 1 : 0;
+    }
+  }
+  return Status::OK();
+}
+
 Status WatchDecoder::Feed(const char* data, size_t size, std::vector<WatchEvent>* events) {
   if (!failure_.ok()) return failure_;
   if (parser_.is_done()) return Status::OK();  // bytes after the response mean nothing
+  GAPTRAIN_RETURN_IF_ERROR(CountHeader(data, size));
   unparsed_.append(data, size);
   while (!unparsed_.empty() && !parser_.is_done()) {
     boost::beast::error_code ec;

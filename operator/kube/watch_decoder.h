@@ -55,6 +55,7 @@ Status WatchErrorStatus(const std::string& what, const WatchEvent& event);
 class WatchDecoder {
  public:
   struct Limits {
+    // The status line and fields with the blank line that ends them.
     size_t max_header_bytes = 64 * 1024;
     size_t max_line_bytes = size_t{32} << 20;
     size_t max_error_body_bytes = 1 << 20;
@@ -80,6 +81,11 @@ class WatchDecoder {
 
  private:
   Status Fail(const std::string& why);
+  // Counts header bytes in data[0, size) up to the blank line that ends
+  // the header; fails past max_header_bytes. Beast's own limit depends on
+  // how the bytes arrive (a header over the limit passed when cut in two),
+  // so this one, over the byte stream itself, decides.
+  Status CountHeader(const char* data, size_t size);
   // Moves body bytes the parser produced into lines, and lines into events.
   Status TakeBody(std::vector<WatchEvent>* events);
   Status DecodeLine(const std::string& line, std::vector<WatchEvent>* events);
@@ -90,6 +96,8 @@ class WatchDecoder {
   std::string line_;      // the current, unterminated line
   std::string error_body_;
   Status failure_;
+  size_t header_bytes_ = 0;       // counted so far
+  int header_end_matched_ = 0;    // characters of "\r\n\r\n" just seen; 4: the header ended
 };
 
 }  // namespace kube

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 
 #include "services/common/bfloat16.h"
 
@@ -165,8 +166,9 @@ Status ParseParameterChunk(grpc::ByteBuffer* buffer, ReceivedParameterChunk* chu
   chunk->values = SlicedBytes();
   if (!buffer->Dump(&chunk->slices).ok()) return Status::InvalidArgument("unreadable message");
   proto::ParameterChunk& h = chunk->header;
-  SlicedBytes push;  // PushPull's outcome: small, parsed as a message
-  bool has_push = false;
+  // PushPull's outcome: small, parsed as a message. Protobuf merges every
+  // occurrence of the field, so each one is parsed and must be valid.
+  std::deque<SlicedBytes> pushes;
   GAPTRAIN_RETURN_IF_ERROR(ParseFields(
       chunk->slices,
       [&](uint32_t field, uint64_t v) {
@@ -181,14 +183,13 @@ Status ParseParameterChunk(grpc::ByteBuffer* buffer, ReceivedParameterChunk* chu
       [&](uint32_t field) -> SlicedBytes* {
         if (field == 5) return &chunk->values;
         if (field != 7) return nullptr;
-        has_push = true;
-        return &push;
+        return &pushes.emplace_back();
       },
       [](uint32_t, uint32_t) {}));
-  if (has_push) {
+  for (const SlicedBytes& push : pushes) {
     std::string bytes(push.size(), '\0');
     push.CopyTo(bytes.data());
-    if (!h.mutable_push()->ParseFromString(bytes)) {
+    if (!h.mutable_push()->MergeFromString(bytes)) {
       return Status::InvalidArgument("malformed chunk: push is not a PushResponse");
     }
   }

@@ -145,11 +145,23 @@ TEST(ParseParameterChunkTest, ReadsThePushOutcomeOfAPushPull) {
   ASSERT_TRUE(ParseParameterChunk(&buffer, &chunk).ok());
   EXPECT_FALSE(chunk.header.has_push()) << "cleared from the previous parse";
 
-  // An outcome that is not a PushResponse (a truncated varint inside).
-  const std::string bad = std::string("\x3a\x02\x10\x80", 4);
-  grpc::Slice slice(bad.data(), bad.size());
-  grpc::ByteBuffer malformed(&slice, 1);
-  EXPECT_EQ(ParseParameterChunk(&malformed, &chunk).code(), Status::Code::kInvalidArgument);
+  // An outcome that is not a PushResponse (a truncated varint inside),
+  // alone or followed by a valid one (found by chunk_wire_fuzzer: only
+  // the last occurrence was parsed, protobuf parses and merges them all).
+  for (const std::string& bad :
+       {std::string("\x3a\x02\x10\x80", 4), std::string("\x3a\x02\x10\x80\x3a\x00", 6)}) {
+    grpc::Slice slice(bad.data(), bad.size());
+    grpc::ByteBuffer malformed(&slice, 1);
+    EXPECT_EQ(ParseParameterChunk(&malformed, &chunk).code(), Status::Code::kInvalidArgument);
+    EXPECT_FALSE(proto::ParameterChunk().ParseFromString(bad));
+  }
+  // Two valid occurrences merge, as protobuf merges them.
+  const std::string twice = std::string("\x3a\x02\x10\x05\x3a\x02\x18\x03", 8);
+  grpc::Slice slice(twice.data(), twice.size());
+  grpc::ByteBuffer merged(&slice, 1);
+  ASSERT_TRUE(ParseParameterChunk(&merged, &chunk).ok());
+  EXPECT_EQ(chunk.header.push().version(), 5u);
+  EXPECT_EQ(chunk.header.push().staleness(), 3u);
 }
 
 }  // namespace
