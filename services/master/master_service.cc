@@ -186,7 +186,7 @@ class MasterService::PullReply {
   // The first chunk carries `push` (PushPull).
   void AttachPush(const proto::PushResponse& push) { push_ = push; }
 
-  // Builds the next chunk into `out`; last() then says whether it ends the
+  // Builds the next chunk into `out`; last_ then says whether it ends the
   // reply. Called again after the last chunk, it returns false.
   bool NextChunk(grpc::ByteBuffer* out) {
     if (last_) return false;
@@ -220,7 +220,20 @@ class MasterService::PullReply {
     last_ = offset_ >= total_;
     return true;
   }
-  bool last() const { return last_; }
+
+  // Starts writing the next chunk on `reactor` (a write or bidi reactor
+  // whose OnWriteDone calls this again); the last chunk goes with the
+  // call's OK status.
+  template <class Reactor>
+  void WriteNextChunk(Reactor* reactor, grpc::ByteBuffer* chunk) {
+    if (!NextChunk(chunk)) return;  // never: the last write finished the call
+    if (last_) {
+      RecordCompleted();
+      reactor->StartWriteAndFinish(chunk, grpc::WriteOptions(), grpc::Status::OK);
+    } else {
+      reactor->StartWrite(chunk);
+    }
+  }
 
   // Before the call's status goes out, so a client that has it sees the
   // pull counted.
@@ -291,15 +304,7 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
     return reply_.Prepare(pull);
   }
 
-  void WriteNext() {
-    if (!reply_.NextChunk(&chunk_)) return;  // never: the last write finished the call
-    if (reply_.last()) {
-      reply_.RecordCompleted();
-      StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
-    } else {
-      StartWrite(&chunk_);
-    }
-  }
+  void WriteNext() { reply_.WriteNextChunk(this, &chunk_); }
 
   MasterService* const service_;
   PullReply reply_;
@@ -563,15 +568,7 @@ class MasterService::PushPullReactor final
   void OnDone() override { delete this; }
 
  private:
-  void WriteNext() {
-    if (!reply_.NextChunk(&chunk_)) return;  // never: the last write finished the call
-    if (reply_.last()) {
-      reply_.RecordCompleted();
-      StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
-    } else {
-      StartWrite(&chunk_);
-    }
-  }
+  void WriteNext() { reply_.WriteNextChunk(this, &chunk_); }
 
   MasterService* const service_;
   grpc::ByteBuffer incoming_;
