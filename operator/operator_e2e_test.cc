@@ -92,7 +92,11 @@ json TrainingJobObject() {
               {"epochs", 2},
               {"evalEveryUpdates", 500},
               {"optimizer",
-               {{"learningRate", 0.05},
+               // 0.05 (the README example's rate) collapsed this job to a
+               // constant prediction (11.35%) in about 1 run of 8, with or
+               // without PushPull, within its first 500 updates; 0.02 ends
+               // at 98.6% locally. The collapse is noted for a closer look.
+               {{"learningRate", 0.02},
                 {"momentum", 0.9},
                 {"weightDecay", 1.0e-4},
                 {"warmupEpochs", 0.25},
@@ -236,7 +240,8 @@ class OperatorE2eTest : public ::testing::Test {
     std::string out = "job: " + Job().dump(2) + "\noperator log (tail):\n";
     const std::string log = operator_ != nullptr ? operator_->Log() : "";
     out += log.size() > 6000 ? log.substr(log.size() - 6000) : log;
-    for (const char* pod : {"mnist-coordinator", "mnist-master", "mnist-trainer-1"}) {
+    for (const char* pod :
+         {"mnist-coordinator", "mnist-master", "mnist-evaluator", "mnist-trainer-0", "mnist-trainer-1"}) {
       std::string text;
       if (node_->Logs(kNs, pod, &text).ok()) {
         out += std::string("\n--- ") + pod + " (tail):\n" +
@@ -365,7 +370,7 @@ TEST_F(OperatorE2eTest, TrainsThroughTwoPreemptionsToSucceeded) {
   const json& status = JobStatus(job);
   ASSERT_EQ(status.value("phase", ""), "Succeeded") << Diagnostics();
   const double accuracy = Number(status, {"progress", "testAccuracy"});
-  EXPECT_GE(accuracy, 0.97) << status.dump(2);
+  EXPECT_GE(accuracy, 0.97) << status.dump(2) << Diagnostics();
   EXPECT_EQ(status.value("preemptions", -1), 2) << status.dump(2);
   EXPECT_EQ(status.value("failures", -1), 0) << status.dump(2);
   EXPECT_EQ(status.value("restarts", -1), 0) << status.dump(2);
@@ -417,30 +422,45 @@ TEST_F(OperatorE2eTest, TrainsThroughTwoPreemptionsToSucceeded) {
       },
       seconds(60)))
       << Diagnostics();
-  size_t writes = 0;
-  double reconciles = 0;
-  Clock::time_point last_change = Clock::now();
-  ASSERT_TRUE(Eventually(
-      [&] {
-        const size_t w = JobWrites();
-        const double r = ReconcileCount();
-        if (w != writes || r != reconciles) {
-          writes = w;
-          reconciles = r;
-          last_change = Clock::now();
-        }
-        return Clock::now() - last_change >= seconds(2);
-      },
-      seconds(60)))
-      << Diagnostics();
-  ASSERT_TRUE(server_
-                  ->Update("services", kNs, "mnist-master",
-                           [](json* svc) { (*svc)["metadata"]["annotations"]["touched"] = "yes"; })
-                  .ok());
-  const size_t log_at_touch = server_->RequestLog().size();
-  ASSERT_TRUE(Eventually([&] { return ReconcileCount() > reconciles; }, seconds(10)));
-  EXPECT_EQ(JobWrites(), writes) << "a reconcile that changed nothing wrote:"
-                                 << WritesSince(log_at_touch);
+  // A pod may still change after that (one that ended on its own goes
+  // later than the quiet window): a touch whose reconcile saw the job's
+  // status change is tried again; a write with the status unchanged fails.
+  bool quiet_touch = false;
+  for (int attempt = 0; attempt < 3 && !quiet_touch; ++attempt) {
+    size_t writes = 0;
+    double reconciles = 0;
+    Clock::time_point last_change = Clock::now();
+    ASSERT_TRUE(Eventually(
+        [&] {
+          const size_t w = JobWrites();
+          const double r = ReconcileCount();
+          if (w != writes || r != reconciles) {
+            writes = w;
+            reconciles = r;
+            last_change = Clock::now();
+          }
+          return Clock::now() - last_change >= seconds(2);
+        },
+        seconds(60)))
+        << Diagnostics();
+    const std::string touch = "touch-" + std::to_string(attempt);
+    ASSERT_TRUE(server_
+                    ->Update("services", kNs, "mnist-master",
+                             [&](json* svc) { (*svc)["metadata"]["annotations"]["touched"] = touch; })
+                    .ok());
+    const size_t log_at_touch = server_->RequestLog().size();
+    const json status_at_touch = JobStatus(Job());
+    ASSERT_TRUE(Eventually([&] { return ReconcileCount() > reconciles; }, seconds(10)));
+    const json status_after = JobStatus(Job());
+    quiet_touch = JobWrites() == writes;
+    EXPECT_TRUE(quiet_touch || status_after != status_at_touch)
+        << "a reconcile that changed nothing wrote:" << WritesSince(log_at_touch);
+    if (!quiet_touch) {
+      std::printf("operator e2e: the status changed under touch %d: %s\n", attempt,
+                  json::diff(status_at_touch, status_after).dump().c_str());
+    }
+  }
+  EXPECT_TRUE(quiet_touch) << "every touch met a changing status\n" << Diagnostics();
 
   // Nothing outside the declared permissions.
   const std::vector<kube::RbacPermission> allowed = OperatorPermissions();
@@ -456,7 +476,7 @@ TEST_F(OperatorE2eTest, TrainsThroughTwoPreemptionsToSucceeded) {
       "preemptions %d, failures %d, %zu API writes\n",
       Seconds(running - applied), Seconds(preempted - applied), Seconds(recovered - preempted),
       Seconds(succeeded - applied), 100 * accuracy, status.value("preemptions", -1),
-      status.value("failures", -1), writes);
+      status.value("failures", -1), JobWrites());
 
   // The operator dashboard over the whole job, for docs/monitoring.md.
   GrafanaDashboard dashboard;

@@ -508,6 +508,10 @@ class Reconciler {
             ending->succeeded ? "Complete" : "Fail", ending->message,
             PlannedEvent::After::kStatus);
     } else {
+      // Its progress was final when it finished: the master's and
+      // coordinator's numbers may still drift (a rate decaying towards 0),
+      // and a finished job's status is not rewritten for that.
+      progress_final_ = true;
       phase_ = StringAt(old_status_, {"phase"});
       completion_time_ = StringAt(old_status_, {"completionTime"});
       if (!ParseTime(completion_time_)) completion_time_ = now_text_;
@@ -559,6 +563,7 @@ class Reconciler {
 
   json Progress() const {
     json progress = ObjectAt(old_status_, {"progress"});
+    if (progress_final_) return progress;
     uint64_t version = 0;
     if (const auto old = IntegerAt(progress, {"modelVersion"}); old && *old > 0) {
       version = static_cast<uint64_t>(*old);
@@ -666,6 +671,7 @@ class Reconciler {
   bool restarted_now_ = false;
   std::string restart_message_;
   bool terminal_ = false;
+  bool progress_final_ = false;  // finished before this reconcile: keep its progress
 
   std::string phase_;
   std::string start_time_;

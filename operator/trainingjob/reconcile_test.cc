@@ -299,6 +299,32 @@ TEST(ReconcileTest, RunsWhenTheCoordinatorSaysSoAndShowsProgress) {
   EXPECT_EQ((*c.Plan().status)["progress"]["modelVersion"], 1300);
 }
 
+// A job that finished keeps the progress it finished with: the master's
+// numbers drifting afterwards (its update rate decays to 0 once nothing
+// pushes) are not a change to write (the operator e2e test saw such a
+// write on an idle reconcile).
+TEST(ReconcileTest, AFinishedJobsProgressIsNotRewritten) {
+  json job = BaseJob();
+  job["status"] = json::parse(R"j({"phase": "Succeeded", "completionTime": "2026-11-23T06:00:00Z",
+      "conditions": [{"type": "Succeeded", "status": "True"}],
+      "progress": {"modelVersion": 1200, "updatesPerSecond": 40, "testAccuracy": 0.98}})j");
+  Cluster c(job);
+  c.Settle();
+  MasterProgress master;
+  master.model_version = 1200;
+  master.updates_per_second = 3;
+  master.mean_gap = 1.1;
+  c.master = master;
+  CoordinatorStatus coordinator = CoordinatorIn("Succeeded");
+  coordinator.master_version = 1200;
+  coordinator.test_accuracy = 0.5;
+  c.coordinator = coordinator;
+  const ReconcilePlan plan = c.Plan();
+  EXPECT_FALSE(plan.status.has_value()) << plan.status->dump(2);
+  EXPECT_EQ(c.status()["progress"]["updatesPerSecond"], 40);
+  EXPECT_EQ(c.status()["progress"]["testAccuracy"], 0.98);
+}
+
 TEST(ReconcileTest, WithoutTheCoordinatorEnoughReadyTrainersMeanRunning) {
   json job = BaseJob();
   job["spec"]["workers"]["minReplicas"] = 1;

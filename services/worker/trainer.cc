@@ -322,8 +322,10 @@ Status Trainer::SendGradient(const float* gradient, float loss, const void* echo
         spdlog::debug("master: the pull after a push failed ({}); pulling again",
                       r.pull_status.ToString());
       } else if (r.pull.modified) {
-        AcceptPulled(r.pull);
+        // Taken after the push's own bookkeeping (TakePulledWithPush): its
+        // version is newer than the push's.
         pulled_with_push_ = true;
+        pulled_ = r.pull;
       }
       return Status::OK();
     }
@@ -449,6 +451,7 @@ Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* ou
         metrics_->RecordPush(push);
         metrics_->RecordBatch(samples, l);
       }
+      if (pulled_with_push_) AcceptPulled(pulled_);
       if (sync_ && reply.outcome() == proto::PushResponse::ACCUMULATED) {
         WaitForNextStep(base_version_);
       }

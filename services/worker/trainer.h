@@ -114,7 +114,8 @@ class Trainer {
   // Takes a pull's answer: versions, the master's run, the bf16 echo.
   void AcceptPulled(const MasterClient::PullResult& r);
   // Pushes the gradient computed on base_version_; with PushPull the same
-  // call brings the next step's parameters (pulled_with_push_). Falls back
+  // call brings the next step's parameters (pulled_with_push_, pulled_),
+  // which the caller accepts after booking the push. Falls back
   // to Push for good on a master without PushPull.
   Status SendGradient(const float* gradient, float loss, const void* echo,
                       proto::PushResponse* reply);
@@ -166,6 +167,7 @@ class Trainer {
   // step's parameters exist only once every gradient of this one is in).
   bool push_pull_ = true;
   bool pulled_with_push_ = false;  // parameters() holds the newest, pulled with the push
+  MasterClient::PullResult pulled_;  // that pull, taken once the push is booked
 
   // What the master's rule needs from a push.
   bool sync_ = false;
