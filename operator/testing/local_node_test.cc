@@ -158,7 +158,9 @@ class LocalNodeTest : public ::testing::Test {
     return WaitPod(name, [](const json* p) { return Phase(p) == "Running"; }, pod);
   }
 
-  // Waits until the pod's log holds `text`.
+  // Waits until the pod's log holds `text`. Wait for whole lines: under
+  // `python3 -u` a print writes its text and its newline separately, and a
+  // signal between the two loses the newline.
   bool WaitLog(const std::string& name, const std::string& text) {
     const auto deadline = std::chrono::steady_clock::now() + kWait;
     std::string log;
@@ -451,7 +453,7 @@ signal.signal(signal.SIGTERM, stop)
 print("ready", flush=True)
 time.sleep(60)
 )"));
-  ASSERT_TRUE(WaitLog("graceful", "ready"));
+  ASSERT_TRUE(WaitLog("graceful", "ready\n"));
   std::unique_ptr<ObjectStore::Watch> watch = WatchPod("graceful");
   ASSERT_TRUE(server_->Delete("pods", kNs, "graceful", 30).ok());
   std::vector<WatchEvent> events = EventsUntilDeleted(watch.get());
@@ -472,7 +474,7 @@ signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print("ready", flush=True)
 time.sleep(60)
 )"));
-  ASSERT_TRUE(WaitLog("stubborn", "ready"));
+  ASSERT_TRUE(WaitLog("stubborn", "ready\n"));
   std::unique_ptr<ObjectStore::Watch> watch = WatchPod("stubborn");
   const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(server_->Delete("pods", kNs, "stubborn", 1).ok());

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
+#include <vector>
 
 #include "services/common/bfloat16.h"
 
@@ -167,8 +167,10 @@ Status ParseParameterChunk(grpc::ByteBuffer* buffer, ReceivedParameterChunk* chu
   if (!buffer->Dump(&chunk->slices).ok()) return Status::InvalidArgument("unreadable message");
   proto::ParameterChunk& h = chunk->header;
   // PushPull's outcome: small, parsed as a message. Protobuf merges every
-  // occurrence of the field, so each one is parsed and must be valid.
-  std::deque<SlicedBytes> pushes;
+  // occurrence of the field, so each one is parsed and must be valid. A
+  // vector (empty: no allocation per chunk); ParseFields fills each
+  // element before asking for the next.
+  std::vector<SlicedBytes> pushes;
   GAPTRAIN_RETURN_IF_ERROR(ParseFields(
       chunk->slices,
       [&](uint32_t field, uint64_t v) {

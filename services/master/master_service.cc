@@ -222,17 +222,27 @@ class MasterService::PullReply {
   }
 
   // Starts writing the next chunk on `reactor` (a write or bidi reactor
-  // whose OnWriteDone calls this again); the last chunk goes with the
-  // call's OK status.
+  // whose own OnWriteDone calls the one below); the last chunk goes with
+  // the call's OK status.
   template <class Reactor>
-  void WriteNextChunk(Reactor* reactor, grpc::ByteBuffer* chunk) {
-    if (!NextChunk(chunk)) return;  // never: the last write finished the call
+  void WriteNext(Reactor* reactor) {
+    if (!NextChunk(&chunk_)) return;  // never: the last write finished the call
     if (last_) {
       RecordCompleted();
-      reactor->StartWriteAndFinish(chunk, grpc::WriteOptions(), grpc::Status::OK);
+      reactor->StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
     } else {
-      reactor->StartWrite(chunk);
+      reactor->StartWrite(&chunk_);
     }
+  }
+
+  // A chunk went (or the client stopped reading): the next one, or the end.
+  template <class Reactor>
+  void OnWriteDone(Reactor* reactor, bool ok) {
+    if (!ok) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"));
+      return;
+    }
+    WriteNext(reactor);
   }
 
   // Before the call's status goes out, so a client that has it sees the
@@ -264,6 +274,7 @@ class MasterService::PullReply {
   size_t offset_ = 0;
   bool last_ = false;
   uint64_t sent_bytes_ = 0;
+  grpc::ByteBuffer chunk_;  // the chunk being written
 };
 
 // Streams one pull: the reply's chunks, the last one with the status.
@@ -277,16 +288,10 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
       Finish(s);
       return;
     }
-    WriteNext();
+    reply_.WriteNext(this);
   }
 
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"));
-      return;
-    }
-    WriteNext();
-  }
+  void OnWriteDone(bool ok) override { reply_.OnWriteDone(this, ok); }
 
   void OnDone() override { delete this; }
 
@@ -304,11 +309,8 @@ class MasterService::PullReactor final : public grpc::ServerWriteReactor<grpc::B
     return reply_.Prepare(pull);
   }
 
-  void WriteNext() { reply_.WriteNextChunk(this, &chunk_); }
-
   MasterService* const service_;
   PullReply reply_;
-  grpc::ByteBuffer chunk_;
 };
 
 // Receives one push chunk by chunk and applies it when the client ends the
@@ -554,27 +556,18 @@ class MasterService::PushPullReactor final
       reply_.PrepareNothing(pushed.version());
     }
     reply_.AttachPush(pushed);
-    WriteNext();
+    reply_.WriteNext(this);
   }
 
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"));
-      return;
-    }
-    WriteNext();
-  }
+  void OnWriteDone(bool ok) override { reply_.OnWriteDone(this, ok); }
 
   void OnDone() override { delete this; }
 
  private:
-  void WriteNext() { reply_.WriteNextChunk(this, &chunk_); }
-
   MasterService* const service_;
   grpc::ByteBuffer incoming_;
   PushReceiver push_;
   PullReply reply_;
-  grpc::ByteBuffer chunk_;
 };
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* MasterService::Pull(
