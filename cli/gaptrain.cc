@@ -2,17 +2,17 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
-#include "cli/export/export_command.h"
 #include "cli/run/run_command.h"
+#include "cli/run/service_binaries.h"
 #include "cli/run/status_command.h"
-#include "cli/simulator/simulate_command.h"
 #include "operator/crd/crd_command.h"
-#include "services/common/heap_policy.h"
 
 namespace {
 
@@ -30,10 +30,25 @@ constexpr char kUsage[] =
     "  crd [-o FILE]          the TrainingJob CustomResourceDefinition for a cluster\n"
     "Run 'gaptrain COMMAND --help' for a command's options.\n";
 
+// simulate and export run in gaptrain-torch (cli/gaptrain_torch.cc), which
+// loads LibTorch; this binary does not.
+int ExecTorchCommand(char** argv) {
+  std::string path;
+  gaptrain::Status s = gaptrain::FindServiceBinary("cli", "gaptrain-torch", &path);
+  if (!s.ok()) {
+    std::fprintf(stderr, "gaptrain %s: %s\n", argv[1], s.message().c_str());
+    return 1;
+  }
+  argv[0] = const_cast<char*>(path.c_str());
+  execv(path.c_str(), argv);
+  std::fprintf(stderr, "gaptrain %s: cannot start %s: %s\n", argv[1], path.c_str(),
+               std::strerror(errno));
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  gaptrain::UseTrainingHeapPolicy();  // simulate and export run LibTorch here
   if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -50,8 +65,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "run") return gaptrain::RunCommand(args);
   if (command == "status") return gaptrain::StatusCommand(args);
-  if (command == "simulate") return gaptrain::SimulateCommand(args);
-  if (command == "export") return gaptrain::ExportCommand(args);
+  if (command == "simulate" || command == "export") return ExecTorchCommand(argv);
   if (command == "crd") return gaptrain::CrdCommand(args);
   std::fprintf(stderr, "gaptrain: unknown command '%s'\n%s", command.c_str(), kUsage);
   return 2;

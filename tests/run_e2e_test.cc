@@ -14,10 +14,13 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "services/common/process.h"
 #include "services/coordinator/coordinator_client.h"
@@ -62,6 +65,17 @@ std::vector<uint64_t> VerifyCheckpoints(const std::string& dir) {
   return versions;
 }
 
+// The sum of N over the lines of `log` that say "N <what>".
+int CountFileCounts(const std::string& log, const std::string& what) {
+  int total = 0;
+  for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) {
+    size_t begin = at - 1;  // the space before `what`
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(log[begin - 1]))) --begin;
+    total += std::atoi(log.c_str() + begin);
+  }
+  return total;
+}
+
 // `gaptrain run -f job_file` started in the background, once its services
 // are up (endpoints.json written).
 struct RunningJob {
@@ -72,10 +86,12 @@ struct RunningJob {
 };
 
 void StartRun(const std::string& dir, const std::string& job_file, const std::string& output,
-              RunningJob* job) {
+              RunningJob* job, const std::vector<std::string>& more_args = {}) {
   job->run_dir = dir + "/run";
   job->output = dir + "/" + output;
-  job->launcher = StartGaptrain({"run", "-f", job_file, "--run-dir", job->run_dir}, job->output);
+  std::vector<std::string> args = {"run", "-f", job_file, "--run-dir", job->run_dir};
+  args.insert(args.end(), more_args.begin(), more_args.end());
+  job->launcher = StartGaptrain(args, job->output);
   ASSERT_NE(job->launcher, nullptr);
   job->endpoints = WaitForEndpoints(job->run_dir, std::chrono::seconds(180));
   ASSERT_TRUE(job->endpoints.is_object()) << ReadWholeFile(job->output);
@@ -93,7 +109,9 @@ TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) 
   // 98% bar clear of that spread.
   job.epochs = 5;
   RunningJob running;
-  ASSERT_NO_FATAL_FAILURE(StartRun(dir, WriteJobFile(dir, job), "gaptrain.out", &running));
+  const std::string data_cache = dir + "/data-cache";  // empty: the workers fill it
+  ASSERT_NO_FATAL_FAILURE(StartRun(dir, WriteJobFile(dir, job), "gaptrain.out", &running,
+                                   {"--data-cache", data_cache}));
   Process* run = running.launcher.get();
   const std::string& run_dir = running.run_dir;
   const std::map<std::string, pid_t> pids = ServicePids(running.endpoints);
@@ -155,9 +173,33 @@ TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) 
   EXPECT_EQ(store->version(), summary["version"].get<uint64_t>());
   EXPECT_FALSE(VerifyCheckpoints(run_dir + "/checkpoints").empty());
 
+  // `gaptrain export` (handed to gaptrain-torch, which loads LibTorch) writes
+  // the final model as a torch.save zip archive.
+  std::string export_text;
+  const int exported =
+      RunGaptrain({"export", "--run-dir", run_dir, "-o", dir + "/model.pt"}, &export_text);
+  EXPECT_TRUE(ExitedWith(exported, 0)) << export_text;
+  EXPECT_EQ(ReadWholeFile(dir + "/model.pt").substr(0, 2), "PK") << export_text;
+
   for (const auto& [service, pid] : pids) {
     EXPECT_TRUE(ProcessGone(pid)) << service << " (pid " << pid << ") outlived the launcher";
   }
+
+  // The workers inflated each image file once (train, and t10k for the
+  // evaluator) and read the copies otherwise: 4 trainers and the evaluator
+  // (whose normalisation needs the train images) made 6 reads.
+  int inflated = 0, from_cache = 0;
+  std::string worker_logs;
+  for (const std::string& name :
+       {"evaluator", "trainer-0", "trainer-1", "trainer-2", "trainer-3"}) {
+    const std::string log = ReadWholeFile(run_dir + "/logs/" + name + ".log");
+    worker_logs += log;
+    inflated += CountFileCounts(log, "file(s) inflated into the data cache");
+    from_cache += CountFileCounts(log, "file(s) from the data cache");
+  }
+  EXPECT_EQ(inflated, 2) << worker_logs;
+  EXPECT_EQ(from_cache, 4) << worker_logs;
+  EXPECT_EQ(worker_logs.find("--data-cache not used"), std::string::npos) << worker_logs;
 }
 
 // A small, quick job for the lifecycle tests: the MLP with 2 trainers.

@@ -55,7 +55,7 @@ void JobRunner::Say(const std::string& line) {
 
 void JobRunner::Observe() {
   proto::CoordinatorStatusResponse status;
-  coordinator_reachable_ = coordinator_->GetStatus(&status).ok();
+  coordinator_reachable_ = coordinator_ != nullptr && coordinator_->GetStatus(&status).ok();
   if (coordinator_reachable_) status_ = status;
   master_reachable_ = false;
   if (local_.master() != nullptr && local_.master()->Running()) {
@@ -290,7 +290,9 @@ int JobRunner::Run(RunSummary* summary) {
   // second it was scheduled for even when the job moves fast.
   const int tick_ms = options_.chaos.enabled() ? 250 : 1000;
   while (true) {
-    if (TerminationSignal::WaitFor(tick_ms) != 0) {
+    // Once the job is over, the services are stopped as soon as the last
+    // worker has left, not up to a tick later.
+    if (TerminationSignal::WaitFor(terminal_since < 0 ? tick_ms : 100) != 0) {
       interrupted = true;
       break;
     }
@@ -339,6 +341,9 @@ void JobRunner::Finish(bool interrupted, RunSummary* summary) {
     Observe();  // the master's last counters
     local_.master()->Stop(std::chrono::seconds(60));
   }
+  // The coordinator's gRPC server waits, up to its shutdown deadline, for
+  // a client that keeps its connection open: ours goes first.
+  coordinator_.reset();
   if (local_.coordinator() != nullptr) local_.coordinator()->Stop(std::chrono::seconds(10));
 
   RunSummary& s = *summary;

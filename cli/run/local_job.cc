@@ -83,13 +83,15 @@ Status LocalJob::StartCoordinator() {
 std::vector<std::string> LocalJob::WorkerArgs(const std::string& name) const {
   char grace[32];
   std::snprintf(grace, sizeof grace, "%g", options_.worker_grace_seconds);
-  return {"--job",          options_.job_file,
-          "--coordinator",  coordinator_address(),
-          "--threads",      std::to_string(options_.threads_per_worker),
-          "--http-address", "127.0.0.1",
-          "--http-port",    "0",
-          "--host-name",    name,
-          "--grace-seconds", grace};
+  std::vector<std::string> args = {"--job",          options_.job_file,
+                                   "--coordinator",  coordinator_address(),
+                                   "--threads",      std::to_string(options_.threads_per_worker),
+                                   "--http-address", "127.0.0.1",
+                                   "--http-port",    "0",
+                                   "--host-name",    name,
+                                   "--grace-seconds", grace};
+  if (!options_.data_cache.empty()) args.insert(args.end(), {"--data-cache", options_.data_cache});
+  return args;
 }
 
 Status LocalJob::StartEvaluator() {

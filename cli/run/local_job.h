@@ -54,6 +54,7 @@ class LocalJob {
     uint32_t trainers = 1;
     uint32_t threads_per_worker = 1;
     double worker_grace_seconds = 10;  // a trainer's --grace-seconds
+    std::string data_cache;            // the workers' --data-cache; empty: none
     ServiceBinaries binaries;
   };
 

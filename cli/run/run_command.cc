@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -23,7 +24,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: gaptrain run -f JOB.yaml [--run-dir DIR] [--resume] [--threads-per-worker N]\n"
-    "                    [--chaos every=20s,restart=5s,master=60s,seed=1]\n"
+    "                    [--data-cache DIR|none] [--chaos every=20s,restart=5s,master=60s]\n"
     "Runs the job's coordinator, master, evaluator and spec.workers.replicas trainers\n"
     "as processes on this machine (loopback), shows progress, and ends with a summary.\n"
     "  -f JOB.yaml             the TrainingJob manifest (docs/trainingjob.md)\n"
@@ -31,6 +32,9 @@ constexpr char kUsage[] =
     "                          an earlier run there is moved aside, unless --resume\n"
     "  --resume                continue the run in --run-dir (after Ctrl-C or a crash)\n"
     "  --threads-per-worker N  compute threads of each worker [cores / (replicas + 1), >= 1]\n"
+    "  --data-cache DIR|none   inflated copies of the gzip'd data files, made by the first\n"
+    "                          worker and read by the others and by later runs\n"
+    "                          [$XDG_CACHE_HOME/gaptrain/data, else ~/.cache/gaptrain/data]\n"
     "  --chaos SPEC            faults, timed from the first trainer's registration: kill\n"
     "                          a random trainer every=S seconds or every=P% of the job\n"
     "                          (SIGTERM and SIGKILL in turn), restart it restart=S\n"
@@ -87,7 +91,7 @@ int RunCommand(const std::vector<std::string>& args) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  std::string job_path, run_dir, chaos;
+  std::string job_path, run_dir, chaos, data_cache;
   bool resume = false;
   uint32_t threads = 0;
   FlagSet flags;
@@ -96,6 +100,7 @@ int RunCommand(const std::vector<std::string>& args) {
   flags.Switch("--resume", &resume);
   flags.Unsigned("--threads-per-worker", 1, 256, &threads);
   flags.String("--chaos", &chaos);
+  flags.String("--data-cache", &data_cache);
   Status s = flags.Parse(args);
   if (!s.ok()) return Fail(s.message() + "\n" + kUsage, 2);
   if (job_path.empty()) return Fail(std::string("-f: the job file is required\n") + kUsage, 2);
@@ -127,6 +132,8 @@ int RunCommand(const std::vector<std::string>& args) {
   if (!s.ok()) return Fail(s.message(), 1);
 
   local.run_dir = dir->path();
+  local.data_cache = DataCacheDir(data_cache, std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"),
+                                  dir->path());
   local.trainers = job.workers.replicas;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   local.threads_per_worker =

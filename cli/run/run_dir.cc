@@ -171,4 +171,16 @@ Status ReadRunEndpoints(const std::string& run_dir, std::string* coordinator_add
   return Status::OK();
 }
 
+std::string DataCacheDir(const std::string& flag, const char* xdg_cache_home, const char* home,
+                         const std::string& run_dir) {
+  if (flag == "none") return "";
+  if (!flag.empty()) return flag;
+  // The spec: a relative $XDG_CACHE_HOME is invalid and ignored.
+  if (xdg_cache_home != nullptr && xdg_cache_home[0] == '/') {
+    return std::string(xdg_cache_home) + "/gaptrain/data";
+  }
+  if (home != nullptr && home[0] == '/') return std::string(home) + "/.cache/gaptrain/data";
+  return run_dir + "/data-cache";
+}
+
 }  // namespace gaptrain

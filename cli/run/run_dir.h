@@ -54,6 +54,14 @@ class RunDir {
   int lock_fd_;
 };
 
+// The workers' data cache (services/learn/inflated_cache.h) for
+// `gaptrain run --data-cache FLAG`: FLAG itself; "" for "none"; when FLAG is
+// empty, the user's cache directory as the XDG base-directory spec puts it
+// ($XDG_CACHE_HOME/gaptrain/data, else $HOME/.cache/gaptrain/data), shared
+// by every run, and when neither variable is set, <run dir>/data-cache.
+std::string DataCacheDir(const std::string& flag, const char* xdg_cache_home, const char* home,
+                         const std::string& run_dir);
+
 // Where `gaptrain status` finds a running job: the coordinator's address
 // from <run dir>/endpoints.json and the token from <run dir>/token.
 // NOT_FOUND (naming the file) when no launcher runs there.

@@ -308,5 +308,18 @@ TEST(ReadRunEndpointsTest, MissingTokenIsNotFoundAndNamed) {
   EXPECT_EQ(s.code(), Code::kNotFound) << "an empty token file";
 }
 
+
+TEST(DataCacheDirTest, TheFlagThenTheXdgCacheThenHomeThenTheRunDir) {
+  EXPECT_EQ(DataCacheDir("/fast/cache", "/xdg", "/home/u", "runs/j"), "/fast/cache");
+  EXPECT_EQ(DataCacheDir("none", "/xdg", "/home/u", "runs/j"), "");
+  EXPECT_EQ(DataCacheDir("", "/xdg", "/home/u", "runs/j"), "/xdg/gaptrain/data");
+  EXPECT_EQ(DataCacheDir("", nullptr, "/home/u", "runs/j"), "/home/u/.cache/gaptrain/data");
+  // A relative or empty $XDG_CACHE_HOME is ignored, as the spec says.
+  EXPECT_EQ(DataCacheDir("", "rel", "/home/u", "runs/j"), "/home/u/.cache/gaptrain/data");
+  EXPECT_EQ(DataCacheDir("", "", "/home/u", "runs/j"), "/home/u/.cache/gaptrain/data");
+  EXPECT_EQ(DataCacheDir("", nullptr, nullptr, "runs/j"), "runs/j/data-cache");
+  EXPECT_EQ(DataCacheDir("", nullptr, "", "runs/j"), "runs/j/data-cache");
+}
+
 }  // namespace
 }  // namespace gaptrain

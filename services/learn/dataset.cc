@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "services/learn/gzip_file.h"
+#include "services/learn/inflated_cache.h"
 
 namespace gaptrain {
 namespace {
@@ -71,7 +72,8 @@ uint32_t ReadBigEndian32(const Bytes& s, size_t offset) {
 // Every label of `count` one-byte labels starting at contents[offset] must be
 // below Dataset::kNumClasses; `record_bytes` is the stride between labels.
 // The error gives the record's index within the file and its offset.
-Status CheckLabels(const std::string& path, const std::string& contents, size_t offset,
+template <class Bytes>
+Status CheckLabels(const std::string& path, const Bytes& contents, size_t offset,
                    size_t count, size_t record_bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(contents.data());
   for (size_t i = 0; i < count; ++i) {
@@ -82,6 +84,23 @@ Status CheckLabels(const std::string& path, const std::string& contents, size_t 
           " at offset " + Num(at) + " is out of range [0, " +
           Num(Dataset::kNumClasses) + ")");
     }
+  }
+  return Status::OK();
+}
+
+// Reads a big data file (images, CIFAR batches) through the inflate cache
+// when there is one, counting what the cache did.
+Status ReadDataFile(const std::string& path, const std::string& cache_dir,
+                    std::vector<uint8_t>* contents, DatasetCacheUse* use) {
+  if (cache_dir.empty()) return ReadFileMaybeGzip(path, contents);
+  InflatedCacheOutcome outcome;
+  GAPTRAIN_RETURN_IF_ERROR(ReadFileInflatedCached(path, cache_dir, contents, &outcome));
+  switch (outcome.kind) {
+    case InflatedCacheOutcome::Kind::kHit: ++use->files_from_cache; break;
+    case InflatedCacheOutcome::Kind::kFilled: ++use->files_cached; break;
+    case InflatedCacheOutcome::Kind::kBypassed:
+      if (use->bypassed.empty()) use->bypassed = path + ": " + outcome.reason;
+      break;
   }
   return Status::OK();
 }
@@ -172,7 +191,8 @@ Status NoImages(const std::string& images_path) {
 
 // Reads and checks one IDX split: images (magic, dims, length) and labels
 // (magic, length, range), and that both have the same count.
-Status LoadIdxSplit(const std::string& dir, Split split, Dataset* out) {
+Status LoadIdxSplit(const std::string& dir, Split split, const std::string& cache_dir,
+                    Dataset* out, DatasetCacheUse* use) {
   const std::string prefix = split == Split::kTrain ? "train" : "t10k";
   std::string images_path, labels_path;
   GAPTRAIN_RETURN_IF_ERROR(FindIdxFile(dir, prefix + "-images-idx3-ubyte", &images_path));
@@ -181,7 +201,7 @@ Status LoadIdxSplit(const std::string& dir, Split split, Dataset* out) {
   // The pixels stay in the buffer they were read into (the header is moved
   // out in place below): no second 47 MB copy for MNIST.
   std::vector<uint8_t> images;
-  GAPTRAIN_RETURN_IF_ERROR(ReadFileMaybeGzip(images_path, &images));
+  GAPTRAIN_RETURN_IF_ERROR(ReadDataFile(images_path, cache_dir, &images, use));
   uint32_t count = 0, rows = 0, cols = 0;
   GAPTRAIN_RETURN_IF_ERROR(ReadIdxImagesHeader(images_path, images, &count, &rows, &cols));
   GAPTRAIN_RETURN_IF_ERROR(CheckPayload(images_path, images, kIdxImagesHeader,
@@ -225,15 +245,16 @@ Status CifarFiles(const std::string& dir, Split split, std::vector<std::string>*
   return Status::OK();
 }
 
-Status LoadCifarSplit(const std::string& dir, Split split, Dataset* out) {
+Status LoadCifarSplit(const std::string& dir, Split split, const std::string& cache_dir,
+                      Dataset* out, DatasetCacheUse* use) {
   std::vector<std::string> paths;
   GAPTRAIN_RETURN_IF_ERROR(CifarFiles(dir, split, &paths));
   out->channels = kCifarChannels;
   out->height = kCifarSide;
   out->width = kCifarSide;
-  std::string contents;
+  std::vector<uint8_t> contents;
   for (const std::string& path : paths) {
-    GAPTRAIN_RETURN_IF_ERROR(ReadFileMaybeGzip(path, &contents));
+    GAPTRAIN_RETURN_IF_ERROR(ReadDataFile(path, cache_dir, &contents, use));
     const size_t records = contents.size() / kCifarRecordBytes;
     const size_t partial = contents.size() % kCifarRecordBytes;
     if (partial != 0) {
@@ -308,10 +329,11 @@ Status DescribeCifarSplit(const std::string& dir, Split split, DatasetShape* sha
   return Status::OK();
 }
 
-Status LoadSplit(DatasetFormat format, const std::string& dir, Split split, Dataset* out) {
+Status LoadSplit(DatasetFormat format, const std::string& dir, Split split,
+                 const std::string& cache_dir, Dataset* out, DatasetCacheUse* use) {
   switch (format) {
-    case DatasetFormat::kMnistIdx: return LoadIdxSplit(dir, split, out);
-    case DatasetFormat::kCifar10Bin: return LoadCifarSplit(dir, split, out);
+    case DatasetFormat::kMnistIdx: return LoadIdxSplit(dir, split, cache_dir, out, use);
+    case DatasetFormat::kCifar10Bin: return LoadCifarSplit(dir, split, cache_dir, out, use);
   }
   return Status::InvalidArgument("data.format: unknown dataset format");
 }
@@ -399,10 +421,19 @@ Status DescribeDataset(DatasetFormat format, const std::string& dir, Split split
 
 Status LoadDataset(DatasetFormat format, const std::string& dir, Split split,
                    Dataset* dataset) {
+  DatasetCacheUse unused;
+  return LoadDataset(format, dir, split, "", dataset, &unused);
+}
+
+Status LoadDataset(DatasetFormat format, const std::string& dir, Split split,
+                   const std::string& inflate_cache_dir, Dataset* dataset,
+                   DatasetCacheUse* cache_use) {
   *dataset = Dataset();
+  *cache_use = DatasetCacheUse();
   GAPTRAIN_RETURN_IF_ERROR(CheckDirectory(dir));
   Dataset loaded;
-  GAPTRAIN_RETURN_IF_ERROR(LoadSplit(format, dir, split, &loaded));
+  GAPTRAIN_RETURN_IF_ERROR(
+      LoadSplit(format, dir, split, inflate_cache_dir, &loaded, cache_use));
 
   if (split == Split::kTrain) {
     ComputeChannelStats(loaded.images.data(), loaded.size(), loaded.channels,
@@ -411,7 +442,7 @@ Status LoadDataset(DatasetFormat format, const std::string& dir, Split split,
   } else {
     // The test split is normalised with the train split's statistics.
     Dataset train;
-    Status s = LoadSplit(format, dir, Split::kTrain, &train);
+    Status s = LoadSplit(format, dir, Split::kTrain, inflate_cache_dir, &train, cache_use);
     if (!s.ok()) {
       return Status(s.code(), s.message() +
                                   " (the train split is needed for the normalisation "

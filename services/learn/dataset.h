@@ -79,6 +79,22 @@ struct Dataset {
 Status LoadDataset(DatasetFormat format, const std::string& dir, Split split,
                    Dataset* dataset);
 
+// What the inflate cache did for one LoadDataset: for the log.
+struct DatasetCacheUse {
+  int files_from_cache = 0;  // served by an inflated copy
+  int files_cached = 0;      // inflated here, their copies left for the next
+  std::string bypassed;      // the first file read without the cache, and why
+};
+
+// The same, keeping the inflated copies of gzip'd image files in
+// `inflate_cache_dir` for the other processes of the machine, and reading
+// them from there when another process put them there first
+// (services/learn/inflated_cache.h); the bytes loaded are the same either
+// way. Empty: no cache.
+Status LoadDataset(DatasetFormat format, const std::string& dir, Split split,
+                   const std::string& inflate_cache_dir, Dataset* dataset,
+                   DatasetCacheUse* cache_use);
+
 // What a service needs to know of a split without its pixels: how many
 // samples, and the shape of one. Read from the files' headers (IDX: the
 // images file's first 16 bytes and the labels file's first 8; CIFAR-10: the

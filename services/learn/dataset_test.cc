@@ -190,6 +190,49 @@ TEST(CifarTest, LoadsTrainBatchesInOrderAndTestBatch) {
   EXPECT_EQ(test.stddev, train.stddev);
 }
 
+// Through the inflate cache a dataset loads the same, the first process
+// leaves the copies, and the next (here: the next call) reads them.
+TEST(InflateCacheTest, LoadsTheSameAndTheNextLoadReadsTheCopies) {
+  const std::string dir = TestDir("dataset_test");
+  const std::string cache = dir + "/cache";
+  WriteGzip(dir + "/train-images-idx3-ubyte.gz", IdxImages(2051, 12, 4, 5, 12));
+  WriteGzip(dir + "/train-labels-idx1-ubyte.gz", IdxLabels(2049, CyclicLabels(12)));
+  WriteGzip(dir + "/t10k-images-idx3-ubyte.gz", IdxImages(2051, 6, 4, 5, 6));
+  WriteGzip(dir + "/t10k-labels-idx1-ubyte.gz", IdxLabels(2049, CyclicLabels(6)));
+  const std::string cifar = TestDir("dataset_test_cifar");  // gzip, named as plain
+  WriteGzip(cifar + "/data_batch_1.bin", CifarRecords(1, 20));
+  WriteGzip(cifar + "/test_batch.bin", CifarRecords(9, 10));
+
+  struct Case {
+    DatasetFormat format;
+    std::string dir;
+    Split split;
+    int files;  // image files the split reads (the test split: train's too)
+  };
+  for (const Case& c : {Case{DatasetFormat::kMnistIdx, dir, Split::kTrain, 1},
+                        Case{DatasetFormat::kMnistIdx, dir, Split::kTest, 2},
+                        Case{DatasetFormat::kCifar10Bin, cifar, Split::kTrain, 1},
+                        Case{DatasetFormat::kCifar10Bin, cifar, Split::kTest, 2}}) {
+    Dataset plain;
+    Status loaded = LoadDataset(c.format, c.dir, c.split, &plain);
+    ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+    Dataset cached;
+    DatasetCacheUse use;
+    for (int round = 0; round < 2; ++round) {
+      Status s = LoadDataset(c.format, c.dir, c.split, cache, &cached, &use);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(cached.images, plain.images);
+      EXPECT_EQ(cached.labels, plain.labels);
+      EXPECT_EQ(cached.mean, plain.mean);
+      EXPECT_EQ(cached.stddev, plain.stddev);
+      EXPECT_EQ(use.bypassed, "");
+    }
+    EXPECT_EQ(use.files_from_cache, c.files);  // the second round
+    EXPECT_EQ(use.files_cached, 0);
+  }
+  EXPECT_EQ(FilesEndingIn(cache, ".lock").size(), 4u);  // one per image file
+}
+
 TEST(CifarTest, UsesWhicheverTrainBatchesExist) {
   const std::string dir = TestDir("dataset_test");
   WriteRaw(dir + "/data_batch_3.bin", CifarRecords(3, 2));

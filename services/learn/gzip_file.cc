@@ -56,7 +56,9 @@ std::string ZlibReason(const char* msg, const char* fallback) {
 // the trailer's ISIZE (the last member's length mod 2^32, exact for the
 // usual single member), if plausible. Only sizes the first allocation.
 size_t SizeHint(int fd, uint64_t file_size) {
-  const size_t fallback = std::max<size_t>(static_cast<size_t>(file_size), 4096);
+  // +1 here too: a buffer the file fills exactly would be doubled (a copy
+  // and twice the pages) only to find the end of the file.
+  const size_t fallback = std::max<size_t>(static_cast<size_t>(file_size) + 1, 4096);
   unsigned char magic[2];
   unsigned char trailer[4];
   if (file_size < 18 || ::pread(fd, magic, 2, 0) != 2 || magic[0] != 0x1f ||

@@ -57,6 +57,21 @@ TEST(GzipFileTest, ReadsPlainFileUnchanged) {
   EXPECT_EQ(got, bytes);
 }
 
+// A dataset lands in a buffer of its own size: reading must not grow it
+// (a copy and twice the pages) just to find the end of the file.
+TEST(GzipFileTest, PlainAndGzipFilesFillABufferOfTheirOwnSize) {
+  const std::string dir = TestDir("gzip_file_test");
+  const std::string bytes = SampleText(3 << 20);
+  WriteRaw(dir + "/sized.bin", bytes);
+  WriteGzip(dir + "/sized.bin.gz", bytes);
+  for (const std::string name : {"sized.bin", "sized.bin.gz"}) {
+    std::vector<uint8_t> got;
+    ASSERT_TRUE(ReadFileMaybeGzip(dir + "/" + name, &got).ok()) << name;
+    EXPECT_EQ(got.size(), bytes.size()) << name;
+    EXPECT_LE(got.capacity(), bytes.size() + 4096) << name;
+  }
+}
+
 TEST(GzipFileTest, ReadsEmptyPlainFile) {
   const std::string path = TestDir("gzip_file_test") + "/empty";
   WriteRaw(path, "");

@@ -34,6 +34,8 @@ const char* WorkerUsage() {
          "  --http-port PORT         [9092]; 0 picks a free port\n"
          "  --host-name NAME         this worker's name [$HOSTNAME]\n"
          "  --data-dir DIR           overrides spec.data.path\n"
+         "  --data-cache DIR         keep inflated copies of gzip'd data files here,\n"
+         "                           shared with the other workers of the machine\n"
          "  --ports-file PATH        write the bound HTTP port once serving\n";
 }
 
@@ -56,6 +58,7 @@ Status ParseWorkerFlags(const std::vector<std::string>& args, WorkerOptions* opt
   flags.Unsigned("--http-port", 0, 65535, &o.http_port);
   flags.String("--host-name", &o.host_name);
   flags.String("--data-dir", &o.data_dir);
+  flags.String("--data-cache", &o.data_cache);
   flags.String("--ports-file", &o.ports_file);
   GAPTRAIN_RETURN_IF_ERROR(flags.Parse(args));
   o.evaluator = role == "evaluator";

@@ -30,6 +30,7 @@ struct WorkerOptions {
   uint16_t http_port = 9092;             // --http-port (0: ephemeral)
   std::string host_name;                 // --host-name; else $HOSTNAME, else gethostname()
   std::string data_dir;                  // --data-dir: overrides spec.data.path
+  std::string data_cache;                // --data-cache: inflated copies (empty: none)
   std::string ports_file;                // --ports-file: write "HTTP_PORT" when serving
 };
 

@@ -49,6 +49,8 @@ TEST(WorkerOptionsTest, DefaultsAndEveryFlag) {
                      "w-1",
                      "--data-dir",
                      "/data/mnist",
+                     "--data-cache",
+                     "/cache",
                      "--ports-file",
                      "/tmp/p",
                      "--coordinator-ca",
@@ -65,6 +67,7 @@ TEST(WorkerOptionsTest, DefaultsAndEveryFlag) {
   EXPECT_EQ(o.http_port, 0);
   EXPECT_EQ(o.host_name, "w-1");
   EXPECT_EQ(o.data_dir, "/data/mnist");
+  EXPECT_EQ(o.data_cache, "/cache");
   EXPECT_EQ(o.ports_file, "/tmp/p");
   EXPECT_EQ(o.coordinator_ca, "c.pem");
   EXPECT_EQ(o.master_ca, "m.pem");

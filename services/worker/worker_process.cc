@@ -42,6 +42,18 @@ RetryPolicy DefaultRetry() {
   return p;
 }
 
+// ", 2 files from the data cache" and the like; "" without a cache.
+std::string DescribeCacheUse(const DatasetCacheUse& use) {
+  std::string text;
+  if (use.files_from_cache > 0) {
+    text += ", " + std::to_string(use.files_from_cache) + " file(s) from the data cache";
+  }
+  if (use.files_cached > 0) {
+    text += ", " + std::to_string(use.files_cached) + " file(s) inflated into the data cache";
+  }
+  return text;
+}
+
 }  // namespace
 
 Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, StopFlag* stop) {
@@ -56,11 +68,13 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
   const Split split = options.evaluator ? Split::kTest : Split::kTrain;
   Dataset data;
   const auto load_start = std::chrono::steady_clock::now();
-  GAPTRAIN_RETURN_IF_ERROR(LoadDataset(format, dir, split, &data));
-  spdlog::info("{} split of {}: {} samples of {}x{}x{} ({:.2f} s); {} compute threads, device {}",
+  DatasetCacheUse cache_use;
+  GAPTRAIN_RETURN_IF_ERROR(LoadDataset(format, dir, split, options.data_cache, &data, &cache_use));
+  spdlog::info("{} split of {}: {} samples of {}x{}x{} ({:.2f} s{}); {} compute threads, device {}",
                SplitName(split), dir, data.size(), data.channels, data.height, data.width,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count(),
-               threads, device.device);
+               DescribeCacheUse(cache_use), threads, device.device);
+  if (!cache_use.bypassed.empty()) spdlog::warn("--data-cache not used for {}", cache_use.bypassed);
 
   auto metrics = std::make_shared<WorkerMetrics>(std::make_shared<prometheus::Registry>());
   metrics->SetDevice(device.device);  // the loops set the one the model runs on
