@@ -272,8 +272,8 @@ void CoordinatorSession::StopHeartbeats() {
 void CoordinatorSession::HeartbeatLoop() {
   Backoff backoff(options_.retry.backoff, NextSeed());
   auto period = [&] {
-    double seconds = options_.heartbeat_seconds;
-    if (seconds <= 0) seconds = std::clamp(registration().lease_seconds() / 3.0, 0.2, 10.0);
+    double seconds = std::clamp(registration().lease_seconds() / 3.0, 0.2, 10.0);
+    if (options_.heartbeat_seconds > 0) seconds = std::min(seconds, options_.heartbeat_seconds);
     return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   };
   auto next = Clock::now() + period();

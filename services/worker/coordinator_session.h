@@ -52,7 +52,8 @@ class CoordinatorSession {
     proto::WorkerRole role = proto::WORKER_ROLE_TRAINER;
     RetryPolicy retry;
     uint64_t seed = 1;  // of the backoff jitter
-    // Heartbeat period; 0: a third of the lease the coordinator gives.
+    // Heartbeat period: a third of the lease the coordinator gives, or
+    // this when it is shorter (0: no bound).
     double heartbeat_seconds = 0;
   };
 

@@ -114,6 +114,10 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
       options.evaluator ? proto::WORKER_ROLE_EVALUATOR : proto::WORKER_ROLE_TRAINER;
   session_options.retry = DefaultRetry();
   session_options.seed = seed;
+  // A heartbeat's reply is how the evaluator learns that the job ended, and
+  // the job waits for its final evaluation: a third of the lease (2 s by
+  // default) would keep everyone waiting up to that long.
+  if (options.evaluator) session_options.heartbeat_seconds = 0.5;
   CoordinatorSession session(&coordinator, session_options, stop, metrics.get());
 
   Status s;
