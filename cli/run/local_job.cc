@@ -1,11 +1,9 @@
 #include "cli/run/local_job.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <random>
 
 #include "services/common/ports_file.h"
 
@@ -16,19 +14,9 @@ constexpr auto kStartTimeout = std::chrono::seconds(120);
 
 std::string Loopback(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
-// Unique among the jobs of this machine: several launchers (and tests) run
-// at once, and a name outlives nothing (the kernel drops an abstract
-// socket with its last descriptor).
-std::string SocketPrefix() {
-  std::random_device random;
-  char suffix[9];
-  std::snprintf(suffix, sizeof suffix, "%08x", static_cast<unsigned>(random()));
-  return "unix-abstract:gaptrain-" + std::to_string(::getpid()) + "-" + suffix;
-}
-
 }  // namespace
 
-LocalJob::LocalJob(Options options) : options_(std::move(options)), socket_prefix_(SocketPrefix()) {
+LocalJob::LocalJob(Options options) : options_(std::move(options)) {
   trainers_.resize(options_.trainers);
   trainer_ports_.assign(options_.trainers, {0});
   for (const char* dir : {"logs", "ports", "coordinator", "checkpoints"}) {
@@ -42,8 +30,8 @@ std::string LocalJob::LogFile(const std::string& service) const {
   return options_.run_dir + "/logs/" + service + ".log";
 }
 
-std::string LocalJob::master_address() const { return socket_prefix_ + "-master"; }
-std::string LocalJob::coordinator_address() const { return socket_prefix_ + "-coordinator"; }
+std::string LocalJob::master_address() const { return Loopback(master_ports_[0]); }
+std::string LocalJob::coordinator_address() const { return Loopback(coordinator_ports_[0]); }
 
 std::string LocalJob::PortsFile(const std::string& service) const {
   return options_.run_dir + "/ports/" + service + ".ports";
@@ -65,37 +53,32 @@ Status LocalJob::Launch(const std::string& service, const std::string& binary,
   spec.log_file = LogFile(service);
   process->reset();
   GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, process));
-  ports->assign(port_count, 0);
-  if (!wait) return Status::OK();
-  return WaitServing(service, process->get(), port_count, ports);
-}
-
-Status LocalJob::WaitServing(const std::string& service, Process* process, int port_count,
-                             std::vector<uint16_t>* ports) {
-  Status started =
-      WaitForPortsFile(process, PortsFile(service), port_count, kStartTimeout, ports);
+  if (!wait) {
+    ports->assign(port_count, 0);
+    return Status::OK();
+  }
+  Status started = WaitForPortsFile(process->get(), ports_file, port_count, kStartTimeout, ports);
   if (!started.ok()) return Status(started.code(), service + ": " + started.message());
   return Status::OK();
 }
 
-Status LocalJob::LaunchMaster(bool wait) {
+Status LocalJob::StartMaster() {
+  // A restart keeps the gRPC port: the coordinator and workers know it.
+  const std::string listen = Loopback(master_ports_[0]);
   return Launch("master", options_.binaries.master,
-                {"--job", options_.job_file, "--listen", master_address(), "--http-address",
-                 "127.0.0.1", "--http-port", "0", "--checkpoint-dir",
-                 CheckpointDir(options_.run_dir)},
-                2, wait, &master_, &master_ports_);
+                {"--job", options_.job_file, "--listen", listen, "--http-address", "127.0.0.1",
+                 "--http-port", "0", "--checkpoint-dir", CheckpointDir(options_.run_dir)},
+                2, /*wait=*/true, &master_, &master_ports_);
 }
 
-Status LocalJob::LaunchCoordinator(bool wait) {
+Status LocalJob::StartCoordinator() {
+  const std::string listen = Loopback(coordinator_ports_[0]);
   return Launch("coordinator", options_.binaries.coordinator,
-                {"--job", options_.job_file, "--listen", coordinator_address(), "--http-address",
-                 "127.0.0.1", "--http-port", "0", "--state-dir", options_.run_dir + "/coordinator",
+                {"--job", options_.job_file, "--listen", listen, "--http-address", "127.0.0.1",
+                 "--http-port", "0", "--state-dir", options_.run_dir + "/coordinator",
                  "--master", master_address()},
-                2, wait, &coordinator_, &coordinator_ports_);
+                2, /*wait=*/true, &coordinator_, &coordinator_ports_);
 }
-
-Status LocalJob::StartMaster() { return LaunchMaster(/*wait=*/true); }
-Status LocalJob::StartCoordinator() { return LaunchCoordinator(/*wait=*/true); }
 
 std::vector<std::string> LocalJob::WorkerArgs(const std::string& name) const {
   char grace[32];
@@ -143,12 +126,11 @@ bool LocalJob::RefreshWorkerPorts() {
 }
 
 Status LocalJob::StartAll() {
-  GAPTRAIN_RETURN_IF_ERROR(LaunchMaster(/*wait=*/false));
-  GAPTRAIN_RETURN_IF_ERROR(LaunchCoordinator(/*wait=*/false));
+  GAPTRAIN_RETURN_IF_ERROR(StartMaster());
+  GAPTRAIN_RETURN_IF_ERROR(StartCoordinator());
   GAPTRAIN_RETURN_IF_ERROR(StartEvaluator());
   for (size_t i = 0; i < trainers_.size(); ++i) GAPTRAIN_RETURN_IF_ERROR(StartTrainer(i));
-  GAPTRAIN_RETURN_IF_ERROR(WaitServing("master", master_.get(), 2, &master_ports_));
-  return WaitServing("coordinator", coordinator_.get(), 2, &coordinator_ports_);
+  return Status::OK();
 }
 
 std::vector<LocalJob::MetricsTarget> LocalJob::targets() {

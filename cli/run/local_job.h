@@ -1,6 +1,6 @@
 // LocalJob: one TrainingJob's services as real processes on this machine,
-// talking gRPC over Unix-domain sockets: the master, the coordinator, the
-// evaluator and N trainers, the same binaries a cluster runs. `gaptrain run` drives
+// talking gRPC over loopback: the master, the coordinator, the evaluator
+// and N trainers, the same binaries a cluster runs. `gaptrain run` drives
 // it; it only starts, restarts and stops processes and knows their
 // addresses.
 //
@@ -12,21 +12,14 @@
 //   checkpoints/          the master's checkpoints (--checkpoint-dir)
 //
 // What the caller may rely on:
-//   - Every process gets the job token through $GAPTRAIN_TOKEN. gRPC goes
-//     over sockets in Linux's abstract namespace, named for this LocalJob
-//     ("unix-abstract:gaptrain-<pid>-<random>-master"): no TCP stack on
-//     the way, and the addresses are known before anything starts. HTTP
-//     (/metrics, /status) listens on 127.0.0.1 only.
-//   - A restarted master or coordinator serves at the address it had, so
+//   - Every process gets the job token through $GAPTRAIN_TOKEN and listens
+//     on 127.0.0.1 only.
+//   - A restarted master or coordinator listens on the gRPC port it had, so
 //     the others find it again; HTTP (metrics) ports may change, and
 //     targets() always lists the current ones.
-//   - StartAll() starts every process at once (the master and each worker
-//     spend their first second loading LibTorch; the coordinator and the
-//     workers retry until the peers they need serve) and returns once the
-//     master and the coordinator have written their ports files, or an
-//     error with the tail of the failing one's log.
-//   - StartMaster() and StartCoordinator() (restarts) return once the
-//     process has written its ports file, or that error.
+//   - StartMaster() and StartCoordinator() return once the process has
+//     written its ports file, or an error with the tail of its log: the
+//     others need their addresses.
 //   - StartEvaluator() and StartTrainer() return once the process is
 //     started, without waiting for it to load its model and data (seconds
 //     each on a small machine): the workers start in parallel, and a
@@ -124,20 +117,14 @@ class LocalJob {
   Status Launch(const std::string& service, const std::string& binary,
                 std::vector<std::string> args, int port_count, bool wait,
                 std::unique_ptr<Process>* process, std::vector<uint16_t>* ports);
-  // Reads a started server's ports file into *ports (Launch with `wait`).
-  Status WaitServing(const std::string& service, Process* process, int port_count,
-                     std::vector<uint16_t>* ports);
-  Status LaunchMaster(bool wait);
-  Status LaunchCoordinator(bool wait);
   std::string PortsFile(const std::string& service) const;
   std::vector<std::string> WorkerArgs(const std::string& name) const;
 
   Options options_;
-  std::string socket_prefix_;  // "unix-abstract:gaptrain-<pid>-<random>"
   std::unique_ptr<Process> master_, coordinator_, evaluator_;
   std::vector<std::unique_ptr<Process>> trainers_;
-  std::vector<uint16_t> master_ports_ = {0, 0};       // gRPC (1 on a socket), HTTP
-  std::vector<uint16_t> coordinator_ports_ = {0, 0};  // gRPC (1 on a socket), HTTP
+  std::vector<uint16_t> master_ports_ = {0, 0};       // gRPC, HTTP
+  std::vector<uint16_t> coordinator_ports_ = {0, 0};  // gRPC, HTTP
   std::vector<uint16_t> evaluator_ports_ = {0};       // HTTP
   std::vector<std::vector<uint16_t>> trainer_ports_;
 };

@@ -113,10 +113,8 @@ int StatusCommand(const std::vector<std::string>& args) {
   if (!s.ok()) return Fail(s.message() + "\n" + kUsage, 2);
   const int ways = !name.empty() + !run_dir.empty() + !coordinator.empty();
   if (ways != 1) return Fail(std::string("give one of NAME, --run-dir, --coordinator\n") + kUsage, 2);
-  if (!coordinator.empty() && !IsGrpcAddress(coordinator)) {
-    return Fail("--coordinator: must be HOST:PORT, unix:PATH or unix-abstract:NAME, got '" +
-                    coordinator + "'",
-                2);
+  if (!coordinator.empty() && !IsHostPort(coordinator)) {
+    return Fail("--coordinator: must be HOST:PORT, got '" + coordinator + "'", 2);
   }
 
   std::string address = coordinator, token;

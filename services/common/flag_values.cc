@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -48,11 +47,7 @@ Status ResolveJobToken(const std::string& token_file, bool allow_none, std::stri
       "--token-file: the job token is required (or $GAPTRAIN_TOKEN, or --insecure-no-token)");
 }
 
-bool IsGrpcAddress(const std::string& address) {
-  for (const char* scheme : {"unix:", "unix-abstract:"}) {
-    const size_t n = std::strlen(scheme);
-    if (address.compare(0, n, scheme) == 0) return address.size() > n;
-  }
+bool IsHostPort(const std::string& address) {
   const size_t colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return false;
   for (size_t i = colon + 1; i < address.size(); ++i) {

@@ -23,10 +23,8 @@ Status ParseUnsignedFlag(const std::string& flag, const std::string& text, uint6
 // `allow_none` (--insecure-no-token), which leaves *token empty.
 Status ResolveJobToken(const std::string& token_file, bool allow_none, std::string* token);
 
-// A gRPC address as the services take it: "host:port" (a non-empty host
-// and a numeric port), "unix:PATH" or "unix-abstract:NAME" (a Unix-domain
-// socket, named by a path or in Linux's abstract namespace).
-bool IsGrpcAddress(const std::string& address);
+// "host:port": a non-empty host and a numeric port.
+bool IsHostPort(const std::string& address);
 
 // FlagSet: a service's flags, declared once with where each value goes.
 // Parse() reads "--name value" pairs (and value-less switches), converts

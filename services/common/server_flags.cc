@@ -18,10 +18,8 @@ void AddServerFlags(FlagSet* flags, ServerFlags* server, std::string* token_file
 
 Status FinishServerFlags(const std::string& token_file, ServerFlags* server) {
   if (server->job_file.empty()) return Status::InvalidArgument("--job: is required");
-  if (!IsGrpcAddress(server->listen)) {
-    return Status::InvalidArgument(
-        "--listen: must be HOST:PORT, unix:PATH or unix-abstract:NAME, got '" + server->listen +
-        "'");
+  if (!IsHostPort(server->listen)) {
+    return Status::InvalidArgument("--listen: must be HOST:PORT, got '" + server->listen + "'");
   }
   if (server->tls_cert.empty() != server->tls_key.empty()) {
     return Status::InvalidArgument("--tls-cert and --tls-key: give both or neither");
@@ -43,13 +41,6 @@ std::string ServerFlagsUsage(const ServerFlags& defaults, const std::string& htt
          line("--insecure-no-token", "accept calls without a token (tests only)") +
          line("--tls-cert PATH --tls-key PATH", "serve gRPC over TLS") +
          line("--ports-file PATH", "write the bound ports as \"GRPC HTTP\"");
-}
-
-std::string DescribeGrpcEndpoint(const std::string& listen, int bound_port) {
-  if (listen.compare(0, 5, "unix:") == 0 || listen.compare(0, 14, "unix-abstract:") == 0) {
-    return listen;
-  }
-  return "port " + std::to_string(bound_port);
 }
 
 }  // namespace gaptrain

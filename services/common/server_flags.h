@@ -49,11 +49,6 @@ Status FinishServerFlags(const std::string& token_file, ServerFlags* server);
 // `http_paths` ("/metrics and /healthz") as what the HTTP port serves.
 std::string ServerFlagsUsage(const ServerFlags& defaults, const std::string& http_paths);
 
-// Where a server bound to --listen `listen` serves, for its log: "port N"
-// (the port it bound, which --listen may have left to the system), or the
-// Unix-domain socket's address.
-std::string DescribeGrpcEndpoint(const std::string& listen, int bound_port);
-
 }  // namespace gaptrain
 
 #endif  // GAPTRAIN_SERVICES_COMMON_SERVER_FLAGS_H_

@@ -46,14 +46,6 @@ TEST(ServerFlagsTest, DefaultsStandAndEveryFlagIsRead) {
   EXPECT_EQ(t.tls_key, "k.pem");
   EXPECT_EQ(t.ports_file, "/tmp/p");
 
-  // Unix-domain sockets, as `gaptrain run` uses them.
-  for (const std::string address : {"unix:/run/gaptrain/master.sock", "unix-abstract:gt-1-master"}) {
-    ServerFlags v = ServerFlags::Defaults("0.0.0.0:7070", 9090);
-    ASSERT_TRUE(Parse({"--job", "j.yaml", "--insecure-no-token", "--listen", address}, &v).ok())
-        << address;
-    EXPECT_EQ(v.listen, address);
-  }
-
   setenv("GAPTRAIN_TOKEN", "from-env", 1);
   ServerFlags u = ServerFlags::Defaults("0.0.0.0:7070", 9090);
   ASSERT_TRUE(Parse({"--job", "j.yaml"}, &u).ok());
@@ -70,11 +62,7 @@ TEST(ServerFlagsTest, BadFlagsNameTheFlag) {
   const std::vector<Case> cases = {
       {{"--insecure-no-token"}, "--job: is required"},
       {{"--job", "j", "--insecure-no-token", "--listen", "7070"},
-       "--listen: must be HOST:PORT, unix:PATH or unix-abstract:NAME, got '7070'"},
-      {{"--job", "j", "--insecure-no-token", "--listen", "unix-abstract:"},
-       "--listen: must be HOST:PORT, unix:PATH or unix-abstract:NAME, got 'unix-abstract:'"},
-      {{"--job", "j", "--insecure-no-token", "--listen", "unix:"},
-       "--listen: must be HOST:PORT, unix:PATH or unix-abstract:NAME, got 'unix:'"},
+       "--listen: must be HOST:PORT, got '7070'"},
       {{"--job", "j", "--insecure-no-token", "--http-port", "70000"},
        "--http-port: must be an integer in [0, 65535], got '70000'"},
       {{"--job", "j", "--insecure-no-token", "--tls-key", "k.pem"},

@@ -34,9 +34,8 @@ Status ParseCoordinatorFlags(const std::vector<std::string>& args, CoordinatorOp
   flags.Unsigned("--master-timeout-seconds", 0, 365ull * 86400, &o.master_timeout_seconds);
   GAPTRAIN_RETURN_IF_ERROR(flags.Parse(args));
   GAPTRAIN_RETURN_IF_ERROR(FinishServerFlags(token_file, &o.server));
-  if (!o.master.empty() && !IsGrpcAddress(o.master)) {
-    return Status::InvalidArgument(
-        "--master: must be HOST:PORT, unix:PATH or unix-abstract:NAME, got '" + o.master + "'");
+  if (!o.master.empty() && !IsHostPort(o.master)) {
+    return Status::InvalidArgument("--master: must be HOST:PORT, got '" + o.master + "'");
   }
   if (!o.master_ca.empty() && o.master.empty()) {
     return Status::InvalidArgument("--master-ca: needs --master");

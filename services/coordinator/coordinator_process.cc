@@ -157,19 +157,9 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
           }
           return s;
         },
-        // Called on the feed's thread only. A master that is still starting
-        // (loading LibTorch, when everything starts at once) is not news.
-        [service, metrics, master, reached = false, waiting = false](
-            bool reachable, const std::string& error) mutable {
+        [service, metrics, master](bool reachable, const std::string& error) {
           metrics->RecordMembersUpdate(reachable);
-          if (reachable && !reached) spdlog::info("master at {} reached", master);
-          if (!reachable && reached) {
-            spdlog::warn("cannot update the master at {}: {}", master, error);
-          } else if (!reachable && !waiting) {
-            spdlog::info("waiting for the master at {} ({})", master, error);
-            waiting = true;
-          }
-          reached = reached || reachable;
+          if (!reachable) spdlog::warn("cannot update the master at {}: {}", master, error);
           service->ReportMasterHealth(reachable, error);
         },
         feed_options);
@@ -212,9 +202,8 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
   }
   p->ticks_ = std::make_unique<TickTimer>(kTickPeriod, [raw] { raw->OnTick(); });
   p->ticks_->Start();
-  spdlog::info("coordinator of {} serving gRPC on {}{}, status on http://{}:{}/status", job.name,
-               DescribeGrpcEndpoint(options.server.listen, p->grpc_port_),
-               options.server.tls_cert.empty() ? "" : " (TLS)",
+  spdlog::info("coordinator of {} serving gRPC on port {}{}, status on http://{}:{}/status",
+               job.name, p->grpc_port_, options.server.tls_cert.empty() ? "" : " (TLS)",
                options.server.http_address, p->http_->port());
   *process = std::move(p);
   return Status::OK();

@@ -197,10 +197,9 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
     GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(
         options.server.ports_file, {static_cast<uint16_t>(p->grpc_port_), p->http_->port()}));
   }
-  spdlog::info("master of {} (run {}, version {}) serving gRPC on {}{}, metrics on "
+  spdlog::info("master of {} (run {}, version {}) serving gRPC on port {}{}, metrics on "
                "http://{}:{}/metrics",
-               job.name, incarnation.id(), restored_version,
-               DescribeGrpcEndpoint(options.server.listen, p->grpc_port_),
+               job.name, incarnation.id(), restored_version, p->grpc_port_,
                options.server.tls_cert.empty() ? "" : " (TLS)", options.server.http_address,
                p->http_->port());
   p->background_ = std::thread([raw] { raw->BackgroundLoop(); });

@@ -64,10 +64,8 @@ Status ParseWorkerFlags(const std::vector<std::string>& args, WorkerOptions* opt
   o.evaluator = role == "evaluator";
   if (o.job_file.empty()) return Status::InvalidArgument("--job: is required");
   if (o.coordinator.empty()) return Status::InvalidArgument("--coordinator: is required");
-  if (!IsGrpcAddress(o.coordinator)) {
-    return Status::InvalidArgument(
-        "--coordinator: must be HOST:PORT, unix:PATH or unix-abstract:NAME, got '" +
-        o.coordinator + "'");
+  if (!IsHostPort(o.coordinator)) {
+    return Status::InvalidArgument("--coordinator: must be HOST:PORT, got '" + o.coordinator + "'");
   }
   if (o.host_name.empty()) o.host_name = DefaultHostName();
   if (o.host_name.empty()) {

@@ -96,7 +96,7 @@ TEST(WorkerOptionsTest, BadFlagsNameTheFlag) {
       {{"--coordinator", "c:1", "--insecure-no-token"}, "--job: is required"},
       {{"--job", "j", "--insecure-no-token"}, "--coordinator: is required"},
       {{"--job", "j", "--coordinator", "coord", "--insecure-no-token"},
-       "--coordinator: must be HOST:PORT, unix:PATH or unix-abstract:NAME, got 'coord'"},
+       "--coordinator: must be HOST:PORT, got 'coord'"},
       {with({"--bogus"}), "unknown flag '--bogus'"},
       {with({"--role", "master"}), "--role: must be trainer or evaluator, got 'master'"},
       {with({"--device", "tpu"}), "--device: must be cpu or cuda, got 'tpu'"},
