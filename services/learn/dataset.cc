@@ -99,7 +99,10 @@ Status ReadDataFile(const std::string& path, const std::string& cache_dir,
     case InflatedCacheOutcome::Kind::kHit: ++use->files_from_cache; break;
     case InflatedCacheOutcome::Kind::kFilled: ++use->files_cached; break;
     case InflatedCacheOutcome::Kind::kBypassed:
-      if (use->bypassed.empty()) use->bypassed = path + ": " + outcome.reason;
+      // A plain file has nothing to cache: only real problems are reported.
+      if (use->bypassed.empty() && outcome.reason != kNotGzipReason) {
+        use->bypassed = path + ": " + outcome.reason;
+      }
       break;
   }
   return Status::OK();

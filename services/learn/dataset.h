@@ -83,7 +83,7 @@ Status LoadDataset(DatasetFormat format, const std::string& dir, Split split,
 struct DatasetCacheUse {
   int files_from_cache = 0;  // served by an inflated copy
   int files_cached = 0;      // inflated here, their copies left for the next
-  std::string bypassed;      // the first file read without the cache, and why
+  std::string bypassed;      // the first gzip file read without the cache, and why
 };
 
 // The same, keeping the inflated copies of gzip'd image files in

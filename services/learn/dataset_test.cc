@@ -233,6 +233,22 @@ TEST(InflateCacheTest, LoadsTheSameAndTheNextLoadReadsTheCopies) {
   EXPECT_EQ(FilesEndingIn(cache, ".lock").size(), 4u);  // one per image file
 }
 
+// Plain files need no cache: loaded as they are, and not reported as the
+// cache failing (the worker warns about what `bypassed` names).
+TEST(InflateCacheTest, PlainFilesAreReadAsTheyAreWithoutAComplaint) {
+  const std::string dir = TestDir("dataset_test");
+  WriteIdxDataset(dir, 12, 6);
+  Dataset plain, cached;
+  ASSERT_TRUE(LoadDataset(DatasetFormat::kMnistIdx, dir, Split::kTest, &plain).ok());
+  DatasetCacheUse use;
+  Status s = LoadDataset(DatasetFormat::kMnistIdx, dir, Split::kTest, dir + "/cache", &cached,
+                         &use);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(cached.images, plain.images);
+  EXPECT_EQ(use.files_from_cache + use.files_cached, 0);
+  EXPECT_EQ(use.bypassed, "");
+}
+
 TEST(CifarTest, UsesWhicheverTrainBatchesExist) {
   const std::string dir = TestDir("dataset_test");
   WriteRaw(dir + "/data_batch_3.bin", CifarRecords(3, 2));

@@ -158,7 +158,7 @@ Status ReadFileInflatedCached(const std::string& path, const std::string& cache_
   GzipTrailer trailer;
   if (cache_dir.empty()) return ReadSource(path, contents, outcome, "no cache directory");
   if (!ReadGzipTrailer(path, &trailer)) {
-    return ReadSource(path, contents, outcome, "not a gzip file");
+    return ReadSource(path, contents, outcome, kNotGzipReason);
   }
   const std::string copy = cache_dir + "/" + CopyName(path, trailer);
   if (ReadValidCopy(copy, trailer, contents)) {

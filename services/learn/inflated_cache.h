@@ -35,6 +35,10 @@
 
 namespace gaptrain {
 
+// InflatedCacheOutcome::reason for a plain file: nothing to cache, which
+// is no problem of the cache's.
+inline constexpr char kNotGzipReason[] = "not a gzip file";
+
 struct InflatedCacheOutcome {
   enum class Kind {
     kHit,       // read from the cache's copy
