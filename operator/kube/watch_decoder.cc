@@ -64,12 +64,15 @@ Status WatchErrorStatus(const std::string& what, const WatchEvent& event) {
 }
 
 WatchDecoder::WatchDecoder(const Limits& limits) : limits_(limits) {
-  parser_.eager(true);
+  // Not eager until the header is done: Beast 1.81's eager loop goes on
+  // past a header it has just refused (a Content-Length over the body
+  // limit) and reserves that length anyway. Feed turns eagerness on once
+  // the header passed.
+  parser_.eager(false);
   // CountHeader enforces max_header_bytes; Beast's looser limit only
   // bounds its own buffering.
   parser_.header_limit(static_cast<std::uint32_t>(
       std::min<size_t>(2 * limits.max_header_bytes + 64, UINT32_MAX)));
-  parser_.body_limit(boost::none);  // a watch has no end; lines are limited instead
 }
 
 Status WatchDecoder::Fail(const std::string& why) {
@@ -99,12 +102,19 @@ Status WatchDecoder::Feed(const char* data, size_t size, std::vector<WatchEvent>
   GAPTRAIN_RETURN_IF_ERROR(CountHeader(data, size));
   unparsed_.append(data, size);
   while (!unparsed_.empty() && !parser_.is_done()) {
+    // Beast reserves a Content-Length body up front and counts a chunked
+    // body against its limit. Re-armed before every put, the limit bounds
+    // what a response may declare (a hostile Content-Length is refused, not
+    // allocated) without ending a watch that streams forever.
+    parser_.body_limit(static_cast<std::uint64_t>(limits_.max_line_bytes) +
+                       limits_.max_error_body_bytes + unparsed_.size());
     boost::beast::error_code ec;
     const size_t used = parser_.put(boost::asio::buffer(unparsed_.data(), unparsed_.size()), ec);
     unparsed_.erase(0, used);
     if (ec && ec != http::error::need_more) {
       return Fail("malformed HTTP response: " + ec.message());
     }
+    if (parser_.is_header_done()) parser_.eager(true);
     GAPTRAIN_RETURN_IF_ERROR(TakeBody(events));
     if (used == 0) break;  // needs more bytes than we have
   }

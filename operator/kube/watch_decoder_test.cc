@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -241,6 +242,35 @@ TEST(WatchDecoderTest, LinesLongerThanTheLimitAreRefused) {
 // same however they arrive (found by watch_decoder_fuzzer: Beast's own
 // limit let a 2085-byte header through a 2048-byte limit when it came in
 // two pieces).
+// A fuzz finding: Beast reserved a declared Content-Length up front, so a
+// response declaring petabytes threw std::bad_alloc out of Feed. It is
+// refused as malformed, and a long chunked watch still streams.
+TEST(WatchDecoderTest, AHugeContentLengthIsRefusedNotAllocated) {
+  WatchDecoder decoder;
+  std::vector<WatchEvent> events;
+  const std::string hostile =
+      "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+      "Content-Length: 6666666666666282\r\n\r\n{\"kind\":\"Status\"}";
+  const Status s = decoder.Feed(hostile.data(), hostile.size(), &events);
+  EXPECT_EQ(s.code(), Status::Code::kDataLoss) << s.ToString();
+  EXPECT_NE(s.message().find("malformed HTTP response"), std::string::npos) << s.message();
+
+  // In 100-byte pieces, the body far beyond the per-put bound in total.
+  WatchDecoder::Limits limits;
+  limits.max_line_bytes = 512;
+  limits.max_error_body_bytes = 64;
+  WatchDecoder watch(limits);
+  const std::string response =
+      ChunkedResponse(std::vector<std::string>(200, std::string(kAdded) + "\n"));
+  ASSERT_GT(response.size(), 10 * (limits.max_line_bytes + limits.max_error_body_bytes));
+  for (size_t at = 0; at < response.size(); at += 100) {
+    const Status streamed =
+        watch.Feed(response.data() + at, std::min<size_t>(100, response.size() - at), &events);
+    ASSERT_TRUE(streamed.ok()) << streamed.ToString();
+  }
+  EXPECT_EQ(events.size(), 200u);
+}
+
 TEST(WatchDecoderTest, TheHeaderLimitHoldsWhereverTheBytesAreSplit) {
   const std::string body = ChunkedResponse({std::string(kAdded) + "\n"});
   const size_t header = body.find("\r\n\r\n") + 4;
