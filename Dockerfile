@@ -35,7 +35,7 @@ COPY image/rootfs-setup.sh /tmp/gaptrain-rootfs-setup.sh
 RUN sh /tmp/gaptrain-rootfs-setup.sh /tmp/gaptrain-debs && \
     rm -rf /tmp/gaptrain-debs /tmp/gaptrain-rootfs-setup.sh /var/lib/apt/lists/*
 COPY --from=build /out/bin/ /usr/local/bin/
-ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin OPENBLAS_NUM_THREADS=1
 USER 65532:65532
 WORKDIR /var/lib/gaptrain
 CMD ["gaptrain", "--help"]

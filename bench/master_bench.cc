@@ -1,8 +1,9 @@
 // The master over loopback: pull and push throughput for 1M and 25M
 // parameters beside a plain TCP transfer of the same bytes (target: gRPC at
-// least 60% of TCP), and pushes per second from 1, 4 and 16 concurrent
-// clients for a small model. The masters run in a child process, as a
-// master and its workers do; --in_process keeps them in this one.
+// least 60% of TCP), pushes per second from 1, 4 and 16 concurrent
+// clients for a small model, and a LeNet-5 trainer's PushPull round trip.
+// The masters run in a child process, as a master and its workers do;
+// --in_process keeps them in this one.
 //
 //   bazel build -c opt //bench:master_bench && bazel-bin/bench/master_bench
 
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -32,7 +34,8 @@ namespace gaptrain {
 namespace {
 
 constexpr size_t kPushesPerSecondSize = 235146;  // the mlp's parameters
-constexpr size_t kSizes[] = {1 << 20, 25 << 20, kPushesPerSecondSize};
+constexpr size_t kLenet5Size = 61706;            // the README job's model
+constexpr size_t kSizes[] = {1 << 20, 25 << 20, kPushesPerSecondSize, kLenet5Size};
 
 // A master (plain SGD, so every push is applied; 64 joined workers; one
 // update thread per CPU, as gaptrain-master by default) serving on
@@ -281,6 +284,34 @@ void BM_PlainTcp(benchmark::State& state) {
   Record(state, "tcp", bytes);
 }
 
+// A trainer's step round trip: PushPull of a LeNet-5 gradient with the
+// next step's parameters in the reply, what a worker waits for between two
+// batches. Microseconds per call; the second argument is how long the
+// client computes (spins, untimed) before each call, as a trainer does for
+// about 5 ms: back to back, the master's threads and both CPUs stay awake,
+// which a trainer's calls do not see.
+void BM_PushPull(benchmark::State& state) {
+  const size_t size = state.range(0);
+  const auto compute = std::chrono::microseconds(state.range(1));
+  MasterClient client = ClientOf(size);
+  std::vector<float> g(size, 1e-3f), theta(size);
+  proto::DescribeResponse d;
+  client.Describe(&d);
+  uint64_t version = d.version();
+  for (auto _ : state) {
+    state.PauseTiming();
+    const auto until = std::chrono::steady_clock::now() + compute;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    state.ResumeTiming();
+    MasterClient::PushPullResult r;
+    Status s = client.PushPull(1, version, g.data(), size, 0, nullptr, proto::FLOAT32,
+                               theta.data(), &r);
+    if (!s.ok() || !r.pull_status.ok()) state.SkipWithError("push-pull failed");
+    version = r.pull.version;
+  }
+}
+
 // Pushes per second of a small model (mlp-sized) with concurrent clients.
 void BM_PushesPerSecond(benchmark::State& state) {
   constexpr size_t kSize = kPushesPerSecondSize;
@@ -310,6 +341,11 @@ BENCHMARK(BM_PullAfterPush)
     ->UseRealTime();
 BENCHMARK(BM_Push)->Arg(1 << 20)->Arg(25 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Push)->Arg(1 << 20)->Arg(25 << 20)->Threads(2)->Threads(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PushPull)
+    ->Args({kLenet5Size, 0})
+    ->Args({kLenet5Size, 5000})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_PushesPerSecond)
     ->Threads(1)
     ->Threads(4)

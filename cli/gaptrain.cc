@@ -13,6 +13,7 @@
 #include "cli/run/service_binaries.h"
 #include "cli/run/status_command.h"
 #include "operator/crd/crd_command.h"
+#include "services/common/blas_environment.h"
 
 namespace {
 
@@ -40,6 +41,9 @@ int ExecTorchCommand(char** argv) {
     return 1;
   }
   argv[0] = const_cast<char*>(path.c_str());
+  for (const auto& [name, value] : gaptrain::BlasStartEnvironment()) {
+    setenv(name.c_str(), value.c_str(), /*overwrite=*/0);
+  }
   execv(path.c_str(), argv);
   std::fprintf(stderr, "gaptrain %s: cannot start %s: %s\n", argv[1], path.c_str(),
                std::strerror(errno));

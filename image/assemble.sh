@@ -42,6 +42,9 @@ mirrors=(
 )
 uid=65532
 path_env=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# OpenBLAS starts no thread pool as LibTorch loads; the services size it
+# themselves (services/common/blas_environment.h).
+blas_env=OPENBLAS_NUM_THREADS=1
 
 usage() {
   sed -n 's/^# \{0,1\}//; /^Usage:/,/^set /p' "$0" | sed '$d' >&2
@@ -240,6 +243,7 @@ umoci raw add-layer --image "$oci:base" --tag "$tag" \
 config_args=(
   --config.user "$uid:$uid"
   --config.env "PATH=$path_env"
+  --config.env "$blas_env"
   --config.workingdir /var/lib/gaptrain
   --clear config.entrypoint --clear config.cmd
   --config.cmd gaptrain --config.cmd --help

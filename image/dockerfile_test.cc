@@ -89,7 +89,10 @@ TEST_F(DockerfileTest, ConfigIsAssembleShs) {
 
   const std::string path = ShellAssignment(assemble_, "path_env");
   ASSERT_FALSE(path.empty());
-  EXPECT_EQ(Only(stage_, "ENV"), "PATH=" + path);
+  const std::string blas = ShellAssignment(assemble_, "blas_env");
+  ASSERT_EQ(blas, "OPENBLAS_NUM_THREADS=1");
+  EXPECT_NE(assemble_.find("--config.env \"$blas_env\""), std::string::npos);
+  EXPECT_EQ(Only(stage_, "ENV"), "PATH=" + path + " " + blas);
 
   EXPECT_NE(assemble_.find("--config.cmd gaptrain --config.cmd --help"), std::string::npos);
   EXPECT_EQ(Only(stage_, "CMD"), "[\"gaptrain\", \"--help\"]");

@@ -116,6 +116,15 @@ TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) 
   const std::string& run_dir = running.run_dir;
   const std::map<std::string, pid_t> pids = ServicePids(running.endpoints);
   EXPECT_EQ(pids.size(), 7u) << running.endpoints.dump();  // master, coordinator, evaluator, 4 trainers
+  // Every service starts without OpenBLAS's load-time thread pool
+  // (services/common/blas_environment.h); /proc/PID/environ holds
+  // NUL-terminated entries.
+  for (const auto& [service, pid] : pids) {
+    const std::string environ =
+        '\0' + ReadWholeFile("/proc/" + std::to_string(pid) + "/environ");
+    const std::string entry = std::string(1, '\0') + "OPENBLAS_NUM_THREADS=1" + '\0';
+    EXPECT_NE(environ.find(entry), std::string::npos) << service;
+  }
 
   // A real Prometheus scrapes every service the launcher lists.
   std::unique_ptr<PrometheusTestServer> prometheus;

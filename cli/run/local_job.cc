@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "services/common/blas_environment.h"
 #include "services/common/ports_file.h"
 
 namespace gaptrain {
@@ -49,7 +50,8 @@ Status LocalJob::Launch(const std::string& service, const std::string& binary,
   Process::Spec spec;
   spec.binary = binary;
   spec.args = std::move(args);
-  spec.env = {{"GAPTRAIN_TOKEN", options_.token}};
+  spec.env = BlasStartEnvironment();  // for the master and the workers, which load LibTorch
+  spec.env.emplace_back("GAPTRAIN_TOKEN", options_.token);
   spec.log_file = LogFile(service);
   process->reset();
   GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, process));
