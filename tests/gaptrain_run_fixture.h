@@ -30,7 +30,7 @@ struct E2eJob {
   uint32_t min_replicas = 2;  // the job trains on while chaos has trainers down
   double epochs = 4;
   uint32_t batch_size = 64;
-  double learning_rate = 0.05;
+  double learning_rate = 0.03;  // as examples/mnist-gap-aware.yaml: 0.05 collapsed some runs
   uint32_t checkpoint_seconds = 10;
   uint32_t lease_seconds = 6;
   uint64_t eval_every = 500;
