@@ -16,8 +16,9 @@
 // and the network's share of a worker's step (pull and push against
 // compute, per batch: a push brings the next batch's parameters, so the
 // worker pulls on its own only at a task's start), which a neighbour's
-// load disturbs less. The load average is
-// printed: on a busy machine the numbers are noisier.
+// load disturbs less, and both loops' compute per batch (ComputeGradient
+// alone): whether the worker computes slower or only the network costs.
+// The load average is printed: on a busy machine the numbers are noisier.
 //
 // The last row is the README's job as a user runs it: `gaptrain run -f
 // examples/mnist-gap-aware.yaml` (4 trainers, an evaluator, the master and
@@ -103,9 +104,14 @@ TrainingJob Job(const std::string& model) {
   return job;
 }
 
+struct PlainRun {
+  double samples_per_second = 0;
+  double compute_ms = 0;  // per batch: ComputeGradient alone, as the worker's "compute"
+};
+
 // The plain loop: the same batches, forward and backward, and momentum SGD
-// with weight decay on the flat buffer. Samples per second.
-double PlainLoop(const TrainingJob& job, const Dataset& train, uint32_t samples) {
+// with weight decay on the flat buffer.
+PlainRun PlainLoop(const TrainingJob& job, const Dataset& train, uint32_t samples) {
   std::unique_ptr<Model> model;
   Status s = Model::CreateBuiltin(
       job.model.builtin, ModelInput{train.channels, train.height, train.width, train.num_classes},
@@ -124,9 +130,12 @@ double PlainLoop(const TrainingJob& job, const Dataset& train, uint32_t samples)
   std::vector<float> images(loader.images_buffer_size());
   std::vector<int64_t> labels(loader.labels_buffer_size());
   const auto start = Clock::now();
-  uint64_t done = 0;
+  uint64_t done = 0, batches = 0;
+  Clock::duration computing{};
   while (size_t k = it.Next(images.data(), labels.data())) {
+    const auto compute_start = Clock::now();
     model->ComputeGradient(images.data(), labels.data(), static_cast<int64_t>(k));
+    computing += Clock::now() - compute_start;
     float* w = model->parameters();
     const float* g = model->gradients();
     for (size_t j = 0; j < p; ++j) {
@@ -134,8 +143,13 @@ double PlainLoop(const TrainingJob& job, const Dataset& train, uint32_t samples)
       w[j] -= lr * velocity[j];
     }
     done += k;
+    ++batches;
   }
-  return static_cast<double>(done) / Since(start);
+  PlainRun run;
+  run.samples_per_second = static_cast<double>(done) / Since(start);
+  run.compute_ms = 1000.0 * std::chrono::duration<double>(computing).count() /
+                   static_cast<double>(std::max<uint64_t>(batches, 1));
+  return run;
 }
 
 struct WorkerRun {
@@ -437,10 +451,12 @@ int Main(int argc, char** argv) {
     const TrainingJob job = Job(c.model);
     PlainLoop(job, train, 64 * 20);  // warm-up: allocator, OpenMP pool
     // Alternating rounds; the median of each, and of the per-round ratios.
-    std::vector<double> plain, worker, overheads;
+    std::vector<double> plain, plain_compute_ms, worker, overheads;
     std::vector<WorkerRun> runs;
     for (int round = 0; round < kRounds; ++round) {
-      plain.push_back(PlainLoop(job, train, c.samples));
+      const PlainRun plain_run = PlainLoop(job, train, c.samples);
+      plain.push_back(plain_run.samples_per_second);
+      plain_compute_ms.push_back(plain_run.compute_ms);
       runs.push_back(RunWorker(job, train, c.samples));
       worker.push_back(runs.back().samples_per_second);
       overheads.push_back(1.0 - worker.back() / plain.back());
@@ -460,6 +476,13 @@ int Main(int argc, char** argv) {
     std::printf("; network share of a step (pull + push) / (pull + compute + push): %.1f%%\n",
                 100 * (typical.pull_ms + typical.push_ms) /
                     (typical.pull_ms + typical.compute_ms + typical.push_ms));
+    // Whether the worker's gradients cost more than the loop's (caches the
+    // transfer walked through, a busy neighbour) or only the network does.
+    std::vector<double> worker_compute_ms;
+    for (const WorkerRun& r : runs) worker_compute_ms.push_back(r.compute_ms);
+    const double plain_ms = Median(plain_compute_ms), worker_ms = Median(worker_compute_ms);
+    std::printf("        compute per batch (medians): plain %.2f ms, worker %.2f ms (%+.1f%%)\n",
+                plain_ms, worker_ms, 100 * (worker_ms / plain_ms - 1));
   }
   ReadmeJobRow(train, workspace);
   std::printf("load average after: %s\n", LoadAverage().c_str());
