@@ -6,6 +6,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "services/common/chance_level.h"
+
 namespace gaptrain {
 namespace {
 
@@ -126,6 +128,10 @@ std::string SummaryText(const RunSummary& s) {
   if (s.has_accuracy) {
     text += "  test accuracy " + Printf("%.2f%%", 100 * s.accuracy) + " (loss " +
             Printf("%.4f", s.eval_loss) + ") at version " + std::to_string(s.eval_version) + "\n";
+    // An untrained model (version 0) is at chance for want of training.
+    if (s.eval_version > 0 && AtChanceLevel(s.accuracy, s.eval_loss, s.num_classes)) {
+      text += "  " + std::string(ChanceLevelAdvice()) + "\n";
+    }
   } else {
     text += "  test accuracy: not evaluated\n";
   }

@@ -317,6 +317,24 @@ TEST(SummaryTextTest, WorkerCrashRestartsAloneAreReported) {
   EXPECT_TRUE(Contains(SummaryText(s), "2 worker crash restart(s)")) << SummaryText(s);
 }
 
+// The README job's dead model (docs/run.md): the summary says what it
+// means and which field to change.
+TEST(SummaryTextTest, AModelAtChanceLevelGetsAdvice) {
+  RunSummary s = FullSummary();
+  s.accuracy = 0.1135;
+  s.eval_loss = 2.3029;
+  s.eval_version = 3752;
+  const std::string text = SummaryText(s);
+  EXPECT_TRUE(Contains(text, "  test accuracy 11.35% (loss 2.3029) at version 3752\n  the model "
+                             "predicts no better than chance"))
+      << text;
+  EXPECT_TRUE(Contains(text, "lower spec.training.optimizer.learningRate")) << text;
+  // A trained model, and a model evaluated before any update, get none.
+  EXPECT_FALSE(Contains(SummaryText(FullSummary()), "chance")) << SummaryText(FullSummary());
+  s.eval_version = 0;
+  EXPECT_FALSE(Contains(SummaryText(s), "chance")) << SummaryText(s);
+}
+
 TEST(SummaryJsonTest, Fields) {
   const std::string text = SummaryJson(FullSummary());
   ASSERT_FALSE(text.empty());

@@ -80,6 +80,11 @@ void FakeMaster::SetVersion(uint64_t version) {
   version_ = version;
 }
 
+void FakeMaster::ScaleTheta(float factor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (float& v : theta_) v *= factor;
+}
+
 void FakeMaster::SetRun(uint64_t run) {
   std::lock_guard<std::mutex> lock(mu_);
   run_.set_id(run);

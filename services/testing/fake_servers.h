@@ -59,6 +59,9 @@ class FakeMaster final : public proto::Master::Service {
   // Describe reports this layout instead of the real one.
   void SetDescribedLayout(const ParameterLayout& layout);
   void SetVersion(uint64_t version);
+  // Multiplies every value of θ by `factor` (0: a model whose outputs are
+  // uniform; large: one that is confidently wrong on random data).
+  void ScaleTheta(float factor);
   // Answers as master run `run` (Describe, pull chunks, push replies).
   void SetRun(uint64_t run);
   // Once `after_pushes` pushes have been applied, the master "restarts":

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "services/common/chance_level.h"
 #include "services/learn/evaluator.h"
 #include "services/learn/job_model.h"
 
@@ -105,6 +106,9 @@ Status EvaluationLoop::Evaluate(RetryLoop* loop) {
   if (metrics_ != nullptr) metrics_->RecordEvaluation(eval.accuracy, eval.loss, r.version, seconds);
   spdlog::info("evaluation: version {}, accuracy {:.4f}, loss {:.4f} ({:.2f} s)", r.version,
                eval.accuracy, eval.loss, seconds);
+  if (r.version > 0 && AtChanceLevel(eval.accuracy, eval.loss, static_cast<int>(test_.num_classes))) {
+    spdlog::warn("evaluation of version {}: {}", r.version, ChanceLevelAdvice());
+  }
   proto::JobPhase phase = proto::JOB_PHASE_UNSPECIFIED;
   s = session_->ReportEvaluation(eval.accuracy, eval.loss, r.version, &phase);
   if (!s.ok()) return s;

@@ -8,11 +8,14 @@
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -563,6 +566,32 @@ TEST(EvaluationLoopTest, EvaluatesThetaWithObserverPullsAndReports) {
   EXPECT_GE(h.master().observer_pulls(), 1);
   EXPECT_EQ(h.master().pulls(), h.master().observer_pulls());  // never a member pull
   EXPECT_EQ(h.coordinator().leave_reason(), proto::LEAVE_REASON_FINISHED);
+}
+
+// A model that predicts no better than chance after updates (θ all 0:
+// uniform outputs, loss ln 10) gets a warning that says what to change; a
+// model whose loss is far from ln 10 (θ scaled up: confident, and wrong on
+// this random data) gets none.
+TEST(EvaluationLoopTest, AModelAtChanceLevelIsWarnedAbout) {
+  auto log = std::make_shared<std::ostringstream>();
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(*log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  for (float scale : {0.0f, 100.0f}) {
+    log->str("");
+    Harness h;
+    h.master().SetVersion(10);
+    h.master().ScaleTheta(scale);
+    h.coordinator().SetPhaseAfterEvaluation(proto::JOB_PHASE_SUCCEEDED);
+    EvaluationLoop::Result result;
+    Status s = h.RunEvaluator(&result);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    const bool dead = scale == 0.0f;
+    EXPECT_EQ(log->str().find("predicts no better than chance") != std::string::npos, dead)
+        << "scale " << scale << ", loss " << result.loss << ", accuracy " << result.accuracy
+        << ", log:\n" << log->str();
+    if (dead) EXPECT_NEAR(result.loss, std::log(10.0), 1e-4);
+  }
+  spdlog::default_logger()->sinks().pop_back();
 }
 
 // The evaluator's observer pulls come in the job's wire type too.
