@@ -106,7 +106,8 @@ Status EvaluationLoop::Evaluate(RetryLoop* loop) {
   if (metrics_ != nullptr) metrics_->RecordEvaluation(eval.accuracy, eval.loss, r.version, seconds);
   spdlog::info("evaluation: version {}, accuracy {:.4f}, loss {:.4f} ({:.2f} s)", r.version,
                eval.accuracy, eval.loss, seconds);
-  if (r.version > 0 && AtChanceLevel(eval.accuracy, eval.loss, static_cast<int>(test_.num_classes))) {
+  const int classes = static_cast<int>(test_.num_classes);
+  if (r.version > 0 && AtChanceLevel(eval.accuracy, eval.loss, classes)) {
     spdlog::warn("evaluation of version {}: {}", r.version, ChanceLevelAdvice());
   }
   proto::JobPhase phase = proto::JOB_PHASE_UNSPECIFIED;
