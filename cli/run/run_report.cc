@@ -12,6 +12,9 @@ namespace gaptrain {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Classes of every dataset a job can name (mnist-idx, cifar10-bin: 10
+// each); the coordinator's status does not carry them.
+constexpr int kDatasetClasses = 10;
 
 std::string Printf(const char* format, double value) {
   char text[64];
@@ -129,7 +132,7 @@ std::string SummaryText(const RunSummary& s) {
     text += "  test accuracy " + Printf("%.2f%%", 100 * s.accuracy) + " (loss " +
             Printf("%.4f", s.eval_loss) + ") at version " + std::to_string(s.eval_version) + "\n";
     // An untrained model (version 0) is at chance for want of training.
-    if (s.eval_version > 0 && AtChanceLevel(s.accuracy, s.eval_loss, s.num_classes)) {
+    if (s.eval_version > 0 && AtChanceLevel(s.accuracy, s.eval_loss, kDatasetClasses)) {
       text += "  " + std::string(ChanceLevelAdvice()) + "\n";
     }
   } else {

@@ -80,7 +80,6 @@ struct RunSummary {
   bool has_accuracy = false;
   double accuracy = 0, eval_loss = 0;
   uint64_t eval_version = 0;
-  int num_classes = 10;  // the dataset's; both formats (mnist-idx, cifar10-bin) have 10
   uint64_t version = 0;  // master updates
   double pushes_accepted = 0, mean_staleness = 0, mean_gap = 0;
   uint64_t joined = 0, preempted = 0, lease_expiries = 0, failed = 0;

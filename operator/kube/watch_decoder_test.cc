@@ -238,10 +238,6 @@ TEST(WatchDecoderTest, LinesLongerThanTheLimitAreRefused) {
   EXPECT_EQ(s.message(), "watch stream: an event is longer than 64 bytes");
 }
 
-// The header limit counts the bytes up to and with the blank line, the
-// same however they arrive (found by watch_decoder_fuzzer: Beast's own
-// limit let a 2085-byte header through a 2048-byte limit when it came in
-// two pieces).
 // A fuzz finding: Beast reserved a declared Content-Length up front, so a
 // response declaring petabytes threw std::bad_alloc out of Feed. It is
 // refused as malformed, and a long chunked watch still streams.
@@ -271,6 +267,10 @@ TEST(WatchDecoderTest, AHugeContentLengthIsRefusedNotAllocated) {
   EXPECT_EQ(events.size(), 200u);
 }
 
+// The header limit counts the bytes up to and with the blank line, the
+// same however they arrive (found by watch_decoder_fuzzer: Beast's own
+// limit let a 2085-byte header through a 2048-byte limit when it came in
+// two pieces).
 TEST(WatchDecoderTest, TheHeaderLimitHoldsWhereverTheBytesAreSplit) {
   const std::string body = ChunkedResponse({std::string(kAdded) + "\n"});
   const size_t header = body.find("\r\n\r\n") + 4;

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
+#include "services/common/atomic_file.h"
 #include "services/common/os_error.h"
 #include "services/learn/gzip_file.h"
 
@@ -95,40 +95,6 @@ bool ReadValidCopy(const std::string& copy, const GzipTrailer& trailer,
   return true;
 }
 
-// Writes the copy beside its final name, then renames it into place. No
-// fsync: a copy that a crash leaves short or zeroed fails its CRC check and
-// is written again.
-Status WriteCopy(const std::string& copy, const std::vector<uint8_t>& bytes) {
-  const std::string temp =
-      copy + "." + std::to_string(::getpid()) + "-" +
-      std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id())) + ".tmp";
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return OsError(temp, "cannot create", errno);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      return OsError(temp, "cannot write", err);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    return OsError(temp, "cannot write", err);
-  }
-  if (::rename(temp.c_str(), copy.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    return OsError(copy, "cannot rename into place", err);
-  }
-  return Status::OK();
-}
-
 std::string Hex32(uint32_t v) {
   char text[9];
   std::snprintf(text, sizeof(text), "%08x", v);
@@ -196,7 +162,7 @@ Status ReadFileInflatedCached(const std::string& path, const std::string& cache_
     outcome->reason = "a multi-member gzip file (its trailer covers the last member only)";
     return Status::OK();
   }
-  Status written = WriteCopy(copy, *contents);
+  Status written = WriteFileAtomically(copy, contents->data(), contents->size());
   if (!written.ok()) {
     outcome->kind = Kind::kBypassed;
     outcome->reason = written.ToString();

@@ -13,9 +13,9 @@
 //     served; such a copy is replaced.
 //   - Copies are named by the trailer (`NAME.<crc>-<size>`), so files with
 //     the same bytes share one copy, across jobs and runs.
-//   - A copy appears whole or not at all (written beside it, then renamed).
-//     Processes that miss at once inflate once: the others wait on a lock
-//     file, then read the copy.
+//   - A copy appears whole or not at all (WriteFileAtomically, under the
+//     lock). Processes that miss at once inflate once: the others wait on
+//     the lock file, then read the copy.
 //   - The cache only ever costs speed: a directory that cannot be made or
 //     written, a lock that cannot be taken, a multi-member gzip file (its
 //     trailer covers its last member only) or a plain file all fall back
