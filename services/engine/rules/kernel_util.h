@@ -32,15 +32,19 @@ inline constexpr char kGapEtaMaxScalar[] = "gap/eta_max";   // η_max
 inline constexpr char kSyncCountScalar[] = "sync/count";
 
 // Compute-heavy kernels (a square root and two divisions per element) are
-// compiled twice, for AVX2 and for baseline x86-64, and the loader picks
-// the best the CPU has. FMA is deliberately not enabled: both clones do the
-// same IEEE operations, so parameters do not depend on the node.
+// compiled three times, for AVX-512, AVX2 and baseline x86-64, and the
+// loader picks the best the CPU has. No clone fuses multiply-adds (FMA is
+// not enabled for AVX2, and KERNEL_COPTS has -ffp-contract=off, which
+// AVX-512 would otherwise use): every clone does the same IEEE operations
+// element by element, so parameters do not depend on the node
+// (same_bits_test). Only the Gap statistics' float partial sums, whose
+// order follows the vector width, may differ in their last bits.
 // ThreadSanitizer cannot run the resolver that picks a clone: it runs
 // while shared objects are relocated, before the runtime is up, and
 // crashes; TSan builds use the baseline code.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_THREAD__)
-#define GAPTRAIN_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
+#define GAPTRAIN_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define GAPTRAIN_KERNEL_CLONES
 #endif
