@@ -133,7 +133,10 @@ inline float CopyDistance(float theta, const bf16_t* copy, size_t j) {
   const uint32_t half_ulp_bits = exponent > (8u << 23) ? exponent - (8u << 23) : 0u;
   float half_ulp;
   std::memcpy(&half_ulp, &half_ulp_bits, sizeof half_ulp);
-  return std::fmax(0.0f, std::fabs(theta - value) - half_ulp);
+  // Not std::fmax: GCC calls libm's fmaxf for it (its NaN rule), and a call
+  // in the loop keeps the whole kernel scalar (8x slower, docs/performance.md).
+  const float distance = std::fabs(theta - value) - half_ulp;
+  return distance > 0.0f ? distance : 0.0f;
 }
 
 // G = 1 + distance / C, for distance = CopyDistance(θ, copy).
