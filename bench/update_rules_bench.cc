@@ -19,7 +19,8 @@
 // element, ignoring the write-allocate read of a[]. GA is compared with a
 // triad over the same bytes (P * 32 / 12 elements), so both are in or both
 // are out of the last-level cache, whose size (as the kernel describes it,
-// bench/cache_size.h) is printed with where each size stands against it. docs/performance.md records and explains the results.
+// bench/cache_size.h) is printed with where each size stands against it.
+// docs/performance.md records and explains the results.
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -91,19 +91,26 @@ RuleConfig Rule(RuleKind kind, GapPrecision precision, bool dc_adaptive = false)
 }
 
 TEST(SameBitsTest, GapAware) {
-  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kGapAware, GapPrecision::kFloat32)), 0xfb73a0072c232f1full);
-  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kGapAware, GapPrecision::kBfloat16)), 0x5222b9b6f85c20c9ull);
+  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kGapAware, GapPrecision::kFloat32)),
+            0xfb73a0072c232f1full);
+  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kGapAware, GapPrecision::kBfloat16)),
+            0x5222b9b6f85c20c9ull);
 }
 
 TEST(SameBitsTest, GapAwareDana) {
-  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kGapAwareDana, GapPrecision::kFloat32)), 0x75170942e5e95a0aull);
-  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kGapAwareDana, GapPrecision::kBfloat16)), 0x9b0bec32c29d9d10ull);
+  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kGapAwareDana, GapPrecision::kFloat32)),
+            0x75170942e5e95a0aull);
+  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kGapAwareDana, GapPrecision::kBfloat16)),
+            0x9b0bec32c29d9d10ull);
 }
 
 TEST(SameBitsTest, DcAsgd) {
-  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kDcAsgd, GapPrecision::kFloat32)), 0xc8fc34d43366df13ull);
-  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kDcAsgd, GapPrecision::kFloat32, true)), 0x9115724b3d584811ull);
-  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kDcAsgd, GapPrecision::kBfloat16, true)), 0xeb42925bc6b875f1ull);
+  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kDcAsgd, GapPrecision::kFloat32)),
+            0xc8fc34d43366df13ull);
+  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kDcAsgd, GapPrecision::kFloat32, true)),
+            0x9115724b3d584811ull);
+  EXPECT_EQ(ThetaAfterPushes(Rule(RuleKind::kDcAsgd, GapPrecision::kBfloat16, true)),
+            0xeb42925bc6b875f1ull);
 }
 
 }  // namespace
