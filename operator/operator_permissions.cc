@@ -9,7 +9,7 @@ namespace gaptrain {
 namespace {
 
 using kube::Call;
-using kube::Permission;
+using kube::Permissions;
 using kube::Resource;
 
 struct Uses {
@@ -25,7 +25,8 @@ struct Uses {
 //                  services, configmaps, PVCs: apply; secrets: create;
 //                  events: create
 //   LeaderElector  leases: get, create, update
-// Server-side apply is the RBAC verb "patch", also when it creates.
+// Server-side apply is the RBAC verb "patch", and also "create" because an
+// apply that creates the object is authorized as both (kube::Permissions).
 const std::vector<Uses>& OperatorCalls() {
   static const std::vector<Uses> uses = {
       {kube::kTrainingJobs, {Call::kList, Call::kWatch, Call::kMergePatch, Call::kDelete}},
@@ -46,7 +47,9 @@ const std::vector<Uses>& OperatorCalls() {
 std::vector<kube::RbacPermission> OperatorPermissions() {
   std::vector<kube::RbacPermission> out;
   for (const Uses& u : OperatorCalls()) {
-    for (Call call : u.calls) out.push_back(Permission(u.resource, call));
+    for (Call call : u.calls) {
+      for (kube::RbacPermission& p : Permissions(u.resource, call)) out.push_back(std::move(p));
+    }
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -21,6 +21,9 @@ PACKAGES=(
   # A real Prometheus server scrapes /metrics in tests; openssl makes TLS
   # test certificates
   prometheus openssl
+  # The real Kubernetes control plane of the operator's tests stores its
+  # state in etcd (../shared/envtest/setup.sh links it; operator/envtest)
+  etcd-server
 )
 
 # The container image (scripts/build-image.sh, //image:image_test):

@@ -9,7 +9,7 @@ The arrows that may exist (services/*/README.md says the same in words):
            only through the headers of that service's targets that Bazel lets
            it depend on (its public client library: `bazel query visible`)
   testing  -> anything public; included only by tests (*_test.cc) and other
-              test-only folders (*/testing/)
+              test-only folders (*/testing/, operator/envtest/)
   operator -> common                  (it runs the services' binaries, it does
                                        not link them)
 
@@ -81,7 +81,8 @@ def main():
             continue
         for path in source_files(top):
             folder = folder_of(path)
-            is_test = path.endswith(("_test.cc", "_fuzzer.cc")) or "/testing/" in path
+            is_test = (path.endswith(("_test.cc", "_fuzzer.cc")) or "/testing/" in path
+                       or path.startswith("operator/envtest/"))
             with open(os.path.join(ROOT, path), encoding="utf-8") as f:
                 lines = f.readlines()
             for number, line in enumerate(lines, 1):

@@ -156,8 +156,15 @@ TEST(ResourceTest, PermissionsTableCoversEveryCall) {
   EXPECT_FALSE(has("gaptrain.io", "trainingjobs/status", "list"));
   EXPECT_FALSE(has("", "events", "create")) << "Events are events.k8s.io, not core";
 
-  EXPECT_EQ(Permission(kTrainingJobs.Subresource("status"), Call::kApply),
-            (RbacPermission{"gaptrain.io", "trainingjobs/status", "patch"}));
+  // A server-side apply may create the object, which kube-apiserver
+  // authorizes as "create" as well as "patch"; an apply to a subresource
+  // creates nothing.
+  EXPECT_EQ(Permissions(kPods, Call::kApply),
+            (std::vector<RbacPermission>{{"", "pods", "patch"}, {"", "pods", "create"}}));
+  EXPECT_EQ(Permissions(kTrainingJobs.Subresource("status"), Call::kApply),
+            (std::vector<RbacPermission>{{"gaptrain.io", "trainingjobs/status", "patch"}}));
+  EXPECT_EQ(Permissions(kPods, Call::kMergePatch),
+            (std::vector<RbacPermission>{{"", "pods", "patch"}}));
   EXPECT_STREQ(RbacVerb(Call::kMergePatch), "patch");
   EXPECT_STREQ(CallName(Call::kApply), "apply");
   EXPECT_FALSE(AllowedOn(kPods.Subresource("status"), Call::kDelete));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 
 namespace gaptrain {
 namespace kube {
@@ -76,8 +77,13 @@ bool RbacPermission::operator==(const RbacPermission& o) const {
   return group == o.group && resource == o.resource && verb == o.verb;
 }
 
-RbacPermission Permission(const Resource& resource, Call call) {
-  return RbacPermission{std::string(resource.group), resource.RbacName(), RbacVerb(call)};
+std::vector<RbacPermission> Permissions(const Resource& resource, Call call) {
+  std::vector<RbacPermission> out = {
+      RbacPermission{std::string(resource.group), resource.RbacName(), RbacVerb(call)}};
+  if (call == Call::kApply && resource.subresource.empty()) {
+    out.push_back(RbacPermission{std::string(resource.group), resource.RbacName(), "create"});
+  }
+  return out;
 }
 
 std::vector<RbacPermission> ClientPermissions() {
@@ -88,7 +94,8 @@ std::vector<RbacPermission> ClientPermissions() {
   std::vector<RbacPermission> out;
   for (const Resource& r : targets) {
     for (Call call : kAllCalls) {
-      if (AllowedOn(r, call)) out.push_back(Permission(r, call));
+      if (!AllowedOn(r, call)) continue;
+      for (RbacPermission& p : Permissions(r, call)) out.push_back(std::move(p));
     }
   }
   std::sort(out.begin(), out.end());

@@ -14,9 +14,9 @@
 //     /api/v1/pods), which only list and watch use.
 //   - ClientPermissions() is the single list of (group, resource[/sub],
 //     verb) the Client can issue; the operator's ClusterRole is checked
-//     against it. Permission(resource, call) is the RBAC permission one call
-//     needs; the Client refuses calls the table does not allow (e.g. list on
-//     a subresource) before sending anything.
+//     against it. Permissions(resource, call) are the RBAC permissions one
+//     call needs; the Client refuses calls the table does not allow (e.g.
+//     list on a subresource) before sending anything.
 
 #ifndef GAPTRAIN_OPERATOR_KUBE_RESOURCE_H_
 #define GAPTRAIN_OPERATOR_KUBE_RESOURCE_H_
@@ -91,8 +91,11 @@ struct RbacPermission {
   bool operator==(const RbacPermission& o) const;
 };
 
-// The permission `call` on `resource` needs.
-RbacPermission Permission(const Resource& resource, Call call);
+// The permissions `call` on `resource` needs: one, but two for a
+// server-side apply of a whole object, which kube-apiserver authorizes as
+// "patch" and, when the object does not exist yet, also as "create"
+// (an apply to a subresource never creates anything).
+std::vector<RbacPermission> Permissions(const Resource& resource, Call call);
 
 // Every permission the Client can use: each known resource with each call,
 // and its status and scale subresources (pods: status only) with the calls

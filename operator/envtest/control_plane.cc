@@ -1,0 +1,487 @@
+#include "operator/envtest/control_plane.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "operator/envtest/api_resources.h"
+#include "operator/envtest/envtest_assets.h"
+#include "operator/kube/cluster_config.h"
+#include "operator/kube/transport.h"
+
+namespace gaptrain {
+namespace envtest {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using SteadyClock = std::chrono::steady_clock;
+
+// Controllers a test cluster runs: all but those that need a cloud, node
+// heartbeats (a test node sends none) or a service proxy.
+constexpr char kControllers[] =
+    "*,-nodelifecycle,-cloud-node-lifecycle,-service,-route,-nodeipam";
+
+// A port nothing listens on now, on 127.0.0.1 or every interface. Another
+// process may take it before the component binds it; Start() then fails
+// with the component's log, which says so.
+Status FreePort(bool every_interface, uint16_t* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Internal("socket: cannot make one");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(every_interface ? INADDR_ANY : INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  if (!ok) return Status::Internal("cannot find a free port");
+  *port = ntohs(addr.sin_port);
+  return Status::OK();
+}
+
+// 32 random hex digits.
+std::string RandomToken() {
+  unsigned char bytes[16] = {};
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status::Internal("cannot write " + path);
+  return Status::OK();
+}
+
+std::string Tail(const std::string& path, size_t bytes) {
+  std::string text;
+  if (!kube::ReadFileToString(path, &text).ok()) return "(no log at " + path + ")";
+  if (text.size() > bytes) text = "..." + text.substr(text.size() - bytes);
+  return text;
+}
+
+Status RunOpenssl(const std::string& dir, const std::string& args) {
+  const std::string command = "cd '" + dir + "' && openssl " + args + " >>openssl.log 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    return Status::Internal("openssl " + args + " failed:\n" + Tail(dir + "/openssl.log", 2000));
+  }
+  return Status::OK();
+}
+
+Status RemoveTree(const std::string& path) {
+  if (path.empty() || path == "/") return Status::InvalidArgument("refusing to remove " + path);
+  const std::string command = "rm -rf '" + path + "'";
+  if (std::system(command.c_str()) != 0) return Status::Internal("cannot remove " + path);
+  return Status::OK();
+}
+
+std::string Field(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+Status ControlPlane::Start(const Options& options, std::unique_ptr<ControlPlane>* out) {
+  if (options.work_dir.empty()) return Status::InvalidArgument("ControlPlane: work_dir is empty");
+  std::unique_ptr<ControlPlane> plane(new ControlPlane(options));
+  Status s = plane->Launch();
+  if (!s.ok()) {
+    plane->Stop();
+    return s;
+  }
+  *out = std::move(plane);
+  return Status::OK();
+}
+
+ControlPlane::~ControlPlane() { Stop(); }
+
+Status ControlPlane::Launch() {
+  GAPTRAIN_RETURN_IF_ERROR(FindAssets(&assets_));
+  for (const char* tool : {"etcd", "kube-apiserver", "kubectl"}) {
+    std::string path;
+    GAPTRAIN_RETURN_IF_ERROR(FindTool(tool, &path));
+  }
+  if (options_.controller_manager) {
+    std::string path;
+    GAPTRAIN_RETURN_IF_ERROR(FindTool("kube-controller-manager", &path));
+  }
+  if (options_.scheduler) {
+    std::string path;
+    GAPTRAIN_RETURN_IF_ERROR(FindTool("kube-scheduler", &path));
+  }
+  pki_dir_ = options_.work_dir + "/pki";
+  etcd_dir_ = options_.work_dir + "/etcd";
+  logs_dir_ = options_.work_dir + "/logs";
+  GAPTRAIN_RETURN_IF_ERROR(RemoveTree(pki_dir_));
+  GAPTRAIN_RETURN_IF_ERROR(RemoveTree(etcd_dir_));
+  const std::string mkdir = "mkdir -p '" + pki_dir_ + "' '" + etcd_dir_ + "' '" + logs_dir_ + "'";
+  if (std::system(mkdir.c_str()) != 0) {
+    return Status::Internal("cannot make directories under " + options_.work_dir);
+  }
+  GAPTRAIN_RETURN_IF_ERROR(MakeCertificates());
+
+  uint16_t etcd_client = 0, etcd_peer = 0;
+  GAPTRAIN_RETURN_IF_ERROR(FreePort(false, &etcd_client));
+  GAPTRAIN_RETURN_IF_ERROR(FreePort(false, &etcd_peer));
+  GAPTRAIN_RETURN_IF_ERROR(FreePort(true, &port_));
+  while (etcd_peer == etcd_client) GAPTRAIN_RETURN_IF_ERROR(FreePort(false, &etcd_peer));
+  url_ = "https://127.0.0.1:" + std::to_string(port_);
+  const std::string etcd_url = "http://127.0.0.1:" + std::to_string(etcd_client);
+
+  admin_token_ = RandomToken();
+  GAPTRAIN_RETURN_IF_ERROR(WriteText(pki_dir_ + "/tokens.csv",
+                                     admin_token_ + ",envtest-admin,envtest-admin,\"system:masters\"\n"));
+  admin_kubeconfig_file_ = options_.work_dir + "/admin.kubeconfig";
+  GAPTRAIN_RETURN_IF_ERROR(WriteText(admin_kubeconfig_file_, Kubeconfig(admin_token_)));
+
+  GAPTRAIN_RETURN_IF_ERROR(StartComponent(
+      "etcd", {"--data-dir", etcd_dir_, "--listen-client-urls", etcd_url,
+               "--advertise-client-urls", etcd_url, "--listen-peer-urls",
+               "http://127.0.0.1:" + std::to_string(etcd_peer)}));
+
+  std::vector<std::string> apiserver = {
+      "--etcd-servers=" + etcd_url,
+      "--bind-address=0.0.0.0",
+      "--secure-port=" + std::to_string(port_),
+      "--advertise-address=127.0.0.1",
+      "--tls-cert-file=" + pki_dir_ + "/apiserver.crt",
+      "--tls-private-key-file=" + pki_dir_ + "/apiserver.key",
+      "--client-ca-file=" + ca_file_,
+      "--token-auth-file=" + pki_dir_ + "/tokens.csv",
+      "--authorization-mode=RBAC",
+      "--service-account-issuer=https://kubernetes.default.svc",
+      "--service-account-key-file=" + pki_dir_ + "/sa.pub",
+      "--service-account-signing-key-file=" + pki_dir_ + "/sa.key",
+      "--service-cluster-ip-range=10.96.0.0/16",
+      "--allow-privileged=true",
+  };
+  if (options_.audit) {
+    audit_file_ = logs_dir_ + "/audit.log";
+    ::unlink(audit_file_.c_str());
+    // Metadata of every request once answered (a watch: once started).
+    GAPTRAIN_RETURN_IF_ERROR(WriteText(pki_dir_ + "/audit-policy.yaml",
+                                       "apiVersion: audit.k8s.io/v1\n"
+                                       "kind: Policy\n"
+                                       "omitStages: [RequestReceived]\n"
+                                       "rules:\n"
+                                       "- level: Metadata\n"));
+    apiserver.push_back("--audit-policy-file=" + pki_dir_ + "/audit-policy.yaml");
+    apiserver.push_back("--audit-log-path=" + audit_file_);
+    apiserver.push_back("--audit-log-mode=blocking");
+  }
+  GAPTRAIN_RETURN_IF_ERROR(StartComponent("kube-apiserver", apiserver));
+  GAPTRAIN_RETURN_IF_ERROR(WaitReady());
+
+  GAPTRAIN_RETURN_IF_ERROR(NewClient(admin_token_, &admin_));
+  for (const std::string& crd : options_.crd_files) {
+    GAPTRAIN_RETURN_IF_ERROR(Kubectl({"apply", "-f", crd}));
+  }
+  if (!options_.crd_files.empty()) {
+    GAPTRAIN_RETURN_IF_ERROR(Kubectl({"wait", "--for=condition=Established", "--timeout=60s",
+                                      "customresourcedefinitions", "--all"}));
+  }
+
+  const std::vector<std::string> common = {
+      "--kubeconfig=" + admin_kubeconfig_file_,
+      "--authentication-kubeconfig=" + admin_kubeconfig_file_,
+      "--authorization-kubeconfig=" + admin_kubeconfig_file_,
+      "--leader-elect=false",
+      "--bind-address=127.0.0.1",
+  };
+  if (options_.controller_manager) {
+    uint16_t port = 0;
+    GAPTRAIN_RETURN_IF_ERROR(FreePort(false, &port));
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--secure-port=" + std::to_string(port),
+                             "--service-account-private-key-file=" + pki_dir_ + "/sa.key",
+                             "--root-ca-file=" + ca_file_,
+                             "--use-service-account-credentials=true",
+                             std::string("--controllers=") + kControllers});
+    GAPTRAIN_RETURN_IF_ERROR(StartComponent("kube-controller-manager", args));
+  }
+  if (options_.scheduler) {
+    uint16_t port = 0;
+    GAPTRAIN_RETURN_IF_ERROR(FreePort(false, &port));
+    std::vector<std::string> args = common;
+    args.push_back("--secure-port=" + std::to_string(port));
+    GAPTRAIN_RETURN_IF_ERROR(StartComponent("kube-scheduler", args));
+  }
+  if (options_.controller_manager) {
+    // Pods are admitted only once their namespace's ServiceAccount exists:
+    // a test's first pod must not race the controller that makes it.
+    const SteadyClock::time_point deadline = SteadyClock::now() + seconds(60);
+    for (;;) {
+      nlohmann::json account;
+      if (admin_->Get(kServiceAccounts, "default", "default", &account).ok()) break;
+      for (const auto& [name, process] : processes_) {
+        if (!process->Running()) return ComponentFailed(name, "exited");
+      }
+      if (SteadyClock::now() > deadline) {
+        return ComponentFailed("kube-controller-manager",
+                               "made no ServiceAccount default/default within 60 s");
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+  }
+  return Status::OK();
+}
+
+Status ControlPlane::MakeCertificates() {
+  ca_file_ = pki_dir_ + "/ca.crt";
+  GAPTRAIN_RETURN_IF_ERROR(RunOpenssl(
+      pki_dir_, "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+                "-keyout ca.key -out ca.crt -days 2 -subj /CN=envtest-ca "
+                "-addext basicConstraints=critical,CA:TRUE "
+                "-addext keyUsage=critical,keyCertSign,cRLSign"));
+  GAPTRAIN_RETURN_IF_ERROR(WriteText(
+      pki_dir_ + "/apiserver.ext",
+      std::string("subjectAltName=IP:127.0.0.1,IP:") + kServiceIp +
+          ",DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,"
+          "DNS:kubernetes.default.svc.cluster.local\n"
+          "extendedKeyUsage=serverAuth\n"));
+  GAPTRAIN_RETURN_IF_ERROR(RunOpenssl(
+      pki_dir_, "req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+                "-keyout apiserver.key -out apiserver.csr -subj /CN=kube-apiserver"));
+  GAPTRAIN_RETURN_IF_ERROR(RunOpenssl(
+      pki_dir_, "x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+                "-days 2 -out apiserver.crt -extfile apiserver.ext"));
+  // The key that signs ServiceAccount tokens, and its public half that
+  // verifies them.
+  GAPTRAIN_RETURN_IF_ERROR(
+      RunOpenssl(pki_dir_, "ecparam -name prime256v1 -genkey -noout -out sa.key"));
+  GAPTRAIN_RETURN_IF_ERROR(RunOpenssl(pki_dir_, "ec -in sa.key -pubout -out sa.pub"));
+  return kube::ReadFileToString(ca_file_, &ca_pem_);
+}
+
+std::string ControlPlane::Kubeconfig(const std::string& token, const std::string& ns) const {
+  std::ostringstream out;
+  out << "apiVersion: v1\n"
+      << "kind: Config\n"
+      << "clusters:\n"
+      << "- name: envtest\n"
+      << "  cluster:\n"
+      << "    server: " << url_ << "\n"
+      << "    certificate-authority: " << ca_file_ << "\n"
+      << "users:\n"
+      << "- name: envtest-user\n"
+      << "  user:\n"
+      << "    token: " << token << "\n"
+      << "contexts:\n"
+      << "- name: envtest\n"
+      << "  context:\n"
+      << "    cluster: envtest\n"
+      << "    user: envtest-user\n"
+      << "    namespace: " << ns << "\n"
+      << "current-context: envtest\n";
+  return out.str();
+}
+
+Status ControlPlane::StartComponent(const std::string& component,
+                                    const std::vector<std::string>& args) {
+  Process::Spec spec;
+  spec.binary = assets_ + "/" + component;
+  spec.args = args;
+  spec.log_file = LogFile(component);
+  ::unlink(spec.log_file.c_str());
+  std::unique_ptr<Process> process;
+  Status s = Process::Start(spec, &process);
+  if (!s.ok()) return s;
+  processes_.emplace_back(component, std::move(process));
+  return Status::OK();
+}
+
+Status ControlPlane::WaitReady() {
+  std::unique_ptr<kube::Transport> transport;
+  GAPTRAIN_RETURN_IF_ERROR(
+      kube::Transport::New(ConfigFor(admin_token_), kube::Transport::Options(), &transport));
+  const SteadyClock::time_point deadline = SteadyClock::now() + seconds(60);
+  std::string last = "no answer";
+  for (;;) {
+    for (const auto& [name, process] : processes_) {
+      if (!process->Running()) return ComponentFailed(name, "exited while starting");
+    }
+    kube::HttpReply reply;
+    kube::HttpCall call;
+    call.method = "GET";
+    call.target = "/readyz";
+    Status s = transport->RoundTrip(call, kube::Clock::now() + seconds(5), nullptr, &reply);
+    if (s.ok() && reply.status == 200 && reply.body == "ok") return Status::OK();
+    last = s.ok() ? "HTTP " + std::to_string(reply.status) + ": " + reply.body : s.ToString();
+    if (SteadyClock::now() > deadline) {
+      return ComponentFailed("kube-apiserver", "not ready within 60 s; /readyz: " + last);
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
+Status ControlPlane::ComponentFailed(const std::string& component, const std::string& why) const {
+  for (const auto& [name, process] : processes_) {
+    if (name == component && process->wait_status() != -1) {
+      return Status::Unavailable(component + " " + why + " (" +
+                                 DescribeWaitStatus(process->wait_status()) + "); its log:\n" +
+                                 Tail(LogFile(component), 3000));
+    }
+  }
+  return Status::Unavailable(component + " " + why + "; its log:\n" +
+                             Tail(LogFile(component), 3000));
+}
+
+void ControlPlane::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (admin_ != nullptr) admin_->Shutdown();
+  // The controllers and the API server first, etcd last, each given a
+  // moment to exit cleanly.
+  for (auto it = processes_.rbegin(); it != processes_.rend(); ++it) {
+    it->second->Stop(seconds(5));
+  }
+  processes_.clear();
+  if (!etcd_dir_.empty()) RemoveTree(etcd_dir_);
+  if (!pki_dir_.empty()) RemoveTree(pki_dir_);
+}
+
+std::string ControlPlane::LogFile(const std::string& component) const {
+  return logs_dir_ + "/" + component + ".log";
+}
+
+kube::ClusterConfig ControlPlane::ConfigFor(const std::string& token) const {
+  kube::ClusterConfig config;
+  config.server = url_;
+  config.ca_pem = ca_pem_;
+  config.token = token;
+  config.source = "envtest";
+  return config;
+}
+
+Status ControlPlane::NewClient(const std::string& token,
+                               std::unique_ptr<kube::Client>* client) const {
+  kube::ClientOptions options;
+  options.field_manager = "envtest";
+  options.user_agent = "envtest";
+  return kube::Client::New(ConfigFor(token), options, client);
+}
+
+Status ControlPlane::Kubectl(const std::vector<std::string>& args, std::string* output) const {
+  static int calls = 0;
+  const std::string log = logs_dir_ + "/kubectl-" + std::to_string(++calls) + ".log";
+  Process::Spec spec;
+  spec.binary = assets_ + "/kubectl";
+  spec.args = {"--kubeconfig", admin_kubeconfig_file_};
+  spec.args.insert(spec.args.end(), args.begin(), args.end());
+  spec.log_file = log;
+  std::unique_ptr<Process> process;
+  GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, &process));
+  const bool exited = process->WaitExit(seconds(60));
+  std::string text;
+  kube::ReadFileToString(log, &text).ok();
+  ::unlink(log.c_str());
+  if (output != nullptr) *output = text;
+  std::string command = "kubectl";
+  for (const std::string& arg : args) command += " " + arg;
+  if (!exited) return Status::Unavailable(command + ": no exit within 60 s:\n" + text);
+  const int status = process->wait_status();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Status::Internal(command + ": " + DescribeWaitStatus(status) + ":\n" + text);
+  }
+  return Status::OK();
+}
+
+Status ControlPlane::CreateNamespace(const std::string& name) const {
+  kube::ApiError error;
+  Status s = admin_->Create(kNamespaces, "",
+                            {{"apiVersion", "v1"},
+                             {"kind", "Namespace"},
+                             {"metadata", {{"name", name}}}},
+                            nullptr, &error);
+  if (!s.ok() && !kube::IsAlreadyExists(s)) return s;
+  if (options_.controller_manager) return Status::OK();
+  s = admin_->Create(kServiceAccounts, name,
+                     {{"apiVersion", "v1"},
+                      {"kind", "ServiceAccount"},
+                      {"metadata", {{"name", "default"}, {"namespace", name}}}},
+                     nullptr, &error);
+  if (!s.ok() && !kube::IsAlreadyExists(s)) return s;
+  return Status::OK();
+}
+
+Status ControlPlane::ServiceAccountToken(const std::string& ns, const std::string& name,
+                                         std::string* token) const {
+  std::string output;
+  GAPTRAIN_RETURN_IF_ERROR(
+      Kubectl({"create", "token", name, "--namespace", ns, "--duration=1h"}, &output));
+  while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+  if (output.empty() || output.find_first_of(" \n") != std::string::npos) {
+    return Status::Internal("kubectl create token " + name + " -n " + ns +
+                            " printed no token: " + output);
+  }
+  *token = output;
+  return Status::OK();
+}
+
+Status ParseAuditEvent(const nlohmann::json& event, AuditRecord* out) {
+  if (!event.is_object() || Field(event, "kind") != "Event") {
+    return Status::InvalidArgument("not an audit Event");
+  }
+  AuditRecord record;
+  const auto user = event.find("user");
+  if (user != event.end()) record.user = Field(*user, "username");
+  record.verb = Field(event, "verb");
+  record.uri = Field(event, "requestURI");
+  const auto ref = event.find("objectRef");
+  if (ref != event.end()) {
+    record.group = Field(*ref, "apiGroup");
+    record.resource = Field(*ref, "resource");
+    record.subresource = Field(*ref, "subresource");
+    record.ns = Field(*ref, "namespace");
+    record.name = Field(*ref, "name");
+  }
+  const auto status = event.find("responseStatus");
+  if (status != event.end() && status->is_object()) {
+    record.code = status->value("code", 0);
+  }
+  *out = std::move(record);
+  return Status::OK();
+}
+
+Status ControlPlane::AuditLog(std::vector<AuditRecord>* records) const {
+  records->clear();
+  if (audit_file_.empty()) {
+    return Status::FailedPrecondition("the control plane was started without Options::audit");
+  }
+  std::ifstream in(audit_file_);
+  if (!in) return Status::NotFound("no audit log at " + audit_file_);
+  // A watch is logged when it starts and again when it ends: keep the first.
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+    if (event.is_discarded()) continue;  // a line still being written
+    if (Field(event, "stage") == "ResponseComplete" && Field(event, "verb") == "watch") continue;
+    AuditRecord record;
+    if (!ParseAuditEvent(event, &record).ok()) continue;
+    records->push_back(std::move(record));
+  }
+  return Status::OK();
+}
+
+}  // namespace envtest
+}  // namespace gaptrain

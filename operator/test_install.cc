@@ -1,0 +1,77 @@
+#include "operator/test_install.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "deploy/manifest_checks.h"
+#include "helm/helm_template.h"
+#include "operator/envtest/envtest_assets.h"
+#include "services/common/file_paths.h"
+
+namespace gaptrain {
+namespace {
+
+// Runfiles paths (the test's working directory is the runfiles root).
+constexpr char kNamespaceFile[] = "deploy/operator/namespace.yaml";
+constexpr char kRbacDir[] = "deploy/rbac";
+constexpr char kChartDir[] = "helm/gaptrain";
+
+Status RemoveRbac(envtest::ControlPlane* cluster) {
+  for (const char* object : {"clusterrolebinding/gaptrain-operator", "clusterrole/gaptrain-operator"}) {
+    GAPTRAIN_RETURN_IF_ERROR(cluster->Kubectl({"delete", object, "--ignore-not-found"}));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status InstallOperatorRbac(envtest::ControlPlane* cluster, RbacSource source) {
+  GAPTRAIN_RETURN_IF_ERROR(RemoveRbac(cluster));
+  GAPTRAIN_RETURN_IF_ERROR(cluster->Kubectl({"apply", "-f", kNamespaceFile}));
+  const std::string work_dir = DirName(cluster->admin_kubeconfig_file());
+  if (source == RbacSource::kDeploy) {
+    // `kubectl apply -k deploy/rbac`, on a copy without the runfiles' links
+    // (which kustomize refuses).
+    std::string kubectl;
+    GAPTRAIN_RETURN_IF_ERROR(envtest::FindTool("kubectl", &kubectl));
+    std::string built;
+    GAPTRAIN_RETURN_IF_ERROR(KustomizeBuild(kubectl, kRbacDir, &built));
+    const std::string file = work_dir + "/deploy-rbac.yaml";
+    std::ofstream(file) << built;
+    return cluster->Kubectl({"apply", "-f", file});
+  }
+
+  HelmTemplate helm;
+  GAPTRAIN_RETURN_IF_ERROR(HelmTemplate::Find(&helm));
+  RenderedChart chart;
+  GAPTRAIN_RETURN_IF_ERROR(helm.Template(kChartDir, HelmRelease{"gaptrain", kOperatorNamespace},
+                                         HelmValues(), &chart));
+  std::vector<nlohmann::json> objects;
+  GAPTRAIN_RETURN_IF_ERROR(ParseManifests(chart.manifests, &objects));
+  const std::set<std::string> kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"};
+  nlohmann::json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", nlohmann::json::array()}};
+  for (const nlohmann::json& object : objects) {
+    if (kinds.count(object.value("kind", "")) > 0) list["items"].push_back(object);
+  }
+  if (list["items"].size() != kinds.size()) {
+    return Status::FailedPrecondition("the chart rendered " +
+                                      std::to_string(list["items"].size()) +
+                                      " of the ServiceAccount, ClusterRole and binding:\n" +
+                                      chart.manifests);
+  }
+  const std::string file = work_dir + "/chart-rbac.json";
+  std::ofstream(file) << list.dump(2);
+  return cluster->Kubectl({"apply", "--namespace", kOperatorNamespace, "-f", file});
+}
+
+Status OperatorKubeconfig(envtest::ControlPlane* cluster, std::string* kubeconfig) {
+  std::string token;
+  GAPTRAIN_RETURN_IF_ERROR(
+      cluster->ServiceAccountToken(kOperatorNamespace, "gaptrain-operator", &token));
+  *kubeconfig = cluster->Kubeconfig(token, kOperatorNamespace);
+  return Status::OK();
+}
+
+}  // namespace gaptrain
