@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "deploy/manifest_checks.h"
+#include "services/testing/missing_requirement.h"
 
 namespace gaptrain {
 namespace {
@@ -24,8 +25,9 @@ class DeployManifestsTest : public ::testing::Test {
   void SetUp() override {
     kubectl_ = FindKubectl();
     if (kubectl_.empty()) {
-      GTEST_SKIP() << "kubectl is not on PATH (nor $GAPTRAIN_KUBECTL_BINARY): cannot render "
-                      "deploy/ with kustomize; install kubectl to run this test";
+      GAPTRAIN_SKIP_OR_FAIL_IN_CI(
+          "kubectl is not on PATH (nor $GAPTRAIN_KUBECTL_BINARY): cannot render deploy/ with "
+          "kustomize; install kubectl to run this test");
     }
   }
 

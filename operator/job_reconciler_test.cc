@@ -1,45 +1,73 @@
-// Tests one reconcile as the Controller runs it, in-process against the
-// in-test API server with real informers: a missing job is done without a
-// write; a new job gets its children and status and asks to be polled; a
-// second reconcile from caches that have caught up writes nothing; an API
-// error comes back as a retryable error with its reason.
+// Tests one reconcile as the Controller runs it, in-process against a real
+// kube-apiserver (operator/envtest) with real informers, through a
+// FaultProxy that counts the requests and injects the one error: a missing
+// job is done without a write; a new job gets its children and status and
+// asks to be polled; a second reconcile from caches that have caught up
+// writes nothing; an API error comes back as a retryable error with its
+// reason.
 
 #include "operator/job_reconciler.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <memory>
 
+#include "operator/envtest/control_plane.h"
 #include "operator/kube/cluster_config.h"
-#include "operator/kube/kubeconfig.h"
-#include "operator/running_operator.h"
-#include "operator/testing/fake_api_server.h"
+#include "operator/test_install.h"
+#include "operator/testing/fault_proxy.h"
 #include "operator/trainingjob/pod_state.h"
+#include "services/testing/missing_requirement.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 
 namespace gaptrain {
 namespace {
 
-using kube_testing::FakeApiServer;
+using kube_testing::FaultProxy;
 using nlohmann::json;
 using std::chrono::seconds;
 
 class JobReconcilerTest : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() {
+    envtest::ControlPlane::Options options;
+    options.work_dir = TestTempDir("cluster");
+    options.crd_files = {kTrainingJobCrdFile};
+    start_status_ = new Status(envtest::ControlPlane::Start(options, &cluster_));
+  }
+  static void TearDownTestSuite() {
+    cluster_.reset();
+    delete start_status_;
+  }
+
   void SetUp() override {
-    ASSERT_TRUE(StartTrainingJobApiServer("", &server_).ok());
-    const std::string kubeconfig = TestDir("reconciler") + "/kubeconfig";
-    WriteRaw(kubeconfig, server_->Kubeconfig());
+    if (start_status_->code() == Status::Code::kNotFound) {
+      GAPTRAIN_SKIP_OR_FAIL_IN_CI(start_status_->message());
+    }
+    ASSERT_TRUE(start_status_->ok()) << start_status_->ToString();
+    // A namespace per test: each starts with nothing in it.
+    ns_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::transform(ns_.begin(), ns_.end(), ns_.begin(),
+                   [](char c) { return static_cast<char>(std::tolower(c)); });
+    ASSERT_TRUE(cluster_->CreateNamespace(ns_).ok());
+    FaultProxy::Options proxy_options;
+    proxy_options.upstream_url = cluster_->url();
+    proxy_options.upstream_ca_pem = cluster_->ca_pem();
+    ASSERT_TRUE(FaultProxy::Start(proxy_options, &proxy_).ok());
     kube::ClusterConfig config;
-    ASSERT_TRUE(kube::LoadKubeconfig({kubeconfig}, "", &config).ok());
+    config.server = proxy_->url();
+    config.token = cluster_->admin_token();
+    config.default_namespace = ns_;
     ASSERT_TRUE(kube::Client::New(config, kube::ClientOptions(), &client_).ok());
 
     auto informer = [&](const kube::Resource& resource, bool children) {
       controller::Informer::Options o;
       if (children) o.index_labels = {trainingjob::kJobNameLabel};
-      informers_.push_back(std::make_unique<controller::Informer>(
-          client_.get(), resource, kube::kAllNamespaces, o));
+      informers_.push_back(
+          std::make_unique<controller::Informer>(client_.get(), resource, ns_, o));
       return informers_.back().get();
     };
     caches_.jobs = informer(kube::kTrainingJobs, false);
@@ -61,22 +89,34 @@ class JobReconcilerTest : public ::testing::Test {
 
   // Waits until every informer has seen the server's latest write.
   void CatchUp() {
-    const std::string rv = std::to_string(server_->resource_version());
     ASSERT_TRUE(Eventually([&] {
       json job;
-      return caches_.jobs->Get("default", "mnist", &job) &&
-             caches_.pods->ListByLabel("default", trainingjob::kJobNameLabel, "mnist").size() == 5 &&
+      return caches_.jobs->Get(ns_, "mnist", &job) &&
+             caches_.pods->ListByLabel(ns_, trainingjob::kJobNameLabel, "mnist").size() == 5 &&
              job["metadata"]["resourceVersion"] == Job()["metadata"]["resourceVersion"];
     }, seconds(10)));
   }
 
   json Job() {
     json job;
-    EXPECT_TRUE(server_->Get("trainingjobs", "default", "mnist", &job).ok());
+    EXPECT_TRUE(cluster_->admin()->Get(kube::kTrainingJobs, ns_, "mnist", &job).ok());
     return job;
   }
 
-  std::unique_ptr<FakeApiServer> server_;
+  // Writes that went through the proxy: the reconciler's (the informers
+  // only list and watch).
+  size_t Writes() {
+    size_t writes = 0;
+    for (const kube_testing::ProxiedRequest& r : proxy_->RequestLog()) {
+      if (r.method != "GET") ++writes;
+    }
+    return writes;
+  }
+
+  static std::unique_ptr<envtest::ControlPlane> cluster_;
+  static Status* start_status_;
+  std::string ns_;
+  std::unique_ptr<FaultProxy> proxy_;
   std::unique_ptr<kube::Client> client_;
   std::vector<std::unique_ptr<controller::Informer>> informers_;
   JobCaches caches_;
@@ -85,52 +125,61 @@ class JobReconcilerTest : public ::testing::Test {
   std::unique_ptr<JobReconciler> reconciler_;
 };
 
+std::unique_ptr<envtest::ControlPlane> JobReconcilerTest::cluster_;
+Status* JobReconcilerTest::start_status_;
+
 TEST_F(JobReconcilerTest, AMissingJobIsDoneWithoutAWrite) {
-  const controller::Result r = reconciler_->Reconcile("default/gone");
+  const controller::Result r = reconciler_->Reconcile(ns_ + "/gone");
   EXPECT_TRUE(r.status.ok());
   EXPECT_FALSE(r.requeue_after.has_value());
-  EXPECT_EQ(server_->CountWriteRequests(), 0u);
+  EXPECT_EQ(Writes(), 0u);
   EXPECT_TRUE(reconciler_->Reconcile("not/a/key").status.ok());  // logged, never retried
 }
 
 TEST_F(JobReconcilerTest, CreatesTheChildrenThenWritesNothingOnceInStep) {
-  ASSERT_TRUE(server_
-                  ->Create({{"apiVersion", "gaptrain.io/v1alpha1"},
+  kube::Client* admin = cluster_->admin();
+  Status s = admin->Create(kube::kTrainingJobs, ns_,
+                           {{"apiVersion", "gaptrain.io/v1alpha1"},
                             {"kind", "TrainingJob"},
-                            {"metadata", {{"name", "mnist"}, {"namespace", "default"}}},
+                            {"metadata", {{"name", "mnist"}}},
                             {"spec",
                              {{"model", {{"builtin", "lenet5"}}},
                               {"data", {{"path", "/data/mnist"}}},
                               {"training", {{"epochs", 1}}},
-                              {"workers", {{"replicas", 2}}}}}})
-                  .ok());
-  ASSERT_TRUE(Eventually([&] { return caches_.jobs->Get("default", "mnist", nullptr); }));
+                              {"workers", {{"replicas", 2}}}}}},
+                           nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(Eventually([&] { return caches_.jobs->Get(ns_, "mnist", nullptr); }));
 
-  controller::Result r = reconciler_->Reconcile("default/mnist");
+  controller::Result r = reconciler_->Reconcile(ns_ + "/mnist");
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.requeue_after, std::chrono::steady_clock::duration(seconds(7)));
-  std::vector<json> pods;
-  ASSERT_TRUE(server_->List("pods", "default", "gaptrain.io/job-name=mnist", &pods).ok());
-  EXPECT_EQ(pods.size(), 5u);
+  kube::ListOptions selected;
+  selected.label_selector = "gaptrain.io/job-name=mnist";
+  kube::ObjectList pods;
+  ASSERT_TRUE(admin->List(kube::kPods, ns_, selected, &pods).ok());
+  EXPECT_EQ(pods.items.size(), 5u);
   EXPECT_EQ(Job()["status"]["phase"], "Pending");
 
   CatchUp();
-  const size_t writes = server_->CountWriteRequests();
-  r = reconciler_->Reconcile("default/mnist");
+  const size_t writes = Writes();
+  r = reconciler_->Reconcile(ns_ + "/mnist");
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-  EXPECT_EQ(server_->CountWriteRequests(), writes);
+  EXPECT_EQ(Writes(), writes);
 
   // The API refuses the next write: a retryable error, named.
-  ASSERT_TRUE(server_->Delete("pods", "default", "mnist-trainer-1").ok());
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  ASSERT_TRUE(admin->Delete(kube::kPods, ns_, "mnist-trainer-1", now).ok());
   ASSERT_TRUE(Eventually([&] {
-    return caches_.pods->ListByLabel("default", trainingjob::kJobNameLabel, "mnist").size() == 4;
+    return caches_.pods->ListByLabel(ns_, trainingjob::kJobNameLabel, "mnist").size() == 4;
   }));
-  kube_testing::Fault fault;
-  fault.path = "/api/v1/namespaces/default/pods/*";
+  kube_testing::ProxyFault fault;
+  fault.path = "/api/v1/namespaces/" + ns_ + "/pods/*";
   fault.code = 503;
   fault.count = 10;
-  server_->InjectFault(fault);
-  r = reconciler_->Reconcile("default/mnist");
+  proxy_->InjectFault(fault);
+  r = reconciler_->Reconcile(ns_ + "/mnist");
   EXPECT_EQ(r.status.code(), Status::Code::kUnavailable) << r.status.ToString();
   EXPECT_EQ(r.error_reason, "Unavailable");
 }

@@ -225,10 +225,8 @@ class OperatorProcessTest : public ::testing::Test {
   // The operator's requests, from the API server's audit log.
   std::vector<AuditRecord> OperatorRequests() {
     std::vector<AuditRecord> records;
-    EXPECT_TRUE(cluster_->AuditLog(&records).ok());
-    records.erase(std::remove_if(records.begin(), records.end(),
-                                 [](const AuditRecord& r) { return r.user != kOperatorUser; }),
-                  records.end());
+    const Status s = gaptrain::OperatorRequests(*cluster_, &records);
+    EXPECT_TRUE(s.ok()) << s.ToString();
     return records;
   }
 

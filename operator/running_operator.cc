@@ -12,19 +12,6 @@ constexpr double kHttpTimeoutSeconds = 5;
 
 }  // namespace
 
-Status StartTrainingJobApiServer(const std::string& token,
-                                 std::unique_ptr<kube_testing::FakeApiServer>* server) {
-  const std::string crd_file = "deploy/crd/gaptrain.io_trainingjobs.yaml";  // runfiles
-  std::ifstream in(crd_file);
-  std::stringstream crd;
-  crd << in.rdbuf();
-  if (!in || crd.str().empty()) return Status::NotFound("cannot read " + crd_file);
-  kube_testing::FakeApiServer::Options options;
-  options.bearer_token = token;
-  options.custom_resource_definitions = {crd.str()};
-  return kube_testing::FakeApiServer::Start(options, server);
-}
-
 Status RunningOperator::Start(const std::string& dir, const std::string& name,
                               const std::string& kubeconfig, const std::vector<std::string>& args,
                               std::unique_ptr<RunningOperator>* out) {

@@ -1,10 +1,9 @@
 // RunningOperator: the real gaptrain-operator binary, started by a test as
-// a process against an in-test API server (operator/testing's
-// FakeApiServer), on ephemeral ports, with its log kept; and what a test
-// asks of it over HTTP: /metrics as numbers, /healthz, /readyz. Tests only
-// (Bazel testonly); declare //operator:gaptrain-operator as data.
-// StartTrainingJobApiServer starts that API server with the TrainingJob
-// CRD (declare //deploy/crd:gaptrain.io_trainingjobs.yaml as data).
+// a process with a kubeconfig (for a real control plane, operator/envtest;
+// operator/test_install.h gives the operator ServiceAccount's), on
+// ephemeral ports, with its log kept; and what a test asks of it over
+// HTTP: /metrics as numbers, /healthz, /readyz. Tests only (Bazel
+// testonly); declare //operator:gaptrain-operator as data.
 //
 // What callers may rely on:
 //   - Start() returns once the operator has written its ports file (its
@@ -22,17 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "operator/testing/fake_api_server.h"
 #include "services/common/http_client.h"
 #include "services/common/metrics_text.h"
 #include "services/common/process.h"
 #include "services/common/status.h"
 
 namespace gaptrain {
-
-// A FakeApiServer serving the generated TrainingJob CRD, requiring `token`.
-Status StartTrainingJobApiServer(const std::string& token,
-                                 std::unique_ptr<kube_testing::FakeApiServer>* server);
 
 class RunningOperator {
  public:

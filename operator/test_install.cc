@@ -1,5 +1,6 @@
 #include "operator/test_install.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -71,6 +72,17 @@ Status OperatorKubeconfig(envtest::ControlPlane* cluster, std::string* kubeconfi
   GAPTRAIN_RETURN_IF_ERROR(
       cluster->ServiceAccountToken(kOperatorNamespace, "gaptrain-operator", &token));
   *kubeconfig = cluster->Kubeconfig(token, kOperatorNamespace);
+  return Status::OK();
+}
+
+Status OperatorRequests(const envtest::ControlPlane& cluster,
+                        std::vector<envtest::AuditRecord>* records) {
+  GAPTRAIN_RETURN_IF_ERROR(cluster.AuditLog(records));
+  records->erase(std::remove_if(records->begin(), records->end(),
+                                [](const envtest::AuditRecord& r) {
+                                  return r.user != kOperatorUser;
+                                }),
+                 records->end());
   return Status::OK();
 }
 

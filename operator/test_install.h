@@ -19,6 +19,7 @@
 #define GAPTRAIN_OPERATOR_TEST_INSTALL_H_
 
 #include <string>
+#include <vector>
 
 #include "operator/envtest/control_plane.h"
 #include "services/common/status.h"
@@ -44,6 +45,11 @@ Status InstallOperatorRbac(envtest::ControlPlane* cluster, RbacSource source);
 // A kubeconfig (YAML text) holding a fresh token of the operator's
 // ServiceAccount.
 Status OperatorKubeconfig(envtest::ControlPlane* cluster, std::string* kubeconfig);
+
+// The requests the operator's ServiceAccount made, from the audit log
+// (ControlPlane::Options::audit).
+Status OperatorRequests(const envtest::ControlPlane& cluster,
+                        std::vector<envtest::AuditRecord>* records);
 
 }  // namespace gaptrain
 

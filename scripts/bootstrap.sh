@@ -24,6 +24,8 @@ PACKAGES=(
   # The real Kubernetes control plane of the operator's tests stores its
   # state in etcd (../shared/envtest/setup.sh links it; operator/envtest)
   etcd-server
+  # tests/network_fault_test cuts links between a job's services
+  iptables
 )
 
 # The container image (scripts/build-image.sh, //image:image_test):

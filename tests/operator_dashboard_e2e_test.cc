@@ -1,6 +1,7 @@
 // The operator dashboard (deploy/monitoring/gaptrain-operator.dashboard.json)
 // against a real gaptrain-operator: the operator reconciles a TrainingJob
-// on the fake kube-apiserver, a real Prometheus scrapes its /metrics with
+// on a real kube-apiserver (operator/envtest), as its ServiceAccount with
+// the shipped ClusterRole, a real Prometheus scrapes its /metrics with
 // the labels the cluster's relabelling gives it (namespace, pod; see
 // //deploy/monitoring:prometheus_rules_test) and the operator rules
 // loaded, and every query of every panel must return data, as
@@ -21,7 +22,10 @@
 
 #include "deploy/monitoring/grafana_dashboard.h"
 #include "deploy/monitoring/panel_data.h"
-#include "operator/testing/server_test_base.h"
+#include "operator/envtest/control_plane.h"
+#include "operator/running_operator.h"
+#include "operator/test_install.h"
+#include "services/testing/missing_requirement.h"
 #include "services/testing/prometheus_test_server.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
@@ -29,22 +33,14 @@
 namespace gaptrain {
 namespace {
 
-constexpr char kOperatorBinary[] = "operator/gaptrain-operator";
-constexpr char kApiServerBinary[] = "operator/testing/fake-kube-apiserver";
-constexpr char kCrd[] = "deploy/crd/gaptrain.io_trainingjobs.yaml";
 // The labels Prometheus gives the operator's pod on a cluster.
 constexpr char kNamespace[] = "gaptrain-system";
 constexpr char kPod[] = "gaptrain-operator-0";
 constexpr double kScrapeSeconds = 1;
 
-// The ports file lists the metrics port first ("METRICS HEALTH").
-std::vector<std::string> OperatorArgs(const std::string& kubeconfig) {
-  return {"--kubeconfig",   kubeconfig, "--metrics-address", "127.0.0.1", "--metrics-port",
-          "0",              "--health-port", "0",              "--pod-name",  kPod,
-          // No pod runs on the fake server, so the job stays Pending and
-          // each poll reconciles it: reconciles while Prometheus scrapes.
-          "--progress-poll-seconds", "1"};
-}
+// No pod runs here (no node), so the job stays Pending and each poll
+// reconciles it: reconciles while Prometheus scrapes.
+const std::vector<std::string> kOperatorArgs = {"--progress-poll-seconds", "1"};
 
 // Now, in seconds since the epoch with a fraction: the last scrape may be
 // within the current second.
@@ -60,24 +56,40 @@ TEST(OperatorDashboardE2eTest, EveryPanelHasDataForARunningOperator) {
   ASSERT_TRUE(s.ok()) << s.ToString();
   const std::string dir = TestTempDir("operator-dashboard");
 
-  // The cluster: the fake kube-apiserver with the TrainingJob CRD and a job.
-  const std::string kubeconfig = dir + "/kubeconfig";
-  ChildProcess api_server(kApiServerBinary,
-                          {"--token", kube_testing::kTestToken, "--kubeconfig", kubeconfig,
-                           "--crd", kCrd},
-                          dir + "/apiserver.ports", dir + "/apiserver.log", "", 1);
-  ASSERT_TRUE(api_server.started()) << ReadWholeFile(api_server.log_file());
-  kube_testing::TestClient client(static_cast<uint16_t>(api_server.port(0)),
-                                  kube_testing::kTestToken);
-  ASSERT_EQ(client.Post(kube_testing::kJobs, kube_testing::TrainingJobBody("mnist")).status, 201);
+  // The cluster: gaptrain's CRD and RBAC, and a job.
+  envtest::ControlPlane::Options cluster_options;
+  cluster_options.work_dir = dir + "/cluster";
+  cluster_options.crd_files = {kTrainingJobCrdFile};
+  std::unique_ptr<envtest::ControlPlane> cluster;
+  s = envtest::ControlPlane::Start(cluster_options, &cluster);
+  if (s.code() == Status::Code::kNotFound) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  s = InstallOperatorRbac(cluster.get(), RbacSource::kDeploy);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(cluster->CreateNamespace("default").ok());
+  s = cluster->admin()->Create(
+      kube::kTrainingJobs, "default",
+      {{"apiVersion", "gaptrain.io/v1alpha1"},
+       {"kind", "TrainingJob"},
+       {"metadata", {{"name", "mnist"}}},
+       {"spec",
+        {{"model", {{"builtin", "lenet5"}}},
+         {"data", {{"format", "mnist-idx"}, {"path", "/data/mnist"}}},
+         {"training", {{"epochs", 1}}},
+         {"workers", {{"replicas", 2}}}}}},
+      nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
 
-  ChildProcess operator_process(kOperatorBinary, OperatorArgs(kubeconfig),
-                                dir + "/operator.ports", dir + "/operator.log", "", 2);
-  ASSERT_TRUE(operator_process.started()) << ReadWholeFile(operator_process.log_file());
+  std::string kubeconfig;
+  s = OperatorKubeconfig(cluster.get(), &kubeconfig);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::unique_ptr<RunningOperator> op;
+  s = RunningOperator::Start(dir, kPod, kubeconfig, kOperatorArgs, &op);
+  ASSERT_TRUE(s.ok()) << s.ToString();
 
   const std::string targets = dir + "/targets.json";
   std::ofstream(targets) << nlohmann::json::array(
-                                {{{"targets", {operator_process.address(0)}},
+                                {{{"targets", {"127.0.0.1:" + std::to_string(op->metrics_port())}},
                                   {"labels", {{"namespace", kNamespace}, {"pod", kPod}}}}})
                                 .dump();
   PrometheusTestServer::FileTargetsOptions options;
@@ -98,8 +110,7 @@ TEST(OperatorDashboardE2eTest, EveryPanelHasDataForARunningOperator) {
                               "namespace:gaptrain_operator_reconcile_errors:ratio_rate10m >= 0",
                               "namespace:gaptrain_operator_preemptions:increase1h >= 0"}) {
     s = prometheus->WaitForSeries(awaited, 120, &value);
-    ASSERT_TRUE(s.ok()) << awaited << ": " << s.ToString() << "\n"
-                        << ReadWholeFile(operator_process.log_file());
+    ASSERT_TRUE(s.ok()) << awaited << ": " << s.ToString() << "\n" << op->Log();
   }
 
   PanelRange range;

@@ -46,17 +46,6 @@ const std::vector<std::string>& ClusterSnapshot::Resources() {
   return resources;
 }
 
-ClusterSnapshot::ClusterSnapshot(const StoreView& view)
-    : resource_version_(view.resource_version()) {
-  for (const std::string& resource : Resources()) {
-    auto& objects = objects_[resource];
-    for (const json* object : view.List(resource, "")) {
-      objects[Key(StringField(*object, {"metadata", "namespace"}),
-                  StringField(*object, {"metadata", "name"}))] = *object;
-    }
-  }
-}
-
 const json* ClusterSnapshot::Find(const std::string& resource, const std::string& ns,
                                   const std::string& name) const {
   auto objects = objects_.find(resource);

@@ -1,8 +1,8 @@
 // ClusterSnapshot: the objects the test node (LocalNode) acts on, copied
-// from the FakeApiServer's store at one resourceVersion: pods, services,
-// secrets, config maps and persistent volume claims. The node reads a fresh
-// snapshot after every write to the store, so each decision it makes sees
-// one consistent state, as a kubelet's informer caches do.
+// from its informers' caches: pods, services, secrets, config maps and
+// persistent volume claims. The node takes a fresh snapshot after every
+// change its informers hear of, so each decision it makes works on one
+// copy that does not change under it, as a kubelet's caches serve it.
 
 #ifndef GAPTRAIN_OPERATOR_TESTING_CLUSTER_SNAPSHOT_H_
 #define GAPTRAIN_OPERATOR_TESTING_CLUSTER_SNAPSHOT_H_
@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "operator/testing/object_store.h"
 #include "services/common/status.h"
 
 namespace gaptrain {
@@ -32,10 +31,11 @@ class ClusterSnapshot {
   static const std::vector<std::string>& Resources();
 
   ClusterSnapshot() = default;
-  // Copies the objects of Resources() from `view`.
-  explicit ClusterSnapshot(const StoreView& view);
+  // `version` counts the changes seen when it was taken: a snapshot with a
+  // higher one is newer.
+  explicit ClusterSnapshot(uint64_t version) : version_(version) {}
 
-  uint64_t resource_version() const { return resource_version_; }
+  uint64_t version() const { return version_; }
 
   // Null when absent. `resource` is one of Resources().
   const nlohmann::json* Find(const std::string& resource, const std::string& ns,
@@ -43,11 +43,11 @@ class ClusterSnapshot {
   // Every object of `resource`, in namespace/name order.
   std::vector<const nlohmann::json*> All(const std::string& resource) const;
 
-  // Adds or replaces an object (tests build snapshots by hand).
+  // Adds or replaces an object.
   void Put(const std::string& resource, nlohmann::json object);
 
  private:
-  uint64_t resource_version_ = 0;
+  uint64_t version_ = 0;
   // resource -> "ns/name" -> object
   std::map<std::string, std::map<std::string, nlohmann::json>> objects_;
 };

@@ -6,11 +6,14 @@
 
 #include <atomic>
 #include <cerrno>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
+#include "operator/kube/api_error.h"
 #include "operator/testing/cluster_hosts.h"
 #include "operator/testing/container_process.h"
 #include "operator/testing/container_prober.h"
@@ -35,6 +38,20 @@ constexpr char kNodeShutdownMessage[] = "Pod was terminated in response to immin
 constexpr std::chrono::seconds kRetryInterval{1};
 // Linux limits hostnames to 64 bytes; the kubelet truncates pod names to 63.
 constexpr size_t kMaxHostname = 63;
+// Marks the PersistentVolumes this node provisioned (as a provisioner's
+// pv.kubernetes.io/provisioned-by).
+constexpr char kProvisionedBy[] = "gaptrain.io/local-node";
+
+constexpr kube::Resource kNodes{"", "v1", "nodes", "Node", false, ""};
+constexpr kube::Resource kPersistentVolumes{"", "v1", "persistentvolumes", "PersistentVolume",
+                                            false, ""};
+// ClusterSnapshot::Resources(), in that order, then the node's own.
+const std::vector<kube::Resource>& WatchedResources() {
+  static const std::vector<kube::Resource> resources = {
+      kube::kPods,      kube::kServices, kube::kSecrets, kube::kConfigMaps,
+      kube::kPersistentVolumeClaims, kPersistentVolumes};
+  return resources;
+}
 
 bool IsDeleting(const json& object) {
   return FindField(object, {"metadata", "deletionTimestamp"}) != nullptr;
@@ -120,17 +137,20 @@ struct LocalNode::PodRuntime {
   Clock::time_point kill_deadline;
   bool out_of_memory = false;
   bool delete_after_exit = false;  // the node shut down under it
+  // The API holds the status the node last worked out (WriteStatus).
+  bool status_written = false;
   bool deletion_confirmed = false;
 };
 
-LocalNode::LocalNode(FakeApiServer* server, Options options)
-    : server_(server), options_(std::move(options)) {}
+LocalNode::LocalNode(Options options) : options_(std::move(options)) {}
 
-Status LocalNode::Start(FakeApiServer* server, const Options& options,
+Status LocalNode::Start(const kube::ClusterConfig& config, const Options& options,
                         std::unique_ptr<LocalNode>* node) {
-  if (server == nullptr) return Status::InvalidArgument("server: Required value");
   if (options.work_dir.empty()) return Status::InvalidArgument("work_dir: Required value");
   if (options.node_name.empty()) return Status::InvalidArgument("node_name: Required value");
+  if (!options.api_service_host.empty() && options.api_service_port == 0) {
+    return Status::InvalidArgument("api_service_port: Required value with api_service_host");
+  }
   Options resolved = options;
   if (resolved.log_dir.empty()) resolved.log_dir = options.work_dir + "/logs";
   if (resolved.claims_dir.empty()) resolved.claims_dir = options.work_dir + "/claims";
@@ -147,7 +167,13 @@ Status LocalNode::Start(FakeApiServer* server, const Options& options,
     }
     path = absolute.string();
   }
-  std::unique_ptr<LocalNode> made(new LocalNode(server, resolved));
+  std::unique_ptr<LocalNode> made(new LocalNode(resolved));
+  kube::ClientOptions client_options;
+  client_options.field_manager = "local-node";
+  client_options.user_agent = "gaptrain-local-node";
+  GAPTRAIN_RETURN_IF_ERROR(kube::Client::New(config, client_options, &made->client_));
+  GAPTRAIN_RETURN_IF_ERROR(kube::Transport::New(config, kube::Transport::Options(),
+                                                &made->transport_));
   made->bin_dir_ = options.work_dir + "/bin";
   made->pods_dir_ = options.work_dir + "/pods";
   std::error_code ec;
@@ -165,9 +191,138 @@ Status LocalNode::Start(FakeApiServer* server, const Options& options,
   made->host_ip_ = made->network_->gateway_ip();
   made->subnet_ = made->network_->subnet();
   made->name_prefix_ = made->network_->name_prefix();
-  made->watcher_ = std::thread([n = made.get()] { n->WatchStore(); });
+  if (!resolved.api_service_host.empty()) {
+    GAPTRAIN_RETURN_IF_ERROR(made->network_->AddHostAddress(resolved.api_service_host));
+  }
+  GAPTRAIN_RETURN_IF_ERROR(made->StartInformers());
+  GAPTRAIN_RETURN_IF_ERROR(made->Register());
   made->runner_ = std::thread([n = made.get()] { n->Run(); });
   *node = std::move(made);
+  return Status::OK();
+}
+
+Status LocalNode::StartInformers() {
+  for (const kube::Resource& resource : WatchedResources()) {
+    controller::Informer::Options informer_options;
+    informer_options.reflector.watch_timeout_seconds = 60;
+    auto informer = std::make_unique<controller::Informer>(
+        client_.get(), resource, kube::kAllNamespaces, informer_options);
+    auto changed = [this] {
+      ++changes_;
+      Wake();
+    };
+    controller::EventHandlers handlers;
+    handlers.on_add = [changed](const json&) { changed(); };
+    handlers.on_update = [changed](const json&, const json&) { changed(); };
+    handlers.on_delete = [changed](const json&, bool) { changed(); };
+    handlers.on_synced = changed;
+    GAPTRAIN_RETURN_IF_ERROR(informer->AddEventHandlers(std::move(handlers)));
+    GAPTRAIN_RETURN_IF_ERROR(informer->Start());
+    informers_.push_back(std::move(informer));
+  }
+  for (const auto& informer : informers_) {
+    if (!informer->WaitForSync(std::chrono::seconds(30))) {
+      return Status::Unavailable("test node: the " + std::string(informer->resource().plural) +
+                                 " informer did not sync within 30 s");
+    }
+  }
+  return Status::OK();
+}
+
+Status LocalNode::Register() {
+  json labels = {{"kubernetes.io/hostname", options_.node_name}, {"kubernetes.io/os", "linux"}};
+  for (const auto& [key, value] : options_.labels) labels[key] = value;
+  const json node = {{"apiVersion", "v1"},
+                     {"kind", "Node"},
+                     {"metadata", {{"name", options_.node_name}, {"labels", labels}}}};
+  Status s = client_->Create(kNodes, "", node, nullptr);
+  if (!s.ok() && !kube::IsAlreadyExists(s)) return s;
+  s = client_->MergePatch(kNodes, "", options_.node_name, {{"metadata", {{"labels", labels}}}},
+                          nullptr);
+  if (!s.ok()) return s;
+  const json resources = {{"cpu", options_.allocatable_cpu},
+                          {"memory", options_.allocatable_memory},
+                          {"pods", "110"}};
+  const std::string now = Now();
+  const json status = {
+      {"status",
+       {{"conditions",
+         {{{"type", "Ready"},
+           {"status", "True"},
+           {"reason", "KubeletReady"},
+           {"message", "gaptrain test node is posting ready status"},
+           {"lastHeartbeatTime", now},
+           {"lastTransitionTime", now}}}},
+        {"addresses",
+         {{{"type", "InternalIP"}, {"address", host_ip_}},
+          {{"type", "Hostname"}, {"address", options_.node_name}}}},
+        {"capacity", resources},
+        {"allocatable", resources}}}};
+  GAPTRAIN_RETURN_IF_ERROR(
+      client_->MergePatch(kNodes.Subresource("status"), "", options_.node_name, status, nullptr));
+  // The admission taints a new Node not-ready; the node lifecycle
+  // controller lifts that once the kubelet posts Ready, but it needs
+  // heartbeats, which this node does not send, so it is off.
+  json current;
+  GAPTRAIN_RETURN_IF_ERROR(client_->Get(kNodes, "", options_.node_name, &current));
+  json taints = json::array();
+  for (const json& taint : ListField(current, {"spec", "taints"})) {
+    if (StringField(taint, {"key"}) != "node.kubernetes.io/not-ready") taints.push_back(taint);
+  }
+  return client_->MergePatch(kNodes, "", options_.node_name,
+                             {{"spec", {{"taints", taints.empty() ? json(nullptr) : taints}}}},
+                             nullptr);
+}
+
+ClusterSnapshot LocalNode::Snapshot() const {
+  ClusterSnapshot snapshot(changes_.load());
+  const std::vector<std::string>& names = ClusterSnapshot::Resources();
+  for (size_t i = 0; i < names.size(); ++i) {
+    for (json& object : informers_[i]->List("")) snapshot.Put(names[i], std::move(object));
+  }
+  return snapshot;
+}
+
+std::string LocalNode::Now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc;
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+Status LocalNode::IssueToken(const json& pod, const std::string& audience,
+                             int64_t expiration_seconds, std::string* token) {
+  const std::string ns = StringField(pod, {"metadata", "namespace"});
+  std::string account = StringField(pod, {"spec", "serviceAccountName"});
+  if (account.empty()) account = "default";
+  json request = {{"apiVersion", "authentication.k8s.io/v1"},
+                  {"kind", "TokenRequest"},
+                  {"spec",
+                   {{"expirationSeconds", std::max<int64_t>(expiration_seconds, 600)},
+                    {"boundObjectRef",
+                     {{"apiVersion", "v1"},
+                      {"kind", "Pod"},
+                      {"name", StringField(pod, {"metadata", "name"})},
+                      {"uid", Uid(pod)}}}}}};
+  if (!audience.empty()) request["spec"]["audiences"] = {audience};
+  kube::HttpCall call;
+  call.method = "POST";
+  call.target = "/api/v1/namespaces/" + ns + "/serviceaccounts/" + account + "/token";
+  call.content_type = "application/json";
+  call.body = request.dump();
+  kube::HttpReply reply;
+  GAPTRAIN_RETURN_IF_ERROR(transport_->RoundTrip(
+      call, kube::Clock::now() + std::chrono::seconds(10), nullptr, &reply));
+  const json answer = json::parse(reply.body, nullptr, false);
+  const std::string issued = answer.is_object() ? StringField(answer, {"status", "token"}) : "";
+  if (reply.status != 201 || issued.empty()) {
+    return Status::Unavailable("TokenRequest for serviceaccount " + ns + "/" + account +
+                               ": HTTP " + std::to_string(reply.status) + ": " +
+                               reply.body.substr(0, 300));
+  }
+  *token = issued;
   return Status::OK();
 }
 
@@ -181,7 +336,9 @@ void LocalNode::Stop() {
   }
   wake_cv_.notify_all();
   if (runner_.joinable()) runner_.join();
-  if (watcher_.joinable()) watcher_.join();
+  for (auto& informer : informers_) informer->Stop();
+  if (client_ != nullptr) client_->Shutdown();
+  if (transport_ != nullptr) transport_->Shutdown();
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   stopped_ = true;
@@ -201,37 +358,6 @@ void LocalNode::Wake() {
   wake_cv_.notify_all();
 }
 
-void LocalNode::WatchStore() {
-  // The stop check cannot take wake_mu_ inside the predicate's store lock
-  // without ordering the two locks, so it polls: Stop() waits at most this.
-  constexpr std::chrono::milliseconds kStopCheck{50};
-  uint64_t seen = 0;
-  bool first = true;
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(wake_mu_);
-      if (stopping_) return;
-    }
-    std::shared_ptr<const ClusterSnapshot> fresh;
-    server_->WaitFor(
-        [&](const StoreView& view) {
-          if (!first && view.resource_version() == seen) return false;
-          first = false;
-          seen = view.resource_version();
-          fresh = std::make_shared<const ClusterSnapshot>(view);
-          return true;
-        },
-        kStopCheck);
-    if (fresh == nullptr) continue;
-    {
-      std::lock_guard<std::mutex> lock(wake_mu_);
-      latest_ = std::move(fresh);
-      wake_ = true;
-    }
-    wake_cv_.notify_all();
-  }
-}
-
 void LocalNode::Run() {
   for (;;) {
     Clock::time_point deadline;
@@ -239,17 +365,15 @@ void LocalNode::Run() {
       std::lock_guard<std::mutex> lock(mu_);
       deadline = NextDeadline();
     }
-    std::shared_ptr<const ClusterSnapshot> snapshot;
     {
       std::unique_lock<std::mutex> lock(wake_mu_);
       wake_cv_.wait_until(lock, deadline, [this] { return wake_ || stopping_; });
       if (stopping_) return;
       wake_ = false;
-      snapshot = latest_;
     }
-    if (snapshot == nullptr) continue;
+    const ClusterSnapshot snapshot = Snapshot();
     std::lock_guard<std::mutex> lock(mu_);
-    Pass(*snapshot);
+    Pass(snapshot);
   }
 }
 
@@ -266,8 +390,7 @@ Clock::time_point LocalNode::NextDeadline() const {
 }
 
 void LocalNode::Pass(const ClusterSnapshot& snapshot) {
-  BindClaims(snapshot);
-  Schedule(snapshot);
+  ProvisionVolumes(snapshot);
   std::vector<const json*> mine;
   std::set<std::string> present;
   for (const json* pod : snapshot.All("pods")) {
@@ -292,8 +415,11 @@ void LocalNode::Pass(const ClusterSnapshot& snapshot) {
       if (phase == "Succeeded" || phase == "Failed") continue;  // ended before this node
       if (IsDeleting(*pod)) {
         // Never started here: nothing to stop.
-        server_->Delete("pods", StringField(*pod, {"metadata", "namespace"}),
-                        StringField(*pod, {"metadata", "name"}), 0, "", uid);
+        kube::DeleteOptions now;
+        now.grace_period_seconds = 0;
+        now.precondition_uid = uid;
+        client_->Delete(kube::kPods, StringField(*pod, {"metadata", "namespace"}),
+                        StringField(*pod, {"metadata", "name"}), now);
         continue;
       }
       Admit(*pod);
@@ -303,58 +429,51 @@ void LocalNode::Pass(const ClusterSnapshot& snapshot) {
   for (auto& [uid, pod] : pods_) UpdateHosts(pod.get(), snapshot);
 }
 
-void LocalNode::BindClaims(const ClusterSnapshot& snapshot) {
-  for (const json* claim : snapshot.All("persistentvolumeclaims")) {
-    if (StringField(*claim, {"status", "phase"}) == "Bound" || IsDeleting(*claim)) continue;
-    const std::string uid = Uid(*claim);
-    MakeDirs(ClaimDirectory(options_.claims_dir, *claim));
-    server_->Update("persistentvolumeclaims", StringField(*claim, {"metadata", "namespace"}),
-                    StringField(*claim, {"metadata", "name"}), [&](json* current) {
-                      if (Uid(*current) != uid ||
-                          StringField(*current, {"status", "phase"}) == "Bound") {
-                        return;
-                      }
-                      (*current)["spec"]["volumeName"] = "pvc-" + uid;
-                      json status = {{"phase", "Bound"}};
-                      const json* modes = FindField(*current, {"spec", "accessModes"});
-                      if (modes != nullptr && modes->is_array()) status["accessModes"] = *modes;
-                      const json* size =
-                          FindField(*current, {"spec", "resources", "requests", "storage"});
-                      if (size != nullptr) status["capacity"] = {{"storage", *size}};
-                      (*current)["status"] = status;
-                    });
-  }
-}
-
-void LocalNode::Schedule(const ClusterSnapshot& snapshot) {
-  for (const json* pod : snapshot.All("pods")) {
-    if (!StringField(*pod, {"spec", "nodeName"}).empty() || IsDeleting(*pod)) continue;
-    const std::string scheduler = StringField(*pod, {"spec", "schedulerName"});
-    if (!scheduler.empty() && scheduler != "default-scheduler") continue;
-    const std::string ns = StringField(*pod, {"metadata", "namespace"});
-    std::string missing_claim;
-    for (const json& volume : ListField(*pod, {"spec", "volumes"})) {
-      const std::string claim = StringField(volume, {"persistentVolumeClaim", "claimName"});
-      if (!claim.empty() && snapshot.Find("persistentvolumeclaims", ns, claim) == nullptr) {
-        missing_claim = claim;
-        break;
-      }
+void LocalNode::ProvisionVolumes(const ClusterSnapshot& snapshot) {
+  std::set<std::string> provided;  // claim uids some volume is for
+  for (const json& volume : informers_.back()->List("")) {
+    const std::string claim = StringField(volume, {"spec", "claimRef", "uid"});
+    if (!claim.empty()) provided.insert(claim);
+    const bool mine =
+        StringField(volume, {"metadata", "annotations", "pv.kubernetes.io/provisioned-by"}) ==
+        kProvisionedBy;
+    if (mine && StringField(volume, {"status", "phase"}) == "Released" && !IsDeleting(volume)) {
+      // Its claim is gone: the volume goes too (the directory stays).
+      kube::DeleteOptions options;
+      options.precondition_uid = Uid(volume);
+      client_->Delete(kPersistentVolumes, "", StringField(volume, {"metadata", "name"}), options);
     }
-    const std::string uid = Uid(*pod);
-    const std::string now = server_->Now();
-    server_->Update("pods", ns, StringField(*pod, {"metadata", "name"}), [&](json* current) {
-      if (Uid(*current) != uid || !StringField(*current, {"spec", "nodeName"}).empty()) return;
-      json& status = (*current)["status"];
-      if (missing_claim.empty()) {
-        (*current)["spec"]["nodeName"] = options_.node_name;
-        SetPodCondition(&status, "PodScheduled", true, "", "", now);
-      } else {
-        SetPodCondition(&status, "PodScheduled", false, "Unschedulable",
-                        "0/1 nodes are available: persistentvolumeclaim \"" + missing_claim +
-                            "\" not found.",
-                        now);
-      }
-    });
+  }
+  for (const json* claim : snapshot.All("persistentvolumeclaims")) {
+    const std::string uid = Uid(*claim);
+    if (StringField(*claim, {"status", "phase"}) != "Pending" || IsDeleting(*claim) ||
+        !StringField(*claim, {"spec", "volumeName"}).empty() || provided.count(uid) != 0) {
+      continue;
+    }
+    const std::string dir = ClaimDirectory(options_.claims_dir, *claim);
+    MakeDirs(dir);
+    const json* size = FindField(*claim, {"spec", "resources", "requests", "storage"});
+    const json* modes = FindField(*claim, {"spec", "accessModes"});
+    json volume = {
+        {"apiVersion", "v1"},
+        {"kind", "PersistentVolume"},
+        {"metadata",
+         {{"name", "pvc-" + uid},
+          {"annotations", {{"pv.kubernetes.io/provisioned-by", kProvisionedBy}}}}},
+        {"spec",
+         {{"capacity", {{"storage", size != nullptr ? *size : json("1Gi")}}},
+          {"accessModes", modes != nullptr ? *modes : json::array({"ReadWriteOnce"})},
+          {"persistentVolumeReclaimPolicy", "Retain"},
+          {"storageClassName", StringField(*claim, {"spec", "storageClassName"})},
+          {"volumeMode", "Filesystem"},
+          {"hostPath", {{"path", dir}, {"type", "Directory"}}},
+          {"claimRef",
+           {{"apiVersion", "v1"},
+            {"kind", "PersistentVolumeClaim"},
+            {"namespace", StringField(*claim, {"metadata", "namespace"})},
+            {"name", StringField(*claim, {"metadata", "name"})},
+            {"uid", uid}}}}}};
+    client_->Create(kPersistentVolumes, "", volume, nullptr);
   }
 }
 
@@ -368,7 +487,7 @@ void LocalNode::Admit(const json& object) {
   pod->resolv_conf = pod->dir + "/resolv.conf";
   pod->log_file = options_.log_dir + "/" + pod->ns + "_" + pod->name + "_" + pod->uid + ".log";
   pod->state.host_ip = host_ip_;
-  pod->state.start_time = server_->Now();
+  pod->state.start_time = Now();
   pod->retry_at = Clock::now();
   if (StringField(object, {"status", "phase"}) == "Running") {
     // It ran on a node of this name that is gone (a node restart): its
@@ -379,7 +498,7 @@ void LocalNode::Admit(const json& object) {
     pod->state.container.reason = "ContainerStatusUnknown";
     pod->state.container.message =
         "The container could not be located when the pod was terminated";
-    SetTerminated(SIGKILL, server_->Now(), &pod->state.container);
+    SetTerminated(SIGKILL, Now(), &pod->state.container);
     pod->state.container.signal = 0;
   }
   MakeDirs(pod->dir);
@@ -402,7 +521,7 @@ void LocalNode::Advance(PodRuntime* pod, const json& object, const ClusterSnapsh
     pod->liveness.reset();
     pod->process.reset();
     if (pod->out_of_memory) container.reason = "OOMKilled";
-    SetTerminated(pod->exit->wait_status, server_->Now(), &container);
+    SetTerminated(pod->exit->wait_status, Now(), &container);
     ReleaseNetwork(pod);
   }
   if (container.phase == ContainerState::Phase::kWaiting) {
@@ -412,8 +531,8 @@ void LocalNode::Advance(PodRuntime* pod, const json& object, const ClusterSnapsh
       return;
     }
     // Tried again when the API objects changed, and now and then.
-    if (snapshot.resource_version() != pod->tried_at_version || Clock::now() >= pod->retry_at) {
-      pod->tried_at_version = snapshot.resource_version();
+    if (snapshot.version() != pod->tried_at_version || Clock::now() >= pod->retry_at) {
+      pod->tried_at_version = snapshot.version();
       TryStart(pod, object, snapshot);
     }
   }
@@ -432,7 +551,10 @@ void LocalNode::Advance(PodRuntime* pod, const json& object, const ClusterSnapsh
     container.ready = pod->readiness == nullptr || pod->readiness->result();
   }
   WriteStatus(pod, object);
-  if (container.phase == ContainerState::Phase::kTerminated &&
+  // Only once the API has the terminated state: deleted before that, the
+  // pod would go with the status it had (as the kubelet, which deletes a
+  // pod only after its final status is written).
+  if (container.phase == ContainerState::Phase::kTerminated && pod->status_written &&
       (deleting || pod->delete_after_exit)) {
     ConfirmDeletion(pod);
   }
@@ -447,11 +569,6 @@ Status LocalNode::PlanStart(PodRuntime* pod, const json& object, const ClusterSn
     return Status::InvalidArgument(
         "spec.containers: the test node runs pods with exactly one container and no init "
         "containers");
-  }
-  const std::string restart_policy = StringField(object, {"spec", "restartPolicy"});
-  if (!restart_policy.empty() && restart_policy != "Never") {
-    return Status::InvalidArgument("spec.restartPolicy: Unsupported value: \"" + restart_policy +
-                                   "\": the test node runs restartPolicy Never only");
   }
   const json& container = containers[0];
   // What fieldRefs read, before the API has it.
@@ -478,12 +595,23 @@ Status LocalNode::PlanStart(PodRuntime* pod, const json& object, const ClusterSn
   EnvironmentList env = {{"PATH", bin_dir_ + ":" + kDefaultPath},
                          {"HOSTNAME", pod->name},
                          {"HOME", "/root"}};
+  if (!options_.api_service_host.empty()) {
+    const std::string port = std::to_string(options_.api_service_port);
+    SetVariable(&env, "KUBERNETES_SERVICE_HOST", options_.api_service_host);
+    SetVariable(&env, "KUBERNETES_SERVICE_PORT", port);
+    SetVariable(&env, "KUBERNETES_SERVICE_PORT_HTTPS", port);
+    SetVariable(&env, "KUBERNETES_PORT", "tcp://" + options_.api_service_host + ":" + port);
+  }
   for (const auto& [name, value] : options_.extra_env) SetVariable(&env, name, value);
   for (const auto& [name, value] : container_env) SetVariable(&env, name, value);
   GAPTRAIN_RETURN_IF_ERROR(ResolveCommand(container, env, &spec->argv));
 
-  Status volumes = PreparePodVolumes(pod_view, container, snapshot, pod->dir,
-                                     options_.claims_dir, &spec->mounts);
+  Status volumes = PreparePodVolumes(
+      pod_view, container, snapshot, pod->dir, options_.claims_dir,
+      [this](const json& p, const std::string& audience, int64_t seconds, std::string* token) {
+        return IssueToken(p, audience, seconds, token);
+      },
+      &spec->mounts);
   if (!volumes.ok()) {
     if (volumes.code() != Status::Code::kInvalidArgument) *waiting_reason = "ContainerCreating";
     return volumes;
@@ -515,7 +643,7 @@ void LocalNode::TryStart(PodRuntime* pod, const json& object, const ClusterSnaps
     pod->retry_at = Clock::now() + kRetryInterval;
   };
   if (!pod->has_network) {
-    Status made = network_->AddPod(pod->ns + "/" + pod->name, &pod->network);
+    Status made = network_->AddPod(&pod->network);
     if (!made.ok()) return wait("ContainerCreating", made);
     pod->has_network = true;
     pod->state.pod_ip = pod->network.ip;
@@ -529,7 +657,7 @@ void LocalNode::TryStart(PodRuntime* pod, const json& object, const ClusterSnaps
   auto fail_start = [&](const std::string& message) {
     container.reason = "StartError";
     container.message = message;
-    SetTerminated(128 << 8, server_->Now(), &container);  // exit code 128, as containerd
+    SetTerminated(128 << 8, Now(), &container);  // exit code 128, as containerd
     ReleaseNetwork(pod);
   };
   if (spec.binary.empty()) {
@@ -547,7 +675,7 @@ void LocalNode::TryStart(PodRuntime* pod, const json& object, const ClusterSnaps
       &pod->process);
   if (!started.ok()) return fail_start(started.message());
   container.phase = ContainerState::Phase::kRunning;
-  container.started_at = server_->Now();
+  container.started_at = Now();
   container.container_id = "local://" + pod->uid;
   if (plan.readiness) {
     pod->readiness = std::make_unique<ContainerProber>(*plan.readiness, false, [this] { Wake(); });
@@ -570,23 +698,26 @@ void LocalNode::BeginTermination(PodRuntime* pod, int64_t grace_seconds) {
 }
 
 void LocalNode::WriteStatus(PodRuntime* pod, const json& object) {
-  const std::string now = server_->Now();
   const json* seen = FindField(object, {"status"});
   json desired = seen != nullptr ? *seen : json::object();
-  ApplyPodStatus(object, pod->state, now, &desired);
-  if (seen != nullptr && desired == *seen) return;
-  server_->Update("pods", pod->ns, pod->name, [&](json* current) {
-    if (Uid(*current) != pod->uid) return;
-    json status = (*current)["status"];
-    ApplyPodStatus(*current, pod->state, now, &status);
-    (*current)["status"] = status;
-  });
+  ApplyPodStatus(object, pod->state, Now(), &desired);
+  pod->status_written = seen != nullptr && desired == *seen;
+  if (pod->status_written) return;
+  // Against the version seen: a Conflict means a newer one is on its way
+  // to the informer, and the next pass writes again.
+  json update = object;
+  update["status"] = desired;
+  pod->status_written =
+      client_->Update(kube::kPods.Subresource("status"), pod->ns, update, nullptr).ok();
 }
 
 void LocalNode::ConfirmDeletion(PodRuntime* pod) {
   if (pod->deletion_confirmed) return;
   pod->deletion_confirmed = true;
-  server_->Delete("pods", pod->ns, pod->name, 0, "", pod->uid);
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  now.precondition_uid = pod->uid;
+  client_->Delete(kube::kPods, pod->ns, pod->name, now);
 }
 
 void LocalNode::UpdateHosts(PodRuntime* pod, const ClusterSnapshot& snapshot) {
@@ -650,8 +781,8 @@ Status LocalNode::Preempt(const std::string& ns, const std::string& name,
   PodRuntime* pod = RunningPod(ns, name);
   if (pod == nullptr) return Status::NotFound("no running container in pod " + ns + "/" + name);
   json object;
-  GAPTRAIN_RETURN_IF_ERROR(server_->Get("pods", ns, name, &object));
-  const std::string now = server_->Now();
+  GAPTRAIN_RETURN_IF_ERROR(client_->Get(kube::kPods, ns, name, &object));
+  const std::string now = Now();
   const bool shutdown = disruption == Disruption::kNodeShutdown;
   const std::string reason = shutdown ? "TerminationByKubelet" : "PreemptionByScheduler";
   std::string scheduler = StringField(object, {"spec", "schedulerName"});
@@ -659,17 +790,23 @@ Status LocalNode::Preempt(const std::string& ns, const std::string& name,
   const std::string message =
       shutdown ? kNodeShutdownMessage
                : scheduler + ": preempting to accommodate a higher priority pod";
-  GAPTRAIN_RETURN_IF_ERROR(server_->Update("pods", ns, name, [&](json* current) {
-    if (Uid(*current) != pod->uid) return;
-    SetPodCondition(&(*current)["status"], "DisruptionTarget", true, reason, message, now);
-  }));
+  for (int attempt = 0;; ++attempt) {
+    if (Uid(object) != pod->uid) return Status::NotFound("pod " + ns + "/" + name + " was replaced");
+    SetPodCondition(&object["status"], "DisruptionTarget", true, reason, message, now);
+    Status s = client_->Update(kube::kPods.Subresource("status"), ns, object, nullptr);
+    if (s.ok()) break;
+    if (!kube::IsConflict(s) || attempt == 4) return s;
+    GAPTRAIN_RETURN_IF_ERROR(client_->Get(kube::kPods, ns, name, &object));
+  }
   if (shutdown) {
     pod->state.failure_reason = "Terminated";
     pod->state.failure_message = kNodeShutdownMessage;
     pod->delete_after_exit = true;
     if (!pod->terminating) BeginTermination(pod, TerminationGracePeriod(object));
   } else {
-    GAPTRAIN_RETURN_IF_ERROR(server_->Delete("pods", ns, name, std::nullopt, "", pod->uid));
+    kube::DeleteOptions graceful;
+    graceful.precondition_uid = pod->uid;
+    GAPTRAIN_RETURN_IF_ERROR(client_->Delete(kube::kPods, ns, name, graceful));
   }
   Wake();
   return Status::OK();
@@ -694,7 +831,7 @@ Status LocalNode::Logs(const std::string& ns, const std::string& name, std::stri
 Status LocalNode::ClaimPath(const std::string& ns, const std::string& name,
                             std::string* path) const {
   json claim;
-  GAPTRAIN_RETURN_IF_ERROR(server_->Get("persistentvolumeclaims", ns, name, &claim));
+  GAPTRAIN_RETURN_IF_ERROR(client_->Get(kube::kPersistentVolumeClaims, ns, name, &claim));
   *path = ClaimDirectory(options_.claims_dir, claim);
   return Status::OK();
 }

@@ -1,15 +1,22 @@
-// LocalNode against a FakeApiServer with hand-made pods (no operator):
-// real processes in network namespaces of their own. Skips, with the
-// reason, where namespaces cannot be made.
+// LocalNode on a real control plane (operator/envtest: etcd,
+// kube-apiserver, kube-controller-manager and kube-scheduler), with pods
+// made by hand through the API (no operator): the scheduler binds them to
+// the node, which runs them as real processes in network namespaces of
+// their own, provisions PersistentVolumes for claims and writes their
+// status. One control plane and one node for the whole binary (the tests
+// that stop the node start it again, as the same Node), a namespace per
+// test. Skips, with the reason, where the envtest binaries are missing or
+// namespaces cannot be made (fails instead under CI=true).
 
 #include "operator/testing/local_node.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -17,14 +24,17 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "operator/testing/fake_api_server.h"
+#include "operator/envtest/api_resources.h"
+#include "operator/envtest/control_plane.h"
 #include "operator/testing/pod_network.h"
 #include "services/common/http_client.h"
+#include "services/testing/missing_requirement.h"
 #include "services/testing/test_files.h"
+#include "services/testing/test_processes.h"
 #include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
@@ -34,12 +44,12 @@ namespace {
 using nlohmann::json;
 
 constexpr std::chrono::seconds kWait{30};
-constexpr char kNs[] = "default";
+constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 json PodObject(const std::string& name, const std::vector<std::string>& command) {
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
-          {"metadata", {{"name", name}, {"namespace", kNs}}},
+          {"metadata", {{"name", name}}},
           {"spec",
            {{"restartPolicy", "Never"},
             {"containers", json::array({{{"name", "main"},
@@ -55,21 +65,19 @@ json PythonPod(const std::string& name, const std::string& program) {
 json SecretObject(const std::string& name, const json& string_data) {
   return {{"apiVersion", "v1"},
           {"kind", "Secret"},
-          {"metadata", {{"name", name}, {"namespace", kNs}}},
+          {"metadata", {{"name", name}}},
           {"stringData", string_data}};
 }
 
 json ConfigMapObject(const std::string& name, const json& data) {
-  return {{"apiVersion", "v1"},
-          {"kind", "ConfigMap"},
-          {"metadata", {{"name", name}, {"namespace", kNs}}},
+  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}}},
           {"data", data}};
 }
 
 json ClaimObject(const std::string& name) {
   return {{"apiVersion", "v1"},
           {"kind", "PersistentVolumeClaim"},
-          {"metadata", {{"name", name}, {"namespace", kNs}}},
+          {"metadata", {{"name", name}}},
           {"spec",
            {{"accessModes", {"ReadWriteOnce"}},
             {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}};
@@ -94,8 +102,10 @@ bool IsReady(const json* pod) {
   return ready != nullptr && (*ready)["status"] == "True";
 }
 
-const json& Terminated(const json& pod) {
-  return pod["status"]["containerStatuses"][0]["state"]["terminated"];
+// The container's terminated state; {} when it has none.
+json Terminated(const json& pod) {
+  const json::json_pointer terminated("/status/containerStatuses/0/state/terminated");
+  return pod.contains(terminated) ? pod.at(terminated) : json::object();
 }
 
 // The output of `ip ARGS...`.
@@ -114,39 +124,115 @@ std::string IpOutput(const std::vector<std::string>& args) {
 
 bool ProcessGone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
 
+// "ExitCodesDecideThePhase" -> "exit-codes-decide-the-phase" (a DNS label).
+std::string NamespaceFor(const std::string& test_name) {
+  std::string ns;
+  for (char c : test_name) {
+    if (std::isupper(static_cast<unsigned char>(c)) && !ns.empty()) ns += '-';
+    ns += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  ns = ns.substr(0, 63);
+  while (!ns.empty() && ns.back() == '-') ns.pop_back();
+  return ns;
+}
+
 class LocalNodeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(FakeApiServer::Start(FakeApiServer::Options(), &server_).ok());
-    work_dir_ = TestDir("node");
+  static void SetUpTestSuite() {
+    envtest::ControlPlane::Options options;
+    options.work_dir = TestTempDir("cluster");
+    options.controller_manager = true;
+    options.scheduler = true;
+    cluster_status_ = new Status(envtest::ControlPlane::Start(options, &cluster_));
+    node_status_ = new Status();
+    if (!cluster_status_->ok()) return;
+    node_dir_ = new std::string(TestTempDir("node"));
+    *node_status_ = StartNode();
+  }
+
+  static void TearDownTestSuite() {
+    node_.reset();
+    cluster_.reset();
+    delete cluster_status_;
+    delete node_status_;
+    delete node_dir_;
+  }
+
+  // The shared node, (re)started: the same Node, so the scheduler's choice
+  // does not change.
+  static Status StartNode() {
     LocalNode::Options options;
-    options.work_dir = work_dir_;
+    options.work_dir = *node_dir_;
     options.binaries = {{"gaptrain-coordinator", "services/coordinator/gaptrain-coordinator"}};
     options.extra_env = {{"GAPTRAIN_TEST_NODE", "1"}};
-    const Status started = LocalNode::Start(server_.get(), options, &node_);
-    if (started.code() == Status::Code::kPermissionDenied) GTEST_SKIP() << started.message();
-    ASSERT_TRUE(started.ok()) << started.ToString();
+    options.api_service_host = envtest::kServiceIp;
+    options.api_service_port = cluster_->port();
+    kube::ClusterConfig config;
+    config.server = cluster_->url();
+    config.ca_pem = cluster_->ca_pem();
+    config.token = cluster_->admin_token();
+    node_.reset();
+    return LocalNode::Start(config, options, &node_);
+  }
+
+  void SetUp() override {
+    if (cluster_status_->code() == Status::Code::kNotFound) {
+      GAPTRAIN_SKIP_OR_FAIL_IN_CI(cluster_status_->message());
+    }
+    ASSERT_TRUE(cluster_status_->ok()) << cluster_status_->ToString();
+    if (node_status_->code() == Status::Code::kPermissionDenied) {
+      GAPTRAIN_SKIP_OR_FAIL_IN_CI(node_status_->message());
+    }
+    ASSERT_TRUE(node_status_->ok()) << node_status_->ToString();
+    ASSERT_NE(node_, nullptr) << "an earlier test could not restart the node";
+    ns_ = NamespaceFor(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    const Status created = cluster_->CreateNamespace(ns_);
+    ASSERT_TRUE(created.ok()) << created.ToString();
+    // The API refuses pods until the controller manager has made the
+    // namespace's default ServiceAccount.
+    ASSERT_TRUE(Eventually(
+        [&] {
+          json account;
+          return admin()->Get(envtest::kServiceAccounts, ns_, "default", &account).ok();
+        },
+        kWait));
   }
 
   void TearDown() override {
-    if (node_ != nullptr) node_->Stop();
+    // The namespace controller deletes what the test left (the node stops
+    // its pods); nothing waits for it.
+    if (!ns_.empty()) admin()->Delete(envtest::kNamespaces, "", ns_, kube::DeleteOptions());
   }
 
-  void Create(const json& object) {
-    const Status created = server_->Create(object);
+  static kube::Client* admin() { return cluster_->admin(); }
+
+  void Create(const kube::Resource& resource, const json& object) {
+    const Status created = admin()->Create(resource, ns_, object, nullptr);
     ASSERT_TRUE(created.ok()) << created.ToString();
+  }
+  void CreatePod(const json& pod) { Create(kube::kPods, pod); }
+
+  void DeletePod(const std::string& name, std::optional<int64_t> grace_seconds = std::nullopt) {
+    kube::DeleteOptions options;
+    options.grace_period_seconds = grace_seconds;
+    const Status deleted = admin()->Delete(kube::kPods, ns_, name, options);
+    ASSERT_TRUE(deleted.ok()) << deleted.ToString();
   }
 
   // Waits until `predicate` holds for pod `name` (null while absent);
   // *last gets the pod as last seen.
   bool WaitPod(const std::string& name, const std::function<bool(const json*)>& predicate,
                json* last = nullptr) {
-    return server_->WaitForObject("pods", kNs, name,
-                                  [&](const json* pod) {
-                                    if (last != nullptr) *last = pod == nullptr ? json() : *pod;
-                                    return predicate(pod);
-                                  },
-                                  kWait);
+    json seen;
+    const bool held = Eventually(
+        [&] {
+          const Status got = admin()->Get(kube::kPods, ns_, name, &seen);
+          if (!got.ok()) seen = json();
+          return (got.ok() || kube::IsNotFound(got)) && predicate(got.ok() ? &seen : nullptr);
+        },
+        kWait);
+    if (last != nullptr) *last = seen;
+    return held;
   }
 
   bool WaitFinished(const std::string& name, json* pod) {
@@ -162,63 +248,76 @@ class LocalNodeTest : public ::testing::Test {
   // `python3 -u` a print writes its text and its newline separately, and a
   // signal between the two loses the newline.
   bool WaitLog(const std::string& name, const std::string& text) {
-    const auto deadline = std::chrono::steady_clock::now() + kWait;
     std::string log;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (node_->Logs(kNs, name, &log).ok() && log.find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    auto logged = [&] {
+      return node_->Logs(ns_, name, &log).ok() && log.find(text) != std::string::npos;
+    };
+    if (Eventually(logged, kWait)) return true;
     ADD_FAILURE() << "pod " << name << " never logged \"" << text << "\"; log:\n" << log;
     return false;
   }
 
   // Starts pod `name`, which logs its pid and sleeps; the pid, or 0.
   pid_t RunPodTellingItsPid(const std::string& name) {
-    Create(PythonPod(name, "import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)\n"));
+    CreatePod(PythonPod(name, "import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)\n"));
     if (!WaitLog(name, "\n")) return 0;
     return std::stoi(Log(name));
   }
 
   std::string Log(const std::string& name) {
     std::string log;
-    EXPECT_TRUE(node_->Logs(kNs, name, &log).ok());
+    EXPECT_TRUE(node_->Logs(ns_, name, &log).ok());
     return log;
   }
 
-  // Every event of pod `name` from now until it is DELETED.
-  std::unique_ptr<ObjectStore::Watch> WatchPod(const std::string& name) {
-    std::unique_ptr<ObjectStore::Watch> watch;
-    EXPECT_TRUE(server_
-                    ->Watch("pods", kNs, "", "metadata.name=" + name,
-                            std::to_string(server_->resource_version()), &watch)
-                    .ok());
+  // Every change to pod `name` from now until it is DELETED (the server
+  // ends the watch after kWait).
+  std::unique_ptr<kube::WatchStream> WatchPod(const std::string& name) {
+    json pod;
+    EXPECT_TRUE(admin()->Get(kube::kPods, ns_, name, &pod).ok());
+    kube::WatchOptions options;
+    options.resource_version = pod["metadata"].value("resourceVersion", "");
+    options.field_selector = "metadata.name=" + name;
+    options.timeout_seconds = static_cast<int>(kWait.count());
+    options.allow_bookmarks = false;
+    std::unique_ptr<kube::WatchStream> watch;
+    const Status started = admin()->Watch(kube::kPods, ns_, options, &watch);
+    EXPECT_TRUE(started.ok()) << started.ToString();
     return watch;
   }
-  std::vector<WatchEvent> EventsUntilDeleted(ObjectStore::Watch* watch) {
-    std::vector<WatchEvent> events;
-    const auto deadline = std::chrono::steady_clock::now() + kWait;
-    WatchEvent event;
-    while (watch->Next(deadline, &event) == ObjectStore::Watch::Result::kEvent) {
+  static std::vector<kube::WatchEvent> EventsUntilDeleted(kube::WatchStream* watch) {
+    std::vector<kube::WatchEvent> events;
+    kube::WatchEvent event;
+    while (watch != nullptr && watch->Next(&event)) {
       events.push_back(event);
-      if (event.type == "DELETED") break;
+      if (event.type == kube::WatchEvent::Type::kDeleted) break;
     }
     return events;
   }
 
-  std::unique_ptr<FakeApiServer> server_;
-  std::unique_ptr<LocalNode> node_;
-  std::string work_dir_;
+  static std::unique_ptr<envtest::ControlPlane> cluster_;
+  static std::unique_ptr<LocalNode> node_;
+  static Status* cluster_status_;
+  static Status* node_status_;
+  static std::string* node_dir_;
+  std::string ns_;
 };
 
+std::unique_ptr<envtest::ControlPlane> LocalNodeTest::cluster_;
+std::unique_ptr<LocalNode> LocalNodeTest::node_;
+Status* LocalNodeTest::cluster_status_;
+Status* LocalNodeTest::node_status_;
+std::string* LocalNodeTest::node_dir_;
+
 TEST_F(LocalNodeTest, ExitCodesDecideThePhase) {
-  Create(PodObject("fails", {"sh", "-c", "exit 3"}));
-  Create(PodObject("succeeds", {"sh", "-c", "echo hello from $HOSTNAME"}));
+  CreatePod(PodObject("fails", {"sh", "-c", "exit 3"}));
+  CreatePod(PodObject("succeeds", {"sh", "-c", "echo hello from $HOSTNAME"}));
   json pod;
   ASSERT_TRUE(WaitFinished("fails", &pod)) << pod.dump(2);
   EXPECT_EQ(Phase(&pod), "Failed");
   EXPECT_EQ(Terminated(pod)["exitCode"], 3);
   EXPECT_EQ(Terminated(pod)["reason"], "Error");
-  EXPECT_EQ(pod["spec"]["nodeName"], "local-node");
+  EXPECT_EQ(pod["spec"]["nodeName"], "local-node");  // kube-scheduler's doing
   EXPECT_EQ((*Condition(pod, "PodScheduled"))["status"], "True");
   EXPECT_EQ((*Condition(pod, "Initialized"))["status"], "True");
   EXPECT_EQ((*Condition(pod, "Ready"))["reason"], "PodCompleted");
@@ -226,6 +325,7 @@ TEST_F(LocalNodeTest, ExitCodesDecideThePhase) {
   const std::string ip = pod["status"]["podIP"];
   EXPECT_EQ(ip.substr(0, ip.rfind('.')),
             node_->subnet().substr(0, node_->subnet().rfind('.')));
+  EXPECT_EQ(pod["status"]["podIPs"][0]["ip"], ip);
   EXPECT_FALSE(pod["status"]["startTime"].get<std::string>().empty());
   EXPECT_FALSE(Terminated(pod)["startedAt"].get<std::string>().empty());
 
@@ -234,10 +334,11 @@ TEST_F(LocalNodeTest, ExitCodesDecideThePhase) {
   EXPECT_EQ(Terminated(pod)["exitCode"], 0);
   EXPECT_EQ(Terminated(pod)["reason"], "Completed");
   EXPECT_EQ(Log("succeeds"), "hello from succeeds\n");
-  EXPECT_EQ(node_->LogPath(kNs, "succeeds").rfind(work_dir_ + "/logs/default_succeeds_", 0), 0u);
+  EXPECT_EQ(node_->LogPath(ns_, "succeeds").rfind(*node_dir_ + "/logs/" + ns_ + "_succeeds_", 0),
+            0u);
 
   // A command that cannot be executed fails the pod as containerd does.
-  Create(PodObject("missing", {"no-such-command"}));
+  CreatePod(PodObject("missing", {"no-such-command"}));
   ASSERT_TRUE(WaitFinished("missing", &pod));
   EXPECT_EQ(Phase(&pod), "Failed");
   EXPECT_EQ(Terminated(pod)["exitCode"], 128);
@@ -246,9 +347,22 @@ TEST_F(LocalNodeTest, ExitCodesDecideThePhase) {
             std::string::npos);
 }
 
+// restartPolicy Always (the default) is accepted, and the container runs
+// once: its exit ends the pod.
+TEST_F(LocalNodeTest, RestartPolicyAlwaysRunsTheContainerOnce) {
+  json pod = PodObject("always", {"sh", "-c", "echo once"});
+  pod["spec"].erase("restartPolicy");
+  CreatePod(pod);
+  json done;
+  ASSERT_TRUE(WaitFinished("always", &done)) << done.dump(2);
+  EXPECT_EQ(done["spec"]["restartPolicy"], "Always");
+  EXPECT_EQ(Phase(&done), "Succeeded");
+  EXPECT_EQ(Log("always"), "once\n");
+}
+
 TEST_F(LocalNodeTest, EnvironmentIsExpandedAndFieldRefsResolved) {
-  Create(SecretObject("creds", {{"password", "s3cret"}}));
-  Create(ConfigMapObject("settings", {{"LEVEL", "debug"}}));
+  Create(kube::kSecrets, SecretObject("creds", {{"password", "s3cret"}}));
+  Create(kube::kConfigMaps, ConfigMapObject("settings", {{"LEVEL", "debug"}}));
   json pod = PodObject("env", {"sh", "-c"});
   json& c = MainContainer(&pod);
   c["args"] = {"echo \"$GREETING|$ESCAPED|$(POD_NAME)|$POD_NAMESPACE|$NODE|$POD_IP|$PASSWORD|"
@@ -266,13 +380,13 @@ TEST_F(LocalNodeTest, EnvironmentIsExpandedAndFieldRefsResolved) {
       {{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
       {{"name", "PASSWORD"},
        {"valueFrom", {{"secretKeyRef", {{"name", "creds"}, {"key", "password"}}}}}}};
-  Create(pod);
+  CreatePod(pod);
   json done;
   ASSERT_TRUE(WaitFinished("env", &done));
   ASSERT_EQ(Phase(&done), "Succeeded") << Log("env");
   const std::string ip = done["status"]["podIP"];
-  EXPECT_EQ(Log("env"), "hello world $(UNDEFINED)|$(NAME)|env|default|local-node|" + ip +
-                            "|s3cret|debug|env|1|/tmp\n" + work_dir_ +
+  EXPECT_EQ(Log("env"), "hello world $(UNDEFINED)|$(NAME)|env|" + ns_ + "|local-node|" + ip +
+                            "|s3cret|debug|env|1|/tmp\n" + *node_dir_ +
                             "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n");
 }
 
@@ -280,13 +394,13 @@ TEST_F(LocalNodeTest, MissingSecretKeepsThePodWaitingUntilItExists) {
   json pod = PodObject("waits", {"sh", "-c", "echo $TOKEN"});
   MainContainer(&pod)["env"] = {
       {{"name", "TOKEN"}, {"valueFrom", {{"secretKeyRef", {{"name", "late"}, {"key", "t"}}}}}}};
-  Create(pod);
+  CreatePod(pod);
   json seen;
   ASSERT_TRUE(WaitPod(
       "waits",
       [](const json* p) {
-        return p != nullptr && Phase(p) == "Pending" &&
-               p->contains("status") && (*p)["status"].contains("containerStatuses") &&
+        return p != nullptr && Phase(p) == "Pending" && p->contains("status") &&
+               (*p)["status"].contains("containerStatuses") &&
                (*p)["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] ==
                    "CreateContainerConfigError";
       },
@@ -294,20 +408,21 @@ TEST_F(LocalNodeTest, MissingSecretKeepsThePodWaitingUntilItExists) {
       << seen.dump(2);
   EXPECT_EQ(seen["status"]["containerStatuses"][0]["state"]["waiting"]["message"],
             "secret \"late\" not found");
-  Create(SecretObject("late", {{"t", "arrived"}}));
+  Create(kube::kSecrets, SecretObject("late", {{"t", "arrived"}}));
   ASSERT_TRUE(WaitFinished("waits", &seen));
   EXPECT_EQ(Phase(&seen), "Succeeded");
   EXPECT_EQ(Log("waits"), "arrived\n");
 }
 
 TEST_F(LocalNodeTest, SecretAndConfigMapVolumesAreReadOnlyFiles) {
-  Create(SecretObject("job-token", {{"token", "abc123"}}));
-  Create(ConfigMapObject("job-config", {{"job.yaml", "kind: TrainingJob\n"}}));
+  Create(kube::kSecrets, SecretObject("job-token", {{"token", "abc123"}}));
+  Create(kube::kConfigMaps, ConfigMapObject("job-config", {{"job.yaml", "kind: TrainingJob\n"}}));
   // Mountpoints that do not exist are made on the host (and left there):
   // keep them in the test's directory. The config map is mounted inside the
   // emptyDir, which must therefore be mounted first.
-  const std::string secret_path = work_dir_ + "/run/gaptrain";
-  const std::string scratch_path = work_dir_ + "/scratch";
+  const std::string dir = TestDir("mnt");
+  const std::string secret_path = dir + "/run/gaptrain";
+  const std::string scratch_path = dir + "/scratch";
   const std::string config_path = scratch_path + "/etc/gaptrain";
   json pod = PodObject(
       "volumes",
@@ -322,7 +437,7 @@ TEST_F(LocalNodeTest, SecretAndConfigMapVolumesAreReadOnlyFiles) {
       {{"name", "token"}, {"mountPath", secret_path}, {"readOnly", true}},
       {{"name", "config"}, {"mountPath", config_path}},
       {{"name", "scratch"}, {"mountPath", scratch_path}}};
-  Create(pod);
+  CreatePod(pod);
   json done;
   ASSERT_TRUE(WaitFinished("volumes", &done));
   EXPECT_EQ(Phase(&done), "Succeeded") << done.dump(2);
@@ -330,9 +445,105 @@ TEST_F(LocalNodeTest, SecretAndConfigMapVolumesAreReadOnlyFiles) {
   EXPECT_FALSE(PathExists(scratch_path + "/file"));  // the host sees the empty mountpoint
 }
 
-TEST_F(LocalNodeTest, ClaimOutlivesItsPods) {
-  Create(ClaimObject("checkpoints"));
-  const std::string mount_path = work_dir_ + "/var/lib/gaptrain/checkpoints";
+// The API server gives every pod the kube-api-access-* projected volume:
+// a token of its ServiceAccount (TokenRequest), the cluster's CA (the
+// kube-root-ca.crt ConfigMap) and its namespace.
+TEST_F(LocalNodeTest, ServiceAccountVolumeHoldsTokenCaAndNamespace) {
+  const std::string out = TestDir("out");
+  const std::string sa = kServiceAccountDir;
+  json pod = PodObject("reader", {"sh", "-c",
+                                  "cp " + sa + "/token " + sa + "/ca.crt " + sa + "/namespace " +
+                                      out + "/ && stat -c %a " + sa + "/token"});
+  pod["spec"]["volumes"] = {{{"name", "out"}, {"hostPath", {{"path", out}}}}};
+  MainContainer(&pod)["volumeMounts"] = {{{"name", "out"}, {"mountPath", out}}};
+  CreatePod(pod);
+  json done;
+  ASSERT_TRUE(WaitFinished("reader", &done)) << done.dump(2);
+  ASSERT_EQ(Phase(&done), "Succeeded") << Log("reader");
+  const json volumes = done["spec"]["volumes"];
+  EXPECT_TRUE(std::any_of(volumes.begin(), volumes.end(), [](const json& v) {
+    return v["name"].get<std::string>().rfind("kube-api-access-", 0) == 0;
+  })) << volumes.dump(2);
+  EXPECT_EQ(Log("reader"), "600\n");
+  EXPECT_EQ(ReadRaw(out + "/namespace"), ns_);
+  EXPECT_EQ(ReadRaw(out + "/ca.crt"), cluster_->ca_pem());
+  // The token is the ServiceAccount's: the API server knows it as such.
+  const std::string token = ReadRaw(out + "/token");
+  ASSERT_FALSE(token.empty());
+  std::unique_ptr<kube::Client> as_pod;
+  ASSERT_TRUE(cluster_->NewClient(token, &as_pod).ok());
+  json object;
+  kube::ApiError error;
+  const Status s = as_pod->Get(kube::kPods, ns_, "reader", &object, &error);
+  EXPECT_EQ(error.http_status, 403) << s.ToString();
+  EXPECT_NE(s.message().find("system:serviceaccount:" + ns_ + ":default"), std::string::npos)
+      << s.ToString();
+}
+
+// In-cluster configuration works as on a cluster: KUBERNETES_SERVICE_HOST
+// and _PORT, the mounted token and CA reach the API server, which answers
+// as the pod's ServiceAccount.
+TEST_F(LocalNodeTest, InClusterClientReachesTheApiServer) {
+  Create(envtest::kRoles, {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                           {"kind", "Role"},
+                           {"metadata", {{"name", "read-pods"}}},
+                           {"rules",
+                            {{{"apiGroups", {""}},
+                              {"resources", {"pods"}},
+                              {"verbs", {"get"}}}}}});
+  Create(envtest::kRoleBindings, {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                                  {"kind", "RoleBinding"},
+                                  {"metadata", {{"name", "default-reads-pods"}}},
+                                  {"roleRef",
+                                   {{"apiGroup", "rbac.authorization.k8s.io"},
+                                    {"kind", "Role"},
+                                    {"name", "read-pods"}}},
+                                  {"subjects",
+                                   {{{"kind", "ServiceAccount"},
+                                     {"name", "default"},
+                                     {"namespace", ns_}}}}});
+  // As client-go's rest.InClusterConfig(); RBAC's cache may take a moment
+  // to follow the binding.
+  CreatePod(PythonPod("in-cluster", R"(
+import json, os, ssl, time, urllib.error, urllib.request
+d = "/var/run/secrets/kubernetes.io/serviceaccount/"
+host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
+print(host, port, os.environ["KUBERNETES_SERVICE_PORT_HTTPS"], os.environ["KUBERNETES_PORT"])
+ns = open(d + "namespace").read()
+request = urllib.request.Request(
+    "https://%s:%s/api/v1/namespaces/%s/pods/%s" % (host, port, ns, os.environ["HOSTNAME"]),
+    headers={"Authorization": "Bearer " + open(d + "token").read()})
+context = ssl.create_default_context(cafile=d + "ca.crt")
+deadline = time.time() + 20
+while True:
+    try:
+        pod = json.load(urllib.request.urlopen(request, context=context, timeout=5))
+        break
+    except urllib.error.HTTPError as e:
+        if e.code != 403 or time.time() > deadline:
+            raise
+        time.sleep(0.1)
+print(pod["metadata"]["namespace"], pod["metadata"]["name"], pod["status"]["phase"])
+)"));
+  json done;
+  ASSERT_TRUE(WaitFinished("in-cluster", &done)) << done.dump(2);
+  EXPECT_EQ(Phase(&done), "Succeeded") << Log("in-cluster");
+  const std::string port = std::to_string(cluster_->port());
+  EXPECT_EQ(Log("in-cluster"), std::string(envtest::kServiceIp) + " " + port + " " + port +
+                                   " tcp://" + envtest::kServiceIp + ":" + port + "\n" + ns_ +
+                                   " in-cluster Running\n");
+}
+
+// The node provisions a PersistentVolume for the claim (a directory of its
+// own), the controller manager binds them; the directory outlives the pods,
+// and the volume goes when the claim does.
+TEST_F(LocalNodeTest, ClaimIsBoundToAProvisionedVolumeThatOutlivesItsPods) {
+  json claim;
+  ASSERT_TRUE(admin()->Create(kube::kPersistentVolumeClaims, ns_, ClaimObject("checkpoints"),
+                              &claim)
+                  .ok());
+  const std::string volume_name = "pvc-" + claim["metadata"]["uid"].get<std::string>();
+  const std::string mount_path = TestDir("mnt") + "/var/lib/gaptrain/checkpoints";
   auto pod_with_claim = [&](const std::string& name, const std::string& script) {
     json pod = PodObject(name, {"sh", "-c", script});
     pod["spec"]["volumes"] = {
@@ -340,33 +551,62 @@ TEST_F(LocalNodeTest, ClaimOutlivesItsPods) {
     MainContainer(&pod)["volumeMounts"] = {{{"name", "data"}, {"mountPath", mount_path}}};
     return pod;
   };
-  Create(pod_with_claim("writer", "echo step-42 > " + mount_path + "/ckpt"));
+  CreatePod(pod_with_claim("writer", "echo step-42 > " + mount_path + "/ckpt"));
   json pod;
-  ASSERT_TRUE(WaitFinished("writer", &pod));
+  ASSERT_TRUE(WaitFinished("writer", &pod)) << pod.dump(2);
   ASSERT_EQ(Phase(&pod), "Succeeded") << Log("writer");
-  ASSERT_TRUE(server_->Delete("pods", kNs, "writer").ok());
-  ASSERT_TRUE(WaitPod("writer", [](const json* p) { return p == nullptr; }));
 
-  json claim;
-  ASSERT_TRUE(server_->Get("persistentvolumeclaims", kNs, "checkpoints", &claim).ok());
+  ASSERT_TRUE(admin()->Get(kube::kPersistentVolumeClaims, ns_, "checkpoints", &claim).ok());
   EXPECT_EQ(claim["status"]["phase"], "Bound");
   EXPECT_EQ(claim["status"]["capacity"]["storage"], "1Gi");
-  EXPECT_EQ(claim["spec"]["volumeName"], "pvc-" + claim["metadata"]["uid"].get<std::string>());
+  EXPECT_EQ(claim["spec"]["volumeName"], volume_name);
   std::string dir;
-  ASSERT_TRUE(node_->ClaimPath(kNs, "checkpoints", &dir).ok());
+  ASSERT_TRUE(node_->ClaimPath(ns_, "checkpoints", &dir).ok());
+  EXPECT_EQ(dir, *node_dir_ + "/claims/" + ns_ + "/checkpoints-" +
+                     claim["metadata"]["uid"].get<std::string>());
+  json volume;
+  ASSERT_TRUE(admin()->Get(envtest::kPersistentVolumes, "", volume_name, &volume).ok());
+  EXPECT_EQ(volume["status"]["phase"], "Bound");
+  EXPECT_EQ(volume["spec"]["hostPath"]["path"], dir);
+  EXPECT_EQ(volume["spec"]["claimRef"]["name"], "checkpoints");
+  EXPECT_EQ(volume["spec"]["claimRef"]["namespace"], ns_);
+  EXPECT_EQ(volume["spec"]["capacity"]["storage"], "1Gi");
   EXPECT_EQ(ReadRaw(dir + "/ckpt"), "step-42\n");
 
-  Create(pod_with_claim("reader", "cat " + mount_path + "/ckpt"));
+  // A later pod sees what the earlier one and the host wrote.
+  WriteRaw(dir + "/from-host", "hello\n");
+  CreatePod(pod_with_claim("reader", "cat " + mount_path + "/ckpt " + mount_path + "/from-host"));
   EXPECT_FALSE(PathExists(mount_path + "/ckpt"));  // the host sees an empty mountpoint
   ASSERT_TRUE(WaitFinished("reader", &pod));
   EXPECT_EQ(Phase(&pod), "Succeeded");
-  EXPECT_EQ(Log("reader"), "step-42\n");
+  EXPECT_EQ(Log("reader"), "step-42\nhello\n");
+
+  // The claim goes (once no pod uses it: the controller manager's
+  // pvc-protection): its volume is Released, and the node deletes it; the
+  // directory stays.
+  DeletePod("writer");
+  DeletePod("reader");
+  ASSERT_TRUE(admin()
+                  ->Delete(kube::kPersistentVolumeClaims, ns_, "checkpoints",
+                           kube::DeleteOptions())
+                  .ok());
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return kube::IsNotFound(
+            admin()->Get(envtest::kPersistentVolumes, "", volume_name, &volume));
+      },
+      kWait))
+      << volume.dump(2);
+  EXPECT_EQ(ReadRaw(dir + "/ckpt"), "step-42\n");
 }
 
-TEST_F(LocalNodeTest, PodWithoutItsClaimIsUnschedulable) {
+// The scheduler leaves a pod whose claim does not exist yet Pending; once
+// the claim is made (and bound to the node's volume) it runs.
+TEST_F(LocalNodeTest, PodWaitsForItsClaim) {
   json pod = PodObject("early", {"true"});
-  pod["spec"]["volumes"] = {{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", "later"}}}}};
-  Create(pod);
+  pod["spec"]["volumes"] = {
+      {{"name", "data"}, {"persistentVolumeClaim", {{"claimName", "later"}}}}};
+  CreatePod(pod);
   json seen;
   ASSERT_TRUE(WaitPod(
       "early",
@@ -377,8 +617,8 @@ TEST_F(LocalNodeTest, PodWithoutItsClaimIsUnschedulable) {
       &seen));
   EXPECT_EQ((*Condition(seen, "PodScheduled"))["reason"], "Unschedulable");
   EXPECT_FALSE(seen["spec"].contains("nodeName"));
-  Create(ClaimObject("later"));
-  ASSERT_TRUE(WaitFinished("early", &seen));
+  Create(kube::kPersistentVolumeClaims, ClaimObject("later"));
+  ASSERT_TRUE(WaitFinished("early", &seen)) << seen.dump(2);
   EXPECT_EQ(Phase(&seen), "Succeeded");
   EXPECT_EQ((*Condition(seen, "PodScheduled"))["status"], "True");
 }
@@ -387,16 +627,17 @@ TEST_F(LocalNodeTest, PodWithoutItsClaimIsUnschedulable) {
 // created before the server and its Service exist, finds the server by the
 // Service's name once its pod runs.
 TEST_F(LocalNodeTest, PodsOwnTheirPortsAndFindEachOtherByServiceName) {
-  Create(PythonPod("client", R"(
-import socket, time, urllib.request
+  CreatePod(PythonPod("client", R"(
+import os, socket, time, urllib.request
 mine = socket.socket()
 mine.bind(("0.0.0.0", 8080))
 mine.listen()
 print("listening", flush=True)
+ns = open("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read()
 deadline = time.time() + 25
 while True:
     try:
-        for name in ("server", "server.default.svc.cluster.local"):
+        for name in ("server", "server.%s.svc.cluster.local" % ns):
             body = urllib.request.urlopen("http://%s:8080/" % name, timeout=2).read()
             print(name, "->", body.decode())
         break
@@ -406,15 +647,14 @@ while True:
         time.sleep(0.05)
 )"));
   ASSERT_TRUE(WaitLog("client", "listening"));
-  json service = {{"apiVersion", "v1"},
-                  {"kind", "Service"},
-                  {"metadata", {{"name", "server"}, {"namespace", kNs}}},
-                  {"spec",
-                   {{"clusterIP", "None"},
-                    {"publishNotReadyAddresses", true},
-                    {"selector", {{"app", "server"}}},
-                    {"ports", {{{"name", "http"}, {"port", 8080}}}}}}};
-  Create(service);
+  Create(kube::kServices, {{"apiVersion", "v1"},
+                           {"kind", "Service"},
+                           {"metadata", {{"name", "server"}}},
+                           {"spec",
+                            {{"clusterIP", "None"},
+                             {"publishNotReadyAddresses", true},
+                             {"selector", {{"app", "server"}}},
+                             {"ports", {{{"name", "http"}, {"port", 8080}}}}}}});
   json server = PythonPod("server", R"(
 import http.server, socket
 class Hello(http.server.BaseHTTPRequestHandler):
@@ -427,13 +667,12 @@ class Hello(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("0.0.0.0", 8080), Hello).serve_forever()
 )");
   server["metadata"]["labels"] = {{"app", "server"}};
-  Create(server);
+  CreatePod(server);
   json pod;
   ASSERT_TRUE(WaitFinished("client", &pod));
   EXPECT_EQ(Phase(&pod), "Succeeded") << Log("client");
-  EXPECT_EQ(Log("client"),
-            "listening\nserver -> hello from server\n"
-            "server.default.svc.cluster.local -> hello from server\n");
+  EXPECT_EQ(Log("client"), "listening\nserver -> hello from server\nserver." + ns_ +
+                               ".svc.cluster.local -> hello from server\n");
 
   // The root namespace (where the operator runs) reaches the pod by its IP.
   ASSERT_TRUE(WaitRunning("server", &pod));
@@ -444,7 +683,7 @@ http.server.HTTPServer(("0.0.0.0", 8080), Hello).serve_forever()
 }
 
 TEST_F(LocalNodeTest, GracefulDeleteRecordsTheProcessesOwnExitCode) {
-  Create(PythonPod("graceful", R"(
+  CreatePod(PythonPod("graceful", R"(
 import signal, sys, time
 def stop(signum, frame):
     print("got SIGTERM", flush=True)
@@ -454,11 +693,11 @@ print("ready", flush=True)
 time.sleep(60)
 )"));
   ASSERT_TRUE(WaitLog("graceful", "ready\n"));
-  std::unique_ptr<ObjectStore::Watch> watch = WatchPod("graceful");
-  ASSERT_TRUE(server_->Delete("pods", kNs, "graceful", 30).ok());
-  std::vector<WatchEvent> events = EventsUntilDeleted(watch.get());
+  std::unique_ptr<kube::WatchStream> watch = WatchPod("graceful");
+  DeletePod("graceful", 30);
+  std::vector<kube::WatchEvent> events = EventsUntilDeleted(watch.get());
   ASSERT_GE(events.size(), 2u);
-  EXPECT_EQ(events.back().type, "DELETED");
+  EXPECT_EQ(events.back().type, kube::WatchEvent::Type::kDeleted);
   const json& last = events.back().object;  // as it was when it went
   EXPECT_EQ(Phase(&last), "Failed");
   EXPECT_EQ(Terminated(last)["exitCode"], 7);
@@ -468,20 +707,20 @@ time.sleep(60)
 }
 
 TEST_F(LocalNodeTest, ProcessIgnoringSigtermIsKilledAfterTheGracePeriod) {
-  Create(PythonPod("stubborn", R"(
+  CreatePod(PythonPod("stubborn", R"(
 import os, signal, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print("ready", flush=True)
 time.sleep(60)
 )"));
   ASSERT_TRUE(WaitLog("stubborn", "ready\n"));
-  std::unique_ptr<ObjectStore::Watch> watch = WatchPod("stubborn");
+  std::unique_ptr<kube::WatchStream> watch = WatchPod("stubborn");
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(server_->Delete("pods", kNs, "stubborn", 1).ok());
-  std::vector<WatchEvent> events = EventsUntilDeleted(watch.get());
+  DeletePod("stubborn", 1);
+  std::vector<kube::WatchEvent> events = EventsUntilDeleted(watch.get());
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
   ASSERT_GE(events.size(), 2u);
-  ASSERT_EQ(events.back().type, "DELETED");
+  ASSERT_EQ(events.back().type, kube::WatchEvent::Type::kDeleted);
   const json& last = events.back().object;
   EXPECT_EQ(Terminated(last)["exitCode"], 137);
   EXPECT_EQ(Terminated(last)["signal"], 9);
@@ -492,21 +731,17 @@ TEST_F(LocalNodeTest, ImmediateDeleteKillsTheProcess) {
   const pid_t pid = RunPodTellingItsPid("doomed");
   ASSERT_GT(pid, 0);
   ASSERT_FALSE(ProcessGone(pid));
-  ASSERT_TRUE(server_->Delete("pods", kNs, "doomed", 0).ok());
-  const auto deadline = std::chrono::steady_clock::now() + kWait;
-  while (!ProcessGone(pid) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(ProcessGone(pid));
+  DeletePod("doomed", 0);
+  EXPECT_TRUE(Eventually([&] { return ProcessGone(pid); }, kWait));
 }
 
 TEST_F(LocalNodeTest, KillContainerAndOutOfMemory) {
-  Create(PodObject("crash", {"sleep", "60"}));
-  Create(PodObject("oom", {"sleep", "60"}));
+  CreatePod(PodObject("crash", {"sleep", "60"}));
+  CreatePod(PodObject("oom", {"sleep", "60"}));
   ASSERT_TRUE(WaitRunning("crash"));
   ASSERT_TRUE(WaitRunning("oom"));
-  ASSERT_TRUE(node_->KillContainer(kNs, "crash", SIGSEGV).ok());
-  ASSERT_TRUE(node_->OutOfMemory(kNs, "oom").ok());
+  ASSERT_TRUE(node_->KillContainer(ns_, "crash", SIGSEGV).ok());
+  ASSERT_TRUE(node_->OutOfMemory(ns_, "oom").ok());
   json pod;
   ASSERT_TRUE(WaitFinished("crash", &pod));
   EXPECT_EQ(Phase(&pod), "Failed");
@@ -516,7 +751,7 @@ TEST_F(LocalNodeTest, KillContainerAndOutOfMemory) {
   ASSERT_TRUE(WaitFinished("oom", &pod));
   EXPECT_EQ(Terminated(pod)["exitCode"], 137);
   EXPECT_EQ(Terminated(pod)["reason"], "OOMKilled");
-  EXPECT_EQ(node_->KillContainer(kNs, "oom", SIGKILL).code(), Status::Code::kNotFound);
+  EXPECT_EQ(node_->KillContainer(ns_, "oom", SIGKILL).code(), Status::Code::kNotFound);
 }
 
 TEST_F(LocalNodeTest, NodeShutdownLooksAsRecorded) {
@@ -526,13 +761,13 @@ TEST_F(LocalNodeTest, NodeShutdownLooksAsRecorded) {
 
   json pod = PodObject("spot", {"sleep", "60"});
   pod["spec"]["terminationGracePeriodSeconds"] = 5;
-  Create(pod);
+  CreatePod(pod);
   ASSERT_TRUE(WaitRunning("spot"));
-  std::unique_ptr<ObjectStore::Watch> watch = WatchPod("spot");
-  ASSERT_TRUE(node_->Preempt(kNs, "spot").ok());
-  std::vector<WatchEvent> events = EventsUntilDeleted(watch.get());
+  std::unique_ptr<kube::WatchStream> watch = WatchPod("spot");
+  ASSERT_TRUE(node_->Preempt(ns_, "spot").ok());
+  std::vector<kube::WatchEvent> events = EventsUntilDeleted(watch.get());
   ASSERT_GE(events.size(), 2u);
-  ASSERT_EQ(events.back().type, "DELETED");
+  ASSERT_EQ(events.back().type, kube::WatchEvent::Type::kDeleted);
   const json& last = events.back().object;
   EXPECT_EQ(Phase(&last), recorded["phase"]);
   const json* disruption = Condition(last, "DisruptionTarget");
@@ -548,13 +783,13 @@ TEST_F(LocalNodeTest, NodeShutdownLooksAsRecorded) {
 }
 
 TEST_F(LocalNodeTest, SchedulerPreemptionDeletesGracefully) {
-  Create(PodObject("victim", {"sleep", "60"}));
+  CreatePod(PodObject("victim", {"sleep", "60"}));
   ASSERT_TRUE(WaitRunning("victim"));
-  std::unique_ptr<ObjectStore::Watch> watch = WatchPod("victim");
-  ASSERT_TRUE(node_->Preempt(kNs, "victim", LocalNode::Disruption::kSchedulerPreemption).ok());
-  std::vector<WatchEvent> events = EventsUntilDeleted(watch.get());
+  std::unique_ptr<kube::WatchStream> watch = WatchPod("victim");
+  ASSERT_TRUE(node_->Preempt(ns_, "victim", LocalNode::Disruption::kSchedulerPreemption).ok());
+  std::vector<kube::WatchEvent> events = EventsUntilDeleted(watch.get());
   ASSERT_GE(events.size(), 2u);
-  ASSERT_EQ(events.back().type, "DELETED");
+  ASSERT_EQ(events.back().type, kube::WatchEvent::Type::kDeleted);
   const json& last = events.back().object;
   const json* disruption = Condition(last, "DisruptionTarget");
   ASSERT_NE(disruption, nullptr);
@@ -566,9 +801,8 @@ TEST_F(LocalNodeTest, SchedulerPreemptionDeletesGracefully) {
 }
 
 TEST_F(LocalNodeTest, ReadyFollowsTheReadinessProbe) {
-  const std::string flag_dir = work_dir_ + "/flags";
-  ASSERT_EQ(mkdir(flag_dir.c_str(), 0755) == 0 || errno == EEXIST, true);
-  const std::string mount_path = work_dir_ + "/mnt/flags";
+  const std::string flag_dir = TestDir("flags");
+  const std::string mount_path = TestDir("mnt") + "/flags";
   json pod = PythonPod("probed", R"(
 import http.server, os, sys
 class Health(http.server.BaseHTTPRequestHandler):
@@ -589,7 +823,7 @@ http.server.HTTPServer(("0.0.0.0", 9092), Health).serve_forever()
   c["readinessProbe"] = {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}},
                          {"periodSeconds", 1},
                          {"failureThreshold", 1}};
-  Create(pod);
+  CreatePod(pod);
   json seen;
   ASSERT_TRUE(WaitRunning("probed", &seen));
   EXPECT_FALSE(IsReady(&seen));
@@ -605,7 +839,7 @@ http.server.HTTPServer(("0.0.0.0", 9092), Health).serve_forever()
 }
 
 TEST_F(LocalNodeTest, PodWithoutProbeIsReadyWhileRunning) {
-  Create(PodObject("plain", {"sleep", "60"}));
+  CreatePod(PodObject("plain", {"sleep", "60"}));
   json seen;
   ASSERT_TRUE(WaitPod("plain", IsReady, &seen));
   EXPECT_EQ(Phase(&seen), "Running");
@@ -617,11 +851,32 @@ TEST_F(LocalNodeTest, FailingLivenessProbeKillsTheContainer) {
   pod["spec"]["terminationGracePeriodSeconds"] = 1;
   MainContainer(&pod)["livenessProbe"] = {
       {"tcpSocket", {{"port", 9999}}}, {"periodSeconds", 1}, {"failureThreshold", 1}};
-  Create(pod);
+  CreatePod(pod);
   json seen;
   ASSERT_TRUE(WaitFinished("unhealthy", &seen));
   EXPECT_EQ(Phase(&seen), "Failed");
   EXPECT_EQ(Terminated(seen)["exitCode"], 143);
+}
+
+// A pod that replaces another of the same name is a new pod, with a new
+// address.
+TEST_F(LocalNodeTest, ReplacedPodGetsANewAddress) {
+  CreatePod(PodObject("again", {"sleep", "60"}));
+  json first;
+  ASSERT_TRUE(WaitRunning("again", &first));
+  DeletePod("again", 0);
+  CreatePod(PodObject("again", {"sleep", "60"}));
+  json second;
+  ASSERT_TRUE(WaitPod(
+      "again",
+      [&](const json* p) {
+        return Phase(p) == "Running" && (*p)["metadata"]["uid"] != first["metadata"]["uid"];
+      },
+      &second));
+  EXPECT_NE(second["status"]["podIP"], first["status"]["podIP"]);
+  const std::string ip = second["status"]["podIP"];
+  EXPECT_EQ(ip.substr(0, ip.rfind('.')),
+            node_->subnet().substr(0, node_->subnet().rfind('.')));
 }
 
 TEST_F(LocalNodeTest, StopLeavesNoProcessNamespaceLinkOrFile) {
@@ -635,40 +890,33 @@ TEST_F(LocalNodeTest, StopLeavesNoProcessNamespaceLinkOrFile) {
   EXPECT_TRUE(ProcessGone(pid));
   EXPECT_EQ(IpOutput({"netns", "list"}).find(prefix), std::string::npos);
   EXPECT_EQ(IpOutput({"link", "show"}).find(prefix), std::string::npos);
-  EXPECT_FALSE(PathExists(work_dir_ + "/pods"));
-  EXPECT_FALSE(PathExists(work_dir_ + "/bin"));
-  EXPECT_TRUE(PathExists(node_->LogPath(kNs, "lingering")));  // logs are kept
-}
+  EXPECT_FALSE(PathExists(*node_dir_ + "/pods"));
+  EXPECT_FALSE(PathExists(*node_dir_ + "/bin"));
+  EXPECT_TRUE(PathExists(node_->LogPath(ns_, "lingering")));  // logs are kept
+  // Stop() wrote nothing: the pod is Running as far as the API knows.
+  json pod;
+  ASSERT_TRUE(admin()->Get(kube::kPods, ns_, "lingering", &pod).ok());
+  EXPECT_EQ(Phase(&pod), "Running");
 
-TEST_F(LocalNodeTest, RecreatedPodKeepsItsAddress) {
-  Create(PodObject("again", {"sleep", "60"}));
-  json first;
-  ASSERT_TRUE(WaitRunning("again", &first));
-  ASSERT_TRUE(server_->Delete("pods", kNs, "again", 0).ok());
-  Create(PodObject("again", {"sleep", "60"}));
-  json second;
-  ASSERT_TRUE(WaitPod(
-      "again",
-      [&](const json* p) {
-        return Phase(p) == "Running" && (*p)["metadata"]["uid"] != first["metadata"]["uid"];
-      },
-      &second));
-  EXPECT_EQ(second["status"]["podIP"], first["status"]["podIP"]);
+  const Status restarted = StartNode();
+  ASSERT_TRUE(restarted.ok()) << restarted.ToString();
 }
 
 // A node that comes back finds the containers of its running pods gone.
 TEST_F(LocalNodeTest, RestartedNodeFailsThePodsThatWereRunning) {
-  Create(PodObject("orphan", {"sleep", "60"}));
+  CreatePod(PodObject("orphan", {"sleep", "60"}));
   ASSERT_TRUE(WaitRunning("orphan"));
-  node_->Stop();
-  LocalNode::Options options;
-  options.work_dir = work_dir_;
-  ASSERT_TRUE(LocalNode::Start(server_.get(), options, &node_).ok());
+  const Status restarted = StartNode();
+  ASSERT_TRUE(restarted.ok()) << restarted.ToString();
   json pod;
   ASSERT_TRUE(WaitFinished("orphan", &pod));
   EXPECT_EQ(Phase(&pod), "Failed");
   EXPECT_EQ(Terminated(pod)["exitCode"], 137);
   EXPECT_EQ(Terminated(pod)["reason"], "ContainerStatusUnknown");
+  // The node runs new pods as before.
+  CreatePod(PodObject("after", {"true"}));
+  ASSERT_TRUE(WaitFinished("after", &pod));
+  EXPECT_EQ(Phase(&pod), "Succeeded");
 }
 
 TEST_F(LocalNodeTest, StartRemovesWhatDeadProcessesLeft) {
@@ -687,7 +935,7 @@ TEST_F(LocalNodeTest, StartRemovesWhatDeadProcessesLeft) {
   ASSERT_EQ(IpOutput({"link", "add", stale, "type", "bridge"}), "");
   ASSERT_NE(IpOutput({"netns", "list"}).find(stale + "-0"), std::string::npos);
 
-  ASSERT_TRUE(PodNetwork::RemoveStale(work_dir_).ok());
+  ASSERT_TRUE(PodNetwork::RemoveStale(TestDir("scratch")).ok());
   EXPECT_EQ(IpOutput({"netns", "list"}).find(stale), std::string::npos);
   EXPECT_EQ(IpOutput({"link", "show"}).find(stale), std::string::npos);
   // This process's own network is alive and stays.
@@ -695,7 +943,7 @@ TEST_F(LocalNodeTest, StartRemovesWhatDeadProcessesLeft) {
 }
 
 TEST_F(LocalNodeTest, RunsTheRealCoordinatorBinary) {
-  Create(PodObject("coordinator", {"gaptrain-coordinator", "--help"}));
+  CreatePod(PodObject("coordinator", {"gaptrain-coordinator", "--help"}));
   json pod;
   ASSERT_TRUE(WaitFinished("coordinator", &pod));
   EXPECT_EQ(Phase(&pod), "Succeeded") << Log("coordinator");
@@ -705,8 +953,9 @@ TEST_F(LocalNodeTest, RunsTheRealCoordinatorBinary) {
 // The coordinator as the operator runs it: job from a ConfigMap, token from
 // a Secret, state on a claim, Ready by its /healthz, /status by pod IP.
 TEST_F(LocalNodeTest, ServesTheRealCoordinatorAsTheOperatorWould) {
-  Create(SecretObject("mnist-token", {{"token", "0123456789abcdef"}}));
-  Create(ConfigMapObject("mnist-job", {{"job.yaml", R"(apiVersion: gaptrain.io/v1alpha1
+  Create(kube::kSecrets, SecretObject("mnist-token", {{"token", "0123456789abcdef"}}));
+  Create(kube::kConfigMaps,
+         ConfigMapObject("mnist-job", {{"job.yaml", R"(apiVersion: gaptrain.io/v1alpha1
 kind: TrainingJob
 metadata: {name: mnist, namespace: default}
 spec:
@@ -715,10 +964,11 @@ spec:
   training: {batchSize: 100, epochs: 1}
   workers: {replicas: 1}
 )"}}));
-  Create(ClaimObject("mnist-coordinator-state"));
-  const std::string token_dir = work_dir_ + "/var/run/gaptrain";
-  const std::string job_dir = work_dir_ + "/etc/gaptrain";
-  const std::string state_dir = work_dir_ + "/var/lib/gaptrain/coordinator";
+  Create(kube::kPersistentVolumeClaims, ClaimObject("mnist-coordinator-state"));
+  const std::string dir = TestDir("mnt");
+  const std::string token_dir = dir + "/var/run/gaptrain";
+  const std::string job_dir = dir + "/etc/gaptrain";
+  const std::string state_dir = dir + "/var/lib/gaptrain/coordinator";
   json pod = PodObject("mnist-coordinator", {"gaptrain-coordinator"});
   pod["spec"]["volumes"] = {
       {{"name", "token"}, {"secret", {{"secretName", "mnist-token"}}}},
@@ -735,7 +985,7 @@ spec:
                 {{"name", "metrics"}, {"containerPort", 9091}}};
   c["readinessProbe"] = {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}},
                          {"periodSeconds", 1}};
-  Create(pod);
+  CreatePod(pod);
   json seen;
   ASSERT_TRUE(WaitPod("mnist-coordinator", IsReady, &seen))
       << seen.dump(2) << Log("mnist-coordinator");
@@ -745,19 +995,23 @@ spec:
   EXPECT_EQ(json::parse(status.body)["jobName"], "mnist") << status.body;
 }
 
+// Checked before the node connects anywhere.
 TEST(LocalNodeStartTest, RejectsBadOptions) {
-  std::unique_ptr<FakeApiServer> server;
-  ASSERT_TRUE(FakeApiServer::Start(FakeApiServer::Options(), &server).ok());
+  kube::ClusterConfig config;
+  config.server = "https://127.0.0.1:1";
   std::unique_ptr<LocalNode> node;
   LocalNode::Options options;
-  EXPECT_EQ(LocalNode::Start(server.get(), options, &node).code(),
+  EXPECT_EQ(LocalNode::Start(config, options, &node).code(),
             Status::Code::kInvalidArgument);  // no work_dir
   options.work_dir = TestDir("node");
   options.binaries = {{"gaptrain-master", "/no/such/binary"}};
-  const Status bad = LocalNode::Start(server.get(), options, &node);
+  const Status bad = LocalNode::Start(config, options, &node);
   EXPECT_EQ(bad.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(bad.message().find("/no/such/binary"), std::string::npos);
-  EXPECT_EQ(LocalNode::Start(nullptr, options, &node).code(), Status::Code::kInvalidArgument);
+  options.binaries.clear();
+  options.api_service_host = "10.96.0.1";  // without a port
+  EXPECT_EQ(LocalNode::Start(config, options, &node).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(node, nullptr);
 }
 
 }  // namespace

@@ -230,21 +230,22 @@ Status PodNetwork::Create(const std::string& scratch_dir, std::unique_ptr<PodNet
 
 PodNetwork::~PodNetwork() { Destroy(); }
 
-Status PodNetwork::AddPod(const std::string& pod_key, PodInterface* pod) {
-  auto octet = host_octets_.find(pod_key);
-  if (octet == host_octets_.end()) {
-    const int next = 2 + static_cast<int>(host_octets_.size());
-    if (next > 254) {
-      return Status(Status::Code::kResourceExhausted,
-                    "the node's subnet " + subnet_ + " has no address left for " + pod_key);
-    }
-    octet = host_octets_.emplace(pod_key, next).first;
+Status PodNetwork::AddPod(PodInterface* pod) {
+  int octet = 0;
+  for (int i = 1; i <= 253 && octet == 0; ++i) {
+    const int candidate = 2 + (last_octet_ - 2 + i) % 253;
+    if (octets_in_use_.count(candidate) == 0) octet = candidate;
+  }
+  if (octet == 0) {
+    return Status(Status::Code::kResourceExhausted,
+                  "the node's subnet " + subnet_ + " has no address left");
   }
   PodInterface made;
   made.namespace_name = tag_ + "-" + Base36(next_serial_++);
   made.namespace_path = "/run/netns/" + made.namespace_name;
   made.host_link = made.namespace_name;
-  made.ip = subnet_base_ + std::to_string(octet->second);
+  made.ip = subnet_base_ + std::to_string(octet);
+  made.octet = octet;
   Status status = RunIpBatch(
       scratch_dir_, "",
       {"netns add " + made.namespace_name,
@@ -260,14 +261,21 @@ Status PodNetwork::AddPod(const std::string& pod_key, PodInterface* pod) {
     return status;
   }
   pods_[made.namespace_name] = made;
+  octets_in_use_.insert(octet);
+  last_octet_ = octet;
   *pod = made;
   return Status::OK();
+}
+
+Status PodNetwork::AddHostAddress(const std::string& ip) {
+  return RunIp(scratch_dir_, {"addr", "add", ip + "/32", "dev", tag_});
 }
 
 void PodNetwork::RemovePod(const PodInterface& pod) {
   RunIpBatch(scratch_dir_, "", {"link del " + pod.host_link, "netns del " + pod.namespace_name},
              /*force=*/true);
   pods_.erase(pod.namespace_name);
+  octets_in_use_.erase(pod.octet);
 }
 
 void PodNetwork::Destroy() {
@@ -277,6 +285,7 @@ void PodNetwork::Destroy() {
     commands.push_back("netns del " + pod.namespace_name);
   }
   pods_.clear();
+  octets_in_use_.clear();
   if (bridge_made_) commands.push_back("link del " + tag_);
   bridge_made_ = false;
   if (!commands.empty()) RunIpBatch(scratch_dir_, "", commands, /*force=*/true);

@@ -13,8 +13,12 @@
 //     that no longer exist left behind (RemoveStale()).
 //   - The /24 is 10.A.B.0/24 (A in 200..249), chosen from the pid and not
 //     overlapping any address or route on the host at the time.
-//   - AddPod gives a pod key the same address for the network's lifetime
-//     (x.2 .. x.254, so up to 253 pod keys).
+//   - AddPod hands out x.2 .. x.254 in turn, skipping those in use, so a
+//     pod that replaces another gets a new address, as on a cluster (an
+//     address comes back only after the other 252).
+//   - AddHostAddress puts a further address on the bridge (the node plays
+//     kube-proxy's part for the `kubernetes` Service: its cluster IP is
+//     then a local address, reachable from every pod).
 //   - Destroy() (and the destructor) removes every namespace, veth and the
 //     bridge it made. Nothing is left behind unless the process dies.
 //   - Create() fails with PERMISSION_DENIED when the process may not make
@@ -43,6 +47,7 @@ class PodNetwork {
     std::string namespace_path;  // /run/netns/NAME, for setns
     std::string host_link;       // the veth end on the bridge
     std::string ip;              // "10.213.4.7"
+    int octet = 0;               // the address's last byte
   };
 
   static const char* NamePrefix() { return "gtk"; }
@@ -53,8 +58,10 @@ class PodNetwork {
   PodNetwork(const PodNetwork&) = delete;
   PodNetwork& operator=(const PodNetwork&) = delete;
 
-  // Creates the namespace and its link for the pod `pod_key` ("ns/name").
-  Status AddPod(const std::string& pod_key, PodInterface* pod);
+  // Creates a namespace and its link for a new pod.
+  Status AddPod(PodInterface* pod);
+  // Adds `ip`/32 to the bridge (removed with it).
+  Status AddHostAddress(const std::string& ip);
   // Removes the pod's link (at once, even while processes still use the
   // namespace) and its namespace.
   void RemovePod(const PodInterface& pod);
@@ -81,7 +88,8 @@ class PodNetwork {
   std::string subnet_;
   bool bridge_made_ = false;
   uint64_t next_serial_ = 0;
-  std::map<std::string, int> host_octets_;  // pod key -> last octet
+  std::set<int> octets_in_use_;
+  int last_octet_ = 1;  // the last address handed out
   std::map<std::string, PodInterface> pods_;  // namespace name -> pod
 };
 

@@ -44,17 +44,20 @@ Status WriteFile(const std::string& path, const std::string& bytes, int mode) {
   return Status::OK();
 }
 
-// Writes a secret's or config map's keys into `dir` (emptied first).
-Status Project(const json& volume_source, const json* object, bool is_secret,
-               const std::string& field, const std::string& dir) {
+Status FreshDirectory(const std::string& dir) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir, ec);
   if (ec) return OsError(dir, "create directories", ec.value());
+  return Status::OK();
+}
+
+// Writes a secret's or config map's keys into `dir`.
+Status Project(const json& volume_source, const json* object, bool is_secret,
+               const std::string& field, int default_mode, const std::string& dir) {
   if (object == nullptr) return Status::OK();  // optional and absent: empty
   std::map<std::string, std::string> data;
   GAPTRAIN_RETURN_IF_ERROR(DecodeConfigData(*object, is_secret, &data));
-  const int default_mode = static_cast<int>(IntField(volume_source, {"defaultMode"}, 0644));
   const json items = ListField(volume_source, {"items"});
   const std::string object_name = std::string(is_secret ? "Secret " : "ConfigMap ") +
                                   StringField(*object, {"metadata", "namespace"}) + "/" +
@@ -85,6 +88,90 @@ Status Project(const json& volume_source, const json* object, bool is_secret,
   return Status::OK();
 }
 
+// A downwardAPI item's value: labels and annotations as the kubelet
+// writes them, one key="value" per line.
+Status FieldValue(const json& pod, const std::string& field_path, const std::string& field,
+                  std::string* out) {
+  if (field_path == "metadata.name" || field_path == "metadata.namespace" ||
+      field_path == "metadata.uid") {
+    *out = StringField(pod, {"metadata", field_path.substr(9)});
+    return Status::OK();
+  }
+  if (field_path == "metadata.labels" || field_path == "metadata.annotations") {
+    out->clear();
+    const json* map = FindField(pod, {"metadata", field_path.substr(9)});
+    if (map == nullptr || !map->is_object()) return Status::OK();
+    for (const auto& [key, value] : map->items()) {
+      *out += key + "=" + json(value.is_string() ? value.get<std::string>() : "").dump() + "\n";
+    }
+    return Status::OK();
+  }
+  return Status::InvalidArgument(field + ".fieldRef.fieldPath: Unsupported value: \"" +
+                                 field_path + "\" (the test node knows metadata.name, "
+                                 ".namespace, .uid, .labels, .annotations)");
+}
+
+// A projected volume's sources, written into `dir`.
+Status ProjectSources(const json& pod, const json& projected, const ClusterSnapshot& snapshot,
+                      const TokenSource& tokens, const std::string& field,
+                      const std::string& dir) {
+  const std::string ns = StringField(pod, {"metadata", "namespace"});
+  const int default_mode = static_cast<int>(IntField(projected, {"defaultMode"}, 0644));
+  const json sources = ListField(projected, {"sources"});
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const json& source = sources[i];
+    const std::string at = field + ".sources[" + std::to_string(i) + "]";
+    const json* secret = FindField(source, {"secret"});
+    const json* config = FindField(source, {"configMap"});
+    if (secret != nullptr || config != nullptr) {
+      const bool is_secret = secret != nullptr;
+      const json& from = is_secret ? *secret : *config;
+      const std::string name = StringField(from, {"name"});
+      const json* object = snapshot.Find(is_secret ? "secrets" : "configmaps", ns, name);
+      if (object == nullptr && !BoolField(from, {"optional"})) {
+        return Status::NotFound(std::string(is_secret ? "secret" : "configmap") + " \"" + name +
+                                "\" not found");
+      }
+      GAPTRAIN_RETURN_IF_ERROR(Project(from, object, is_secret,
+                                       at + (is_secret ? ".secret" : ".configMap"),
+                                       default_mode, dir));
+    } else if (const json* downward = FindField(source, {"downwardAPI"})) {
+      const json items = ListField(*downward, {"items"});
+      for (size_t j = 0; j < items.size(); ++j) {
+        const std::string item = at + ".downwardAPI.items[" + std::to_string(j) + "]";
+        const std::string path = StringField(items[j], {"path"});
+        if (!IsSafeRelativePath(path)) {
+          return Status::InvalidArgument(item + ".path: must be a relative path without '..'");
+        }
+        std::string value;
+        GAPTRAIN_RETURN_IF_ERROR(
+            FieldValue(pod, StringField(items[j], {"fieldRef", "fieldPath"}), item, &value));
+        const int mode = static_cast<int>(IntField(items[j], {"mode"}, default_mode));
+        GAPTRAIN_RETURN_IF_ERROR(WriteFile(dir + "/" + path, value, mode));
+      }
+    } else if (const json* token = FindField(source, {"serviceAccountToken"})) {
+      const std::string path = StringField(*token, {"path"});
+      if (!IsSafeRelativePath(path)) {
+        return Status::InvalidArgument(at + ".serviceAccountToken.path: must be a relative "
+                                       "path without '..'");
+      }
+      if (!tokens) {
+        return Status::FailedPrecondition(at + ".serviceAccountToken: no token source");
+      }
+      std::string value;
+      GAPTRAIN_RETURN_IF_ERROR(tokens(pod, StringField(*token, {"audience"}),
+                                      IntField(*token, {"expirationSeconds"}, 3600), &value));
+      // The kubelet writes tokens owner-readable only (0600 by default).
+      GAPTRAIN_RETURN_IF_ERROR(WriteFile(dir + "/" + path, value, 0600));
+    } else {
+      return Status::InvalidArgument(at + ": a projection the test node does not support (it "
+                                     "knows secret, configMap, downwardAPI, "
+                                     "serviceAccountToken)");
+    }
+  }
+  return Status::OK();
+}
+
 struct Volume {
   std::string host_path;
   bool read_only = false;
@@ -94,7 +181,7 @@ struct Volume {
 // Makes volume `index` of the pod and says where it is on the host.
 Status MakeVolume(const json& pod, const json& volume, size_t index,
                   const ClusterSnapshot& snapshot, const std::string& pod_dir,
-                  const std::string& claims_dir, Volume* out) {
+                  const std::string& claims_dir, const TokenSource& tokens, Volume* out) {
   const std::string ns = StringField(pod, {"metadata", "namespace"});
   const std::string name = StringField(volume, {"name"});
   const std::string field = "spec.volumes[" + std::to_string(index) + "]";
@@ -110,8 +197,16 @@ Status MakeVolume(const json& pod, const json& volume, size_t index,
       return Status::NotFound(std::string(is_secret ? "secret" : "configmap") + " \"" +
                               object_name + "\" not found");
     }
+    GAPTRAIN_RETURN_IF_ERROR(FreshDirectory(dir));
     GAPTRAIN_RETURN_IF_ERROR(Project(source, object, is_secret,
-                                     field + (is_secret ? ".secret" : ".configMap"), dir));
+                                     field + (is_secret ? ".secret" : ".configMap"),
+                                     static_cast<int>(IntField(source, {"defaultMode"}, 0644)),
+                                     dir));
+    *out = {dir, true, false};
+  } else if (const json* projected = FindField(volume, {"projected"})) {
+    GAPTRAIN_RETURN_IF_ERROR(FreshDirectory(dir));
+    GAPTRAIN_RETURN_IF_ERROR(
+        ProjectSources(pod, *projected, snapshot, tokens, field + ".projected", dir));
     *out = {dir, true, false};
   } else if (const json* claim_ref = FindField(volume, {"persistentVolumeClaim"})) {
     const std::string claim_name = StringField(*claim_ref, {"claimName"});
@@ -162,7 +257,8 @@ Status MakeVolume(const json& pod, const json& volume, size_t index,
   } else {
     return Status::InvalidArgument(field + ": volume \"" + name +
                                    "\" has a type the test node does not support (it knows "
-                                   "secret, configMap, persistentVolumeClaim, emptyDir, hostPath)");
+                                   "secret, configMap, projected, persistentVolumeClaim, "
+                                   "emptyDir, hostPath)");
   }
   return Status::OK();
 }
@@ -178,7 +274,7 @@ std::string ClaimDirectory(const std::string& claims_dir, const json& claim) {
 
 Status PreparePodVolumes(const json& pod, const json& container, const ClusterSnapshot& snapshot,
                          const std::string& pod_dir, const std::string& claims_dir,
-                         std::vector<BindMount>* mounts) {
+                         const TokenSource& tokens, std::vector<BindMount>* mounts) {
   const json volumes = ListField(pod, {"spec", "volumes"});
   std::map<std::string, Volume> made;
   const json volume_mounts = ListField(container, {"volumeMounts"});
@@ -210,7 +306,7 @@ Status PreparePodVolumes(const json& pod, const json& container, const ClusterSn
       }
       Volume v;
       GAPTRAIN_RETURN_IF_ERROR(
-          MakeVolume(pod, volumes[index], index, snapshot, pod_dir, claims_dir, &v));
+          MakeVolume(pod, volumes[index], index, snapshot, pod_dir, claims_dir, tokens, &v));
       volume = made.emplace(name, v).first;
     }
     BindMount bind{volume->second.host_path, path,

@@ -7,6 +7,11 @@
 //     their paths and modes; defaultMode else 0644) in a fresh directory
 //     under `pod_dir`, mounted read-only. A missing object or key is
 //     NOT_FOUND unless the volume is `optional` (the kubelet retries).
+//   - projected volumes (what the ServiceAccount admission adds to every
+//     pod as kube-api-access-*) put their sources' files in one such
+//     directory: secret, configMap, downwardAPI (metadata.name, .namespace,
+//     .uid, .labels, .annotations) and serviceAccountToken, whose token
+//     `tokens` issues (as the kubelet asks the TokenRequest API).
 //   - persistentVolumeClaim volumes are ClaimDirectory(claims_dir, claim):
 //     one host directory per claim (by uid), which outlives pods. The claim
 //     must exist and be Bound (NOT_FOUND / UNAVAILABLE otherwise).
@@ -25,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,9 +44,15 @@ namespace kube_testing {
 // claims_dir/NAMESPACE/NAME-UID.
 std::string ClaimDirectory(const std::string& claims_dir, const nlohmann::json& claim);
 
+// A token of the pod's ServiceAccount for `audience` ("": the API
+// server's), valid for `expiration_seconds`.
+using TokenSource = std::function<Status(const nlohmann::json& pod, const std::string& audience,
+                                         int64_t expiration_seconds, std::string* token)>;
+
 Status PreparePodVolumes(const nlohmann::json& pod, const nlohmann::json& container,
                          const ClusterSnapshot& snapshot, const std::string& pod_dir,
-                         const std::string& claims_dir, std::vector<BindMount>* mounts);
+                         const std::string& claims_dir, const TokenSource& tokens,
+                         std::vector<BindMount>* mounts);
 
 }  // namespace kube_testing
 }  // namespace gaptrain

@@ -66,7 +66,10 @@ class Model {
   // are kept. A forward on a small zero batch checks that the model runs
   // there; on any error (no such device, a LibTorch without CUDA, out of
   // memory, a TorchScript module that is not device-agnostic) the model
-  // is left on the CPU, working, and the error says why. May reallocate
+  // is left on the CPU, working, and the error says why. Moving to a GPU
+  // turns TF32 off for cuDNN convolutions, process-wide, so gradients agree
+  // with the CPU's (LibTorch's default lets convolutions round inputs to
+  // 10-bit mantissas). May reallocate
   // the host buffers (page-locked on a GPU, for faster copies): pointers
   // taken from parameters() and gradients() before are invalid after.
   Status MoveTo(const std::string& device);

@@ -787,7 +787,8 @@ TEST(ModelDeviceTest, CudaUnavailableLeavesTheModelOnTheCpu) {
 
 // With a GPU (not on the development machine): the same steps on CUDA
 // agree with the CPU within float tolerance (other kernels, other
-// summation orders), and the statistics come back.
+// summation orders; no TF32, which MoveTo turns off), and the statistics
+// come back.
 TEST(ModelDeviceTest, CudaMatchesCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA in this LibTorch or no GPU";
   for (const char* name : {"mlp", "lenet5", "resnet20"}) {
@@ -810,7 +811,11 @@ TEST(ModelDeviceTest, CudaMatchesCpu) {
         scale = std::max(scale, static_cast<double>(std::abs(gc[i])));
         err = std::max(err, static_cast<double>(std::abs(gc[i] - gg[i])));
       }
-      EXPECT_LT(err, 1e-3 * scale + 1e-6) << "step " << step;
+      // resnet20's batch norm over 16 images amplifies the other summation
+      // orders: 0.13-0.26% of the largest gradient measured on an H100
+      // (fp32 throughout), against <= 0.1% for the others.
+      const double tolerance = std::string(name) == "resnet20" ? 5e-3 : 1e-3;
+      EXPECT_LT(err, tolerance * scale + 1e-6) << "step " << step;
       // The pull case: the CPU model's updated parameters into both.
       float* pc = cpu->parameters();
       for (size_t i = 0; i < gc.size(); ++i) pc[i] -= 0.05f * gc[i];
