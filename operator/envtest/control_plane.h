@@ -89,6 +89,15 @@ class ControlPlane {
     // notice a new kind only at its next discovery, up to 30 s later), as
     // envtest's CRDInstallOptions.
     std::vector<std::string> crd_files;
+    // Built-in resources, as kube-apiserver's --watch-cache-sizes names them
+    // ("secrets", "leases.coordination.k8s.io"), whose watch cache is off:
+    // their watches are served by etcd itself, so after CompactEtcd() a
+    // watch from an older resourceVersion meets a real 410 Expired (an ERROR
+    // event), as one whose resourceVersion fell out of a watch cache's
+    // window does. (kube-apiserver 1.26 sizes its watch caches by itself,
+    // growing them while events are younger than 75 s: only a size of 0 is
+    // honoured, so a small window cannot be asked for.) Not for CRDs.
+    std::vector<std::string> uncached_resources;
   };
 
   static Status Start(const Options& options, std::unique_ptr<ControlPlane>* out);
@@ -130,6 +139,14 @@ class ControlPlane {
   Status ServiceAccountToken(const std::string& ns, const std::string& name,
                              std::string* token) const;
 
+  // Compacts etcd to its current revision, as kube-apiserver itself does
+  // every 5 minutes (--etcd-compaction-interval), and sets *revision (when
+  // given) to it. Every older resourceVersion is then gone for what etcd
+  // serves: watches of Options::uncached_resources answer it with a 410
+  // Expired ERROR event (watches served by a watch cache are unaffected),
+  // and list continue tokens from before it expire (410).
+  Status CompactEtcd(int64_t* revision = nullptr) const;
+
   // Every request logged so far (Options::audit), in order.
   Status AuditLog(std::vector<AuditRecord>* records) const;
 
@@ -159,6 +176,7 @@ class ControlPlane {
   std::string admin_kubeconfig_file_;
   std::string audit_file_;
   std::string url_;
+  std::string etcd_url_;  // "http://127.0.0.1:PORT"
   uint16_t port_ = 0;
   std::unique_ptr<kube::Client> admin_;
   // In start order; stopped in reverse.
