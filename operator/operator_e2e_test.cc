@@ -5,10 +5,12 @@
 // namespace. gaptrain is installed from deploy/ (`kubectl apply -k
 // deploy/`: the operator runs as the Deployment's two pods, in-cluster, as
 // its ServiceAccount with the shipped ClusterRole, one leading), or from
-// the Helm chart as helm-template renders it; the datasets' claims
+// the Helm chart as helm-template renders it; in a namespace that enforces
+// PodSecurity `restricted`, the datasets' claims
 // (examples/k8s/datasets.yaml) are filled as `kubectl cp` would; then
 // examples/k8s/mnist-gap-aware-dana.yaml (LeNet-5 on the real MNIST, 4
-// spot trainers) is applied. Once training is under way two trainer pods
+// spot trainers, as written: each sizes its threads by its CPU request) is
+// applied. Once training is under way two trainer pods
 // are preempted as a node shutdown does; the job must still reach
 // Succeeded with at least 97% test accuracy, status.preemptions 2 and
 // failures 0, with the replacements run, Events recorded, no request of
@@ -31,24 +33,21 @@
 #include <cstdio>
 #include <dirent.h>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "deploy/manifest_checks.h"
 #include "deploy/monitoring/dashboard_png.h"
 #include "deploy/monitoring/grafana_dashboard.h"
 #include "deploy/monitoring/panel_data.h"
-#include "helm/helm_template.h"
-#include "operator/envtest/api_resources.h"
+#include "operator/cluster_testbed.h"
 #include "operator/envtest/control_plane.h"
-#include "operator/envtest/envtest_assets.h"
 #include "operator/operator_permissions.h"
 #include "operator/test_install.h"
 #include "operator/testing/local_node.h"
-#include "services/common/http_client.h"
 #include "services/common/metrics_text.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/prometheus_test_server.h"
@@ -60,25 +59,17 @@ namespace gaptrain {
 namespace {
 
 using envtest::AuditRecord;
-using envtest::ControlPlane;
 using kube_testing::LocalNode;
 using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
+using Install = ClusterTestbed::Install;
 
 constexpr char kNs[] = "research";
 constexpr char kJob[] = "mnist-gap-aware-dana";
 constexpr char kJobFile[] = "examples/k8s/mnist-gap-aware-dana.yaml";
-constexpr char kDatasetsFile[] = "examples/k8s/datasets.yaml";
-
-const std::map<std::string, std::string> kBinaries = {
-    {"gaptrain-master", "services/master/gaptrain-master"},
-    {"gaptrain-coordinator", "services/coordinator/gaptrain-coordinator"},
-    {"gaptrain-worker", "services/worker/gaptrain-worker"},
-    {"gaptrain-operator", "operator/gaptrain-operator"}};
-
-enum class Install { kDeploy, kChart };
+constexpr char kOperatorSelector[] = "app.kubernetes.io/name=gaptrain-operator";
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -100,26 +91,6 @@ double Number(const json& object, const std::vector<std::string>& path) {
     at = &(*at)[key];
   }
   return at->is_number() ? at->get<double>() : -1;
-}
-
-bool PodReady(const json& pod) {
-  if (!pod.is_object() || !pod.contains("status")) return false;
-  for (const json& c : pod["status"].value("conditions", json::array())) {
-    if (c.value("type", "") == "Ready" && c.value("status", "") == "True") return true;
-  }
-  return false;
-}
-
-std::string PodIp(const json& pod) {
-  return pod.value("status", json::object()).value("podIP", "");
-}
-
-// The containerPort named `name` of the pod's first container; 0 if none.
-uint16_t NamedPort(const json& pod, const std::string& name) {
-  for (const json& port : pod["spec"]["containers"][0].value("ports", json::array())) {
-    if (port.value("name", "") == name) return port.value("containerPort", 0);
-  }
-  return 0;
 }
 
 // Names in `dir` that start with `prefix`: network namespaces
@@ -155,50 +126,11 @@ std::vector<pid_t> ProcessesRunning(const std::set<std::string>& binaries) {
   return pids;
 }
 
-// The example job as a user applies it, with one compute thread per
-// worker: the pods here share two cores and set no CPU limit, and a worker
-// sizes its pool by the limit, else by every CPU (oversubscribed, this job
-// trains 8x slower; threads from the pod's request are an open issue).
-Status ExampleJob(json* job) {
-  std::vector<json> objects;
-  GAPTRAIN_RETURN_IF_ERROR(ParseManifests(ReadWholeFile(kJobFile), &objects));
-  if (objects.size() != 1) return Status::InvalidArgument(std::string(kJobFile) + ": one object");
-  *job = objects[0];
-  (*job)["metadata"]["namespace"] = kNs;
-  json& workers = (*job)["spec"]["workers"]["template"]["spec"]["containers"][0];
-  workers["args"] = {"--threads", "1"};
-  (*job)["spec"]["evaluator"]["template"]["spec"]["containers"] = {
-      {{"name", "gaptrain"}, {"args", {"--threads", "1"}}}};
-  return Status::OK();
-}
-
 class OperatorE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = TestDir("e2e");
-    ControlPlane::Options options;
-    options.work_dir = dir_ + "/cluster";
-    options.controller_manager = true;
-    options.scheduler = true;
-    options.audit = true;
-    options.crd_files = {kTrainingJobCrdFile};
-    Status s = ControlPlane::Start(options, &cluster_);
-    if (s.code() == Status::Code::kNotFound) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
-    ASSERT_TRUE(s.ok()) << s.ToString();
-
-    kube::ClusterConfig config;
-    config.server = cluster_->url();
-    config.ca_pem = cluster_->ca_pem();
-    config.token = cluster_->admin_token();
-    LocalNode::Options node_options;
-    node_options.work_dir = dir_ + "/node";
-    node_options.binaries = kBinaries;
-    node_options.api_service_host = envtest::kServiceIp;
-    node_options.api_service_port = cluster_->port();
-    s = LocalNode::Start(config, node_options, &node_);
-    if (s.code() == Status::Code::kPermissionDenied) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    for (const auto& [command, path] : kBinaries) {
+    for (const auto& [command, path] : ClusterTestbed::Binaries()) {
       char resolved[PATH_MAX];
       ASSERT_NE(realpath(path.c_str(), resolved), nullptr) << path;
       binaries_.insert(resolved);
@@ -206,56 +138,39 @@ class OperatorE2eTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (node_ != nullptr) node_->Stop();
-    if (cluster_ != nullptr) cluster_->Stop();
+    if (bed_ != nullptr) bed_->Stop();
   }
 
-  kube::Client* admin() { return cluster_->admin(); }
-
-  // `kubectl apply -k deploy/`, or the chart (CRDs included) as
-  // `helm install gaptrain helm/gaptrain -n gaptrain-system` would create it.
-  void InstallGaptrain(Install install) {
-    std::string manifests;
-    if (install == Install::kDeploy) {
-      std::string kubectl;
-      ASSERT_TRUE(envtest::FindTool("kubectl", &kubectl).ok());
-      const Status s = KustomizeBuild(kubectl, "deploy", &manifests);
-      ASSERT_TRUE(s.ok()) << s.ToString();
-    } else {
-      HelmTemplate helm;
-      Status s = HelmTemplate::Find(&helm);
-      if (s.code() == Status::Code::kNotFound) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
-      ASSERT_TRUE(s.ok()) << s.ToString();
-      RenderedChart chart;
-      s = helm.Template("helm/gaptrain", HelmRelease{"gaptrain", kOperatorNamespace},
-                        HelmValues(), &chart);
-      ASSERT_TRUE(s.ok()) << s.ToString();
-      manifests = chart.manifests;
-      ASSERT_TRUE(cluster_->CreateNamespace(kOperatorNamespace).ok());
+  // The cluster with gaptrain installed from `install`; false when the
+  // test must stop (skipped or failed).
+  bool StartCluster(Install install) {
+    ClusterTestbed::Options options;
+    options.work_dir = dir_;
+    options.install = install;
+    options.job_namespace = kNs;
+    std::string data;
+    const Status found = FindSharedDataDir(&data);
+    EXPECT_TRUE(found.ok()) << found.ToString();
+    if (!found.ok()) return false;
+    options.mnist_dir = data + "/mnist";
+    const Status s = ClusterTestbed::Start(options, &bed_);
+    if (s.code() == Status::Code::kNotFound || s.code() == Status::Code::kPermissionDenied) {
+      [&] { GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message()); }();
+      return false;
     }
-    const std::string file = dir_ + "/install.yaml";
-    WriteRaw(file, manifests);
-    std::string output;
-    const Status s = cluster_->Kubectl(
-        {"apply", "--namespace", kOperatorNamespace, "-f", file}, &output);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    std::printf("installed from %s:\n%s", install == Install::kDeploy ? "deploy/" : "the chart",
-                output.c_str());
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return s.ok();
   }
 
-  std::vector<json> Pods(const std::string& ns, const std::string& selector) {
-    kube::ListOptions options;
-    options.label_selector = selector;
-    kube::ObjectList list;
-    if (!admin()->List(kube::kPods, ns, options, &list).ok()) return {};
-    return list.items;
-  }
+  kube::Client* admin() { return bed_->admin(); }
+  LocalNode* node() { return bed_->node(); }
 
   json Get(const kube::Resource& resource, const std::string& ns, const std::string& name) {
-    json object;
-    return admin()->Get(resource, ns, name, &object).ok() ? object : json();
+    return bed_->Get(resource, ns, name);
   }
-
+  std::vector<json> Pods(const std::string& ns, const std::string& selector) {
+    return bed_->Pods(ns, selector);
+  }
   json Job() { return Get(kube::kTrainingJobs, kNs, kJob); }
 
   // Waits for the job to satisfy `predicate`; the job as last seen.
@@ -269,55 +184,21 @@ class OperatorE2eTest : public ::testing::Test {
         timeout);
   }
 
-  // The operator pod that holds the Lease (its holderIdentity is
-  // POD_NAME + "_" + a suffix); null when none.
-  json Leader() {
-    const json lease = Get(kube::kLeases, kOperatorNamespace, "gaptrain-operator");
-    if (!lease.is_object()) return json();
-    const std::string holder = lease["spec"].value("holderIdentity", "");
-    const std::string pod = holder.substr(0, holder.rfind('_'));
-    return pod.empty() ? json() : Get(kube::kPods, kOperatorNamespace, pod);
-  }
-
-  // The leading operator's /metrics, read by pod IP as Prometheus does.
-  MetricsSample LeaderMetrics() {
-    const json leader = Leader();
-    HttpClientResponse response;
-    if (!leader.is_object() ||
-        !HttpGet(PodIp(leader), NamedPort(leader, "metrics"), "/metrics", 5, &response).ok() ||
-        response.status != 200) {
-      return {};
-    }
-    return ParseMetricsText(response.body);
-  }
-
-  std::string OperatorLogs() {
-    std::string all;
-    for (const json& pod : Pods(kOperatorNamespace, "app.kubernetes.io/name=gaptrain-operator")) {
-      std::string text;
-      const std::string name = pod["metadata"]["name"];
-      if (node_->Logs(kOperatorNamespace, name, &text).ok()) {
-        all += "--- " + name + ":\n" + text;
-      }
-    }
-    return all;
-  }
-
   std::string Diagnostics() {
     std::string out = "job: " + Job().dump(2) + "\noperator pods:";
-    for (const json& pod : Pods(kOperatorNamespace, "app.kubernetes.io/name=gaptrain-operator")) {
+    for (const json& pod : Pods(kOperatorNamespace, kOperatorSelector)) {
       out += " " + pod["metadata"]["name"].get<std::string>() + " (" +
              pod.value("status", json::object()).value("phase", "") + ")";
     }
     out += "\nlease: " +
            Get(kube::kLeases, kOperatorNamespace, "gaptrain-operator").value("spec", json()).dump();
     out += "\noperator logs (tail):\n";
-    const std::string log = OperatorLogs();
+    const std::string log = bed_->OperatorLogs();
     out += log.size() > 6000 ? log.substr(log.size() - 6000) : log;
     for (const char* suffix : {"coordinator", "master", "evaluator", "trainer-0", "trainer-1"}) {
       const std::string pod = std::string(kJob) + "-" + suffix;
       std::string text;
-      if (node_->Logs(kNs, pod, &text).ok()) {
+      if (node()->Logs(kNs, pod, &text).ok()) {
         out += "\n--- " + pod + " (tail):\n" +
                (text.size() > 2000 ? text.substr(text.size() - 2000) : text);
       }
@@ -340,7 +221,7 @@ class OperatorE2eTest : public ::testing::Test {
   // The operator's requests, from the API server's audit log.
   std::vector<AuditRecord> OperatorRequests() {
     std::vector<AuditRecord> records;
-    const Status s = gaptrain::OperatorRequests(*cluster_, &records);
+    const Status s = gaptrain::OperatorRequests(*bed_->cluster(), &records);
     EXPECT_TRUE(s.ok()) << s.ToString();
     return records;
   }
@@ -358,55 +239,18 @@ class OperatorE2eTest : public ::testing::Test {
     return writes;
   }
 
-  // The dataset's claim (from examples/k8s/datasets.yaml), filled as the
-  // example's `kubectl cp` through its loader pod would.
-  void FillDatasets() {
-    ASSERT_TRUE(cluster_->CreateNamespace(kNs).ok());
-    Status s = cluster_->Kubectl({"apply", "--namespace", kNs, "-f", kDatasetsFile});
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    s = cluster_->Kubectl({"wait", "--namespace", kNs, "--for=condition=Ready",
-                           "pod/dataset-loader", "--timeout=60s"});
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    std::string data_dir;
-    s = FindSharedDataDir(&data_dir);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    std::string path;
-    s = node_->ClaimPath(kNs, "mnist-data", &path);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    for (const char* file : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
-      const std::string bytes = ReadRaw(data_dir + "/mnist/" + file);
-      ASSERT_FALSE(bytes.empty()) << data_dir << "/mnist/" << file;
-      WriteRaw(path + "/" + file, bytes);
-    }
-    s = cluster_->Kubectl({"delete", "--namespace", kNs, "pod/dataset-loader", "--wait=false"});
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-
   void TrainThroughTwoPreemptions(Install install);
 
   std::string dir_;
-  std::unique_ptr<ControlPlane> cluster_;
-  std::unique_ptr<LocalNode> node_;
+  std::unique_ptr<ClusterTestbed> bed_;
   std::set<std::string> binaries_;
 };
 
 void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   const Clock::time_point installing = Clock::now();
-  InstallGaptrain(install);
-  if (HasFatalFailure() || IsSkipped()) return;
-  // Both replicas run and are ready (a standby is ready too); one leads.
-  std::vector<json> operators;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        operators = Pods(kOperatorNamespace, "app.kubernetes.io/name=gaptrain-operator");
-        return operators.size() == 2 && PodReady(operators[0]) && PodReady(operators[1]);
-      },
-      seconds(90)))
-      << Diagnostics();
-  ASSERT_TRUE(Eventually([&] { return Leader().is_object(); }, seconds(30))) << Diagnostics();
+  if (!StartCluster(install)) return;
   const Clock::time_point installed = Clock::now();
-  FillDatasets();
+  const std::vector<json> operators = Pods(kOperatorNamespace, kOperatorSelector);
 
   // A real Prometheus scrapes both operator pods with the labels a
   // cluster's scrape gives them, for the operator dashboard's picture.
@@ -428,7 +272,7 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   const double scraped_from = WallSeconds();
 
   json job_object;
-  Status s = ExampleJob(&job_object);
+  Status s = bed_->ReadJob(kJobFile, &job_object);
   ASSERT_TRUE(s.ok()) << s.ToString();
   const Clock::time_point applied = Clock::now();
   s = admin()->Create(kube::kTrainingJobs, kNs, job_object, nullptr);
@@ -448,14 +292,8 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
                           ",gaptrain.io/replica-type=trainer");
         size_t ready = 0;
         for (const json& pod : trainers) ready += PodReady(pod) ? 1 : 0;
-        const json master = Get(kube::kPods, kNs, std::string(kJob) + "-master");
-        HttpClientResponse response;
-        if (ready != 4 || !master.is_object() ||
-            !HttpGet(PodIp(master), NamedPort(master, "metrics"), "/metrics", 5, &response).ok()) {
-          return false;
-        }
-        return MetricValue(ParseMetricsText(response.body), "gaptrain_master_model_version", 0) >=
-               200;
+        return ready == 4 && MetricValue(bed_->PodMetrics(kNs, std::string(kJob) + "-master"),
+                                         "gaptrain_master_model_version", 0) >= 200;
       },
       seconds(90)))
       << Diagnostics();
@@ -467,7 +305,7 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
     const json pod = Get(kube::kPods, kNs, name);
     ASSERT_TRUE(pod.is_object()) << name;
     old_uids[name] = pod["metadata"]["uid"];
-    s = node_->Preempt(kNs, name, LocalNode::Disruption::kNodeShutdown);
+    s = node()->Preempt(kNs, name, LocalNode::Disruption::kNodeShutdown);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
   const Clock::time_point preempted = Clock::now();
@@ -499,9 +337,43 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   EXPECT_EQ(status.value("failures", -1), 0) << status.dump(2);
   EXPECT_EQ(status.value("restarts", -1), 0) << status.dump(2);
 
+  // The model came out of the cluster (spec.output): the state_dict in the
+  // models' claim scores as well in plain PyTorch.
+  json exported;
+  ASSERT_TRUE(WaitJob(
+      [](const json& j) {
+        const std::string phase =
+            JobStatus(j).value("output", json::object()).value("phase", "");
+        return phase == "Succeeded" || phase == "Failed";
+      },
+      seconds(120), &exported))
+      << Diagnostics();
+  const json output = JobStatus(exported)["output"];
+  ASSERT_EQ(output.value("phase", ""), "Succeeded") << output.dump(2) << Diagnostics();
+  EXPECT_EQ(output.value("claimName", ""), "models");
+  EXPECT_EQ(output.value("path", ""), std::string(kJob) + ".pt");
+  std::string claim, data;
+  ASSERT_TRUE(node()->ClaimPath(kNs, "models", &claim).ok());
+  ASSERT_TRUE(FindSharedDataDir(&data).ok());
+  const std::string model = claim + "/" + kJob + ".pt";
+  const std::string command = "/usr/bin/python3 scripts/score_state_dict.py '" + model + "' '" +
+                              data + "/mnist' --min-accuracy 0.97 2>&1";
+  FILE* scorer = popen(command.c_str(), "r");
+  ASSERT_NE(scorer, nullptr);
+  std::string scored;
+  char buf[512];
+  while (fgets(buf, sizeof buf, scorer) != nullptr) scored += buf;
+  EXPECT_EQ(pclose(scorer), 0) << scored;
+  double plain_accuracy = -1;
+  const size_t at = scored.find("test accuracy ");
+  if (at != std::string::npos) plain_accuracy = std::atof(scored.c_str() + at + 14);
+  EXPECT_GE(plain_accuracy, 0.97) << scored;
+  const json card = json::parse(ReadRaw(model + ".json"), nullptr, false);
+  EXPECT_TRUE(card.is_object() && card["job"].value("name", "") == kJob) << card.dump(2);
+
   // The replacements ran: their logs are the new pods' and they trained.
   for (const auto& [name, old_uid] : old_uids) {
-    const std::string log_path = node_->LogPath(kNs, name);
+    const std::string log_path = node()->LogPath(kNs, name);
     EXPECT_EQ(log_path.find(old_uid), std::string::npos) << log_path;
     EXPECT_FALSE(ReadRaw(log_path).empty()) << log_path;
   }
@@ -513,13 +385,14 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
     return reasons.count("TrainingJobSucceeded") == 1;
   }, seconds(10)));
   EXPECT_EQ(reasons.count("WorkerPreempted"), 2u);
+  EXPECT_EQ(reasons.count("ModelExported"), 1u);
   for (const char* reason : {"TrainingJobCreated", "TrainingJobRunning", "SuccessfulCreatePod"}) {
     EXPECT_GE(reasons.count(reason), 1u) << reason;
   }
   EXPECT_TRUE(Eventually([&] {
-    return MetricValue(LeaderMetrics(), "gaptrain_operator_jobs_succeeded_total") == 1;
+    return MetricValue(bed_->LeaderMetrics(), "gaptrain_operator_jobs_succeeded_total") == 1;
   }, seconds(20))) << Diagnostics();
-  EXPECT_EQ(MetricValue(LeaderMetrics(), "gaptrain_operator_preemptions_total"), 2);
+  EXPECT_EQ(MetricValue(bed_->LeaderMetrics(), "gaptrain_operator_preemptions_total"), 2);
 
   // Once everything has settled, a reconcile with nothing to change
   // writes nothing: touch a child (an annotation on the master's Service),
@@ -540,7 +413,7 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
       seconds(60)))
       << Diagnostics();
   auto reconciles = [&] {
-    return MetricValue(LeaderMetrics(), "gaptrain_operator_reconcile_duration_seconds_count", -1);
+    return MetricValue(bed_->LeaderMetrics(), "gaptrain_operator_reconcile_duration_seconds_count", -1);
   };
   bool quiet_touch = false;
   for (int attempt = 0; attempt < 3 && !quiet_touch; ++attempt) {
@@ -589,17 +462,19 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
     EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), p)) << r.verb << " " << r.uri;
   }
   EXPECT_GT(requests, 0u) << "the audit log shows no request of " << kOperatorUser;
-  const std::string logs = OperatorLogs();
+  const std::string logs = bed_->OperatorLogs();
   EXPECT_EQ(logs.find("Forbidden"), std::string::npos) << logs;
 
   std::printf(
-      "operator e2e (%s): operator pods ready and leading %.1f s after the install; job Running "
+      "operator e2e (%s): control plane, node and operator pods ready and leading %.1f s after the "
+      "start; job Running "
       "%.1f s after apply; 2 trainers preempted at %.1f s, both replaced and ready %.1f s later; "
-      "Succeeded %.1f s after apply; accuracy %.2f%%, preemptions %d, failures %d, %zu API "
-      "writes\n",
+      "Succeeded %.1f s after apply; accuracy %.2f%% (the exported model in plain PyTorch: "
+      "%.2f%%), preemptions %d, failures %d, %zu API writes\n",
       install == Install::kDeploy ? "deploy/" : "chart", Seconds(installed - installing),
       Seconds(running - applied), Seconds(preempted - applied), Seconds(recovered - preempted),
-      Seconds(succeeded - applied), 100 * accuracy, status.value("preemptions", -1),
+      Seconds(succeeded - applied), 100 * accuracy, 100 * plain_accuracy,
+      status.value("preemptions", -1),
       status.value("failures", -1), JobWrites());
 
   // The operator dashboard over the whole job, for docs/monitoring.md.
@@ -627,8 +502,8 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   }
 
   // The node's end: no process, namespace or link is left.
-  const std::string prefix = node_->name_prefix();
-  node_->Stop();
+  const std::string prefix = node()->name_prefix();
+  node()->Stop();
   EXPECT_TRUE(Eventually([&] { return ProcessesRunning(binaries_).empty(); }, seconds(10)))
       << ProcessesRunning(binaries_).size() << " gaptrain processes left";
   EXPECT_TRUE(EntriesStartingWith("/var/run/netns", prefix).empty());

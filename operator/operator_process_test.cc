@@ -9,9 +9,15 @@
 // a failure past backoffLimit, TTL) with no request refused and, from the
 // API server's audit log, nothing used outside OperatorPermissions(); bad
 // jobs and refused writes, which are reported and retried, never fatal;
-// and leader election between two processes: one reconciles, SIGKILL hands
+// leader election between two processes: one reconciles, SIGKILL hands
 // over within the lease, SIGTERM at once, a stolen Lease makes the leader
-// exit.
+// exit; and, with kube-scheduler and a Node the test registers as a
+// kubelet would, jobs that wait or are refused say why (issue 28): a spot
+// job without a spot node shows the scheduler's reason until the node is
+// labelled, a namespace enforcing PodSecurity "restricted" admits the
+// example job's pods, and a pod it refuses is a FailedCreate Warning; and
+// a job that succeeds exports its model to spec.output's claim (the
+// coordinator's /status served by the test on a loopback pod IP).
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -20,9 +26,12 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "operator/envtest/api_resources.h"
@@ -31,6 +40,8 @@
 #include "operator/operator_permissions.h"
 #include "operator/running_operator.h"
 #include "operator/test_install.h"
+#include "operator/trainingjob/desired_children.h"
+#include "services/common/http_server.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
@@ -41,6 +52,9 @@ namespace {
 using envtest::AuditRecord;
 using envtest::ControlPlane;
 using envtest::kClusterRoleBindings;
+using envtest::kNamespaces;
+using envtest::kNodes;
+using envtest::kPersistentVolumes;
 using envtest::kResourceQuotas;
 using envtest::kServiceAccounts;
 using nlohmann::json;
@@ -85,6 +99,9 @@ class OperatorProcessTest : public ::testing::Test {
     ControlPlane::Options options;
     options.work_dir = TestTempDir("cluster");
     options.controller_manager = true;  // garbage collection, quotas
+    // Pods wait for a node with the scheduler's own reason (no Node but in
+    // the tests that register one: elsewhere every pod waits, as before).
+    options.scheduler = true;
     options.audit = true;
     options.crd_files = {kTrainingJobCrdFile};
     Status s = ControlPlane::Start(options, &cluster_);
@@ -212,6 +229,102 @@ class OperatorProcessTest : public ::testing::Test {
       if (pod.value("status", json::object()).value("phase", "") == "Running") continue;
       MarkRunning(ns, pod["metadata"]["name"], "10.0.0." + std::to_string(next_ip_++));
     }
+  }
+
+  // The condition `type` of the job's status, or {} when it has none.
+  static json ConditionOf(const json& job, const std::string& type) {
+    if (!job.is_object()) return json::object();
+    for (const json& c : job.value("status", json::object()).value("conditions", json::array())) {
+      if (c.value("type", "") == type) return c;
+    }
+    return json::object();
+  }
+
+  // The Events about job ns/name, oldest first.
+  std::vector<json> JobEvents(const std::string& ns, const std::string& name) {
+    kube::ObjectList events;
+    EXPECT_TRUE(admin()->List(kube::kEvents, ns, kube::ListOptions(), &events).ok());
+    std::vector<json> about;
+    for (const json& e : events.items) {
+      if (e.value("regarding", json::object()).value("name", "") == name) about.push_back(e);
+    }
+    return about;
+  }
+
+  int CountEvents(const std::string& ns, const std::string& name, const std::string& reason) {
+    int n = 0;
+    for (const json& e : JobEvents(ns, name)) n += e.value("reason", "") == reason;
+    return n;
+  }
+
+  // A Node as a kubelet registers one: Ready, with room for pods, without
+  // the not-ready taint the API adds to new Nodes (no node lifecycle
+  // controller runs here to lift it).
+  void RegisterNode(const std::string& name) {
+    const json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", name}}}};
+    ASSERT_TRUE(admin()->Create(kNodes, "", node, nullptr).ok());
+    const json status = {
+        {"status",
+         {{"conditions", {{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"}}}},
+          {"allocatable", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}},
+          {"capacity", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}}}}};
+    ASSERT_TRUE(admin()->MergePatch(kNodes.Subresource("status"), "", name, status, nullptr).ok());
+    ASSERT_TRUE(
+        admin()->MergePatch(kNodes, "", name, {{"spec", {{"taints", nullptr}}}}, nullptr).ok());
+  }
+
+  // PersistentVolumes bound ahead to the job's two claims (nothing here
+  // provisions volumes), so its master and coordinator can be scheduled.
+  void VolumesForClaimsOf(const std::string& ns, const std::string& job) {
+    for (const auto& [claim, size] : {std::pair<std::string, const char*>{job + "-checkpoints",
+                                                                          "5Gi"},
+                                      {job + "-coordinator-state", "1Gi"}}) {
+      const json volume = {
+          {"apiVersion", "v1"},
+          {"kind", "PersistentVolume"},
+          {"metadata", {{"name", ns + "-" + claim}}},
+          {"spec",
+           {{"capacity", {{"storage", size}}},
+            {"accessModes", {"ReadWriteOnce"}},
+            {"persistentVolumeReclaimPolicy", "Retain"},
+            {"hostPath", {{"path", "/tmp/" + ns + "-" + claim}}},
+            {"claimRef", {{"namespace", ns}, {"name", claim}}}}}};
+      const Status s = admin()->Create(kPersistentVolumes, "", volume, nullptr);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+  }
+
+  // A namespace that enforces PodSecurity "restricted", as hardened
+  // clusters label theirs. Returns once the admission enforces it (it
+  // reads namespaces from a cache): a bare pod, which runs as root, is
+  // refused.
+  void CreateRestrictedNamespace(const std::string& ns) {
+    const json namespace_object = {
+        {"apiVersion", "v1"},
+        {"kind", "Namespace"},
+        {"metadata",
+         {{"name", ns},
+          {"labels",
+           {{"pod-security.kubernetes.io/enforce", "restricted"},
+            {"pod-security.kubernetes.io/enforce-version", "latest"}}}}}};
+    Status s = admin()->Create(kNamespaces, "", namespace_object, nullptr);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    const json bare = {{"apiVersion", "v1"},
+                       {"kind", "Pod"},
+                       {"metadata", {{"name", "probe"}}},
+                       {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+    std::string refusal;
+    ASSERT_TRUE(Eventually([&] {
+      kube::ApiError error;
+      s = admin()->Create(kube::kPods, ns, bare, nullptr, &error);
+      if (s.ok()) {
+        admin()->Delete(kube::kPods, ns, "probe", kube::DeleteOptions()).ok();
+        return false;
+      }
+      refusal = error.message;
+      return error.http_status == 403 &&
+             refusal.find("violates PodSecurity") != std::string::npos;
+    })) << s.ToString();
   }
 
   std::vector<std::string> EventReasons(const std::string& ns) {
@@ -450,18 +563,24 @@ TEST_F(OperatorProcessTest, AJobsLifeWithTheChartsRbac) {
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
-// Bad input never crashes the operator: a spec the parser refuses and a
-// template the API would refuse fail their jobs with FailedValidation and
-// the field's name; a write the API refuses (an exhausted ResourceQuota)
-// is reported, retried with backoff and counted.
-TEST_F(OperatorProcessTest, BadJobsFailValidationAndRefusedWritesAreRetried) {
+// Bad input never crashes the operator: a template the API would refuse
+// fails its job with FailedValidation and the field's name (refused writes:
+// AQuotaRefusalIsAFailedCreateWarning...). A spec the parser refuses does
+// not get this far: the CRD's rules refuse it at create, in the parser's
+// words (operator/crd).
+TEST_F(OperatorProcessTest, BadJobsFailValidation) {
   CreateNamespace("bad-jobs");
   std::unique_ptr<RunningOperator> op = StartOperator("op", {"--leader-elect=false"});
   ASSERT_NE(op, nullptr);
-  CreateJob(Job("bad-jobs", "too-few", {{"workers", {{"replicas", 2}, {"minReplicas", 3}}}}));
+  const json too_few =
+      Job("bad-jobs", "too-few", {{"workers", {{"replicas", 2}, {"minReplicas", 3}}}});
+  const Status refused = admin()->Create(kube::kTrainingJobs, "bad-jobs", too_few, nullptr);
+  EXPECT_NE(refused.message().find("spec.workers.minReplicas: must be <= replicas"),
+            std::string::npos)
+      << refused.ToString();
   CreateJob(Job("bad-jobs", "bad-template",
                 {{"master", {{"template", {{"spec", {{"containers", "x"}}}}}}}}));
-  for (const char* name : {"too-few", "bad-template"}) {
+  for (const char* name : {"bad-template"}) {
     ASSERT_TRUE(WaitForJob("bad-jobs", name, [](const json& j) { return Phase(j) == "Failed"; }))
         << name << "\n" << op->Log();
     const json job = Get(kube::kTrainingJobs, "bad-jobs", name);
@@ -470,33 +589,56 @@ TEST_F(OperatorProcessTest, BadJobsFailValidationAndRefusedWritesAreRetried) {
       if (c["type"] != "Failed") continue;
       found = true;
       EXPECT_EQ(c["reason"], "FailedValidation");
-      const std::string field = name == std::string("too-few") ? "spec.workers.minReplicas"
-                                                               : "spec.master.template";
-      EXPECT_NE(c["message"].get<std::string>().find(field), std::string::npos) << c.dump();
+      EXPECT_NE(c["message"].get<std::string>().find("spec.master.template"), std::string::npos)
+          << c.dump();
     }
     EXPECT_TRUE(found) << job.dump(2);
     EXPECT_TRUE(Pods("bad-jobs", name).empty()) << "nothing is created for a job that failed";
   }
+}
 
+// A write the API refuses (an exhausted ResourceQuota) is reported (the
+// job's condition ReplicaFailure and one Warning FailedCreate, with the
+// quota's message, as a ReplicaSet reports it), retried with backoff and
+// counted; once the quota goes, the pods are created and the condition
+// clears.
+TEST_F(OperatorProcessTest, AQuotaRefusalIsAFailedCreateWarningRetriedWithBackoff) {
+  CreateNamespace("quota");
+  std::unique_ptr<RunningOperator> op = StartOperator("op", {"--leader-elect=false"});
+  ASSERT_NE(op, nullptr);
   // No pod may be created in the namespace: the operator's applies are
   // refused until the quota goes.
   ASSERT_TRUE(admin()
-                  ->Create(kResourceQuotas, "bad-jobs",
+                  ->Create(kResourceQuotas, "quota",
                            {{"apiVersion", "v1"},
                             {"kind", "ResourceQuota"},
                             {"metadata", {{"name", "no-pods"}}},
                             {"spec", {{"hard", {{"pods", "0"}}}}}},
                            nullptr)
                   .ok());
-  CreateJob(Job("bad-jobs", "good"));
+  CreateJob(Job("quota", "good"));
   EXPECT_TRUE(Eventually([&] {
-    return op->Log().find("job=bad-jobs/good reconcile failed (Forbidden), retrying") !=
+    return op->Log().find("job=quota/good reconcile failed (Forbidden), retrying") !=
            std::string::npos;
   })) << op->Log();
   EXPECT_GE(op->Metric("gaptrain_operator_reconcile_errors_total{reason=\"Forbidden\"}"), 1);
-  ASSERT_TRUE(admin()->Delete(kResourceQuotas, "bad-jobs", "no-pods", kube::DeleteOptions()).ok());
-  EXPECT_TRUE(Eventually([&] { return Pods("bad-jobs", "good").size() == 5; }, seconds(60)))
+  // The job says so itself, as a ReplicaSet would: condition ReplicaFailure
+  // and a Warning FailedCreate, with the quota's own message.
+  ASSERT_TRUE(WaitForJob("quota", "good", [](const json& j) {
+    return ConditionOf(j, "ReplicaFailure").value("status", "") == "True";
+  })) << op->Log();
+  const json failure = ConditionOf(Get(kube::kTrainingJobs, "quota", "good"), "ReplicaFailure");
+  EXPECT_EQ(failure["reason"], "FailedCreate");
+  EXPECT_NE(failure["message"].get<std::string>().find("exceeded quota: no-pods"),
+            std::string::npos)
+      << failure.dump();
+  EXPECT_TRUE(Eventually([&] { return CountEvents("quota", "good", "FailedCreate") == 1; }));
+  ASSERT_TRUE(admin()->Delete(kResourceQuotas, "quota", "no-pods", kube::DeleteOptions()).ok());
+  EXPECT_TRUE(Eventually([&] { return Pods("quota", "good").size() == 5; }, seconds(60)))
       << op->Log();
+  EXPECT_TRUE(WaitForJob("quota", "good", [](const json& j) {
+    return ConditionOf(j, "ReplicaFailure").value("reason", "") == "ChildrenAccepted";
+  })) << Get(kube::kTrainingJobs, "quota", "good").dump(2);
   EXPECT_TRUE(op->process()->Running());
   HttpClientResponse r;
   ASSERT_TRUE(op->GetHealth("/healthz", &r).ok());
@@ -593,6 +735,323 @@ TEST_F(OperatorProcessTest, ALostLeaseExitsNonZero) {
               WEXITSTATUS(op->process()->wait_status()) == 1)
       << DescribeWaitStatus(op->process()->wait_status());
   EXPECT_NE(op->Log().find("leader election lost"), std::string::npos) << op->Log();
+}
+
+// Issue 28: a preemptible job under --spot-preset=gke on a cluster whose
+// only Node is not a spot node. The real scheduler leaves the trainers and
+// the evaluator Pending; the job says so itself, with the scheduler's
+// words and how many wait, in `kubectl describe tj`; labelling the Node
+// spot places them, and the condition clears.
+TEST_F(OperatorProcessTest, SpotJobWithoutASpotNodeSaysWhyThenRunsOnceANodeIsLabelled) {
+  const std::string ns = "spot";
+  CreateNamespace(ns);
+  RegisterNode("on-demand-node");
+  VolumesForClaimsOf(ns, "spot");
+  std::unique_ptr<RunningOperator> op =
+      StartOperator("op", {"--leader-elect=false", "--spot-preset", "gke"});
+  ASSERT_NE(op, nullptr);
+  CreateJob(Job(ns, "spot", {{"workers", {{"replicas", 2}, {"preemptible", true}}}}));
+
+  // The master and the coordinator (no spot requirement) are placed; the
+  // three workers wait for the reason the scheduler gives.
+  const std::string waiting =
+      "3 pods cannot be scheduled (spot-evaluator, spot-trainer-0, spot-trainer-1): 0/1 nodes "
+      "are available: 1 node(s) didn't match Pod's node affinity/selector.";
+  ASSERT_TRUE(WaitForJob(
+      ns, "spot",
+      [&](const json& j) {
+        const json c = ConditionOf(j, "PodsUnschedulable");
+        return c.value("status", "") == "True" &&
+               c.value("message", "").rfind(waiting, 0) == 0;
+      },
+      seconds(60)))
+      << Get(kube::kTrainingJobs, ns, "spot").dump(2) << op->Log();
+  for (const char* pod : {"spot-master", "spot-coordinator"}) {
+    EXPECT_EQ(Get(kube::kPods, ns, pod)["spec"].value("nodeName", ""), "on-demand-node") << pod;
+  }
+  const json job = Get(kube::kTrainingJobs, ns, "spot");
+  EXPECT_EQ(Phase(job), "Pending");
+  EXPECT_EQ(ConditionOf(job, "PodsUnschedulable")["reason"], "Unschedulable");
+  EXPECT_TRUE(Eventually([&] {
+    for (const json& e : JobEvents(ns, "spot")) {
+      if (e.value("reason", "") == "FailedScheduling" && e.value("type", "") == "Warning" &&
+          e.value("note", "").find("didn't match Pod's node affinity/selector") !=
+              std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  })) << op->Log();
+  std::string described;
+  Status s = cluster_->Kubectl({"describe", "trainingjob", "spot", "--namespace", ns},
+                               &described);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::printf("kubectl describe tj spot, waiting:\n%s\n",
+              described.substr(std::min(described.size(), described.find("\nStatus:"))).c_str());
+  EXPECT_NE(described.find("PodsUnschedulable"), std::string::npos) << described;
+  EXPECT_NE(described.find("3 pods cannot be scheduled"), std::string::npos) << described;
+  EXPECT_NE(described.find("didn't match Pod's node affinity/selector"), std::string::npos)
+      << described;
+  EXPECT_NE(described.find("FailedScheduling"), std::string::npos) << described;
+
+  // The Node becomes a spot node: every pod is placed, the condition
+  // clears, and once the pods run (the test as their kubelet) so does the job.
+  s = admin()->MergePatch(kNodes, "", "on-demand-node",
+                          {{"metadata", {{"labels", {{"cloud.google.com/gke-spot", "true"}}}}}},
+                          nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::vector<json> pods = Pods(ns, "spot");
+        if (pods.size() != 5) return false;
+        for (const json& pod : pods) {
+          if (pod["spec"].value("nodeName", "") != "on-demand-node") return false;
+        }
+        return true;
+      },
+      seconds(60)))
+      << op->Log();
+  ASSERT_TRUE(WaitForJob(ns, "spot", [](const json& j) {
+    return ConditionOf(j, "PodsUnschedulable").value("status", "") == "False";
+  })) << Get(kube::kTrainingJobs, ns, "spot").dump(2);
+  EXPECT_EQ(ConditionOf(Get(kube::kTrainingJobs, ns, "spot"), "PodsUnschedulable")["reason"],
+            "PodsScheduled");
+  RunAllPods(ns, "spot");
+  EXPECT_TRUE(WaitForJob(ns, "spot", [](const json& j) { return Phase(j) == "Running"; }))
+      << Get(kube::kTrainingJobs, ns, "spot").dump(2) << op->Log();
+  EXPECT_EQ(CountEvents(ns, "spot", "FailedCreate"), 0);
+
+  // Later tests' pods must not land on this Node.
+  admin()->Delete(kube::kTrainingJobs, ns, "spot", kube::DeleteOptions()).ok();
+  admin()->Delete(kNodes, "", "on-demand-node", kube::DeleteOptions()).ok();
+}
+
+// Issue 28: in a namespace enforcing PodSecurity "restricted" (hardened
+// clusters, OpenShift), the real admission admits every pod the operator
+// makes for the example job (examples/k8s/mnist-gap-aware-dana.yaml, as a
+// user applies it): no refusal, no FailedCreate.
+TEST_F(OperatorProcessTest, RestrictedNamespaceAdmitsTheJobsPods) {
+  const std::string ns = "restricted";
+  CreateRestrictedNamespace(ns);
+  std::unique_ptr<RunningOperator> op = StartOperator("op", {"--leader-elect=false"});
+  ASSERT_NE(op, nullptr);
+  const std::string name = "mnist-gap-aware-dana";
+  Status s = cluster_->Kubectl(
+      {"apply", "--namespace", ns, "-f", "examples/k8s/mnist-gap-aware-dana.yaml"});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // The master, the coordinator, the evaluator and 4 trainers.
+  ASSERT_TRUE(Eventually([&] { return Pods(ns, name).size() == 7; }, seconds(60)))
+      << Get(kube::kTrainingJobs, ns, name).dump(2) << op->Log();
+  for (const json& pod : Pods(ns, name)) {
+    SCOPED_TRACE(pod["metadata"]["name"].get<std::string>());
+    EXPECT_EQ(pod["spec"]["securityContext"]["runAsNonRoot"], true);
+    EXPECT_EQ(pod["spec"]["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+    EXPECT_EQ(pod["spec"]["securityContext"]["fsGroup"], 65532);
+    for (const json& c : pod["spec"]["containers"]) {
+      EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
+      EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], json::array({"ALL"}));
+    }
+  }
+  const json job = Get(kube::kTrainingJobs, ns, name);
+  EXPECT_TRUE(ConditionOf(job, "ReplicaFailure").empty()) << job.dump(2);
+  EXPECT_EQ(CountEvents(ns, name, "FailedCreate"), 0);
+  for (const AuditRecord& r : OperatorRequests()) {
+    if (r.ns == ns) {
+      EXPECT_NE(r.code, 403) << r.verb << " " << r.uri;
+    }
+  }
+
+  // The dataset loaders of docs/install.md are admitted too (each file in
+  // a namespace of its own: they name the same claims).
+  s = cluster_->Kubectl({"apply", "--namespace", ns, "-f", "examples/k8s/datasets.yaml"});
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  CreateRestrictedNamespace("restricted-rwx");
+  s = cluster_->Kubectl(
+      {"apply", "--namespace", "restricted-rwx", "-f", "examples/k8s/datasets-rwx.yaml"});
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(Get(kube::kPods, ns, "dataset-loader").is_object());
+  EXPECT_TRUE(Get(kube::kPods, "restricted-rwx", "dataset-loader").is_object());
+}
+
+// Issue 28: a template that asks for what "restricted" forbids (the host's
+// network) has its pods refused by the real admission. The job shows the
+// API's message as condition ReplicaFailure (FailedCreate) and one Warning
+// FailedCreate, retried with backoff, not spun on; fixing the template
+// creates the pods and clears the condition.
+TEST_F(OperatorProcessTest, AChildRefusedByAdmissionIsAFailedCreateWarning) {
+  const std::string ns = "restricted-refused";
+  CreateRestrictedNamespace(ns);
+  std::unique_ptr<RunningOperator> op = StartOperator("op", {"--leader-elect=false"});
+  ASSERT_NE(op, nullptr);
+  CreateJob(Job(ns, "rooted", {{"workers", {{"template", {{"spec", {{"hostNetwork", true}}}}}}}}));
+
+  ASSERT_TRUE(WaitForJob(ns, "rooted", [](const json& j) {
+    return ConditionOf(j, "ReplicaFailure").value("status", "") == "True";
+  })) << op->Log();
+  const json failure = ConditionOf(Get(kube::kTrainingJobs, ns, "rooted"), "ReplicaFailure");
+  EXPECT_EQ(failure["reason"], "FailedCreate");
+  const std::string message = failure["message"];
+  EXPECT_EQ(message.rfind("pods \"rooted-trainer-0\" is forbidden: violates PodSecurity "
+                          "\"restricted:latest\": host namespaces (hostNetwork=true)",
+                          0),
+            0u)
+      << message;
+  ASSERT_TRUE(Eventually([&] { return CountEvents(ns, "rooted", "FailedCreate") == 1; }))
+      << op->Log();
+  for (const json& e : JobEvents(ns, "rooted")) {
+    if (e.value("reason", "") != "FailedCreate") continue;
+    EXPECT_EQ(e["type"], "Warning");
+    EXPECT_EQ(e["note"], "Error creating: " + message);
+  }
+  // What the admission admitted is there; the trainers are not.
+  EXPECT_TRUE(Get(kube::kPods, ns, "rooted-master").is_object());
+  EXPECT_TRUE(Get(kube::kPods, ns, "rooted-evaluator").is_object());
+  EXPECT_TRUE(Get(kube::kPods, ns, "rooted-trainer-0").is_null());
+  std::string described;
+  Status s = cluster_->Kubectl({"describe", "trainingjob", "rooted", "--namespace", ns},
+                               &described);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::printf("kubectl describe tj rooted, refused:\n%s\n",
+              described.substr(std::min(described.size(), described.find("\nStatus:"))).c_str());
+  EXPECT_NE(described.find("FailedCreate"), std::string::npos) << described;
+  EXPECT_NE(described.find("violates PodSecurity"), std::string::npos) << described;
+
+  // Retried with backoff for a while: the same refusal is no new Event,
+  // and the trainer's creation is tried a few times, not spun on.
+  std::this_thread::sleep_for(seconds(4));
+  EXPECT_EQ(CountEvents(ns, "rooted", "FailedCreate"), 1);
+  int tries = 0;
+  for (const AuditRecord& r : OperatorRequests()) {
+    tries += r.ns == ns && r.resource == "pods" && r.name == "rooted-trainer-0";
+  }
+  EXPECT_GE(tries, 2);
+  EXPECT_LE(tries, 30) << "backoff doubles from 5 ms";
+  std::printf("rooted-trainer-0: %d tries in about 5 s\n", tries);
+
+  // The template fixed: the trainers are admitted, the failure clears.
+  s = admin()->MergePatch(kube::kTrainingJobs, ns, "rooted",
+                          {{"spec", {{"workers", {{"template", nullptr}}}}}}, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(Eventually([&] { return Pods(ns, "rooted").size() == 5; }, seconds(60)))
+      << op->Log();
+  EXPECT_TRUE(WaitForJob(ns, "rooted", [](const json& j) {
+    return ConditionOf(j, "ReplicaFailure").value("reason", "") == "ChildrenAccepted";
+  })) << Get(kube::kTrainingJobs, ns, "rooted").dump(2);
+}
+
+// Issue 28: a job with spec.output that succeeds gets its model exported.
+// The test plays the kubelet and the job's services: the coordinator's and
+// the master's HTTP endpoints are served on a loopback address (the pods'
+// IP, on their real ports, since the operator reads them by pod IP) and
+// report the job Succeeded. The operator stops the master (cleanPodPolicy
+// Running), then creates NAME-export, which the namespace's PodSecurity
+// "restricted" admits, mounting the checkpoints read-only and the output
+// claim; once the pod has exited 0, status.output says where the model is,
+// with condition and Event ModelExported, and the job stays Succeeded.
+TEST_F(OperatorProcessTest, ASucceededJobExportsItsModelToTheOutputClaim) {
+  const std::string ns = "exports";
+  const std::string ip = "127.0.0.87";  // no other test serves here
+  std::unique_ptr<HttpServer> coordinator, master;
+  Status s = HttpServer::Start(ip, trainingjob::kCoordinatorHttpPort, &coordinator);
+  if (s.code() == Status::Code::kUnavailable) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  s = HttpServer::Start(ip, trainingjob::kMasterHttpPort, &master);
+  if (s.code() == Status::Code::kUnavailable) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  coordinator->Handle("/status", [](const HttpRequest&) {
+    HttpResponse r;
+    r.content_type = "application/json";
+    r.body = R"({"phase": "Succeeded", "reason": "EpochsCompleted", "message": "completed 1 epochs",
+      "epoch": 1, "samples": {"doneInEpoch": 0, "inEpoch": 60000}, "masterVersion": 938,
+      "workers": {"liveTrainers": 0},
+      "evaluation": {"accuracy": 0.9871, "loss": 0.04, "version": 938}})";
+    return r;
+  });
+  master->Handle("/metrics", [](const HttpRequest&) {
+    HttpResponse r;
+    r.body = "gaptrain_master_model_version 938\n";
+    return r;
+  });
+
+  CreateRestrictedNamespace(ns);
+  std::unique_ptr<RunningOperator> op = StartOperator("op", {"--leader-elect=false"});
+  ASSERT_NE(op, nullptr);
+  CreateJob(Job(ns, "mnist",
+                {{"output", {{"claimName", "models"}, {"path", "mnist/model.pt"}}}}));
+  ASSERT_TRUE(Eventually([&] { return Pods(ns, "mnist").size() == 5; }, seconds(30)))
+      << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
+  for (const json& pod : Pods(ns, "mnist")) {
+    const std::string name = pod["metadata"]["name"];
+    MarkRunning(ns, name,
+                name == "mnist-coordinator" || name == "mnist-master"
+                    ? ip
+                    : "10.0.1." + std::to_string(next_ip_++));
+  }
+  ASSERT_TRUE(WaitForJob(ns, "mnist", [](const json& j) { return Phase(j) == "Succeeded"; }))
+      << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
+
+  // The master stops (here: deleted at once, as a pod without a node is);
+  // then the export pod, admitted by "restricted".
+  json pod;
+  ASSERT_TRUE(Eventually([&] {
+    pod = Get(kube::kPods, ns, "mnist-export");
+    return pod.is_object();
+  })) << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
+  EXPECT_FALSE(Get(kube::kPods, ns, "mnist-master").is_object());
+  const json& c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["command"],
+            json({"gaptrain", "export", "--checkpoint-dir", "/var/lib/gaptrain/checkpoints", "-o",
+                  "/var/lib/gaptrain/output/mnist/model.pt", "--mkdir", "--card",
+                  "/var/lib/gaptrain/output/mnist/model.pt.json", "--job",
+                  "/etc/gaptrain/job.yaml", "--test-accuracy", "0.9871"}));
+  std::map<std::string, json> claims;
+  for (const json& v : pod["spec"]["volumes"]) {
+    if (v.contains("persistentVolumeClaim")) claims[v["name"]] = v["persistentVolumeClaim"];
+  }
+  EXPECT_EQ(claims["gaptrain-checkpoints"],
+            json::parse(R"j({"claimName": "mnist-checkpoints", "readOnly": true})j"));
+  EXPECT_EQ(claims["gaptrain-output"], json::parse(R"j({"claimName": "models"})j"));
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(pod["spec"]["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(pod["metadata"]["labels"]["gaptrain.io/replica-type"], "export");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["kind"], "TrainingJob");
+  json job = Get(kube::kTrainingJobs, ns, "mnist");
+  EXPECT_EQ(job["status"]["output"]["phase"], "Running") << job["status"].dump(2);
+  EXPECT_EQ(ConditionOf(job, "ModelExported")["reason"], "Exporting");
+
+  // It exits 0: the model is there.
+  WriteStatus(ns, "mnist-export", [](json* status) {
+    (*status)["phase"] = "Succeeded";
+    (*status)["containerStatuses"] = {
+        {{"name", "gaptrain"},
+         {"ready", false},
+         {"restartCount", 0},
+         {"image", "gaptrain"},
+         {"imageID", ""},
+         {"state", {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}}}}}}};
+  });
+  ASSERT_TRUE(WaitForJob(ns, "mnist", [](const json& j) {
+    return j["status"].value("output", json::object()).value("phase", "") == "Succeeded";
+  })) << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
+  job = Get(kube::kTrainingJobs, ns, "mnist");
+  EXPECT_EQ(Phase(job), "Succeeded");
+  const json& output = job["status"]["output"];
+  EXPECT_EQ(output["claimName"], "models");
+  EXPECT_EQ(output["path"], "mnist/model.pt");
+  EXPECT_EQ(output["message"],
+            "the model is in claim models at mnist/model.pt (model card mnist/model.pt.json)");
+  EXPECT_TRUE(output.contains("completionTime"));
+  EXPECT_EQ(ConditionOf(job, "ModelExported")["status"], "True");
+  EXPECT_TRUE(Eventually([&] { return CountEvents(ns, "mnist", "ModelExported") == 1; }))
+      << op->Log();
+  EXPECT_EQ(CountEvents(ns, "mnist", "FailedCreate"), 0);
+  for (const AuditRecord& r : OperatorRequests()) {
+    if (r.ns == ns) {
+      EXPECT_NE(r.code, 403) << r.verb << " " << r.uri;
+    }
+  }
+  // No TTL: the finished job stays.
+  EXPECT_TRUE(Get(kube::kTrainingJobs, ns, "mnist").is_object());
 }
 
 }  // namespace

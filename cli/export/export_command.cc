@@ -2,16 +2,22 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "cli/run/local_job.h"
+#include "services/common/atomic_file.h"
 #include "services/common/file_paths.h"
 #include "services/common/flag_values.h"
+#include "services/common/os_error.h"
 #include "services/common/status.h"
+#include "services/common/training_job.h"
 #include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
 #include "services/master/checkpoint_torch.h"
@@ -22,15 +28,24 @@ namespace {
 constexpr char kUsage[] =
     "usage: gaptrain export CHECKPOINT -o OUT.pt\n"
     "       gaptrain export --run-dir DIR -o OUT.pt\n"
+    "       gaptrain export --checkpoint-dir DIR -o OUT.pt\n"
     "Writes a checkpoint's parameters as a PyTorch state_dict (torch.save format):\n"
     "in Python, model.load_state_dict(torch.load('OUT.pt')).\n"
     "  CHECKPOINT          a checkpoint file (ckpt-<version>.gtc)\n"
     "  --run-dir DIR       the newest valid checkpoint in DIR/checkpoints/, the run\n"
     "                      directory of 'gaptrain run' (e.g. runs/NAME)\n"
-    "  -o, --output OUT.pt the file to write; replaced if it exists\n";
+    "  --checkpoint-dir DIR  the newest valid checkpoint in DIR, a master's\n"
+    "                      --checkpoint-dir (a cluster job's checkpoint volume)\n"
+    "  -o, --output OUT.pt the file to write; replaced if it exists\n"
+    "  --mkdir             create OUT's missing parent directories\n"
+    "  --card CARD.json    also write a model card: the tensors' names and shapes,\n"
+    "                      the checkpoint's version, and what the flags below add\n"
+    "  --job JOB.yaml      the card names the job, its model and its dataset\n"
+    "  --test-accuracy A   the card records this test accuracy (in [0, 1])\n";
 
 // The flags that take a value: their values are never CHECKPOINT.
-const std::set<std::string> kValueFlags = {"-o", "--output", "--run-dir"};
+const std::set<std::string> kValueFlags = {"-o",   "--output", "--run-dir", "--checkpoint-dir",
+                                           "--card", "--job",  "--test-accuracy"};
 
 int Fail(std::string* err, const std::string& message, int code) {
   *err += "gaptrain export: " + message + "\n";
@@ -73,6 +88,38 @@ std::string CheckpointError(const Status& s) {
   }
 }
 
+// The model card: what someone holding only the .pt needs to use it (which
+// network, its tensors, how far it trained, how well it scored), as JSON
+// beside it. `job` is null without --job; accuracy is negative without
+// --test-accuracy.
+std::string ModelCard(const std::string& output, const std::string& checkpoint,
+                      const ParameterStore& store, const TrainingJob* job, double accuracy) {
+  nlohmann::ordered_json card;
+  card["format"] = "pytorch-state-dict";
+  card["stateDict"] = output.substr(output.rfind('/') + 1);
+  card["load"] = "model.load_state_dict(torch.load(" +
+                 PythonString(output.substr(output.rfind('/') + 1)) + "))";
+  if (job != nullptr) {
+    card["job"] = {{"name", job->name}, {"namespace", job->namespace_name}};
+    if (job->model.torchscript.empty()) {
+      card["model"] = {{"builtin", job->model.builtin}};
+    } else {
+      card["model"] = {{"torchscript", job->model.torchscript}};
+    }
+    card["data"] = {{"format", job->data.format}};
+  }
+  card["version"] = store.version();
+  card["checkpoint"] = checkpoint.substr(checkpoint.rfind('/') + 1);
+  if (accuracy >= 0) card["testAccuracy"] = accuracy;
+  card["parameters"] = store.size();
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  for (const TensorSpec& t : store.layout().tensors()) {
+    tensors.push_back({{"name", t.name}, {"shape", t.shape}});
+  }
+  card["tensors"] = std::move(tensors);
+  return card.dump(2) + "\n";
+}
+
 }  // namespace
 
 int ExportCommand(const std::vector<std::string>& args, std::string* out, std::string* err) {
@@ -98,11 +145,17 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
     if (++seen[name] > 1)
       return Usage(err, (name == "-o" ? "-o/--output" : name) + ": given twice");
   }
-  std::string output, output_long, run_dir;
+  std::string output, output_long, run_dir, checkpoint_dir, card, job_file, accuracy_text;
+  bool make_dirs = false;
   FlagSet flags;
   flags.String("-o", &output);
   flags.String("--output", &output_long);
   flags.String("--run-dir", &run_dir);
+  flags.String("--checkpoint-dir", &checkpoint_dir);
+  flags.Switch("--mkdir", &make_dirs);
+  flags.String("--card", &card);
+  flags.String("--job", &job_file);
+  flags.String("--test-accuracy", &accuracy_text);
   Status s = flags.Parse(flag_args);
   if (!s.ok()) return Usage(err, s.message());
   if (output_long_form) output = output_long;
@@ -110,22 +163,48 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
   if (positional.size() > 1) return Usage(err, "unexpected argument '" + positional[1] + "'");
   const bool from_file = !positional.empty();
   const bool from_run = seen.count("--run-dir") > 0;
-  if (from_file == from_run) {
-    return Usage(err, from_file ? "give CHECKPOINT or --run-dir, not both"
-                                : "give a CHECKPOINT file or --run-dir DIR");
+  const bool from_dir = seen.count("--checkpoint-dir") > 0;
+  const int sources = int{from_file} + int{from_run} + int{from_dir};
+  if (sources != 1) {
+    return Usage(err, sources > 1 ? "give one of CHECKPOINT, --run-dir and --checkpoint-dir"
+                                  : "give a CHECKPOINT file or --run-dir DIR");
   }
   const std::string checkpoint_arg = from_file ? positional[0] : "";
   if (from_file && checkpoint_arg.empty()) return Usage(err, "CHECKPOINT: empty path");
   if (from_run && run_dir.empty()) return Usage(err, "--run-dir: empty path");
+  if (from_dir && checkpoint_dir.empty()) return Usage(err, "--checkpoint-dir: empty path");
   if (seen.count("-o") == 0) return Usage(err, "missing -o OUT.pt");
   if (output.empty()) return Usage(err, "-o: empty path");
   if (IsDirectory(output)) return Usage(err, "-o " + output + ": is a directory; name a file");
-  if (!IsDirectory(DirName(output))) {
-    return Usage(err, "-o " + output + ": directory " + DirName(output) + " does not exist");
+  if (!make_dirs && !IsDirectory(DirName(output))) {
+    return Usage(err, "-o " + output + ": directory " + DirName(output) +
+                          " does not exist (--mkdir creates it)");
   }
   if (from_file && IsDirectory(checkpoint_arg)) {
     return Usage(
         err, "CHECKPOINT " + checkpoint_arg + " is a directory; for a run directory use --run-dir");
+  }
+  if (seen.count("--card") > 0 && (card.empty() || IsDirectory(card))) {
+    return Usage(err, "--card: name a file");
+  }
+  if (card.empty() && (seen.count("--job") > 0 || seen.count("--test-accuracy") > 0)) {
+    return Usage(err, "--job and --test-accuracy describe the model card: add --card CARD.json");
+  }
+  double accuracy = -1;
+  if (seen.count("--test-accuracy") > 0) {
+    char* end = nullptr;
+    accuracy = std::strtod(accuracy_text.c_str(), &end);
+    if (accuracy_text.empty() || *end != '\0' || !std::isfinite(accuracy) || accuracy < 0 ||
+        accuracy > 1) {
+      return Usage(err, "--test-accuracy: must be a number in [0, 1], got '" + accuracy_text +
+                            "'");
+    }
+  }
+  // The job is read before anything is written: a bad --job writes nothing.
+  TrainingJob job;
+  if (seen.count("--job") > 0) {
+    s = LoadTrainingJob(job_file, &job);
+    if (!s.ok()) return Fail(err, "--job: " + s.message(), 1);
   }
 
   // Verify the checkpoint (choosing the newest valid one for --run-dir) and
@@ -136,10 +215,12 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
     s = ReadCheckpoint(checkpoint, &store, nullptr);
     if (!s.ok()) return Fail(err, CheckpointError(s), 1);
   } else {
-    if (!IsDirectory(run_dir)) {
-      return Fail(err, "--run-dir " + run_dir + ": no such directory", 1);
-    }
-    CheckpointDirectory dir(LocalJob::CheckpointDir(run_dir), /*keep=*/1);  // only read
+    const std::string flag = from_run ? "--run-dir " : "--checkpoint-dir ";
+    const std::string given = from_run ? run_dir : checkpoint_dir;
+    if (!IsDirectory(given)) return Fail(err, flag + given + ": no such directory", 1);
+    // Only read, so a read-only volume (the export pod's) is enough.
+    CheckpointDirectory dir(from_run ? LocalJob::CheckpointDir(run_dir) : checkpoint_dir,
+                            /*keep=*/1);
     std::vector<std::string> skipped;
     s = dir.RestoreNewest(&store, nullptr, &checkpoint, &skipped);
     if (s.code() == Status::Code::kNotFound) {
@@ -164,7 +245,18 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
   const size_t tensors = store->layout().num_tensors();
   const size_t parameters = store->size();
   const uint64_t version = store->version();
+  const std::string card_text =
+      card.empty() ? ""
+                   : ModelCard(output, checkpoint, *store,
+                               seen.count("--job") > 0 ? &job : nullptr, accuracy);
   store.reset();  // the export reads the file again; hold one copy at a time
+
+  if (make_dirs) {
+    s = MakeDirs(DirName(output));
+    if (!s.ok()) {
+      return Fail(err, "cannot create the directory of " + output + ": " + s.message(), 1);
+    }
+  }
 
   s = ExportCheckpointForTorch(checkpoint, output);
   if (!s.ok()) {
@@ -179,6 +271,13 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
           std::to_string(parameters) + " parameters from " + checkpoint + " (version " +
           std::to_string(version) + "); in Python: model.load_state_dict(torch.load(" +
           PythonString(output) + "))\n";
+  if (!card.empty()) {
+    // After the model, so a card never describes a model that is not there.
+    if (make_dirs) s = MakeDirs(DirName(card));
+    if (s.ok()) s = WriteFileAtomically(card, card_text.data(), card_text.size());
+    if (!s.ok()) return Fail(err, "cannot write the model card " + card + ": " + s.message(), 1);
+    *out += "wrote " + card + ": the model card\n";
+  }
   return 0;
 }
 

@@ -3,12 +3,16 @@
 // torch.load() as a state_dict (name -> float32 tensor, in layout order) for
 // load_state_dict(); see services/master/checkpoint_torch.h. The checkpoint
 // is a file, or the newest valid one in a `gaptrain run` run directory's
-// checkpoints/ (CheckpointDirectory::RestoreNewest: corrupt newer files are
-// skipped and reported).
+// checkpoints/ or in a master's checkpoint directory (--checkpoint-dir: the
+// operator's export pod reads a cluster job's volume so;
+// CheckpointDirectory::RestoreNewest: corrupt newer files are skipped and
+// reported). With --card, a model card (JSON: the tensors, the version, the
+// job and accuracy the flags give) is written beside it.
 //
 // What callers may rely on: OUT is replaced atomically (WriteFileAtomically)
 // and only after the checkpoint verified; an error before the rename leaves
-// OUT as it was. The checkpoint is only read.
+// OUT as it was. The card is written (atomically too) only after OUT. The
+// checkpoint is only read, so a read-only mount is enough.
 
 #ifndef GAPTRAIN_CLI_EXPORT_EXPORT_COMMAND_H_
 #define GAPTRAIN_CLI_EXPORT_EXPORT_COMMAND_H_

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,63 @@ TEST(ExportCommandTest, RunDirTakesTheNewestValidCheckpoint) {
   ExpectExportOf(out, *stores[1]);
 }
 
+// A cluster job's export: the newest valid checkpoint of a master's
+// checkpoint directory (its volume, read-only in the export pod), into a
+// directory of the output claim that does not exist yet, with a model card.
+TEST(ExportCommandTest, CheckpointDirWithCardIntoNewDirectories) {
+  const std::string dir = TestDir("export_command_test");
+  const std::string volume = dir + "/checkpoints";  // the claim's root
+  CheckpointDirectory checkpoints(volume, 5);
+  std::unique_ptr<ParameterStore> older = MlpStore(40, 0.5f);
+  std::unique_ptr<ParameterStore> newest = MlpStore(90, 1.5f);
+  ASSERT_TRUE(checkpoints.Save(*older, CheckpointMeta(), nullptr).ok());
+  ASSERT_TRUE(checkpoints.Save(*newest, CheckpointMeta(), nullptr).ok());
+  const std::string job = dir + "/job.yaml";
+  WriteRaw(job,
+           "apiVersion: gaptrain.io/v1alpha1\nkind: TrainingJob\n"
+           "metadata: {name: mnist, namespace: research}\n"
+           "spec: {model: {builtin: lenet5}, data: {path: /data/mnist}, training: {epochs: 1}}\n");
+  const std::string out = dir + "/models/runs/mnist.pt";
+  const std::string card = out + ".json";
+
+  Result r = Export({"--checkpoint-dir", volume, "-o", out, "--mkdir", "--card", card, "--job",
+                     job, "--test-accuracy", "0.9871"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(Contains(r.out, " from " + volume + "/" + CheckpointDirectory::FileName(90) +
+                                  " (version 90)"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "wrote " + card + ": the model card\n")) << r.out;
+  ExpectExportOf(out, *newest);
+  const std::string card_text = ReadRaw(card);
+  EXPECT_EQ(card_text.back(), '\n');
+  EXPECT_EQ(nlohmann::ordered_json::parse(card_text), nlohmann::ordered_json::parse(R"j({
+      "format": "pytorch-state-dict",
+      "stateDict": "mnist.pt",
+      "load": "model.load_state_dict(torch.load('mnist.pt'))",
+      "job": {"name": "mnist", "namespace": "research"},
+      "model": {"builtin": "lenet5"},
+      "data": {"format": "mnist-idx"},
+      "version": 90,
+      "checkpoint": "ckpt-00000000000000000090.gtc",
+      "testAccuracy": 0.9871,
+      "parameters": 26,
+      "tensors": [{"name": "fc1.weight", "shape": [4, 3]}, {"name": "fc1.bias", "shape": [4]},
+                  {"name": "fc2.weight", "shape": [2, 4]}, {"name": "fc2.bias", "shape": [2]}]
+    })j"))
+      << card_text;
+
+  // Without a checkpoint the volume holds nothing to export.
+  const std::string empty = dir + "/empty-volume";
+  ASSERT_EQ(::mkdir(empty.c_str(), 0755), 0);
+  r = Export({"--checkpoint-dir", empty, "-o", dir + "/x.pt"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Contains(r.err, "no checkpoint in " + empty)) << r.err;
+  r = Export({"--checkpoint-dir", dir + "/absent", "-o", dir + "/x.pt"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Contains(r.err, "--checkpoint-dir " + dir + "/absent: no such directory")) << r.err;
+}
+
 // Each case fails with `code`, says `message`, and leaves no OUT behind.
 struct BadCase {
   std::vector<std::string> args;
@@ -177,7 +235,26 @@ TEST(ExportCommandTest, BadUsageIsRefused) {
   const std::vector<BadCase> cases = {
       {{}, 2, "give a CHECKPOINT file or --run-dir DIR"},
       {{"-o", out}, 2, "give a CHECKPOINT file or --run-dir DIR"},
-      {{checkpoint, "--run-dir", dir, "-o", out}, 2, "give CHECKPOINT or --run-dir, not both"},
+      {{checkpoint, "--run-dir", dir, "-o", out},
+       2,
+       "give one of CHECKPOINT, --run-dir and --checkpoint-dir"},
+      {{"--checkpoint-dir", dir, "--run-dir", dir, "-o", out},
+       2,
+       "give one of CHECKPOINT, --run-dir and --checkpoint-dir"},
+      {{"--checkpoint-dir", "", "-o", out}, 2, "--checkpoint-dir: empty path"},
+      {{checkpoint, "-o", out, "--card", dir}, 2, "--card: name a file"},
+      {{checkpoint, "-o", out, "--job", "job.yaml"},
+       2,
+       "--job and --test-accuracy describe the model card: add --card CARD.json"},
+      {{checkpoint, "-o", out, "--card", out + ".json", "--test-accuracy", "97"},
+       2,
+       "--test-accuracy: must be a number in [0, 1], got '97'"},
+      {{checkpoint, "-o", out, "--card", out + ".json", "--test-accuracy", "0.9x"},
+       2,
+       "--test-accuracy: must be a number in [0, 1], got '0.9x'"},
+      {{checkpoint, "-o", out, "--card", out + ".json", "--job", dir + "/absent.yaml"},
+       1,
+       "--job: " + dir + "/absent.yaml: cannot open the job file"},
       {{checkpoint, checkpoint, "-o", out}, 2, "unexpected argument '" + checkpoint + "'"},
       {{checkpoint}, 2, "missing -o OUT.pt"},
       {{checkpoint, "-o"}, 2, "-o: needs a value"},
@@ -189,7 +266,8 @@ TEST(ExportCommandTest, BadUsageIsRefused) {
       {{checkpoint, "-o", dir}, 2, "-o " + dir + ": is a directory"},
       {{checkpoint, "-o", dir + "/absent/model.pt"},
        2,
-       "-o " + dir + "/absent/model.pt: directory " + dir + "/absent does not exist"},
+       "-o " + dir + "/absent/model.pt: directory " + dir +
+           "/absent does not exist (--mkdir creates it)"},
       {{dir, "-o", out},
        2,
        "CHECKPOINT " + dir + " is a directory; for a run directory use --run-dir"},

@@ -3,9 +3,11 @@
 // validates against the CRD, and becomes pods (the operator's own
 // BuildDesiredChildren, with the GKE spot preset) that mount the dataset's
 // claim where the data path says; that claim is one datasets.yaml and
-// datasets-rwx.yaml create and the loader pod fills at that path. The
-// examples cover what docs/install.md promises: MNIST and Fashion-MNIST
-// with GA+DANA on spot workers, and sync with backup workers.
+// datasets-rwx.yaml create and the loader pod fills at that path; and that
+// write their model (spec.output) to the claim models.yaml creates, which
+// the export pod mounts and model-reader.yaml reads. The examples cover
+// what docs/install.md promises: MNIST and Fashion-MNIST with GA+DANA on
+// spot workers, and sync with backup workers.
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -90,7 +92,8 @@ TEST(K8sExamplesTest, JobsParseValidateAndMountTheirDataset) {
   config.image = "ghcr.io/gaptrain/gaptrain:0.1.0";
   ASSERT_TRUE(trainingjob::ParseSpotScheduling("gke", "--spot-preset", &config.spot).ok());
 
-  std::set<std::string> covered;
+  const std::vector<json> models = Objects("examples/k8s/models.yaml");
+  std::set<std::string> covered, model_paths;
   const std::vector<std::string> files = JobFiles();
   ASSERT_GE(files.size(), 3u);
   for (const std::string& file : files) {
@@ -142,6 +145,20 @@ TEST(K8sExamplesTest, JobsParseValidateAndMountTheirDataset) {
     EXPECT_NE(trainer["spec"]["tolerations"].dump().find("cloud.google.com/gke-spot"), std::string::npos);
     EXPECT_EQ(trainer["spec"]["containers"][0]["resources"]["requests"]["cpu"], "500m");
 
+    // The model: written to the claim models.yaml creates, each job to a
+    // file of its own, by an export pod that mounts it.
+    EXPECT_FALSE(FindObject(models, "PersistentVolumeClaim", spec.output.claim_name).is_null())
+        << "claim " << spec.output.claim_name;
+    EXPECT_EQ(spec.output.path, spec.name + ".pt");
+    EXPECT_TRUE(model_paths.insert(spec.output.path).second) << spec.output.path;
+    json export_pod;
+    const Status exported =
+        trainingjob::BuildExportPod(object, spec, config, 0.99, &export_pod);
+    ASSERT_TRUE(exported.ok()) << exported.ToString();
+    EXPECT_NE(export_pod["spec"]["volumes"].dump().find("\"claimName\":\"" +
+                                                        spec.output.claim_name + "\""),
+              std::string::npos);
+
     const std::string dataset = spec.data.path.substr(spec.data.path.rfind('/') + 1);
     if (spec.training.mode == "sync") {
       EXPECT_GE(spec.training.sync.backup_workers, 1u);
@@ -152,6 +169,53 @@ TEST(K8sExamplesTest, JobsParseValidateAndMountTheirDataset) {
   }
   for (const char* want : {"mnist gap-aware-dana", "fashion-mnist gap-aware-dana", "mnist sync+backups"}) {
     EXPECT_TRUE(covered.count(want)) << "no example for " << want;
+  }
+}
+
+// The loader pods carry what PodSecurity "restricted" asks of a pod, so a
+// hardened namespace admits them (operator_process_test applies both files
+// to a real API server enforcing it).
+TEST(K8sExamplesTest, TheHelperPodsMeetPodSecurityRestricted) {
+  for (const auto& [file, name] :
+       {std::pair<const char*, const char*>{"examples/k8s/datasets.yaml", "dataset-loader"},
+        {"examples/k8s/datasets-rwx.yaml", "dataset-loader"},
+        {"examples/k8s/model-reader.yaml", "model-reader"}}) {
+    SCOPED_TRACE(file);
+    const json loader = FindObject(Objects(file), "Pod", name);
+    ASSERT_TRUE(loader.is_object());
+    const json& pod = loader["spec"]["securityContext"];
+    EXPECT_EQ(pod["runAsNonRoot"], true);
+    EXPECT_NE(pod["runAsUser"], 0);
+    EXPECT_EQ(pod["seccompProfile"]["type"], "RuntimeDefault");
+    EXPECT_EQ(pod["fsGroup"], 65532) << "the job pods' group, so it can write a fresh volume";
+    for (const char* host : {"hostNetwork", "hostPID", "hostIPC"}) {
+      EXPECT_FALSE(loader["spec"].contains(host)) << host;
+    }
+    for (const json& c : loader["spec"]["containers"]) {
+      EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
+      EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], json::array({"ALL"}));
+      EXPECT_FALSE(c["securityContext"].contains("privileged"));
+    }
+  }
+}
+
+// The reader mounts the models claim read-only at /models, where the
+// `kubectl cp` it documents reads the example's model and its card.
+TEST(K8sExamplesTest, TheModelReaderReadsTheModelsClaim) {
+  const json reader = FindObject(Objects("examples/k8s/model-reader.yaml"), "Pod", "model-reader");
+  ASSERT_TRUE(reader.is_object());
+  ASSERT_EQ(reader["spec"]["volumes"].size(), 1u);
+  EXPECT_EQ(reader["spec"]["volumes"][0]["persistentVolumeClaim"],
+            json::parse(R"j({"claimName": "models", "readOnly": true})j"));
+  const json& mount = reader["spec"]["containers"][0]["volumeMounts"][0];
+  EXPECT_EQ(mount["mountPath"], "/models");
+  EXPECT_EQ(mount["readOnly"], true);
+  const std::string text = ReadRaw("examples/k8s/model-reader.yaml");
+  for (const char* command :
+       {"kubectl cp model-reader:/models/mnist-gap-aware-dana.pt mnist-gap-aware-dana.pt",
+        "kubectl cp model-reader:/models/mnist-gap-aware-dana.pt.json "
+        "mnist-gap-aware-dana.pt.json"}) {
+    EXPECT_NE(text.find(command), std::string::npos) << command;
   }
 }
 
@@ -172,6 +236,14 @@ TEST(K8sExamplesTest, InstallGuideUsesEveryExample) {
       EXPECT_NE(ReadRaw("examples/k8s/datasets.yaml").find(command), std::string::npos)
           << "datasets.yaml should document " << command;
     }
+  }
+  // And the model's way out, as model-reader.yaml documents it.
+  for (const char* command :
+       {"kubectl apply -f examples/k8s/models.yaml",
+        "kubectl wait --for=condition=Ready pod/model-reader",
+        "kubectl cp model-reader:/models/mnist-gap-aware-dana.pt mnist-gap-aware-dana.pt",
+        "kubectl delete pod model-reader"}) {
+    EXPECT_NE(guide.find(command), std::string::npos) << command;
   }
 }
 

@@ -11,8 +11,9 @@ const std::set<std::string> kKeywords = {
     "description", "type",  "format",    "enum",      "default",          "minimum",
     "maximum",     "exclusiveMinimum",   "exclusiveMaximum",              "minLength",
     "maxLength",   "pattern",            "required",  "properties",       "additionalProperties",
-    "items",       "x-kubernetes-preserve-unknown-fields", "x-kubernetes-list-type",
-    "x-kubernetes-list-map-keys"};
+    "items",       "maxItems",           "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-list-type",             "x-kubernetes-list-map-keys",
+    "x-kubernetes-validations"};
 
 std::string Join(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
@@ -86,6 +87,9 @@ void Check(const YAML::Node& schema, const YAML::Node& value, const std::string&
   if (value.IsScalar()) return CheckScalarRules(schema, value, path, have, errors);
 
   if (value.IsSequence()) {
+    if (schema["maxItems"] && value.size() > schema["maxItems"].as<size_t>()) {
+      errors->push_back(path + ": must have at most " + schema["maxItems"].Scalar() + " items");
+    }
     if (!schema["items"]) return;
     for (size_t i = 0; i < value.size(); ++i) {
       Check(schema["items"], value[i], path + "[" + std::to_string(i) + "]", errors);

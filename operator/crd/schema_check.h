@@ -4,8 +4,10 @@
 //
 // CheckAgainstSchema knows type, enum, default (ignored), minimum, maximum,
 // exclusiveMinimum/exclusiveMaximum (booleans), minLength, maxLength,
-// pattern, required, properties, additionalProperties, items, format and
-// the x-kubernetes-* list and preserve-unknown-fields markers; any other
+// pattern, required, properties, additionalProperties, items, maxItems,
+// format and the x-kubernetes-* list and preserve-unknown-fields markers.
+// It does not evaluate x-kubernetes-validations (CEL): the tests that need
+// them run against a real API server (trainingjob_crd_api_test). Any other
 // keyword in the schema is reported, so the checker cannot silently skip
 // what the generator starts to emit. Unlike the API server, which prunes
 // unknown fields silently, it reports them, except under the root's

@@ -1,5 +1,6 @@
 #include "operator/crd/trainingjob_crd.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "operator/crd/yaml_text.h"
@@ -71,6 +72,7 @@ Json FieldProperty(const FieldSchema& f) {
       Json items{{"type", "number"}};
       AddBounds(f, &items);
       schema["items"] = items;
+      if (f.max_items > 0) schema["maxItems"] = f.max_items;
       break;
     }
     case FieldType::kStringMap:
@@ -134,7 +136,9 @@ Json StatusSchema() {
   Json phase = Typed("string", "the job's state");
   phase["enum"] = {"Pending", "Running", "Restarting", "Succeeded", "Failed", "Suspended"};
   Json condition_type = Typed("string", "what the condition is about");
-  condition_type["enum"] = {"Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"};
+  condition_type["enum"] = {"Created",           "Running",        "Restarting",
+                            "Succeeded",         "Failed",         "Suspended",
+                            "PodsUnschedulable", "ReplicaFailure", "ModelExported"};
   Json condition_status = Typed("string", "whether it holds");
   condition_status["enum"] = {"True", "False", "Unknown"};
   Json condition{
@@ -152,6 +156,17 @@ Json StatusSchema() {
                   {"items", condition},
                   {"x-kubernetes-list-type", "map"},
                   {"x-kubernetes-list-map-keys", {"type"}}};
+  Json export_phase = Typed("string", "the export's state");
+  export_phase["enum"] = {"Pending", "Running", "Succeeded", "Failed"};
+  Json output{
+      {"description", "the trained model's export to spec.output, once the job has succeeded"},
+      {"type", "object"},
+      {"properties",
+       {{"claimName", Typed("string", "the claim the model is written to")},
+        {"path", Typed("string", "the model's file in the claim (its model card: PATH.json)")},
+        {"phase", export_phase},
+        {"message", Typed("string", "where the model is, or why it is not there yet")},
+        {"completionTime", Timestamp("when the export succeeded or failed")}}}};
   Json observed = Typed("integer", "the metadata.generation this status describes");
   observed["format"] = "int64";
   return Json{
@@ -196,7 +211,30 @@ Json StatusSchema() {
             {"testLoss", Typed("number", "the evaluator's latest test loss")},
             {"meanGap", Typed("number", "mean gap of recent pushes")},
             {"meanStaleness", Typed("number", "mean staleness of recent pushes, in updates")},
-            {"updatesPerSecond", Typed("number", "master updates per second, recently")}}}}}}}};
+            {"updatesPerSecond", Typed("number", "master updates per second, recently")}}}}},
+        {"display",
+         {{"description", "progress as kubectl get prints it, for people (scripts read progress)"},
+          {"type", "object"},
+          {"properties",
+           {{"epoch",
+             Typed("string", "epochs done (to a tenth) / spec.training.epochs, e.g. 2.3/4")},
+            {"accuracy", Typed("string", "the latest test accuracy, e.g. 98.45%")},
+            {"gap", Typed("string", "mean gap of recent pushes, e.g. 2.17")},
+            {"updatesPerSecond",
+             Typed("string", "master updates per second while Running, e.g. 270")}}}}},
+        {"output", output}}}};
+}
+
+// The node at dotted `path` ("" is the root) of a schema built above.
+Json& SchemaNode(Json& root, const std::string& path) {
+  Json* node = &root;
+  size_t begin = 0;
+  while (begin < path.size()) {
+    const size_t end = std::min(path.find('.', begin), path.size());
+    node = &(*node)["properties"][path.substr(begin, end - begin)];
+    begin = end + 1;
+  }
+  return *node;
 }
 
 Json Column(const char* name, const char* type, const char* path, const char* description) {
@@ -204,6 +242,55 @@ Json Column(const char* name, const char* type, const char* path, const char* de
 }
 
 }  // namespace
+
+std::vector<CrdValidationRule> TrainingJobValidationRules() {
+  std::string dana;
+  for (const char* rule : kDanaRules) {
+    dana += (dana.empty() ? "'" : ", '") + std::string(rule) + "'";
+  }
+  // Each rule sits on the smallest node that holds every field it reads, so
+  // the API server's error names that node. The API server applies defaults
+  // before it validates a job (an absent section becomes {} and gets its
+  // fields' defaults), so a rule may read a defaulted field as it is; but it
+  // also checks every default in the schema against the rules there, and a
+  // section's default {} has none of its fields. So a rule on a section with
+  // a default first asks has() of the field that would break it, whose
+  // default never does.
+  return {
+      // On the name itself, so the error names metadata.name (a rule at the
+      // root, which may read self.metadata.name, is reported at "<nil>").
+      {"metadata.name",
+       "self.size() <= " + std::to_string(kMaxClusterJobNameLength) +
+           " && self.matches('^[a-z]')",
+       kRuleClusterJobName.Text()},
+      {"spec",
+       "self.training.mode != 'sync' || self.training.sync.backupWorkers < self.workers.replicas",
+       kRuleBackupWorkers.Text()},
+      {"spec.data", "!has(self.claimName) || self.path.startsWith('/')",
+       kRuleClaimPathAbsolute.Text()},
+      // The section's default {} has neither, which the rule allows.
+      {"spec.output", "has(self.claimName) == has(self.path)", kRuleOutputClaimAndPath.Text()},
+      // Neither has a default: present means set (their minimums exclude 0).
+      {"spec.training", "has(self.epochs) != has(self.maxUpdates)", kRuleOneLength.Text()},
+      {"spec.training",
+       "!(self.mode == 'async' && self.optimizer.nesterov && self.staleness.rule in [" + dana +
+           "])",
+       kRuleNoNesterovWithDana.Text()},
+      {"spec.training.optimizer", "!has(self.nesterov) || !self.nesterov || self.momentum > 0.0",
+       kRuleNesterovNeedsMomentum.Text()},
+      // Strictly increasing: sorted, and no value twice. The pairs are why
+      // the list has maxItems: the API server refuses a CRD whose rules
+      // could cost more than its budget on the largest list allowed.
+      {"spec.training.optimizer.decay.atFractions",
+       "self.isSorted() && self.all(x, self.exists_one(y, y == x))",
+       kRuleDecayFractionsIncrease.Text()},
+      {"spec.workers", "!has(self.minReplicas) || self.minReplicas <= self.replicas",
+       kRuleMinReplicas.Text()},
+      {"spec.workers",
+       "!has(self.maxReplicas) || self.maxReplicas == 0 || self.maxReplicas >= self.replicas",
+       kRuleMaxReplicas.Text()},
+  };
+}
 
 nlohmann::ordered_json TrainingJobCrd() {
   Json schema{
@@ -216,6 +303,10 @@ nlohmann::ordered_json TrainingJobCrd() {
         {"spec", SectionSchema(SpecFields(), "the job (docs/trainingjob.md)", false)},
         {"status", StatusSchema()}}},
       {"required", {"spec"}}};
+  for (const CrdValidationRule& r : TrainingJobValidationRules()) {
+    SchemaNode(schema, r.at)["x-kubernetes-validations"].push_back(
+        Json{{"rule", r.rule}, {"message", r.message}});
+  }
   Json version{
       {"name", "v1alpha1"},
       {"served", true},
@@ -229,9 +320,11 @@ nlohmann::ordered_json TrainingJobCrd() {
       {"additionalPrinterColumns",
        {Column("State", "string", ".status.phase", "the job's phase"),
         Column("Workers", "string", ".status.workers.summary", "trainers ready/desired"),
-        Column("Epoch", "number", ".status.progress.epoch", "epochs done"),
-        Column("Accuracy", "number", ".status.progress.testAccuracy", "latest test accuracy"),
-        Column("Gap", "number", ".status.progress.meanGap", "mean gap of recent pushes"),
+        Column("Epoch", "string", ".status.display.epoch", "epochs done / the job's epochs"),
+        Column("Accuracy", "string", ".status.display.accuracy", "latest test accuracy"),
+        Column("Gap", "string", ".status.display.gap", "mean gap of recent pushes"),
+        Column("Updates/s", "string", ".status.display.updatesPerSecond",
+               "master updates per second"),
         Column("Age", "date", ".metadata.creationTimestamp", "since the job was created")}},
       {"schema", {{"openAPIV3Schema", schema}}}};
   return Json{

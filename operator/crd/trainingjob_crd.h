@@ -6,13 +6,18 @@
 // choices, range and description, so `kubectl apply` accepts the values
 // `gaptrain run` accepts. Pod templates and spec.simulation are free-form
 // objects. The rules between fields (exactly one of epochs and maxUpdates,
-// minReplicas <= replicas, ...) are not in the schema: the operator parses
-// each job with ParseTrainingJob and reports its error.
+// minReplicas <= replicas, ...) and the operator's own checks of a job (a
+// name short enough for its Services, an absolute data path under a claim)
+// are CEL rules (x-kubernetes-validations), each with the message the parser
+// or the operator gives (services/common/training_job.h's JobRules), so the
+// API server refuses at `kubectl apply` what the operator would fail. What
+// depends on the training set (CheckJobAgainstData) stays the operator's.
 //
 // The status schema is defined here; the operator writes status to it
 // (docs/trainingjob.md lists it). The scale subresource maps
 // spec.workers.replicas, and `kubectl get` shows State, Workers, Epoch,
-// Accuracy, Gap and Age from status.
+// Accuracy, Gap, Updates/s and Age from status (the strings the operator
+// writes to status.display for people; status.progress has the numbers).
 //
 // The output is deterministic: the same tables give the same bytes.
 
@@ -21,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace gaptrain {
 
@@ -28,6 +34,20 @@ namespace gaptrain {
 inline constexpr char kTrainingJobCrdPath[] = "deploy/crd/gaptrain.io_trainingjobs.yaml";
 // What rewrites it.
 inline constexpr char kRegenerateCrdCommand[] = "scripts/generate-crd.sh";
+
+// A rule between fields as the CRD states it: a CEL expression over the
+// schema node at `at` ("" is the root, else a dotted path such as
+// "spec.workers"), true when the object is valid, and the message the API
+// server answers otherwise, the parser's or the operator's own words
+// (JobRule::Text()). The API server names `at` before the message.
+struct CrdValidationRule {
+  std::string at;
+  std::string rule;
+  std::string message;
+};
+
+// Every rule the CRD states, in the order they are written.
+std::vector<CrdValidationRule> TrainingJobValidationRules();
 
 // The CRD as a JSON value, keys in the order they are written.
 nlohmann::ordered_json TrainingJobCrd();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -127,11 +128,14 @@ TEST(TrainingJobCrdTest, NamesScopeVersionAndSubresources) {
   for (const YAML::Node& c : version["additionalPrinterColumns"]) {
     columns.push_back(c["name"].Scalar() + " " + c["type"].Scalar() + " " + c["jsonPath"].Scalar());
   }
+  // The progress as people read it (status.display, strings the operator
+  // formats), not the numbers of status.progress.
   EXPECT_EQ(columns, (std::vector<std::string>{
                          "State string .status.phase", "Workers string .status.workers.summary",
-                         "Epoch number .status.progress.epoch",
-                         "Accuracy number .status.progress.testAccuracy",
-                         "Gap number .status.progress.meanGap",
+                         "Epoch string .status.display.epoch",
+                         "Accuracy string .status.display.accuracy",
+                         "Gap string .status.display.gap",
+                         "Updates/s string .status.display.updatesPerSecond",
                          "Age date .metadata.creationTimestamp"}));
 }
 
@@ -165,6 +169,47 @@ TEST(TrainingJobCrdTest, TheSchemaIsStructural) {
   // StructuralProblems checks), and the checker knows every keyword used.
   EXPECT_EQ(CheckAgainstSchema(RootSchema(), YAML::Load("{spec: {}}")),
             (Errors{"spec.data: Required value", "spec.training: Required value"}));
+}
+
+TEST(TrainingJobCrdTest, EveryRuleBetweenFieldsIsACelRuleWithTheParsersMessage) {
+  const JobRule rules[] = {kRuleOneLength,          kRuleNesterovNeedsMomentum,
+                           kRuleDecayFractionsIncrease, kRuleNoNesterovWithDana,
+                           kRuleMinReplicas,        kRuleMaxReplicas,
+                           kRuleBackupWorkers,      kRuleClusterJobName,
+                           kRuleClaimPathAbsolute,  kRuleOutputClaimAndPath};
+  std::map<std::string, int> stated;
+  const YAML::Node root = RootSchema();
+  for (const CrdValidationRule& r : TrainingJobValidationRules()) {
+    SCOPED_TRACE(r.at + ": " + r.rule);
+    ++stated[r.message];
+    // On a node of the schema, as written there.
+    const YAML::Node node = r.at.empty() ? root : SchemaAt(root, r.at);
+    ASSERT_TRUE(node.IsDefined()) << "no schema node " << r.at;
+    EXPECT_TRUE(node["type"].IsDefined());
+    bool written = false;
+    for (const YAML::Node& v : node["x-kubernetes-validations"]) {
+      written |= v["rule"].Scalar() == r.rule && v["message"].Scalar() == r.message;
+    }
+    EXPECT_TRUE(written);
+    // The message names the field under the node the API server names.
+    EXPECT_EQ(r.message.rfind(r.at, 0), 0u) << r.message;
+  }
+  for (const JobRule& rule : rules) {
+    EXPECT_EQ(stated[rule.Text()], 1) << rule.Text();
+  }
+  EXPECT_EQ(stated.size(), std::size(rules));
+  // The limit the name rule states is the one its message gives.
+  EXPECT_NE(kRuleClusterJobName.Text().find("at most " + std::to_string(kMaxClusterJobNameLength) +
+                                            " characters"),
+            std::string::npos);
+}
+
+TEST(TrainingJobCrdTest, ListsTheRulesReadAreBoundedForCelsCostBudget) {
+  // A rule over a list costs by the list's largest size: without maxItems
+  // the API server refuses the CRD (its estimate exceeds the budget).
+  const YAML::Node fractions = SchemaAt(RootSchema(), "spec.training.optimizer.decay.atFractions");
+  ASSERT_TRUE(fractions["x-kubernetes-validations"].IsDefined());
+  EXPECT_EQ(fractions["maxItems"].as<uint32_t>(), kMaxDecayFractions);
 }
 
 std::string DefaultText(const FieldDefault& value) {
@@ -364,6 +409,14 @@ TEST(TrainingJobCrdTest, ParserAndSchemaRejectTheSameValues) {
       }
     }
     if (!f.choices.empty()) bad.push_back("not-a-choice");
+    if (f.max_items > 0) {
+      // One item too many, each valid and larger than the one before.
+      std::string list;
+      for (uint32_t i = 1; i <= f.max_items + 1; ++i) {
+        list += (list.empty() ? "[" : ", ") + FormatNumber(i / (f.max_items + 2.0));
+      }
+      bad.push_back(list + "]");
+    }
     if (f.required && f.type == FieldType::kString) bad.push_back("''");
     if (f.non_empty) bad.push_back("''");
     // A value of the wrong type.

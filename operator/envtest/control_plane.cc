@@ -371,6 +371,12 @@ void ControlPlane::Stop() {
   if (!pki_dir_.empty()) RemoveTree(pki_dir_);
 }
 
+std::map<std::string, pid_t> ControlPlane::ComponentPids() const {
+  std::map<std::string, pid_t> pids;
+  for (const auto& [name, process] : processes_) pids[name] = process->pid();
+  return pids;
+}
+
 std::string ControlPlane::LogFile(const std::string& component) const {
   return logs_dir_ + "/" + component + ".log";
 }

@@ -42,6 +42,7 @@
 #define GAPTRAIN_OPERATOR_ENVTEST_CONTROL_PLANE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -149,6 +150,10 @@ class ControlPlane {
 
   // Every request logged so far (Options::audit), in order.
   Status AuditLog(std::vector<AuditRecord>* records) const;
+
+  // The pid of each component running: "etcd", "kube-apiserver", and
+  // "kube-controller-manager" and "kube-scheduler" when started.
+  std::map<std::string, pid_t> ComponentPids() const;
 
   // The log file of "etcd", "kube-apiserver", "kube-controller-manager" or
   // "kube-scheduler".

@@ -1,6 +1,8 @@
 #include "operator/testing/container_env.h"
 
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 
 #include "operator/testing/json_fields.h"
 
@@ -114,7 +116,92 @@ Status ReadFieldRef(const json& pod, const json& ref, const std::string& field,
   return Status::OK();
 }
 
+// resourceFieldRef: the kubelet's ExtractContainerResourceValue.
+Status ReadResourceFieldRef(const json& pod, const json& container, const json& ref,
+                            const json& node_allocatable, const std::string& field,
+                            std::string* value) {
+  const std::string resource = StringField(ref, {"resource"});
+  const size_t dot = resource.find('.');
+  const std::string kind = dot == std::string::npos ? "" : resource.substr(0, dot);
+  const std::string name = dot == std::string::npos ? "" : resource.substr(dot + 1);
+  if ((kind != "limits" && kind != "requests") || (name != "cpu" && name != "memory")) {
+    return Status::InvalidArgument(field + ".resource: Unsupported value: \"" + resource +
+                                   "\" (the test node knows limits.cpu, requests.cpu, "
+                                   "limits.memory, requests.memory)");
+  }
+  const json* of = &container;
+  const std::string container_name = StringField(ref, {"containerName"});
+  if (!container_name.empty()) {
+    of = nullptr;
+    for (const json& c : ListField(pod, {"spec", "containers"})) {
+      if (StringField(c, {"name"}) == container_name) of = &c;
+    }
+    if (of == nullptr) {
+      return Status::InvalidArgument(field + ".containerName: Not found: \"" + container_name +
+                                     "\"");
+    }
+  }
+  std::string quantity = StringField(*of, {"resources", kind, name});
+  if (quantity.empty()) {
+    quantity = kind == "limits" ? StringField(node_allocatable, {name}) : "0";
+  }
+  const json* divisor_field = FindField(ref, {"divisor"});
+  const std::string divisor_text =
+      divisor_field == nullptr ? "1"
+      : divisor_field->is_string() ? divisor_field->get<std::string>()
+                                   : divisor_field->dump();
+  long double amount = 0, divisor = 0;
+  if (!ParseQuantity(quantity.empty() ? "0" : quantity, &amount)) {
+    return Status::InvalidArgument(field + ": the container's " + resource + " \"" + quantity +
+                                   "\" is not a quantity");
+  }
+  if (!ParseQuantity(divisor_text, &divisor) || divisor <= 0) {
+    return Status::InvalidArgument(field + ".divisor: Invalid value: \"" + divisor_text + "\"");
+  }
+  *value = std::to_string(static_cast<long long>(std::ceil(amount / divisor - 1e-12L)));
+  return Status::OK();
+}
+
 }  // namespace
+
+bool ParseQuantity(const std::string& text, long double* value) {
+  static const std::pair<const char*, long double> kSuffixes[] = {
+      {"Ki", 1024.0L}, {"Mi", 1048576.0L}, {"Gi", 1073741824.0L}, {"Ti", 1099511627776.0L},
+      {"Pi", 1125899906842624.0L}, {"Ei", 1152921504606846976.0L}, {"n", 1e-9L}, {"u", 1e-6L},
+      {"m", 1e-3L}, {"k", 1e3L}, {"M", 1e6L}, {"G", 1e9L}, {"T", 1e12L}, {"P", 1e15L},
+      {"E", 1e18L}};
+  size_t end = 0;
+  while (end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.' ||
+          (end == 0 && (text[end] == '+' || text[end] == '-')))) {
+    ++end;
+  }
+  std::string number = text.substr(0, end);
+  std::string suffix = text.substr(end);
+  // An exponent ("1e3") is part of the number, not the suffix E (exa).
+  if (suffix.size() > 1 && (suffix[0] == 'e' || suffix[0] == 'E') &&
+      suffix.find_first_not_of("+-0123456789", 1) == std::string::npos) {
+    number += suffix;
+    suffix.clear();
+  }
+  if (number.empty() || number == "." || number == "+" || number == "-") return false;
+  char* parsed_end = nullptr;
+  const long double base = std::strtold(number.c_str(), &parsed_end);
+  if (parsed_end == nullptr || *parsed_end != '\0') return false;
+  long double scale = 1;
+  if (!suffix.empty()) {
+    bool known = false;
+    for (const auto& [name, factor] : kSuffixes) {
+      if (suffix == name) {
+        scale = factor;
+        known = true;
+      }
+    }
+    if (!known) return false;
+  }
+  *value = base * scale;
+  return true;
+}
 
 std::string ExpandVariableReferences(const std::string& input,
                                      const std::map<std::string, std::string>& variables) {
@@ -150,7 +237,8 @@ std::string ExpandVariableReferences(const std::string& input,
 }
 
 Status ResolveContainerEnv(const json& pod, const json& container,
-                           const ClusterSnapshot& snapshot, EnvironmentList* env) {
+                           const ClusterSnapshot& snapshot, EnvironmentList* env,
+                           const json& node_allocatable) {
   const std::string ns = StringField(pod, {"metadata", "namespace"});
   Variables variables;
   const json env_from = ListField(container, {"envFrom"});
@@ -203,12 +291,13 @@ Status ResolveContainerEnv(const json& pod, const json& container,
     } else if (const json* config = FindField(*from, {"configMapKeyRef"})) {
       GAPTRAIN_RETURN_IF_ERROR(ReadKeyRef(*config, false, ns, snapshot,
                                           field + ".valueFrom.configMapKeyRef", &value, &found));
-    } else if (FindField(*from, {"resourceFieldRef"}) != nullptr) {
-      return Status::InvalidArgument(field +
-                                     ".valueFrom.resourceFieldRef: not supported by the test node");
+    } else if (const json* resource = FindField(*from, {"resourceFieldRef"})) {
+      GAPTRAIN_RETURN_IF_ERROR(ReadResourceFieldRef(pod, container, *resource, node_allocatable,
+                                                    field + ".valueFrom.resourceFieldRef",
+                                                    &value));
     } else {
-      return Status::InvalidArgument(field + ".valueFrom: must have fieldRef, secretKeyRef or "
-                                     "configMapKeyRef");
+      return Status::InvalidArgument(field + ".valueFrom: must have fieldRef, secretKeyRef, "
+                                     "configMapKeyRef or resourceFieldRef");
     }
     if (found) variables.Set(name, value);
   }

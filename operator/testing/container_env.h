@@ -12,8 +12,13 @@
 //     before it. `valueFrom` reads fieldRef (metadata.name, .namespace,
 //     .uid, .labels['k'], .annotations['k'], spec.nodeName,
 //     spec.serviceAccountName, status.hostIP, status.podIP, status.podIPs)
-//     from `pod`, and secretKeyRef/configMapKeyRef from `snapshot`.
-//     resourceFieldRef is not supported (INVALID_ARGUMENT).
+//     from `pod`, secretKeyRef/configMapKeyRef from `snapshot`, and
+//     resourceFieldRef (limits.cpu, requests.cpu, limits.memory,
+//     requests.memory of the named container, else this one) as the
+//     kubelet does: the quantity divided by `divisor` (default 1), rounded
+//     up, as an integer; an unset limit is the node's allocatable
+//     (`node_allocatable`: {"cpu": "32", "memory": "128Gi"}), an unset
+//     request 0.
 //   - A missing secret, config map or key that is not `optional` is
 //     NOT_FOUND, with the kubelet's message ('secret "x" not found',
 //     "couldn't find key k in Secret ns/x"); the kubelet retries those.
@@ -46,7 +51,12 @@ std::string ExpandVariableReferences(const std::string& input,
 // `pod` must already hold what the fieldRefs read (spec.nodeName,
 // status.podIP, status.hostIP) when the caller knows it before the API does.
 Status ResolveContainerEnv(const nlohmann::json& pod, const nlohmann::json& container,
-                           const ClusterSnapshot& snapshot, EnvironmentList* env);
+                           const ClusterSnapshot& snapshot, EnvironmentList* env,
+                           const nlohmann::json& node_allocatable = nlohmann::json::object());
+
+// A resource quantity ("500m", "2", "1.5Gi", "1e3") as a number of units
+// (cores, bytes); false when `text` is not one.
+bool ParseQuantity(const std::string& text, long double* value);
 
 // command followed by args, each expanded against `env`.
 Status ResolveCommand(const nlohmann::json& container, const EnvironmentList& env,

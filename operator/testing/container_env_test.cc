@@ -85,6 +85,53 @@ TEST(ResolveContainerEnvTest, ResolvesValuesReferencesAndSources) {
   EXPECT_EQ(argv, (std::vector<std::string>{"run", "p", "--ip=10.1.2.3", "$(IP)"}));
 }
 
+// The kubelet's downward API for resources: the quantity over the
+// divisor, rounded up; an unset limit is the node's allocatable, an unset
+// request 0.
+TEST(ResolveContainerEnvTest, ResourceFieldRefsAsTheKubeletGivesThem) {
+  auto ref = [](const char* name, const char* resource, const char* divisor) {
+    json r = {{"resource", resource}};
+    if (divisor != nullptr) r["divisor"] = divisor;
+    return json{{"name", name}, {"valueFrom", {{"resourceFieldRef", r}}}};
+  };
+  const json container = {
+      {"name", "gaptrain"},
+      {"resources", {{"requests", {{"cpu", "500m"}, {"memory", "512Mi"}}}}},
+      {"env",
+       {ref("CPU_REQUEST_M", "requests.cpu", "1m"), ref("CPU_REQUEST", "requests.cpu", nullptr),
+        ref("CPU_LIMIT", "limits.cpu", nullptr), ref("MEM_REQUEST_MI", "requests.memory", "1Mi"),
+        ref("MEM_LIMIT", "limits.memory", "1Gi")}}};
+  EnvironmentList env;
+  const Status s = ResolveContainerEnv(PodWith(container), container, Objects(), &env,
+                                       {{"cpu", "4"}, {"memory", "8Gi"}});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(env, (EnvironmentList{{"CPU_REQUEST_M", "500"},
+                                  {"CPU_REQUEST", "1"},
+                                  {"CPU_LIMIT", "4"},
+                                  {"MEM_REQUEST_MI", "512"},
+                                  {"MEM_LIMIT", "8"}}));
+  const json bare = {{"name", "c"}, {"env", {ref("CPU", "requests.cpu", "1m")}}};
+  ASSERT_TRUE(ResolveContainerEnv(PodWith(bare), bare, Objects(), &env).ok());
+  EXPECT_EQ(env, (EnvironmentList{{"CPU", "0"}}));
+}
+
+TEST(ParseQuantityTest, SuffixesAndExponents) {
+  long double v = 0;
+  ASSERT_TRUE(ParseQuantity("500m", &v));
+  EXPECT_DOUBLE_EQ(static_cast<double>(v), 0.5);
+  ASSERT_TRUE(ParseQuantity("1.5Gi", &v));
+  EXPECT_DOUBLE_EQ(static_cast<double>(v), 1.5 * 1024 * 1024 * 1024);
+  ASSERT_TRUE(ParseQuantity("2k", &v));
+  EXPECT_DOUBLE_EQ(static_cast<double>(v), 2000);
+  ASSERT_TRUE(ParseQuantity("1e3", &v));
+  EXPECT_DOUBLE_EQ(static_cast<double>(v), 1000);
+  ASSERT_TRUE(ParseQuantity("3E", &v));
+  EXPECT_DOUBLE_EQ(static_cast<double>(v), 3e18);
+  for (const char* bad : {"", "m", "1x", "1.2.3", "Gi", "1 Gi"}) {
+    EXPECT_FALSE(ParseQuantity(bad, &v)) << bad;
+  }
+}
+
 TEST(ResolveContainerEnvTest, MissingObjectsAndBadEntriesAreErrors) {
   auto resolve = [](const json& env_entry) {
     const json container = {{"env", {env_entry}}};
@@ -105,8 +152,14 @@ TEST(ResolveContainerEnvTest, MissingObjectsAndBadEntriesAreErrors) {
   s = resolve({{"name", "X"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nope"}}}}}});
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("spec.nope"), std::string::npos);
-  s = resolve({{"name", "X"}, {"valueFrom", {{"resourceFieldRef", {{"resource", "limits.cpu"}}}}}});
+  s = resolve({{"name", "X"}, {"valueFrom", {{"resourceFieldRef", {{"resource", "limits.gpu"}}}}}});
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("limits.gpu"), std::string::npos) << s.message();
+  s = resolve({{"name", "X"},
+               {"valueFrom",
+                {{"resourceFieldRef", {{"resource", "requests.cpu"}, {"divisor", "0"}}}}}});
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("divisor"), std::string::npos) << s.message();
 
   std::vector<std::string> argv;
   EXPECT_EQ(ResolveCommand({{"args", {"x"}}}, {}, &argv).code(), Status::Code::kInvalidArgument);

@@ -591,7 +591,9 @@ Status LocalNode::PlanStart(PodRuntime* pod, const json& object, const ClusterSn
   plan->liveness_grace_seconds = IntField(container, {"livenessProbe", "terminationGracePeriodSeconds"},
                                           TerminationGracePeriod(object));
   EnvironmentList container_env;
-  GAPTRAIN_RETURN_IF_ERROR(ResolveContainerEnv(pod_view, container, snapshot, &container_env));
+  GAPTRAIN_RETURN_IF_ERROR(ResolveContainerEnv(
+      pod_view, container, snapshot, &container_env,
+      {{"cpu", options_.allocatable_cpu}, {"memory", options_.allocatable_memory}}));
   EnvironmentList env = {{"PATH", bin_dir_ + ":" + kDefaultPath},
                          {"HOSTNAME", pod->name},
                          {"HOME", "/root"}};

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -221,8 +222,24 @@ Status PodNetwork::Create(const std::string& scratch_dir, std::unique_ptr<PodNet
   const std::string& bridge = made->tag_;
   GAPTRAIN_RETURN_IF_ERROR(RunIp(scratch_dir, {"link", "add", bridge, "type", "bridge"}));
   made->bridge_made_ = true;
+  // A bridge without an address of its own takes the lowest MAC of its
+  // ports, so it changes as pods come and go, and every pod's ARP entry
+  // for the gateway goes stale: their connections through it (to the API
+  // server, to other nodes' addresses) stalled for 15 s when a job's pods
+  // were deleted, long enough for the operator to lose its Lease. A fixed,
+  // locally administered address (02:...) derived from the /24 never
+  // changes.
+  std::istringstream octets(made->subnet_base_);
+  std::string first, second, third;
+  std::getline(octets, first, '.');
+  std::getline(octets, second, '.');
+  std::getline(octets, third, '.');
+  char mac[32];
+  std::snprintf(mac, sizeof mac, "02:67:74:%02x:%02x:01", std::stoi(second) & 0xff,
+                std::stoi(third) & 0xff);
   GAPTRAIN_RETURN_IF_ERROR(RunIpBatch(scratch_dir, "",
-                                      {"addr add " + made->gateway_ip_ + "/24 dev " + bridge,
+                                      {"link set " + bridge + " address " + mac,
+                                       "addr add " + made->gateway_ip_ + "/24 dev " + bridge,
                                        "link set " + bridge + " up"}));
   *network = std::move(made);
   return Status::OK();

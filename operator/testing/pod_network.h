@@ -1,5 +1,7 @@
 // PodNetwork: the test node's pod network, made as a CNI bridge plugin
-// makes one: a Linux bridge holding the first address of a private /24 in
+// makes one: a Linux bridge (with a fixed MAC address, as the CNI plugin
+// gives it, so the gateway's never changes under the pods) holding the
+// first address of a private /24 in
 // the root network namespace, and per pod a network namespace whose eth0
 // is one end of a veth pair attached to the bridge, with its own address
 // and a default route through the bridge. Pods reach each other, and the

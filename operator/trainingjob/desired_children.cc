@@ -5,6 +5,8 @@
 #include "operator/crd/yaml_text.h"
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_template.h"
+#include "services/common/available_cpus.h"
+#include "services/common/job_fields.h"
 
 namespace gaptrain {
 namespace trainingjob {
@@ -15,6 +17,8 @@ using nlohmann::json;
 // The longest suffix a DNS-label child adds: NAME-coordinator (a Service,
 // whose name must be a DNS-1035 label of at most 63 characters).
 constexpr size_t kLongestLabelSuffix = sizeof("-coordinator") - 1;
+static_assert(63 - kLongestLabelSuffix == kMaxClusterJobNameLength,
+              "kRuleClusterJobName (and the CRD's rule) state this limit");
 
 json Labels(const std::string& job) { return json{{kJobNameLabel, job}}; }
 
@@ -90,6 +94,60 @@ std::string JobYaml(const json& job) {
   return YamlText(manifest);
 }
 
+// PodSecurity "restricted", so that a hardened namespace admits the pods.
+// The uid is explicit although the image names it: the kubelet can then
+// check runAsNonRoot for any template's image, and an image without a
+// numeric USER still starts. fsGroup makes a fresh claim (root's on most
+// provisioners) writable for the master, the coordinator and the export;
+// OnRootMismatch spares a restarted master the recursive chown of its
+// checkpoints.
+void SetRestrictedSecurity(GaptrainPodParts* parts) {
+  parts->pod_security_context = {{"runAsNonRoot", true},
+                                 {"runAsUser", kImageUser},
+                                 {"runAsGroup", kImageUser},
+                                 {"fsGroup", kImageUser},
+                                 {"fsGroupChangePolicy", "OnRootMismatch"},
+                                 {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+  parts->container_security_context = {{"allowPrivilegeEscalation", false},
+                                       {"capabilities", {{"drop", json::array({"ALL"})}}}};
+}
+
+// The preferred node affinity away from spot nodes, for the pods that hold
+// or read the job's state (the master, the coordinator, the export).
+json AwayFromSpot(const SpotScheduling& spot) {
+  json terms = json::array();
+  for (const json& r : spot.spot_node_selector) {
+    const json expressions = json::array({NegatedRequirement(r)});
+    terms.push_back(
+        json{{"weight", 100}, {"preference", {{"matchExpressions", expressions}}}});
+  }
+  return terms;
+}
+
+// The master's template as the export pod's: its image, resources, node
+// placement and pod-level fields fit a pod that reads the master's volume;
+// what belongs to a long-running master goes: sidecars (the pod would never
+// complete), the first container's args (they are the master's flags) and
+// its probes (the export serves nothing, and a liveness probe would kill
+// it).
+json ExportTemplate(const json& master_template) {
+  if (!master_template.is_object()) return master_template;
+  json t = master_template;
+  json* containers = nullptr;
+  if (t.contains("spec") && t["spec"].is_object() && t["spec"].contains("containers")) {
+    containers = &t["spec"]["containers"];
+  }
+  if (containers == nullptr || !containers->is_array() || containers->empty()) return t;
+  json first = (*containers)[0];
+  if (first.is_object()) {
+    for (const char* key : {"args", "readinessProbe", "livenessProbe", "startupProbe"}) {
+      first.erase(key);
+    }
+  }
+  *containers = json::array({first});
+  return t;
+}
+
 const char* TemplateKey(ReplicaType type) {
   switch (type) {
     case ReplicaType::kMaster: return "master";
@@ -121,9 +179,15 @@ class PodBuilder {
     parts.default_image = config_.image;
     parts.termination_grace_period_seconds =
         TemplateGracePeriod(pod_template).value_or(config_.default_grace_period_seconds);
+    // The CPU request, for the thread pools of a container without a
+    // limit (services/common/available_cpus.h).
+    const json cpu_request = {
+        {"name", kCpuRequestEnv},
+        {"valueFrom",
+         {{"resourceFieldRef", {{"resource", "requests.cpu"}, {"divisor", "1m"}}}}}};
     parts.env = json::array({FieldRefEnv("POD_NAME", "metadata.name"),
                              FieldRefEnv("POD_NAMESPACE", "metadata.namespace"),
-                             FieldRefEnv("POD_IP", "status.podIP"),
+                             FieldRefEnv("POD_IP", "status.podIP"), cpu_request,
                              json{{"name", "GAPTRAIN_TOKEN_FILE"}, {"value", kTokenFile}}});
     parts.shared_mounts = json::array(
         {Mount("gaptrain-token", kTokenDir, true), Mount("gaptrain-job", kJobDir, true)});
@@ -185,12 +249,9 @@ class PodBuilder {
     }
     if (type == ReplicaType::kMaster || type == ReplicaType::kCoordinator) {
       // Keep the job's state off nodes that may vanish, where there is a choice.
-      for (const json& r : config_.spot.spot_node_selector) {
-        parts.preferred_node_terms.push_back(
-            json{{"weight", 100},
-                 {"preference", {{"matchExpressions", json::array({NegatedRequirement(r)})}}}});
-      }
+      parts.preferred_node_terms = AwayFromSpot(config_.spot);
     }
+    SetRestrictedSecurity(&parts);
     parts.readiness_probe = HealthProbe(http_port, 5, 3);
     parts.liveness_probe = HealthProbe(http_port, 10, config_.liveness_failure_threshold);
     return MergePodTemplate(pod_template, template_path, ObjectAt(job_, {"metadata", "labels"}),
@@ -208,6 +269,7 @@ class PodBuilder {
 }  // namespace
 
 std::string TokenSecretName(const std::string& job) { return job + "-token"; }
+std::string ExportPodName(const std::string& job) { return job + "-export"; }
 std::string JobConfigMapName(const std::string& job) { return job + "-job"; }
 std::string CheckpointsClaimName(const std::string& job) { return job + "-checkpoints"; }
 std::string CoordinatorStateClaimName(const std::string& job) {
@@ -242,18 +304,15 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
                             const OperatorConfig& config,
                             const std::array<uint8_t, 32>& token_bytes, DesiredChildren* out) {
   const std::string name = NameOf(job);
+  // Both messages are the CRD's too (its CEL rules refuse such a job first).
   if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z') ||
-      name.size() + kLongestLabelSuffix > 63) {
-    return Status::InvalidArgument(
-        "metadata.name: on a cluster it must start with a letter and have at most " +
-        std::to_string(63 - kLongestLabelSuffix) + " characters (" + name +
-        "-coordinator names a Service, a DNS label), got '" + name + "'");
+      name.size() > kMaxClusterJobNameLength) {
+    return Status::InvalidArgument(kRuleClusterJobName.Text() + ", got '" + name + "'");
   }
   if (UidOf(job).empty()) return Status::InvalidArgument("metadata.uid: is required");
   if (!spec.data.claim_name.empty() && (spec.data.path.empty() || spec.data.path[0] != '/')) {
-    return Status::InvalidArgument("spec.data.path: must be an absolute path when claimName is "
-                                   "set (the claim is mounted there), got '" +
-                                   spec.data.path + "'");
+    return Status::InvalidArgument(kRuleClaimPathAbsolute.Text() + ", got '" + spec.data.path +
+                                   "'");
   }
 
   DesiredChildren d;
@@ -291,6 +350,60 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
     d.pods.push_back(std::move(pod));
   }
   *out = std::move(d);
+  return Status::OK();
+}
+
+std::string OutputTarget(const OutputSpec& output) {
+  return output.claim_name + ":" + output.path;
+}
+
+Status BuildExportPod(const json& job, const TrainingJob& spec, const OperatorConfig& config,
+                      std::optional<double> test_accuracy, json* pod) {
+  const std::string name = NameOf(job);
+  const OutputSpec& output = spec.output;
+  if (output.claim_name.empty() || output.path.empty()) {
+    return Status::InvalidArgument(kRuleOutputClaimAndPath.Text());
+  }
+  const json* found = FieldAt(job, {"spec", "master", "template"});
+  const json pod_template = ExportTemplate(found != nullptr ? *found : json(nullptr));
+  const std::string template_path = "spec.master.template";
+  GAPTRAIN_RETURN_IF_ERROR(CheckPodTemplate(pod_template, template_path));
+
+  GaptrainPodParts parts;
+  json labels = Labels(name);
+  labels[kReplicaTypeLabel] = kExportReplicaType;
+  parts.metadata = ObjectMeta(job, ExportPodName(name), labels, true);
+  parts.default_image = config.image;
+  parts.termination_grace_period_seconds =
+      TemplateGracePeriod(pod_template).value_or(config.default_grace_period_seconds);
+  const std::string model = std::string(kOutputDir) + "/" + output.path;
+  parts.command = {"gaptrain", "export", "--checkpoint-dir", kCheckpointDir, "-o", model,
+                   "--mkdir", "--card", model + ".json", "--job", kJobFile};
+  if (test_accuracy && *test_accuracy >= 0 && *test_accuracy <= 1) {
+    parts.command.push_back("--test-accuracy");
+    parts.command.push_back(FormatNumber(*test_accuracy));
+  }
+  // The job file names the model in the card; the checkpoints are only
+  // read (the master has stopped; a read-only claim cannot be damaged).
+  parts.shared_mounts = json::array({Mount("gaptrain-job", kJobDir, true)});
+  parts.own_mounts = json::array({Mount("gaptrain-checkpoints", kCheckpointDir, true),
+                                  Mount("gaptrain-output", kOutputDir, false)});
+  parts.volumes = json::array(
+      {json{{"name", "gaptrain-job"}, {"configMap", {{"name", JobConfigMapName(name)}}}},
+       ClaimVolume("gaptrain-checkpoints", CheckpointsClaimName(name), true),
+       ClaimVolume("gaptrain-output", output.claim_name, false)});
+  parts.preferred_node_terms = AwayFromSpot(config.spot);
+  SetRestrictedSecurity(&parts);
+  GAPTRAIN_RETURN_IF_ERROR(MergePodTemplate(pod_template, template_path,
+                                            ObjectAt(job, {"metadata", "labels"}), parts, pod));
+  // After the merge, which takes the template's annotations as they are.
+  (*pod)["metadata"]["annotations"][kOutputAnnotation] = OutputTarget(output);
+  // A failed export's last lines become its termination message, which the
+  // operator copies into status.output: the reason without `kubectl logs`.
+  json& container = (*pod)["spec"]["containers"][0];
+  if (!container.contains("terminationMessagePolicy")) {
+    container["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  }
   return Status::OK();
 }
 

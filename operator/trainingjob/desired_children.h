@@ -11,12 +11,18 @@
 //   Service    NAME-coordinator        headless; grpc 7071, metrics 9091
 //   Pod        NAME-master, NAME-coordinator, NAME-evaluator,
 //              NAME-trainer-0 .. NAME-trainer-(replicas-1)
+//   Pod        NAME-export, only once the job has succeeded and only with
+//              spec.output (BuildExportPod; the reconcile decides when)
 //
 // Every child is labelled gaptrain.io/job-name=NAME and has a controller
 // ownerReference to the job (PVCs only with volumeRetentionPolicy Delete).
 // Pods merge the replica's template (pod_template.h) with gaptrain's
 // container, env, volumes, probes, ports and labels; spot tolerations and
-// affinity follow spot_scheduling.h.
+// affinity follow spot_scheduling.h. Pods meet PodSecurity "restricted"
+// unless their template asks otherwise: they run as the image's user
+// (kImageUser, non-root), its group owns their volumes (fsGroup, so the
+// master and the coordinator can write a fresh claim), RuntimeDefault
+// seccomp, and no container may gain privileges or keep a capability.
 //
 // Errors (INVALID_ARGUMENT, naming the field) are what the API server
 // would refuse later: a job name too long for its Services' DNS names, a
@@ -28,6 +34,7 @@
 #include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,12 +58,24 @@ constexpr char kJobDir[] = "/etc/gaptrain";
 constexpr char kJobFile[] = "/etc/gaptrain/job.yaml";
 constexpr char kCheckpointDir[] = "/var/lib/gaptrain/checkpoints";
 constexpr char kCoordinatorStateDir[] = "/var/lib/gaptrain/coordinator";
+// Where the export pod mounts spec.output's claim.
+constexpr char kOutputDir[] = "/var/lib/gaptrain/output";
+// The export pod's gaptrain.io/replica-type: not a ReplicaType (it is no
+// part of the training and is counted in no replicaStatuses).
+constexpr char kExportReplicaType[] = "export";
+// The export pod's annotation: the destination it writes ("CLAIM:PATH"), so
+// that a changed spec.output is seen as a new export.
+constexpr char kOutputAnnotation[] = "gaptrain.io/output";
+// The user and group gaptrain of the image (image/rootfs-setup.sh), which
+// owns the directories above the volumes are mounted on.
+constexpr int64_t kImageUser = 65532;
 
 // Children's names.
 std::string TokenSecretName(const std::string& job);       // NAME-token
 std::string JobConfigMapName(const std::string& job);      // NAME-job
 std::string CheckpointsClaimName(const std::string& job);  // NAME-checkpoints
 std::string CoordinatorStateClaimName(const std::string& job);  // NAME-coordinator-state
+std::string ExportPodName(const std::string& job);         // NAME-export
 // NAME-master, NAME-coordinator, NAME-evaluator, NAME-trainer-INDEX; also
 // the master's and coordinator's Service.
 std::string ReplicaName(const std::string& job, ReplicaType type, int64_t index = 0);
@@ -78,6 +97,25 @@ struct DesiredChildren {
 Status BuildDesiredChildren(const nlohmann::json& job, const TrainingJob& spec,
                             const OperatorConfig& config,
                             const std::array<uint8_t, 32>& token_bytes, DesiredChildren* out);
+
+// "CLAIM:PATH": the value of kOutputAnnotation for `output`.
+std::string OutputTarget(const OutputSpec& output);
+
+// The pod that writes the trained model to spec.output once the job has
+// succeeded: `gaptrain export` of the newest valid checkpoint in the
+// checkpoint claim (mounted read-only at kCheckpointDir: the master has
+// stopped, with a final checkpoint) to kOutputDir/PATH on the output claim,
+// creating PATH's directories, with the model card PATH.json beside it
+// (the job's name, model and dataset from job.yaml, and `test_accuracy`,
+// the evaluator's final one, when known). Its template is the master's,
+// less the master's args, probes and sidecars; restartPolicy Never,
+// PodSecurity "restricted" as every job pod, no token (it talks to no
+// service), the master's affinity away from spot nodes, labelled
+// gaptrain.io/replica-type=export and annotated kOutputAnnotation.
+// INVALID_ARGUMENT without spec.output or for a malformed master template.
+Status BuildExportPod(const nlohmann::json& job, const TrainingJob& spec,
+                      const OperatorConfig& config, std::optional<double> test_accuracy,
+                      nlohmann::json* pod);
 
 // The token the Secret holds: 64 lower-case hex digits.
 std::string TokenText(const std::array<uint8_t, 32>& token_bytes);

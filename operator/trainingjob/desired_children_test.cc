@@ -86,6 +86,8 @@ TEST(DesiredChildrenTest, GoldenTrainerPod) {
                 {"name": "POD_NAMESPACE",
                  "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
                 {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                {"name": "GAPTRAIN_CPU_REQUEST_MILLICORES",
+                 "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1m"}}},
                 {"name": "GAPTRAIN_TOKEN_FILE", "value": "/var/run/gaptrain/token"}],
         "ports": [{"name": "metrics", "containerPort": 9092, "protocol": "TCP"}],
         "volumeMounts": [{"name": "gaptrain-token", "mountPath": "/var/run/gaptrain",
@@ -94,9 +96,14 @@ TEST(DesiredChildrenTest, GoldenTrainerPod) {
         "readinessProbe": {"httpGet": {"path": "/healthz", "port": 9092}, "periodSeconds": 5,
                            "timeoutSeconds": 5, "failureThreshold": 3},
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": 9092}, "periodSeconds": 10,
-                          "timeoutSeconds": 5, "failureThreshold": 12}}],
+                          "timeoutSeconds": 5, "failureThreshold": 12},
+        "securityContext": {"allowPrivilegeEscalation": false,
+                            "capabilities": {"drop": ["ALL"]}}}],
       "volumes": [{"name": "gaptrain-token", "secret": {"secretName": "mnist-token"}},
                   {"name": "gaptrain-job", "configMap": {"name": "mnist-job"}}],
+      "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+                          "fsGroup": 65532, "fsGroupChangePolicy": "OnRootMismatch",
+                          "seccompProfile": {"type": "RuntimeDefault"}},
       "restartPolicy": "Never",
       "terminationGracePeriodSeconds": 30}})j");
   expected["metadata"]["ownerReferences"] = json::array({kOwner});
@@ -273,8 +280,8 @@ TEST(DesiredChildrenTest, TemplateMergeKeepsTheUsersFields) {
   EXPECT_EQ(c["command"].back(), "55");  // grace 60 - 5
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], 1);
   EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.name");
-  EXPECT_EQ(c["env"].size(), 5u);  // gaptrain's four, then OMP_NUM_THREADS
-  EXPECT_EQ(c["env"][4]["name"], "OMP_NUM_THREADS");
+  EXPECT_EQ(c["env"].size(), 6u);  // gaptrain's five, then OMP_NUM_THREADS
+  EXPECT_EQ(c["env"][5]["name"], "OMP_NUM_THREADS");
   EXPECT_EQ(c["ports"], json::parse(R"j([{"name": "metrics", "containerPort": 9092, "protocol": "TCP"},
                                         {"name": "debug", "containerPort": 6060}])j"));
   EXPECT_EQ(c["volumeMounts"].size(), 3u);
@@ -284,8 +291,8 @@ TEST(DesiredChildrenTest, TemplateMergeKeepsTheUsersFields) {
 
   const json& sidecar = spec["containers"][1];
   EXPECT_EQ(sidecar["name"], "log-shipper");
-  EXPECT_EQ(sidecar["env"].size(), 4u);
-  EXPECT_EQ(sidecar["env"][3], json::parse(R"j({"name": "GAPTRAIN_TOKEN_FILE",
+  EXPECT_EQ(sidecar["env"].size(), 5u);
+  EXPECT_EQ(sidecar["env"][4], json::parse(R"j({"name": "GAPTRAIN_TOKEN_FILE",
                                                "value": "/var/run/gaptrain/token"})j"));
   EXPECT_EQ(sidecar["volumeMounts"].size(), 2u);
   EXPECT_FALSE(sidecar.contains("command"));
@@ -303,6 +310,77 @@ TEST(DesiredChildrenTest, TemplateMergeKeepsTheUsersFields) {
   }
   // The master's template is its own: none here.
   EXPECT_EQ(PodNamed(b, "mnist-master")["spec"]["containers"][0]["image"], "ghcr.io/gaptrain/gaptrain:0.1.0");
+}
+
+// Every pod meets PodSecurity "restricted" by default (the real server's
+// admission is operator_process_test's RestrictedNamespaceAdmitsTheJobsPods);
+// a template overrides field by field, and what it asks for that the API
+// would refuse beside a default (privileged or SYS_ADMIN with
+// allowPrivilegeEscalation false, uid 0 with runAsNonRoot) is left to it.
+TEST(DesiredChildrenTest, PodsAreRestrictedUnlessTheTemplateSaysOtherwise) {
+  const json pod_defaults = json::parse(R"j({"runAsNonRoot": true, "runAsUser": 65532,
+      "runAsGroup": 65532, "fsGroup": 65532, "fsGroupChangePolicy": "OnRootMismatch",
+      "seccompProfile": {"type": "RuntimeDefault"}})j");
+  const json container_defaults =
+      json::parse(R"j({"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}})j");
+  {
+    const Built b = Build(BaseJob());
+    ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+    for (const json& pod : b.children.pods) {
+      EXPECT_EQ(pod["spec"]["securityContext"], pod_defaults) << pod["metadata"]["name"];
+      EXPECT_EQ(pod["spec"]["containers"][0]["securityContext"], container_defaults);
+    }
+  }
+
+  json job = BaseJob();
+  job["spec"]["workers"]["template"] = json::parse(R"j({"spec": {
+      "securityContext": {"runAsUser": 1000, "seccompProfile": {"type": "Localhost",
+                                                                "localhostProfile": "p.json"}},
+      "initContainers": [{"name": "fetch", "image": "busybox",
+                          "securityContext": {"capabilities": {"add": ["NET_BIND_SERVICE"]}}}],
+      "containers": [
+        {"name": "worker", "securityContext": {"readOnlyRootFilesystem": true,
+                                               "capabilities": {"drop": []}}},
+        {"name": "debugger", "image": "busybox", "securityContext": {"privileged": true}},
+        {"name": "tuner", "image": "busybox",
+         "securityContext": {"capabilities": {"add": ["CAP_SYS_ADMIN"]}}}]}})j");
+  job["spec"]["master"]["template"] =
+      json::parse(R"j({"spec": {"containers": [{"securityContext": {"runAsUser": 0}}]}})j");
+  const Built b = Build(job);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  const json& trainer = PodNamed(b, "mnist-trainer-0")["spec"];
+  EXPECT_EQ(trainer["securityContext"], json::parse(R"j({"runAsNonRoot": true,
+      "runAsUser": 1000, "runAsGroup": 65532, "fsGroup": 65532,
+      "fsGroupChangePolicy": "OnRootMismatch",
+      "seccompProfile": {"type": "Localhost", "localhostProfile": "p.json"}})j"));
+  EXPECT_EQ(trainer["initContainers"][0]["securityContext"], json::parse(R"j({
+      "allowPrivilegeEscalation": false,
+      "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}})j"));
+  EXPECT_EQ(trainer["containers"][0]["securityContext"], json::parse(R"j({
+      "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+      "capabilities": {"drop": []}})j"));
+  EXPECT_EQ(trainer["containers"][1]["securityContext"],
+            json::parse(R"j({"privileged": true, "capabilities": {"drop": ["ALL"]}})j"));
+  EXPECT_EQ(trainer["containers"][2]["securityContext"],
+            json::parse(R"j({"capabilities": {"add": ["CAP_SYS_ADMIN"], "drop": ["ALL"]}})j"));
+  // A master the template runs as root gets no runAsNonRoot to refuse it.
+  const json& master = PodNamed(b, "mnist-master")["spec"];
+  EXPECT_FALSE(master["securityContext"].contains("runAsNonRoot")) << master.dump(2);
+  EXPECT_EQ(master["containers"][0]["securityContext"]["runAsUser"], 0);
+  // Other replicas keep every default.
+  EXPECT_EQ(PodNamed(b, "mnist-coordinator")["spec"]["securityContext"], pod_defaults);
+
+  // A securityContext of the wrong shape is the template's error.
+  json bad = BaseJob();
+  bad["spec"]["workers"]["template"] =
+      json::parse(R"j({"spec": {"containers": [{"securityContext": {"capabilities": []}}]}})j");
+  Built refused = Build(bad);
+  EXPECT_EQ(refused.status.message(),
+            "spec.workers.template.spec.containers[0].securityContext.capabilities: must be an "
+            "object");
+  bad["spec"]["workers"]["template"] = json::parse(R"j({"spec": {"securityContext": 3}})j");
+  refused = Build(bad);
+  EXPECT_EQ(refused.status.message(), "spec.workers.template.spec.securityContext: must be an object");
 }
 
 TEST(DesiredChildrenTest, ServicesVolumesSecretAndConfigMap) {
@@ -470,6 +548,130 @@ void ExpectSameTypes(const json& ours, const json& server, const std::string& pa
   }
 }
 
+json OutputJob() {
+  json job = BaseJob();
+  job["spec"]["output"] = {{"claimName", "models"}, {"path", "mnist/model.pt"}};
+  return job;
+}
+
+json ExportPodOf(const json& job, std::optional<double> accuracy = std::nullopt,
+                 const OperatorConfig& config = OperatorConfig(), Status* status = nullptr) {
+  TrainingJob spec;
+  const Status parsed = ParseTrainingJob(job.dump(), "test", &spec);
+  EXPECT_TRUE(parsed.ok()) << parsed.ToString();
+  json pod;
+  const Status built = BuildExportPod(job, spec, config, accuracy, &pod);
+  if (status != nullptr) {
+    *status = built;
+  } else {
+    EXPECT_TRUE(built.ok()) << built.ToString();
+  }
+  return pod;
+}
+
+TEST(DesiredChildrenTest, GoldenExportPod) {
+  OperatorConfig config;
+  ASSERT_TRUE(SpotPreset("gke", &config.spot).ok());
+  const json pod = ExportPodOf(OutputJob(), 0.9871, config);
+  json expected = json::parse(R"j({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "mnist-export", "namespace": "team-a",
+                 "labels": {"team": "vision", "gaptrain.io/job-name": "mnist",
+                            "gaptrain.io/replica-type": "export"},
+                 "annotations": {"gaptrain.io/output": "models:mnist/model.pt"}},
+    "spec": {
+      "containers": [{
+        "name": "gaptrain", "image": "ghcr.io/gaptrain/gaptrain:0.1.0",
+        "command": ["gaptrain", "export", "--checkpoint-dir", "/var/lib/gaptrain/checkpoints",
+                    "-o", "/var/lib/gaptrain/output/mnist/model.pt", "--mkdir",
+                    "--card", "/var/lib/gaptrain/output/mnist/model.pt.json",
+                    "--job", "/etc/gaptrain/job.yaml", "--test-accuracy", "0.9871"],
+        "env": [],
+        "ports": [],
+        "volumeMounts": [{"name": "gaptrain-job", "mountPath": "/etc/gaptrain", "readOnly": true},
+                         {"name": "gaptrain-checkpoints",
+                          "mountPath": "/var/lib/gaptrain/checkpoints", "readOnly": true},
+                         {"name": "gaptrain-output", "mountPath": "/var/lib/gaptrain/output"}],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": {"allowPrivilegeEscalation": false,
+                            "capabilities": {"drop": ["ALL"]}}}],
+      "volumes": [{"name": "gaptrain-job", "configMap": {"name": "mnist-job"}},
+                  {"name": "gaptrain-checkpoints",
+                   "persistentVolumeClaim": {"claimName": "mnist-checkpoints", "readOnly": true}},
+                  {"name": "gaptrain-output", "persistentVolumeClaim": {"claimName": "models"}}],
+      "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+          {"weight": 100, "preference": {"matchExpressions": [
+              {"key": "cloud.google.com/gke-spot", "operator": "NotIn", "values": ["true"]}]}}]}},
+      "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+                          "fsGroup": 65532, "fsGroupChangePolicy": "OnRootMismatch",
+                          "seccompProfile": {"type": "RuntimeDefault"}},
+      "restartPolicy": "Never",
+      "terminationGracePeriodSeconds": 30}})j");
+  expected["metadata"]["ownerReferences"] = json::array({kOwner});
+  EXPECT_EQ(pod, expected) << pod.dump(2);
+
+  // Without a known accuracy the card records none.
+  const json command = ExportPodOf(OutputJob())["spec"]["containers"][0]["command"];
+  EXPECT_EQ(command.back(), "/etc/gaptrain/job.yaml");
+}
+
+// The master's template fits a pod that reads the master's volume (image,
+// resources, placement, extra volumes); what only a master needs goes.
+TEST(DesiredChildrenTest, ExportPodTakesTheMastersTemplateLessItsArgsProbesAndSidecars) {
+  json job = OutputJob();
+  job["spec"]["master"]["template"] = json::parse(R"j({
+    "metadata": {"annotations": {"team/cost-center": "42"}},
+    "spec": {
+      "nodeSelector": {"pool": "stable"},
+      "securityContext": {"runAsUser": 1000},
+      "terminationGracePeriodSeconds": 90,
+      "containers": [
+        {"name": "master", "image": "registry.example/gaptrain:dev",
+         "args": ["--update-threads", "4"],
+         "resources": {"requests": {"cpu": "2", "memory": "1Gi"}},
+         "readinessProbe": {"tcpSocket": {"port": 7070}},
+         "livenessProbe": {"tcpSocket": {"port": 7070}},
+         "env": [{"name": "TZ", "value": "UTC"}]},
+        {"name": "log-shipper", "image": "fluent-bit"}]}})j");
+  const json pod = ExportPodOf(job, 0.5);
+  const json& spec = pod["spec"];
+  ASSERT_EQ(spec["containers"].size(), 1u) << "a sidecar would keep the pod from completing";
+  const json& c = spec["containers"][0];
+  EXPECT_EQ(c["image"], "registry.example/gaptrain:dev");
+  EXPECT_EQ(c["resources"]["requests"]["cpu"], "2");
+  EXPECT_EQ(c["env"], json::parse(R"j([{"name": "TZ", "value": "UTC"}])j"));
+  EXPECT_EQ(c["command"][0], "gaptrain");
+  for (const char* gone : {"args", "readinessProbe", "livenessProbe"}) {
+    EXPECT_FALSE(c.contains(gone)) << gone;
+  }
+  EXPECT_EQ(spec["nodeSelector"]["pool"], "stable");
+  EXPECT_EQ(spec["terminationGracePeriodSeconds"], 90);
+  EXPECT_EQ(spec["securityContext"]["runAsUser"], 1000);  // the template wins
+  EXPECT_EQ(spec["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+  EXPECT_EQ(pod["metadata"]["annotations"],
+            json::parse(R"j({"team/cost-center": "42",
+                             "gaptrain.io/output": "models:mnist/model.pt"})j"));
+  // The master's own pod keeps them all.
+  const Built b = Build(job);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  EXPECT_EQ(PodNamed(b, "mnist-master")["spec"]["containers"].size(), 2u);
+  EXPECT_TRUE(PodNamed(b, "mnist-master")["spec"]["containers"][0].contains("args"));
+  // Only the export pod is built by BuildExportPod: the job's children never hold it.
+  for (const json& p : b.children.pods) EXPECT_NE(p["metadata"]["name"], "mnist-export");
+}
+
+TEST(DesiredChildrenTest, ExportPodErrorsNameTheField) {
+  Status s;
+  ExportPodOf(BaseJob(), std::nullopt, OperatorConfig(), &s);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "spec.output: set both claimName and path, or neither");
+  json job = OutputJob();
+  job["spec"]["master"]["template"] = {{"spec", {{"containers", "x"}}}};
+  ExportPodOf(job, std::nullopt, OperatorConfig(), &s);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "spec.master.template.spec.containers: must be a list");
+}
+
 TEST(DesiredChildrenTest, PodsHaveTheShapeARealServerAccepted) {
   kube::Recording r;
   const Status loaded = kube::LoadRecording("pod-server-side-apply", &r);
@@ -487,10 +689,10 @@ TEST(DesiredChildrenTest, PodsHaveTheShapeARealServerAccepted) {
   // The fields of core/v1 PodSpec and Container gaptrain may write.
   const std::set<std::string> pod_spec_fields = {
       "containers", "volumes", "restartPolicy", "terminationGracePeriodSeconds", "tolerations",
-      "affinity"};
+      "affinity", "securityContext"};
   const std::set<std::string> container_fields = {
       "name", "image", "command", "env", "ports", "volumeMounts", "readinessProbe",
-      "livenessProbe"};
+      "livenessProbe", "securityContext"};
   for (const json& pod : b.children.pods) {
     SCOPED_TRACE(pod["metadata"]["name"].get<std::string>());
     ExpectSameTypes(pod, stored, "pod");
@@ -504,6 +706,20 @@ TEST(DesiredChildrenTest, PodsHaveTheShapeARealServerAccepted) {
       EXPECT_TRUE(stored["metadata"].contains(key)) << key;
     }
   }
+  // The export pod: the same shape, with an annotation and the
+  // container's terminationMessagePolicy.
+  json export_job = job;
+  export_job["spec"]["output"] = {{"claimName", "models"}, {"path", "model.pt"}};
+  const json export_pod = ExportPodOf(export_job, 0.98, config);
+  ExpectSameTypes(export_pod, stored, "pod");
+  for (const auto& [key, value] : export_pod["spec"].items()) {
+    EXPECT_EQ(pod_spec_fields.count(key), 1u) << key;
+  }
+  for (const auto& [key, value] : export_pod["spec"]["containers"][0].items()) {
+    EXPECT_TRUE(container_fields.count(key) == 1 || key == "terminationMessagePolicy") << key;
+  }
+  EXPECT_TRUE(stored["spec"]["containers"][0]["terminationMessagePolicy"].is_string());
+  EXPECT_TRUE(export_pod["metadata"]["annotations"].is_object());
   // The recorded pod is one of ours: its applied fields match our trainer's.
   json ours = PodNamed(b, "mnist-trainer-0");
   EXPECT_EQ(ours["metadata"]["ownerReferences"][0]["apiVersion"],

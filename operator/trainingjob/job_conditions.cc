@@ -11,8 +11,11 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kOrder[] = {"Created", "Running", "Restarting",
-                                  "Succeeded", "Failed", "Suspended"};
+// Types added later come last, so a status written before them keeps its
+// order (and is not rewritten for it).
+constexpr const char* kOrder[] = {"Created",           "Running",        "Restarting",
+                                  "Succeeded",         "Failed",         "Suspended",
+                                  "PodsUnschedulable", "ReplicaFailure", "ModelExported"};
 
 }  // namespace
 

@@ -5,8 +5,10 @@
 // nothing, which keeps a reconcile that finds nothing new from writing.
 //
 // Conditions are kept one per type, in the order Created, Running,
-// Restarting, Succeeded, Failed, Suspended. Times are RFC 3339 in UTC with
-// whole seconds ("2026-11-23T06:00:00Z"), as the API server stores them.
+// Restarting, Succeeded, Failed, Suspended, PodsUnschedulable,
+// ReplicaFailure, ModelExported; any other type is dropped. Times are RFC
+// 3339 in UTC with whole seconds ("2026-11-23T06:00:00Z"), as the API
+// server stores them.
 
 #ifndef GAPTRAIN_OPERATOR_TRAININGJOB_JOB_CONDITIONS_H_
 #define GAPTRAIN_OPERATOR_TRAININGJOB_JOB_CONDITIONS_H_
@@ -26,7 +28,7 @@ std::string FormatTime(std::chrono::system_clock::time_point time);
 std::optional<std::chrono::system_clock::time_point> ParseTime(const std::string& text);
 
 struct Condition {
-  std::string type;    // Created | Running | Restarting | Succeeded | Failed | Suspended
+  std::string type;    // Created | Running | ... (the order above)
   std::string status;  // True | False
   std::string reason;
   std::string message;

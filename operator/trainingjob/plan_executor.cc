@@ -1,9 +1,11 @@
 #include "operator/trainingjob/plan_executor.h"
 
+#include <optional>
 #include <set>
 
 #include "operator/kube/api_error.h"
 #include "operator/kube/event.h"
+#include "operator/trainingjob/job_conditions.h"
 #include "operator/trainingjob/json_diff.h"
 #include "operator/trainingjob/object_fields.h"
 
@@ -12,6 +14,18 @@ namespace trainingjob {
 namespace {
 
 using nlohmann::json;
+
+// A child write the API server refused: retrying the same object cannot
+// succeed until someone changes the job, the namespace or its policies.
+struct Refusal {
+  std::string reason;  // FailedCreate | FailedUpdate | FailedDelete
+  std::string action;  // Create | Update | Delete
+  std::string message;  // the API's own
+};
+
+bool IsRefusal(const kube::ApiError& error) {
+  return error.http_status == 400 || error.http_status == 403 || error.http_status == 422;
+}
 
 class Executor {
  public:
@@ -48,27 +62,34 @@ class Executor {
       options.propagation_policy = "Background";
       options.grace_period_seconds = d.grace_period_seconds;
       options.precondition_uid = d.uid;
-      Status s = client_->Delete(d.resource, ns_, d.name, options);
+      kube::ApiError error;
+      Status s = client_->Delete(d.resource, ns_, d.name, options, nullptr, &error);
       // Gone, or replaced by another object of that name: nothing to delete.
       if (kube::IsNotFound(s) || (kube::IsConflict(s) && !d.uid.empty())) continue;
-      Record(s, ChildKey(d.resource, d.name));
+      Record(s, error, ChildKey(d.resource, d.name), "Delete");
     }
 
     for (const ChildApply& a : plan.applies) {
       Status s;
+      kube::ApiError error;
       if (a.create_only) {
-        s = client_->Create(a.resource, ns_, a.object, nullptr);
+        s = client_->Create(a.resource, ns_, a.object, nullptr, &error);
         if (kube::IsAlreadyExists(s)) continue;
       } else {
-        s = client_->Apply(a.resource, ns_, a.object, nullptr);
+        s = client_->Apply(a.resource, ns_, a.object, nullptr, &error);
       }
-      Record(s, ChildKey(a.resource, NameOf(a.object)));
+      Record(s, error, ChildKey(a.resource, NameOf(a.object)), a.creates ? "Create" : "Update");
     }
 
+    // The plan's status (or the observed one), with ReplicaFailure as the
+    // child writes went.
+    const json& observed_status = ObjectAt(job_, {"status"});
+    json status = plan.status ? *plan.status : observed_status;
+    const bool failure_news = ReportChildWrites(plan, &status);
     bool status_ok = true;
-    if (plan.status) {
+    if (plan.status || status != observed_status) {
       const json patch = {{"metadata", {{"resourceVersion", resource_version_}}},
-                          {"status", MergePatch(ObjectAt(job_, {"status"}), *plan.status)}};
+                          {"status", MergePatch(observed_status, status)}};
       Status s = client_->MergePatch(kube::kTrainingJobs.Subresource("status"), ns_, name_,
                                      patch, nullptr);
       status_ok = s.ok();
@@ -87,6 +108,13 @@ class Executor {
           : e.after == PlannedEvent::After::kChild ? done_.count(e.child) > 0
                                                    : status_ok;
       if (happened) RecordEvent(e);
+    }
+    // Once the condition holds it, so a failed status write brings the
+    // Event again with the next try, and a written one never does.
+    if (failure_news && status_ok) {
+      RecordEvent(PlannedEvent{"Warning", refusal_->reason, refusal_->action,
+                               ErrorVerb(refusal_->action) + ": " + refusal_->message,
+                               PlannedEvent::After::kStatus, ""});
     }
 
     if (plan.delete_job) {
@@ -111,13 +139,46 @@ class Executor {
   }
 
  private:
-  void Record(const Status& s, const std::string& child) {
+  void Record(const Status& s, const kube::ApiError& error, const std::string& child,
+              const char* action) {
     if (s.ok()) {
       ++report_->writes;
       done_.insert(child);
-    } else {
-      Fail(s);
+      return;
     }
+    Fail(s);
+    ++child_failures_;
+    if (!refusal_ && IsRefusal(error)) {
+      refusal_ = Refusal{std::string("Failed") + action, action,
+                         error.message.empty() ? s.message() : error.message};
+    }
+  }
+
+  // "Error creating", as a ReplicaSet's FailedCreate Event begins.
+  static std::string ErrorVerb(const std::string& action) {
+    if (action == "Create") return "Error creating";
+    if (action == "Delete") return "Error deleting";
+    return "Error updating";
+  }
+
+  // Sets ReplicaFailure in *status from this plan's child writes; returns
+  // whether it became True or changed its message (an Event to record).
+  bool ReportChildWrites(const ReconcilePlan& plan, json* status) const {
+    if (!refusal_ && child_failures_ > 0) return false;  // no verdict from the API
+    JobConditions conditions(ArrayAt(*status, {"conditions"}), FormatTime(plan.now));
+    const std::optional<Condition> old = conditions.Get("ReplicaFailure");
+    bool news = false;
+    if (refusal_) {
+      news = !old || old->status != "True" || old->reason != refusal_->reason ||
+             old->message != refusal_->message;
+      conditions.Set(Condition{"ReplicaFailure", "True", refusal_->reason, refusal_->message});
+    } else {
+      conditions.Clear("ReplicaFailure", "ChildrenAccepted",
+                       "the API server accepted every child the job needs");
+    }
+    const json list = conditions.ToJson();
+    if (list != ArrayAt(*status, {"conditions"})) (*status)["conditions"] = list;
+    return news;
   }
 
   void Fail(const Status& s) {
@@ -149,6 +210,8 @@ class Executor {
   ExecutionReport* const report_;
   bool ledger_written_ = false;
   std::set<std::string> done_;
+  int child_failures_ = 0;
+  std::optional<Refusal> refusal_;  // the first refused child write
   int failures_ = 0;
   Status first_error_;
 };

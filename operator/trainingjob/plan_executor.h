@@ -11,7 +11,17 @@
 //      the Secret is created instead, and AlreadyExists is fine;
 //   4. the status: a merge patch of the status subresource from the
 //      observed status to the plan's, carrying the resourceVersion (a 409
-//      Conflict means reconcile again);
+//      Conflict means reconcile again), with condition ReplicaFailure as
+//      the child writes went: True when the API refused one (403
+//      Forbidden: admission, PodSecurity, a ResourceQuota, RBAC; 400 or
+//      422: invalid), reason FailedCreate, FailedUpdate or FailedDelete
+//      and the API's own message, as a ReplicaSet reports it; False
+//      (ChildrenAccepted) once every child write of a reconcile succeeds;
+//      left alone when one failed otherwise (unavailable: no verdict).
+//      The Warning Event of that reason ("Error creating: <the API's
+//      message>") is recorded only when the condition becomes True or its
+//      message changes, so a refusal retried with backoff for hours is one
+//      Event, not one per retry;
 //   5. Events, each only if the step it reports succeeded (best effort:
 //      a failed Event is reported, not retried);
 //   6. the job's own deletion (ttlSecondsAfterFinished), Foreground.

@@ -265,7 +265,174 @@ TEST_F(PlanExecutorTest, AFailedChildIsReportedAndTheRestStillHappens) {
     status_written |= r.path == std::string(kJobPath) + "/status";
   }
   EXPECT_TRUE(status_written);
-  EXPECT_EQ(EventReasons(), (std::vector<std::string>{"WorkerPreempted", "TrainingJobRunning"}));
+  // Only the events of what succeeded, and the refusal's Warning.
+  EXPECT_EQ(EventReasons(), (std::vector<std::string>{"WorkerPreempted", "TrainingJobRunning",
+                                                      "FailedCreate"}));
+}
+
+// What kube-apiserver v1.26's PodSecurity admission answers for a pod that
+// runs as root in a namespace enforcing "restricted".
+constexpr char kPodSecurityMessage[] =
+    "pods \"mnist-trainer-0\" is forbidden: violates PodSecurity \"restricted:latest\": "
+    "allowPrivilegeEscalation != false (container \"gaptrain\" must set "
+    "securityContext.allowPrivilegeEscalation=false), runAsNonRoot != true (pod or container "
+    "\"gaptrain\" must set securityContext.runAsNonRoot=true)";
+
+json ConditionIn(const json& status, const std::string& type) {
+  for (const json& c : status.value("conditions", json::array())) {
+    if (c.value("type", "") == type) return c;
+  }
+  return nullptr;
+}
+
+// The status PATCHes sent, as parsed bodies.
+std::vector<json> StatusPatches(const std::vector<ReceivedRequest>& requests) {
+  std::vector<json> patches;
+  for (const ReceivedRequest& r : requests) {
+    if (r.path == std::string(kJobPath) + "/status") patches.push_back(json::parse(r.body));
+  }
+  return patches;
+}
+
+// A plan that only creates trainer 0, made at 06:00:00 on 2026-11-23.
+ReconcilePlan CreateTrainerPlan() {
+  ReconcilePlan plan;
+  plan.applies.push_back(ChildApply{
+      kube::kPods,
+      json::parse(R"j({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "mnist-trainer-0", "namespace": "default"}})j"),
+      false, true});
+  plan.events.push_back({"Normal", "SuccessfulCreatePod", "Create", "created pod mnist-trainer-0",
+                         PlannedEvent::After::kChild, "Pod/mnist-trainer-0"});
+  plan.now = std::chrono::system_clock::from_time_t(1795413600);
+  return plan;
+}
+
+// A child the API refuses (admission, PodSecurity, a quota) is a Warning
+// FailedCreate with the API's message and condition ReplicaFailure, as a
+// ReplicaSet reports it; the error is still returned, for the backoff.
+TEST_F(PlanExecutorTest, ARefusedChildIsAFailedCreateWarningAndACondition) {
+  Answer([](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
+    if (r.path.find("/pods/") != std::string::npos) {
+      return Error(403, "Forbidden", kPodSecurityMessage);
+    }
+    return std::nullopt;
+  });
+  const Status s = ExecutePlan(client_.get(), Job(), CreateTrainerPlan(), "op");
+  EXPECT_EQ(s.code(), Status::Code::kPermissionDenied) << s.ToString();
+  const std::vector<ReceivedRequest> requests = server_->requests();
+  const std::vector<json> patches = StatusPatches(requests);
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0]["metadata"]["resourceVersion"], "100");
+  const json condition = ConditionIn(patches[0]["status"], "ReplicaFailure");
+  EXPECT_EQ(condition, json({{"type", "ReplicaFailure"},
+                             {"status", "True"},
+                             {"reason", "FailedCreate"},
+                             {"message", kPodSecurityMessage},
+                             {"lastTransitionTime", "2026-11-23T06:00:00Z"},
+                             {"lastUpdateTime", "2026-11-23T06:00:00Z"}}))
+      << patches[0].dump(2);
+  // The rest of the status is left as it was.
+  EXPECT_EQ(patches[0]["status"].size(), 1u) << patches[0].dump(2);
+  EXPECT_EQ(EventReasons(), std::vector<std::string>{"FailedCreate"});
+  const json event = json::parse(requests.back().body);
+  EXPECT_EQ(event["type"], "Warning");
+  EXPECT_EQ(event["action"], "Create");
+  EXPECT_EQ(event["note"], std::string("Error creating: ") + kPodSecurityMessage);
+  EXPECT_EQ(event["regarding"]["name"], "mnist");
+}
+
+// Retried with backoff, the same refusal writes nothing and records no
+// Event again; a write that fails otherwise (5xx) says nothing either way.
+TEST_F(PlanExecutorTest, TheSameRefusalAgainIsNoNews) {
+  json job = Job();
+  job["status"]["conditions"] = {{{"type", "ReplicaFailure"},
+                                  {"status", "True"},
+                                  {"reason", "FailedCreate"},
+                                  {"message", kPodSecurityMessage},
+                                  {"lastTransitionTime", "2026-11-23T05:00:00Z"},
+                                  {"lastUpdateTime", "2026-11-23T05:00:00Z"}}};
+  Answer([](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
+    if (r.path.find("/pods/") != std::string::npos) {
+      return Error(403, "Forbidden", kPodSecurityMessage);
+    }
+    return std::nullopt;
+  });
+  EXPECT_FALSE(ExecutePlan(client_.get(), job, CreateTrainerPlan(), "op").ok());
+  EXPECT_EQ(server_->requests().size(), 1u) << "only the pod's apply";
+
+  server_ = nullptr;
+  ASSERT_TRUE(kube::ScriptedServer::Start({}, &server_).ok());
+  kube::ClusterConfig config;
+  config.server = server_->url();
+  ASSERT_TRUE(kube::Client::New(config, kube::ClientOptions(), &client_).ok());
+  Answer([](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
+    if (r.path.find("/pods/") != std::string::npos) return Error(503, "ServiceUnavailable", "x");
+    return std::nullopt;
+  });
+  EXPECT_FALSE(ExecutePlan(client_.get(), job, CreateTrainerPlan(), "op").ok());
+  EXPECT_EQ(server_->requests().size(), 1u) << "no verdict: the condition stays";
+}
+
+// Once the API accepts every child write, ReplicaFailure turns False.
+TEST_F(PlanExecutorTest, AcceptedChildrenClearTheFailure) {
+  json job = Job();
+  job["status"]["conditions"] = {{{"type", "ReplicaFailure"},
+                                  {"status", "True"},
+                                  {"reason", "FailedCreate"},
+                                  {"message", "exceeded quota"},
+                                  {"lastTransitionTime", "2026-11-23T05:00:00Z"},
+                                  {"lastUpdateTime", "2026-11-23T05:00:00Z"}}};
+  Answer([](const ReceivedRequest&) { return std::nullopt; });
+  ASSERT_TRUE(ExecutePlan(client_.get(), job, CreateTrainerPlan(), "op").ok());
+  const std::vector<json> patches = StatusPatches(server_->requests());
+  ASSERT_EQ(patches.size(), 1u);
+  const json condition = ConditionIn(patches[0]["status"], "ReplicaFailure");
+  EXPECT_EQ(condition["status"], "False");
+  EXPECT_EQ(condition["reason"], "ChildrenAccepted");
+  EXPECT_EQ(condition["lastTransitionTime"], "2026-11-23T06:00:00Z");
+  EXPECT_EQ(EventReasons(), std::vector<std::string>{"SuccessfulCreatePod"});
+
+  // With no failure to clear, an accepted write touches no status.
+  server_ = nullptr;
+  ASSERT_TRUE(kube::ScriptedServer::Start({}, &server_).ok());
+  kube::ClusterConfig config;
+  config.server = server_->url();
+  ASSERT_TRUE(kube::Client::New(config, kube::ClientOptions(), &client_).ok());
+  Answer([](const ReceivedRequest&) { return std::nullopt; });
+  ASSERT_TRUE(ExecutePlan(client_.get(), Job(), CreateTrainerPlan(), "op").ok());
+  EXPECT_TRUE(StatusPatches(server_->requests()).empty());
+}
+
+// An update the API finds invalid (422) is FailedUpdate, merged into the
+// plan's own status.
+constexpr char kInvalidService[] =
+    "Service \"mnist-master\" is invalid: spec.ports: Required value";
+
+TEST_F(PlanExecutorTest, ARefusedUpdateIsFailedUpdate) {
+  Answer([](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
+    if (r.path.find("/services/") != std::string::npos) {
+      return Error(422, "Invalid", kInvalidService);
+    }
+    return std::nullopt;
+  });
+  ReconcilePlan plan;
+  plan.applies.push_back(ChildApply{
+      kube::kServices,
+      json::parse(R"j({"apiVersion": "v1", "kind": "Service",
+                       "metadata": {"name": "mnist-master", "namespace": "default"}})j"),
+      false, false});
+  plan.status = json::parse(R"j({"phase": "Running", "preemptions": 1})j");
+  ExecutionReport report;
+  EXPECT_TRUE(kube::IsInvalid(ExecutePlan(client_.get(), Job(), plan, "op", &report)));
+  EXPECT_TRUE(report.status_written);
+  const std::vector<json> patches = StatusPatches(server_->requests());
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0]["status"]["preemptions"], 1);
+  const json condition = ConditionIn(patches[0]["status"], "ReplicaFailure");
+  EXPECT_EQ(condition["reason"], "FailedUpdate");
+  EXPECT_EQ(condition["message"], kInvalidService);
+  EXPECT_EQ(EventReasons(), std::vector<std::string>{"FailedUpdate"});
 }
 
 TEST_F(PlanExecutorTest, FailedEventsAreReportedNotReturned) {

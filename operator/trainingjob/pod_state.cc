@@ -84,6 +84,16 @@ PodState ReadPodState(const json& pod, bool job_ended) {
   s.phase = StringAt(pod, {"status", "phase"});
   s.ready = TrueCondition(pod, "Ready") != nullptr;
   s.terminating = IsTerminating(pod);
+  if ((s.phase.empty() || s.phase == "Pending") && !s.terminating &&
+      StringAt(pod, {"spec", "nodeName"}).empty()) {
+    for (const json& c : ArrayAt(pod, {"status", "conditions"})) {
+      if (StringAt(c, {"type"}) == "PodScheduled" && StringAt(c, {"status"}) == "False" &&
+          StringAt(c, {"reason"}) == "Unschedulable") {
+        s.unschedulable = true;
+        s.scheduling_message = StringAt(c, {"message"});
+      }
+    }
+  }
 
   const json* terminated = TerminatedContainer(pod);
   if (terminated != nullptr) s.exit_code = IntegerAt(*terminated, {"exitCode"});

@@ -14,6 +14,11 @@
 //              its exit code when the kubelet reported one.
 //   completed  it exited 0 after the job ended.
 // Nothing else (Pending, Running, ready or not) is a loss.
+//
+// A pod waits for a node (`unschedulable`) while it is Pending, not being
+// deleted, not bound (no spec.nodeName) and the scheduler has set its
+// condition PodScheduled=False with reason Unschedulable; the condition's
+// message is the scheduler's own ("0/3 nodes are available: ...").
 
 #ifndef GAPTRAIN_OPERATOR_TRAININGJOB_POD_STATE_H_
 #define GAPTRAIN_OPERATOR_TRAININGJOB_POD_STATE_H_
@@ -61,6 +66,9 @@ struct PodState {
   // The node is gone or unreachable: the kubelet will never confirm a
   // graceful deletion.
   bool node_lost = false;
+  // The scheduler found no node for it; why, in the scheduler's words.
+  bool unschedulable = false;
+  std::string scheduling_message;
 
   // Pending or Running, not being deleted.
   bool active() const { return !terminating && (phase == "Pending" || phase == "Running" || phase.empty()); }

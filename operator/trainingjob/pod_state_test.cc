@@ -115,6 +115,35 @@ TEST(PodStateTest, TheRecordedNodeShutdownIsAPreemption) {
   EXPECT_EQ(s.exit_code, 143);
 }
 
+// The scheduler's verdict as kube-scheduler v1.26 writes it on a pod it
+// cannot place; a bound, running, or deleted pod no longer waits.
+TEST(PodStateTest, APendingPodTheSchedulerCannotPlaceWaits) {
+  const char* kUnschedulable = R"({"phase": "Pending", "conditions": [{"type": "PodScheduled",
+      "status": "False", "reason": "Unschedulable", "lastProbeTime": null,
+      "lastTransitionTime": "2026-11-23T06:00:00Z",
+      "message": "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. )"
+                               R"(preemption: 0/1 nodes are available: 1 Preemption is not )"
+                               R"(helpful for scheduling.."}]})";
+  const PodState s = ReadPodState(Pod(kUnschedulable), false);
+  EXPECT_TRUE(s.unschedulable);
+  EXPECT_EQ(s.scheduling_message,
+            "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
+            "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling..");
+  EXPECT_EQ(s.loss, PodLoss::kNone);
+
+  EXPECT_FALSE(ReadPodState(Pod(kUnschedulable, /*terminating=*/true), false).unschedulable);
+  json bound = Pod(kUnschedulable);
+  bound["spec"]["nodeName"] = "node-a";
+  EXPECT_FALSE(ReadPodState(bound, false).unschedulable);
+  json running = Pod(kUnschedulable);
+  running["status"]["phase"] = "Running";
+  EXPECT_FALSE(ReadPodState(running, false).unschedulable);
+  // Gated or not yet tried: not the scheduler's refusal.
+  EXPECT_FALSE(ReadPodState(Pod(R"({"phase": "Pending", "conditions": [{"type": "PodScheduled",
+      "status": "False", "reason": "SchedulingGated"}]})"), false).unschedulable);
+  EXPECT_FALSE(ReadPodState(Pod(R"({"phase": "Pending"})"), false).unschedulable);
+}
+
 TEST(PodStateTest, OddObjectsReadAsNothing) {
   for (const char* text : {R"(null)", R"([])", R"({"metadata": 5})",
                            R"({"metadata": {"labels": {"gaptrain.io/replica-index": "-1"}}})",

@@ -72,7 +72,16 @@ Status CheckContainer(const json& c, const std::string& at, bool first) {
   GAPTRAIN_RETURN_IF_ERROR(CheckObjectList(c, "ports", at, {}));
   GAPTRAIN_RETURN_IF_ERROR(CheckObjectList(c, "volumeMounts", at, {"name", "mountPath"}));
   GAPTRAIN_RETURN_IF_ERROR(CheckKind(c, "readinessProbe", json::value_t::object, "an object", at));
-  return CheckKind(c, "livenessProbe", json::value_t::object, "an object", at);
+  GAPTRAIN_RETURN_IF_ERROR(CheckKind(c, "livenessProbe", json::value_t::object, "an object", at));
+  GAPTRAIN_RETURN_IF_ERROR(
+      CheckKind(c, "securityContext", json::value_t::object, "an object", at));
+  const std::string security = at + ".securityContext";
+  const json& sc = ObjectAt(c, {"securityContext"});
+  GAPTRAIN_RETURN_IF_ERROR(
+      CheckKind(sc, "capabilities", json::value_t::object, "an object", security));
+  GAPTRAIN_RETURN_IF_ERROR(
+      CheckStringList(ObjectAt(sc, {"capabilities"}), "add", security + ".capabilities"));
+  return CheckStringList(ObjectAt(sc, {"capabilities"}), "drop", security + ".capabilities");
 }
 
 Status CheckAffinity(const json& spec, const std::string& path) {
@@ -112,6 +121,43 @@ json MergeList(const json& user, const json& ours, std::initializer_list<const c
     if (!collides) merged.push_back(item);
   }
   return merged;
+}
+
+// Whether anything in the template's pod spec runs as uid 0: then
+// runAsNonRoot: true would only keep its containers from starting.
+bool RunsAsRoot(const json& spec) {
+  if (IntegerAt(spec, {"securityContext", "runAsUser"}) == 0) return true;
+  for (const char* list : {"containers", "initContainers"}) {
+    for (const json& c : ArrayAt(spec, {list})) {
+      if (IntegerAt(c, {"securityContext", "runAsUser"}) == 0) return true;
+    }
+  }
+  return false;
+}
+
+// `defaults` under what `security_context` (a container's) sets.
+json ContainerSecurityContext(json security_context, const json& defaults) {
+  if (!security_context.is_object()) security_context = json::object();
+  bool sys_admin = false;
+  for (const json& cap : ArrayAt(security_context, {"capabilities", "add"})) {
+    sys_admin = sys_admin || cap == "SYS_ADMIN" || cap == "CAP_SYS_ADMIN";
+  }
+  const json* privileged_field = FieldAt(security_context, {"privileged"});
+  const bool privileged = privileged_field != nullptr && *privileged_field == true;
+  for (const auto& [key, value] : defaults.items()) {
+    if (key == "capabilities") {
+      json& caps = security_context["capabilities"];
+      if (!caps.is_object()) caps = json::object();
+      for (const auto& [k, v] : value.items()) {
+        if (!caps.contains(k)) caps[k] = v;
+      }
+    } else if (key == "allowPrivilegeEscalation" && (privileged || sys_admin)) {
+      continue;
+    } else if (!security_context.contains(key)) {
+      security_context[key] = value;
+    }
+  }
+  return security_context;
 }
 
 json MergeAffinity(json affinity, const GaptrainPodParts& parts) {
@@ -163,6 +209,15 @@ Status CheckPodTemplate(const json& pod_template, const std::string& path) {
     GAPTRAIN_RETURN_IF_ERROR(CheckContainer(
         containers[i], spec_path + ".containers[" + std::to_string(i) + "]", i == 0));
   }
+  GAPTRAIN_RETURN_IF_ERROR(
+      CheckKind(spec, "initContainers", json::value_t::array, "a list", spec_path));
+  const json& init_containers = ArrayAt(spec, {"initContainers"});
+  for (size_t i = 0; i < init_containers.size(); ++i) {
+    GAPTRAIN_RETURN_IF_ERROR(CheckContainer(
+        init_containers[i], spec_path + ".initContainers[" + std::to_string(i) + "]", false));
+  }
+  GAPTRAIN_RETURN_IF_ERROR(
+      CheckKind(spec, "securityContext", json::value_t::object, "an object", spec_path));
   GAPTRAIN_RETURN_IF_ERROR(CheckObjectList(spec, "volumes", spec_path, {"name"}));
   GAPTRAIN_RETURN_IF_ERROR(CheckObjectList(spec, "tolerations", spec_path, {}));
   GAPTRAIN_RETURN_IF_ERROR(CheckAffinity(spec, spec_path));
@@ -218,7 +273,26 @@ Status MergePodTemplate(const json& pod_template, const std::string& template_pa
       }
     }
     c["volumeMounts"] = MergeList(ArrayAt(c, {"volumeMounts"}), mounts, {"name", "mountPath"});
+    if (!parts.container_security_context.empty()) {
+      c["securityContext"] = ContainerSecurityContext(ObjectAt(c, {"securityContext"}),
+                                                      parts.container_security_context);
+    }
     containers.push_back(std::move(c));
+  }
+  if (!parts.container_security_context.empty() && spec.contains("initContainers")) {
+    for (json& c : spec["initContainers"]) {
+      c["securityContext"] = ContainerSecurityContext(ObjectAt(c, {"securityContext"}),
+                                                      parts.container_security_context);
+    }
+  }
+  if (!parts.pod_security_context.empty()) {
+    json security_context = ObjectAt(spec, {"securityContext"});
+    const bool as_root = RunsAsRoot(spec);
+    for (const auto& [key, value] : parts.pod_security_context.items()) {
+      if (key == "runAsNonRoot" && as_root) continue;
+      if (!security_context.contains(key)) security_context[key] = value;
+    }
+    spec["securityContext"] = std::move(security_context);
   }
   spec["containers"] = std::move(containers);
   spec["volumes"] = MergeList(ArrayAt(spec, {"volumes"}), parts.volumes, {"name"});

@@ -20,6 +20,16 @@
 //   affinity     the template's; gaptrain's required node requirements are
 //                ANDed into every required term (or form the only one);
 //                its preferred terms are appended
+//   securityContext  defaults, the template winning field by field, so
+//                that pods meet PodSecurity "restricted" unless the template
+//                asks otherwise: the pod's fields gaptrain gives where the
+//                template's pod securityContext has none (runAsNonRoot only
+//                when nothing in the template runs as uid 0); every
+//                container's and init container's, likewise, with
+//                capabilities.drop given only when the template's
+//                capabilities have no drop list, and allowPrivilegeEscalation
+//                not given to a privileged container or one adding
+//                SYS_ADMIN (the API refuses false with either)
 //
 // A template that is not a PodTemplateSpec's shape (a list where an object
 // belongs, a container without a name, ...) is INVALID_ARGUMENT naming the
@@ -54,6 +64,9 @@ struct GaptrainPodParts {
   nlohmann::json required_node_requirements = nlohmann::json::array();
   nlohmann::json preferred_node_terms = nlohmann::json::array();
   int64_t termination_grace_period_seconds = 30;
+  // Defaults (above): the pod's securityContext, and every container's.
+  nlohmann::json pod_security_context = nlohmann::json::object();
+  nlohmann::json container_security_context = nlohmann::json::object();
 };
 
 // Checks the shape of `pod_template` (null or {} for none) as far as the

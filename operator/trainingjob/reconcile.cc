@@ -11,6 +11,7 @@
 #include "operator/trainingjob/json_diff.h"
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_state.h"
+#include "operator/trainingjob/progress_display.h"
 #include "services/common/job_fields.h"
 
 namespace gaptrain {
@@ -108,6 +109,7 @@ class Reconciler {
         conditions_(ArrayAt(old_status_, {"conditions"}), now_text_) {}
 
   ReconcilePlan Run() {
+    plan_.now = o_.now;
     // A job being deleted: the garbage collector removes its children.
     if (!job_.is_object() || IsTerminating(job_)) return std::move(plan_);
     const std::string old_phase = StringAt(old_status_, {"phase"});
@@ -419,6 +421,7 @@ class Reconciler {
         phase_ = "Pending";
       }
     }
+    PlanScheduling(/*job_runs=*/true);
     const std::optional<int64_t> old_desired = IntegerAt(old_status_, {"workers", "desired"});
     if (old_desired && *old_desired != spec.workers.replicas) {
       Event("Normal", "TrainingJobScaled", "Scale",
@@ -434,6 +437,67 @@ class Reconciler {
         plan_.requeue_after = std::min(*plan_.requeue_after, CeilSeconds(deadline - o_.now));
       }
     }
+  }
+
+  // Condition PodsUnschedulable: the pods the scheduler cannot place, with
+  // its own words, so `kubectl describe tj` says why a job waits (no spot
+  // node, too little CPU, an unbound claim) without describing each pod.
+  // Pods are grouped by the scheduler's message, the names cut short: a
+  // job of a hundred trainers waits for one reason. The Warning Event comes
+  // as it becomes True and when a reason it did not hold appears, not as
+  // pods come and go (the scheduler marks a job's pods one at a time).
+  // A suspended or finished job waits for nothing (`job_runs` false).
+  void PlanScheduling(bool job_runs) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+    size_t waiting = 0;
+    for (const ObservedPod& p : pods_) {
+      if (!job_runs || !p.state.unschedulable) continue;
+      ++waiting;
+      auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+        return g.first == p.state.scheduling_message;
+      });
+      if (group == groups.end()) {
+        groups.emplace_back(p.state.scheduling_message, std::vector<std::string>());
+        group = groups.end() - 1;
+      }
+      group->second.push_back(p.state.name);
+    }
+    if (waiting == 0) {
+      conditions_.Clear("PodsUnschedulable", "PodsScheduled", "no pod waits for a node");
+      return;
+    }
+    const auto count = [](size_t n) {
+      return std::to_string(n) + (n == 1 ? " pod" : " pods");
+    };
+    const auto describe = [](const std::pair<std::string, std::vector<std::string>>& g) {
+      constexpr size_t kNames = 3;
+      std::string names;
+      for (size_t i = 0; i < g.second.size() && i < kNames; ++i) {
+        names += (i == 0 ? "" : ", ") + g.second[i];
+      }
+      if (g.second.size() > kNames) {
+        names += " and " + std::to_string(g.second.size() - kNames) + " more";
+      }
+      return "(" + names + ")" + (g.first.empty() ? "" : ": " + g.first);
+    };
+    std::string message = count(waiting) + " cannot be scheduled";
+    if (groups.size() == 1) {
+      message += " " + describe(groups[0]);
+    } else {
+      for (size_t i = 0; i < groups.size(); ++i) {
+        message += (i == 0 ? ": " : "; ") + std::to_string(groups[i].second.size()) + " " +
+                   describe(groups[i]);
+      }
+    }
+    const std::optional<Condition> old = conditions_.Get("PodsUnschedulable");
+    bool news = !old || old->status != "True";
+    for (const auto& g : groups) {
+      news = news || old->message.find(g.first) == std::string::npos;
+    }
+    if (news) {
+      Event("Warning", "FailedScheduling", "Schedule", message, PlannedEvent::After::kStatus);
+    }
+    conditions_.Set(Condition{"PodsUnschedulable", "True", "Unschedulable", message});
   }
 
   std::optional<Ending> EndingOf(uint32_t permanent_trainers) const {
@@ -491,6 +555,7 @@ class Reconciler {
     conditions_.Clear("Running", "TrainingJobSuspended", message);
     conditions_.Clear("Restarting", "TrainingJobSuspended", message);
     conditions_.Set(Condition{"Suspended", "True", "TrainingJobSuspended", message});
+    PlanScheduling(/*job_runs=*/false);
     phase_ = "Suspended";
     start_time_.clear();  // resuming starts the clock again
   }
@@ -518,16 +583,39 @@ class Reconciler {
     }
     if (start_time_.empty()) start_time_ = StringAt(old_status_, {"startTime"});
     terminal_ = true;
+    PlanScheduling(/*job_runs=*/false);
 
     // cleanPodPolicy: All deletes every pod, Running the ones still going.
+    // The export has rules of its own: its pod is left to PlanExport until
+    // the status holds its outcome, and the master is stopped whatever the
+    // policy, as its final checkpoint is what the export reads.
+    const bool exports = ExportWanted();
     for (const ObservedPod& pod : pods_) {
       const PodState& p = pod.state;
-      if (p.terminating || policy.clean_pod_policy == "None") continue;
-      if (policy.clean_pod_policy == "Running" && p.finished()) continue;
+      if (p.terminating) continue;
+      if (IsExportPod(pod)) {
+        if (policy.clean_pod_policy == "All" && p.finished() && ExportRecorded()) {
+          Delete(kube::kPods, p, 0, "the job has finished (cleanPodPolicy All)");
+        }
+        continue;
+      }
+      const bool stop_master = exports && p.type == ReplicaType::kMaster && !p.finished();
+      if (!stop_master && policy.clean_pod_policy == "None") continue;
+      if (!stop_master && policy.clean_pod_policy == "Running" && p.finished()) continue;
       Delete(kube::kPods, p, p.finished() ? std::optional<int64_t>(0) : std::nullopt,
-             "the job has finished (cleanPodPolicy " + policy.clean_pod_policy + ")");
+             policy.clean_pod_policy == "None"
+                 ? "the job has succeeded; the master stops with a final checkpoint, which "
+                   "spec.output exports"
+                 : "the job has finished (cleanPodPolicy " + policy.clean_pod_policy + ")");
     }
+    const bool exporting = exports && PlanExport();
+    // An export done before spec.output was removed (or stopped parsing):
+    // its model is still where the status says.
+    if (!exports) output_ = ObjectAt(old_status_, {"output"});
 
+    // No TTL: the job (and its model, its checkpoints) stays until deleted.
+    // An export under way is waited for; its pod's end wakes the reconcile.
+    if (policy.ttl_seconds_after_finished == kKeepFinishedJob || exporting) return;
     const Clock::time_point completed = ParseTime(completion_time_).value_or(o_.now);
     const Clock::time_point due =
         completed + std::chrono::seconds(policy.ttl_seconds_after_finished);
@@ -540,6 +628,157 @@ class Reconciler {
     } else {
       plan_.requeue_after = CeilSeconds(due - o_.now);
     }
+  }
+
+  // --- the model's export (spec.output) ------------------------------------
+
+  // The job succeeded and names a destination for its model.
+  bool ExportWanted() const {
+    return phase_ == "Succeeded" && o_.parse_status.ok() && !o_.spec.output.claim_name.empty();
+  }
+
+  static bool IsExportPod(const ObservedPod& pod) {
+    return StringAt(*pod.object, {"metadata", "labels", kReplicaTypeLabel}) == kExportReplicaType;
+  }
+
+  // The observed status.output, when it describes an export to the
+  // destination spec.output names now.
+  json OldOutput() const {
+    const json& old = ObjectAt(old_status_, {"output"});
+    if (!o_.parse_status.ok() || StringAt(old, {"claimName"}) != o_.spec.output.claim_name ||
+        StringAt(old, {"path"}) != o_.spec.output.path) {
+      return json::object();
+    }
+    return old;
+  }
+
+  // The status already holds the outcome of the export to spec.output.
+  bool ExportRecorded() const {
+    const std::string phase = StringAt(OldOutput(), {"phase"});
+    return phase == "Succeeded" || phase == "Failed";
+  }
+
+  // The master has exited (its pod finished: it wrote a final checkpoint
+  // on SIGTERM) or is gone; a master still terminating may be writing it.
+  bool MasterStopped() const {
+    const ObservedPod* master = PodNamed(ReplicaName(name_, ReplicaType::kMaster));
+    return master == nullptr || master->state.finished();
+  }
+
+  // Plans the export pod and sets output_ (status.output) and condition
+  // ModelExported: the pod NAME-export is created once the master has
+  // stopped, its end is the export's outcome (Succeeded, or Failed with the
+  // pod's reason: the job stays Succeeded either way, its checkpoints
+  // kept), a lost pod is replaced, and a changed spec.output exports again.
+  // Returns whether the export is still to finish.
+  bool PlanExport() {
+    const OutputSpec& out = o_.spec.output;
+    const std::string pod_name = ExportPodName(name_);
+    const std::string where = "claim " + out.claim_name + " at " + out.path;
+    const json old = OldOutput();
+    const std::string old_phase = StringAt(old, {"phase"});
+    const ObservedPod* pod = PodNamed(pod_name);
+    std::string phase, message;
+    if (pod != nullptr &&
+        StringAt(*pod->object, {"metadata", "annotations", kOutputAnnotation}) !=
+            OutputTarget(out)) {
+      // An export to an earlier destination: it goes, then a new one starts.
+      if (!pod->state.terminating) {
+        Delete(kube::kPods, pod->state,
+               pod->state.finished() ? std::optional<int64_t>(0) : std::nullopt,
+               "spec.output has changed");
+      }
+      phase = "Pending";
+      message = "spec.output has changed: exporting again once " + pod_name + " is gone";
+    } else if (pod != nullptr) {
+      const PodState& p = pod->state;
+      if (p.loss == PodLoss::kCompleted) {
+        phase = "Succeeded";
+        message = "the model is in " + where + " (model card " + out.path + ".json)";
+      } else if (p.loss == PodLoss::kFailed) {
+        phase = "Failed";
+        const std::string said = TerminationMessage(*pod->object);
+        message = "the export pod " + pod_name + " failed (" + p.loss_reason + ")" +
+                  (said.empty() ? "" : ": " + said) +
+                  "; the checkpoints stay in " + CheckpointsClaimName(name_) +
+                  " (kubectl logs " + pod_name + ")";
+      } else if (p.loss == PodLoss::kPreempted) {
+        // Lost with its node, evicted, deleted: the export is run again.
+        if (!p.terminating || p.node_lost) {
+          Delete(kube::kPods, p, p.finished() || p.node_lost ? std::optional<int64_t>(0)
+                                                              : std::nullopt,
+                 "the export pod was lost (" + p.loss_reason + "); exporting again");
+        }
+        phase = "Pending";
+        message = "the export pod was lost (" + p.loss_reason + "); exporting again";
+      } else {
+        phase = "Running";
+        message = "exporting the model to " + where;
+        if (p.unschedulable) message += "; the pod waits for a node: " + p.scheduling_message;
+      }
+    } else if (old_phase == "Succeeded" || old_phase == "Failed") {
+      phase = old_phase;  // its pod is gone since (cleanPodPolicy All, or by hand)
+      message = StringAt(old, {"message"});
+    } else if (!MasterStopped()) {
+      phase = "Pending";
+      message = "waiting for the master " + ReplicaName(name_, ReplicaType::kMaster) +
+                " to stop with its final checkpoint";
+    } else if (occupied_.count(pod_name) > 0) {
+      phase = "Pending";
+      message = "waiting for another object's pod " + pod_name + " to go";
+    } else {
+      json export_pod;
+      const Status built = BuildExportPod(job_, o_.spec, config_,
+                                          NumberAt(Progress(), {"testAccuracy"}), &export_pod);
+      if (built.ok()) {
+        Apply(kube::kPods, export_pod, true);
+        phase = "Running";
+        message = "exporting the model to " + where;
+      } else {
+        phase = "Failed";
+        message = "the export pod cannot be built: " + built.message();
+      }
+    }
+
+    output_ = {{"claimName", out.claim_name}, {"path", out.path}, {"phase", phase},
+               {"message", message}};
+    const bool done = phase == "Succeeded" || phase == "Failed";
+    if (done) {
+      // When it ended: kept from the observation that first saw it.
+      const std::string ended = StringAt(old, {"completionTime"});
+      output_["completionTime"] = old_phase == phase && !ended.empty() ? ended : now_text_;
+    }
+    if (phase == "Succeeded") {
+      if (old_phase != "Succeeded") {
+        Event("Normal", "ModelExported", "Export", "wrote the trained model to " + where,
+              PlannedEvent::After::kStatus);
+      }
+      conditions_.Set(Condition{"ModelExported", "True", "ModelExported", message});
+    } else if (phase == "Failed") {
+      if (old_phase != "Failed") {
+        Event("Warning", "ExportFailed", "Export", message, PlannedEvent::After::kStatus);
+      }
+      conditions_.Set(Condition{"ModelExported", "False", "ExportFailed", message});
+    } else {
+      conditions_.Set(Condition{"ModelExported", "False", "Exporting", message});
+    }
+    return !done;
+  }
+
+  // What a terminated container said: its termination message (the tail of
+  // its log when it failed: FallbackToLogsOnError), on one line, cut short.
+  static std::string TerminationMessage(const json& pod) {
+    for (const json& c : ArrayAt(pod, {"status", "containerStatuses"})) {
+      if (StringAt(c, {"name"}) != kContainerName) continue;
+      std::string text = StringAt(c, {"state", "terminated", "message"});
+      std::string line;
+      for (char ch : text) line += ch == '\n' ? ' ' : ch;
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      constexpr size_t kMost = 500;
+      if (line.size() > kMost) line = "..." + line.substr(line.size() - kMost);
+      return line;
+    }
+    return "";
   }
 
   // --- status --------------------------------------------------------------
@@ -623,6 +862,12 @@ class Reconciler {
     status["restarts"] = ledger_.restarts;
     const json progress = Progress();
     if (!progress.empty()) status["progress"] = progress;
+    // The same numbers as `kubectl get tj` prints them (a pure function of
+    // progress, so a finished job's stays as it finished).
+    const json display =
+        ProgressDisplay(progress, o_.parse_status.ok() ? o_.spec.training.epochs : 0, phase_);
+    if (!display.empty()) status["display"] = display;
+    if (!output_.empty()) status["output"] = output_;
     return status;
   }
 
@@ -672,6 +917,7 @@ class Reconciler {
   std::string restart_message_;
   bool terminal_ = false;
   bool progress_final_ = false;  // finished before this reconcile: keep its progress
+  json output_ = json::object();  // status.output; empty: none
 
   std::string phase_;
   std::string start_time_;

@@ -32,11 +32,28 @@
 //     after the coordinator finished; until then only the progress
 //     changes, so the job's accuracy is the final model's. Finished jobs
 //     stay finished; their pods are deleted as cleanPodPolicy says, and the
-//     job itself ttlSecondsAfterFinished after completionTime.
+//     job itself ttlSecondsAfterFinished after completionTime (never
+//     without one).
+//   - The model's export (spec.output): once the job has succeeded and its
+//     master has stopped (stopped by cleanPodPolicy, or for the export
+//     under None: its final checkpoint is written as it stops), the pod
+//     NAME-export (desired_children.h's BuildExportPod) writes the model
+//     to the output claim. Its end is status.output's phase (Succeeded, or
+//     Failed with the pod's exit and last words), condition ModelExported
+//     and Event ModelExported or ExportFailed; a failed export never fails
+//     the job. A lost export pod is replaced, a changed spec.output exports
+//     again, cleanPodPolicy All deletes the finished pod once its outcome is
+//     in the status, and the TTL waits for an export under way.
 //   - Scaling deletes the trainers with the highest indices (gracefully)
 //     and creates the missing ones; suspend deletes every pod and keeps the
 //     volumes, resume starts again (startTime restarts with it, so
 //     activeDeadlineSeconds counts running time since the last resume).
+//   - Pods the scheduler cannot place (PodScheduled=False, Unschedulable)
+//     make condition PodsUnschedulable True with their count and the
+//     scheduler's own message, and a Warning Event FailedScheduling when
+//     it becomes True; it turns False once none waits (or the job is
+//     suspended or finished). Children the API refuses are the executor's
+//     to report (ReplicaFailure, plan_executor.h): only it sees the answer.
 //
 // Deletes carry the pod's uid as a precondition (a replacement with the
 // same name is never deleted by mistake); a pod that has finished, or a
@@ -104,6 +121,9 @@ struct ReconcilePlan {
   // Reconcile again after this long even if nothing changes: progress
   // polling while the job runs, its deadline, its TTL.
   std::optional<std::chrono::seconds> requeue_after;
+  // The observation's time: what the executor stamps the conditions it
+  // sets with (ReplicaFailure), as the plan stamps its own.
+  std::chrono::system_clock::time_point now;
 
   // Whether carrying the plan out writes nothing to the API server
   // (events aside, which only come with writes).

@@ -282,6 +282,9 @@ TEST(ReconcileTest, RunsWhenTheCoordinatorSaysSoAndShowsProgress) {
   EXPECT_EQ((*plan.status)["progress"], json::parse(R"j({"epoch": 1.5, "modelVersion": 1200,
       "testAccuracy": 0.97, "testLoss": 0.1, "meanGap": 1.6, "meanStaleness": 3.5,
       "updatesPerSecond": 40})j"));
+  // And as kubectl get prints them.
+  EXPECT_EQ((*plan.status)["display"], json::parse(R"j({"epoch": "1.5/4", "accuracy": "97.00%",
+      "gap": "1.60", "updatesPerSecond": "40"})j"));
   EXPECT_EQ((*plan.status)["workers"]["summary"], "2/2");
   EXPECT_EQ((*plan.status)["replicaStatuses"]["Master"]["ready"], 1);
   EXPECT_TRUE(HasReason(plan, "TrainingJobRunning"));
@@ -307,7 +310,8 @@ TEST(ReconcileTest, AFinishedJobsProgressIsNotRewritten) {
   json job = BaseJob();
   job["status"] = json::parse(R"j({"phase": "Succeeded", "completionTime": "2026-11-23T06:00:00Z",
       "conditions": [{"type": "Succeeded", "status": "True"}],
-      "progress": {"modelVersion": 1200, "updatesPerSecond": 40, "testAccuracy": 0.98}})j");
+      "progress": {"modelVersion": 1200, "updatesPerSecond": 40, "testAccuracy": 0.98},
+      "display": {"accuracy": "98.00%"}})j");
   Cluster c(job);
   c.Settle();
   MasterProgress master;
@@ -323,6 +327,7 @@ TEST(ReconcileTest, AFinishedJobsProgressIsNotRewritten) {
   EXPECT_FALSE(plan.status.has_value()) << plan.status->dump(2);
   EXPECT_EQ(c.status()["progress"]["updatesPerSecond"], 40);
   EXPECT_EQ(c.status()["progress"]["testAccuracy"], 0.98);
+  EXPECT_EQ(c.status()["display"], json::parse(R"j({"accuracy": "98.00%"})j"));
 }
 
 TEST(ReconcileTest, WithoutTheCoordinatorEnoughReadyTrainersMeanRunning) {
@@ -697,6 +702,120 @@ TEST(ReconcileTest, ScalesUpAndDownByTheHighestIndices) {
   EXPECT_EQ(c.Pod("mnist-trainer-3"), nullptr);
 }
 
+// --- waiting for nodes --------------------------------------------------------
+
+// kube-scheduler v1.26's words for a pod that needs a spot node the cluster
+// lacks, and for one whose claim is not bound.
+constexpr char kNoSpotNode[] =
+    "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
+    "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling..";
+constexpr char kUnboundClaim[] =
+    "0/1 nodes are available: 1 pod has unbound immediate PersistentVolumeClaims. "
+    "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling..";
+
+void MarkUnschedulable(Cluster* c, const std::string& pod, const char* message) {
+  c->SetPodStatus(pod, {{"phase", "Pending"},
+                        {"conditions",
+                         {{{"type", "PodScheduled"},
+                           {"status", "False"},
+                           {"reason", "Unschedulable"},
+                           {"message", message}}}}});
+}
+
+// Pods the scheduler cannot place make PodsUnschedulable True with how
+// many wait and the scheduler's own words, grouped by them; a Warning
+// FailedScheduling once as it becomes True; the message follows the count;
+// False once every pod is placed.
+TEST(ReconcileTest, PodsTheSchedulerCannotPlaceSayWhy) {
+  Cluster c(BaseJob());
+  c.Settle();
+  for (const char* pod : {"mnist-evaluator", "mnist-trainer-0", "mnist-trainer-1"}) {
+    MarkUnschedulable(&c, pod, kNoSpotNode);
+  }
+  for (const char* pod : {"mnist-master", "mnist-coordinator"}) {
+    MarkUnschedulable(&c, pod, kUnboundClaim);
+  }
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  const std::string both = std::string("5 pods cannot be scheduled: 2 (mnist-coordinator, "
+                                       "mnist-master): ") + kUnboundClaim +
+                           "; 3 (mnist-evaluator, mnist-trainer-0, mnist-trainer-1): " +
+                           kNoSpotNode;
+  const json condition = ConditionOf(*plan.status, "PodsUnschedulable");
+  EXPECT_EQ(condition["status"], "True");
+  EXPECT_EQ(condition["reason"], "Unschedulable");
+  EXPECT_EQ(condition["message"], both);
+  EXPECT_EQ((*plan.status)["phase"], "Pending");
+  const PlannedEvent* event = EventWith(plan, "FailedScheduling");
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->type, "Warning");
+  EXPECT_EQ(event->note, both);
+  EXPECT_EQ(event->after, PlannedEvent::After::kStatus);
+  c.Carry(plan);
+  ExpectQuietLater(&c);
+
+  // The claims bound, the master and the coordinator placed: one reason
+  // left, no second Event.
+  for (const char* pod : {"mnist-master", "mnist-coordinator"}) {
+    (*c.Pod(pod))["spec"]["nodeName"] = "node-a";
+    c.SetPodStatus(pod, json::parse(R"j({"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "True"}]})j"));
+  }
+  const ReconcilePlan fewer = c.Plan();
+  ASSERT_TRUE(fewer.status.has_value());
+  EXPECT_EQ(ConditionOf(*fewer.status, "PodsUnschedulable")["message"],
+            std::string("3 pods cannot be scheduled (mnist-evaluator, mnist-trainer-0, "
+                        "mnist-trainer-1): ") + kNoSpotNode);
+  EXPECT_FALSE(HasReason(fewer, "FailedScheduling"));
+  c.Carry(fewer);
+
+  // A spot node: everything placed and running.
+  c.RunAll();
+  c.coordinator = CoordinatorIn("Running");
+  c.Settle();
+  EXPECT_EQ(c.status()["phase"], "Running");
+  const json cleared = ConditionOf(c.status(), "PodsUnschedulable");
+  EXPECT_EQ(cleared["status"], "False");
+  EXPECT_EQ(cleared["reason"], "PodsScheduled");
+  ExpectQuietLater(&c);
+}
+
+// Many trainers waiting for one reason read as one short sentence; a
+// running job's replacement that waits says so too; suspending clears it.
+TEST(ReconcileTest, ManyWaitingPodsAreCountedAndNamedShort) {
+  json job = BaseJob();
+  job["spec"]["workers"]["replicas"] = 6;
+  Cluster c = RunningCluster(job);
+  // Trainers replaced after a spot reclaim find no spot node left.
+  for (const char* pod : {"mnist-trainer-1", "mnist-trainer-2", "mnist-trainer-3",
+                          "mnist-trainer-5"}) {
+    MarkUnschedulable(&c, pod, kNoSpotNode);
+  }
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Running");
+  EXPECT_EQ(ConditionOf(*plan.status, "PodsUnschedulable")["message"],
+            std::string("4 pods cannot be scheduled (mnist-trainer-1, mnist-trainer-2, "
+                        "mnist-trainer-3 and 1 more): ") + kNoSpotNode);
+  EXPECT_TRUE(HasReason(plan, "FailedScheduling"));
+  c.Carry(plan);
+  // One more trainer waits, for a reason the condition did not hold: an
+  // Event again.
+  const char* kNoRoom = "0/1 nodes are available: 1 Insufficient cpu.";
+  MarkUnschedulable(&c, "mnist-trainer-4", kNoRoom);
+  const ReconcilePlan another = c.Plan();
+  const PlannedEvent* event = EventWith(another, "FailedScheduling");
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->note, std::string("5 pods cannot be scheduled: 4 (mnist-trainer-1, "
+                                     "mnist-trainer-2, mnist-trainer-3 and 1 more): ") +
+                             kNoSpotNode + "; 1 (mnist-trainer-4): " + kNoRoom);
+  c.Carry(another);
+  c.job()["spec"]["runPolicy"] = {{"suspend", true}};
+  const ReconcilePlan suspend = c.Plan();
+  ASSERT_TRUE(suspend.status.has_value());
+  EXPECT_EQ(ConditionOf(*suspend.status, "PodsUnschedulable")["status"], "False");
+}
+
 // --- suspend and resume -------------------------------------------------------
 
 TEST(ReconcileTest, SuspendDeletesPodsKeepsVolumesAndResumeStartsAgain) {
@@ -757,7 +876,7 @@ TEST(ReconcileTest, ActiveDeadlineSeconds) {
   EXPECT_EQ(ConditionOf(*plan.status, "Failed")["reason"], "DeadlineExceeded");
   EXPECT_EQ((*plan.status)["completionTime"], "2026-11-23T06:01:00Z");
   EXPECT_EQ(plan.deletes.size(), 5u);  // cleanPodPolicy Running
-  EXPECT_EQ(plan.requeue_after, seconds(3600));  // the TTL
+  EXPECT_EQ(plan.requeue_after, std::nullopt);  // no TTL: nothing to wait for
 }
 
 TEST(ReconcileTest, CompletionWithEachCleanPodPolicy) {
@@ -783,7 +902,8 @@ TEST(ReconcileTest, CompletionWithEachCleanPodPolicy) {
     EXPECT_EQ(plan.deletes.size(), tc.deleted);
     EXPECT_FALSE(plan.ledger.has_value());  // trainer 0 completed: no preemption
     EXPECT_EQ(EventWith(plan, "TrainingJobSucceeded")->type, "Normal");
-    EXPECT_EQ(plan.requeue_after, seconds(3600));
+    EXPECT_EQ(plan.requeue_after, std::nullopt);
+    EXPECT_FALSE(plan.status->contains("output"));  // no spec.output: no export
     c.Settle();
     c.coordinator.reset();
     EXPECT_EQ(c.status()["phase"], "Succeeded");
@@ -867,6 +987,295 @@ TEST(ReconcileTest, TtlSecondsAfterFinishedDeletesTheJob) {
   const ReconcilePlan gone = c.Plan();
   EXPECT_TRUE(gone.WritesNothing());
   EXPECT_TRUE(gone.events.empty());
+}
+
+// Without ttlSecondsAfterFinished a finished job stays, as a Kubernetes Job
+// does: its model and checkpoints with it.
+TEST(ReconcileTest, AFinishedJobWithoutATtlIsKept) {
+  json job = BaseJob();
+  job["status"] = json::parse(R"j({"phase": "Succeeded", "completionTime": "2026-11-23T06:00:00Z",
+      "conditions": [{"type": "Succeeded", "status": "True"}]})j");
+  Cluster c(job);
+  c.now = kStart + seconds(400 * 86400);
+  const ReconcilePlan plan = c.Plan();
+  EXPECT_FALSE(plan.delete_job);
+  EXPECT_EQ(plan.requeue_after, std::nullopt);
+  c.Carry(plan);
+  ExpectQuietLater(&c);
+}
+
+// --- the model's export (spec.output) ----------------------------------------
+
+json OutputJob(const char* clean_pod_policy = "Running") {
+  json job = BaseJob();
+  job["spec"]["output"] = {{"claimName", "models"}, {"path", "mnist/model.pt"}};
+  job["spec"]["runPolicy"] = {{"cleanPodPolicy", clean_pod_policy}};
+  return job;
+}
+
+// A running job whose coordinator has just reported Succeeded, with the
+// final evaluation in.
+Cluster SucceededNow(json job) {
+  Cluster c = RunningCluster(std::move(job));
+  CoordinatorStatus done = CoordinatorIn("Succeeded");
+  done.test_accuracy = 0.9871;
+  c.coordinator = done;
+  return c;
+}
+
+// The export pod's end as the kubelet writes it.
+json Exited(int code, const std::string& message = "") {
+  json terminated = {{"exitCode", code}, {"reason", code == 0 ? "Completed" : "Error"}};
+  if (!message.empty()) terminated["message"] = message;
+  return {{"phase", code == 0 ? "Succeeded" : "Failed"},
+          {"containerStatuses",
+           {{{"name", "gaptrain"}, {"state", {{"terminated", terminated}}}}}}};
+}
+
+std::vector<std::string> Names(const std::vector<json>& objects) {
+  std::vector<std::string> names;
+  for (const json& o : objects) names.push_back(NameOf(o));
+  return names;
+}
+
+TEST(ReconcileTest, SpecOutputExportsTheModelOnceTheMasterHasStopped) {
+  Cluster c = SucceededNow(OutputJob());
+  // Succeeded: cleanPodPolicy stops the master (with a final checkpoint);
+  // the export waits for it.
+  ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Succeeded");
+  EXPECT_EQ((*plan.status)["output"],
+            json::parse(R"j({"claimName": "models", "path": "mnist/model.pt", "phase": "Pending",
+                "message":
+                  "waiting for the master mnist-master to stop with its final checkpoint"})j"));
+  EXPECT_EQ(ConditionOf(*plan.status, "ModelExported")["status"], "False");
+  EXPECT_EQ(ConditionOf(*plan.status, "ModelExported")["reason"], "Exporting");
+  for (const ChildApply& a : plan.applies) EXPECT_NE(NameOf(a.object), "mnist-export");
+  c.Carry(plan);
+  EXPECT_EQ(c.Pod("mnist-master"), nullptr);  // deleted (here: at once)
+  c.coordinator.reset();  // its pod is gone too
+
+  // The master is gone: the export pod, created once.
+  plan = c.Plan();
+  ASSERT_EQ(plan.applies.size(), 1u);
+  EXPECT_EQ(ChildKey(plan.applies[0].resource, NameOf(plan.applies[0].object)), "Pod/mnist-export");
+  EXPECT_TRUE(HasReason(plan, "SuccessfulCreatePod"));
+  const json& command = plan.applies[0].object["spec"]["containers"][0]["command"];
+  EXPECT_EQ(command.back(), "0.9871");  // the final accuracy, for the model card
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["output"]["phase"], "Running");
+  EXPECT_EQ((*plan.status)["output"]["message"], "exporting the model to claim models at "
+                                                  "mnist/model.pt");
+  EXPECT_EQ(plan.requeue_after, std::nullopt);  // the pod's end wakes the operator
+  c.Carry(plan);
+  EXPECT_TRUE(c.Plan().WritesNothing());  // exporting
+
+  // It wrote the model.
+  c.SetPodStatus("mnist-export", Exited(0));
+  plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Succeeded");
+  EXPECT_EQ((*plan.status)["output"],
+            (json{{"claimName", "models"},
+                  {"path", "mnist/model.pt"},
+                  {"phase", "Succeeded"},
+                  {"completionTime", "2026-11-23T06:00:00Z"},
+                  {"message", "the model is in claim models at mnist/model.pt (model card "
+                              "mnist/model.pt.json)"}}));
+  const json exported = ConditionOf(*plan.status, "ModelExported");
+  EXPECT_EQ(exported["status"], "True");
+  EXPECT_EQ(exported["reason"], "ModelExported");
+  const PlannedEvent* event = EventWith(plan, "ModelExported");
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->type, "Normal");
+  EXPECT_EQ(event->note, "wrote the trained model to claim models at mnist/model.pt");
+  EXPECT_TRUE(plan.deletes.empty());  // cleanPodPolicy Running keeps a finished pod
+  c.Settle();
+  EXPECT_NE(c.Pod("mnist-export"), nullptr);
+  ExpectQuietLater(&c);
+}
+
+TEST(ReconcileTest, UnderCleanPodPolicyNoneOnlyTheMasterIsStopped) {
+  Cluster c = SucceededNow(OutputJob("None"));
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_EQ(plan.deletes.size(), 1u);
+  EXPECT_EQ(plan.deletes[0].name, "mnist-master");
+  EXPECT_EQ(plan.deletes[0].grace_period_seconds, std::nullopt);  // SIGTERM: a final checkpoint
+  EXPECT_NE(plan.deletes[0].why.find("spec.output"), std::string::npos) << plan.deletes[0].why;
+  c.Carry(plan);
+  c.coordinator.reset();
+  c.Settle();
+  ASSERT_NE(c.Pod("mnist-export"), nullptr);
+  EXPECT_NE(c.Pod("mnist-coordinator"), nullptr);  // kept, as None says
+  EXPECT_NE(c.Pod("mnist-trainer-0"), nullptr);
+}
+
+// A master still terminating may be writing its final checkpoint: the
+// export waits until its pod has exited (Succeeded, kept) or is gone.
+TEST(ReconcileTest, TheExportWaitsForATerminatingMaster) {
+  Cluster c = SucceededNow(OutputJob());
+  c.Terminate("mnist-master");
+  c.Carry(c.Plan());
+  c.coordinator.reset();
+  c.Settle();
+  ASSERT_NE(c.Pod("mnist-master"), nullptr);
+  EXPECT_EQ(c.status()["output"]["phase"], "Pending");
+  EXPECT_EQ(c.Pod("mnist-export"), nullptr);
+
+  c.SetPodStatus("mnist-master", Exited(0));  // SIGTERM: checkpointed and exited
+  c.Settle();
+  EXPECT_NE(c.Pod("mnist-export"), nullptr);
+  EXPECT_EQ(c.status()["output"]["phase"], "Running");
+}
+
+TEST(ReconcileTest, AFailedExportLeavesTheJobSucceededAndSaysWhy) {
+  Cluster c = SucceededNow(OutputJob());
+  c.Settle();
+  c.coordinator.reset();
+  c.Settle();
+  ASSERT_NE(c.Pod("mnist-export"), nullptr);
+  c.SetPodStatus("mnist-export",
+                 Exited(1, "gaptrain export: cannot write /var/lib/gaptrain/output/mnist/model.pt:"
+                           "\n No space left on device\n"));
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Succeeded");
+  const std::string why =
+      "the export pod mnist-export failed (exit code 1 (Error)): gaptrain export: cannot write "
+      "/var/lib/gaptrain/output/mnist/model.pt:  No space left on device; the checkpoints stay "
+      "in mnist-checkpoints (kubectl logs mnist-export)";
+  EXPECT_EQ((*plan.status)["output"]["phase"], "Failed");
+  EXPECT_EQ((*plan.status)["output"]["message"], why);
+  const json condition = ConditionOf(*plan.status, "ModelExported");
+  EXPECT_EQ(condition["status"], "False");
+  EXPECT_EQ(condition["reason"], "ExportFailed");
+  EXPECT_EQ(condition["message"], why);
+  const PlannedEvent* event = EventWith(plan, "ExportFailed");
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->type, "Warning");
+  EXPECT_TRUE(plan.applies.empty()) << "a failed export is not retried";
+  EXPECT_FALSE(plan.ledger.has_value()) << "nor counted against backoffLimit";
+  c.Carry(plan);
+  ExpectQuietLater(&c);
+}
+
+TEST(ReconcileTest, ALostExportPodIsReplaced) {
+  Cluster c = SucceededNow(OutputJob());
+  c.Settle();
+  c.coordinator.reset();
+  c.Settle();
+  const std::string first_uid = UidOf(*c.Pod("mnist-export"));
+  c.SetPodStatus("mnist-export", json::parse(R"j({"phase": "Failed", "reason": "Evicted"})j"));
+  ReconcilePlan plan = c.Plan();
+  ASSERT_EQ(plan.deletes.size(), 1u);
+  EXPECT_EQ(plan.deletes[0].name, "mnist-export");
+  EXPECT_EQ(plan.deletes[0].uid, first_uid);
+  EXPECT_EQ((*plan.status)["output"]["phase"], "Pending");
+  EXPECT_FALSE(HasReason(plan, "ExportFailed"));
+  c.Settle();
+  ASSERT_NE(c.Pod("mnist-export"), nullptr);
+  EXPECT_NE(UidOf(*c.Pod("mnist-export")), first_uid);
+  EXPECT_EQ(c.status()["output"]["phase"], "Running");
+  EXPECT_EQ(c.status()["preemptions"], 0);  // not a worker
+}
+
+TEST(ReconcileTest, AChangedOutputExportsAgain) {
+  Cluster c = SucceededNow(OutputJob());
+  c.Settle();
+  c.coordinator.reset();
+  c.Settle();
+  c.SetPodStatus("mnist-export", Exited(0));
+  c.Settle();
+  ASSERT_EQ(c.status()["output"]["phase"], "Succeeded");
+
+  c.job()["spec"]["output"]["path"] = "mnist/again.pt";
+  ReconcilePlan plan = c.Plan();
+  ASSERT_EQ(plan.deletes.size(), 1u);
+  EXPECT_EQ(plan.deletes[0].name, "mnist-export");
+  EXPECT_EQ(plan.deletes[0].grace_period_seconds, 0);
+  EXPECT_EQ((*plan.status)["output"]["path"], "mnist/again.pt");
+  EXPECT_EQ((*plan.status)["output"]["phase"], "Pending");
+  c.Settle();
+  ASSERT_NE(c.Pod("mnist-export"), nullptr);
+  EXPECT_EQ(c.Pod("mnist-export")->at("metadata").at("annotations").at("gaptrain.io/output"),
+            "models:mnist/again.pt");
+  c.SetPodStatus("mnist-export", Exited(0));
+  plan = c.Plan();
+  EXPECT_TRUE(HasReason(plan, "ModelExported"));
+  c.Carry(plan);
+  ExpectQuietLater(&c);
+
+  // Without spec.output the model is still where the status says.
+  const json exported = c.status()["output"];
+  c.job()["spec"].erase("output");
+  c.Settle();
+  EXPECT_EQ(c.status()["output"], exported);
+  EXPECT_NE(c.Pod("mnist-export"), nullptr);
+}
+
+TEST(ReconcileTest, CleanPodPolicyAllDeletesTheExportPodOnceItsOutcomeIsRecorded) {
+  Cluster c = SucceededNow(OutputJob("All"));
+  c.Settle();
+  c.coordinator.reset();
+  c.Settle();
+  ASSERT_NE(c.Pod("mnist-export"), nullptr);
+  EXPECT_EQ(Names(c.pods()), std::vector<std::string>{"mnist-export"});
+  c.SetPodStatus("mnist-export", Exited(0));
+  ReconcilePlan plan = c.Plan();
+  EXPECT_TRUE(plan.deletes.empty()) << "the outcome is not in the status yet";
+  c.Carry(plan);
+  plan = c.Plan();
+  ASSERT_EQ(plan.deletes.size(), 1u);
+  EXPECT_EQ(plan.deletes[0].name, "mnist-export");
+  EXPECT_FALSE(plan.status.has_value());
+  c.Carry(plan);
+  EXPECT_TRUE(c.pods().empty());
+  EXPECT_EQ(c.status()["output"]["phase"], "Succeeded");  // not exported again
+  ExpectQuietLater(&c);
+}
+
+TEST(ReconcileTest, TheTtlWaitsForTheExport) {
+  json job = OutputJob();
+  job["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 0;
+  Cluster c = SucceededNow(job);
+  ReconcilePlan plan = c.Plan();
+  EXPECT_FALSE(plan.delete_job);
+  c.Carry(plan);
+  c.coordinator.reset();
+  plan = c.Plan();
+  EXPECT_FALSE(plan.delete_job);
+  c.Carry(plan);
+  ASSERT_NE(c.Pod("mnist-export"), nullptr);
+  c.SetPodStatus("mnist-export", Exited(0));
+  plan = c.Plan();
+  EXPECT_TRUE(plan.delete_job);
+  EXPECT_TRUE(HasReason(plan, "ModelExported"));
+}
+
+// A job that fails has no model to export; one whose output is added after
+// it succeeded exports then.
+TEST(ReconcileTest, OnlyASucceededJobExports) {
+  json job = OutputJob();
+  job["status"] = json::parse(R"j({"phase": "Failed", "completionTime": "2026-11-23T06:00:00Z",
+      "conditions": [{"type": "Failed", "status": "True"}]})j");
+  Cluster failed(job);
+  failed.Settle();
+  EXPECT_FALSE(failed.status().contains("output"));
+  EXPECT_TRUE(failed.pods().empty());
+
+  job = BaseJob();
+  job["status"] = json::parse(R"j({"phase": "Succeeded", "completionTime": "2026-11-23T06:00:00Z",
+      "conditions": [{"type": "Succeeded", "status": "True"}],
+      "progress": {"testAccuracy": 0.99}})j");
+  Cluster later(job);
+  later.Settle();
+  EXPECT_TRUE(later.pods().empty());
+  later.job()["spec"]["output"] = {{"claimName", "models"}, {"path", "late.pt"}};
+  later.Settle();
+  ASSERT_NE(later.Pod("mnist-export"), nullptr);
+  EXPECT_EQ(later.Pod("mnist-export")->at("spec").at("containers").at(0).at("command").back(),
+            "0.99");
 }
 
 // --- bad input ------------------------------------------------------------------

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -88,11 +89,24 @@ int AffinityCpus() {
 
 }  // namespace
 
+int ChooseCpus(int quota_cpus, const std::string& request_millicores, int affinity_cpus) {
+  const int affinity = std::max(1, affinity_cpus);
+  if (quota_cpus > 0) return std::min(quota_cpus, affinity);
+  long long millicores = 0;
+  const bool digits = !request_millicores.empty() && request_millicores.size() <= 9 &&
+                      request_millicores.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) millicores = std::stoll(request_millicores);
+  if (millicores > 0) {
+    return std::min(affinity, static_cast<int>((millicores + 999) / 1000));
+  }
+  return affinity;
+}
+
 int AvailableCpus() {
-  const int affinity = AffinityCpus();
   int quota = CgroupV2Cpus();
   if (quota == 0) quota = CgroupV1Cpus();
-  return quota > 0 ? std::min(quota, affinity) : affinity;
+  const char* request = std::getenv(kCpuRequestEnv);
+  return ChooseCpus(quota, request != nullptr ? request : "", AffinityCpus());
 }
 
 }  // namespace gaptrain

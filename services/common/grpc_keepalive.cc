@@ -8,8 +8,9 @@ void ApplyKeepaliveArguments(grpc::ChannelArguments* args) {
   args->SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args->SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args->SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args->SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args->SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectMillis);
   args->SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  args->SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, kMinMillisBetweenResolutions);
 }
 
 void ApplyKeepaliveArguments(grpc::ServerBuilder* builder) {

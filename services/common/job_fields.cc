@@ -74,6 +74,11 @@ void ReadField(const JobField& field, YamlFields* fields, void* spec, Status* st
       std::vector<double>* out = std::get<std::vector<double>*>(target);
       fields->ReadList(f.name, out);
       if (!present) return;
+      if (f.max_items > 0) {
+        FieldChecker(status).Require(out->size() <= f.max_items, path,
+                                     "must have at most " + std::to_string(f.max_items) +
+                                         " items, got " + std::to_string(out->size()));
+      }
       for (size_t i = 0; i < out->size() && status->ok(); ++i) {
         const double item = (*out)[i];
         CheckRange(f, path + "[" + std::to_string(i) + "]", item, FormatNumber(item), status);
@@ -124,6 +129,11 @@ JobField& JobField::NonEmpty() {
 
 JobField& JobField::MaxLength(uint32_t characters) {
   schema_.max_length = characters;
+  return *this;
+}
+
+JobField& JobField::MaxItems(uint32_t items) {
+  schema_.max_items = items;
   return *this;
 }
 

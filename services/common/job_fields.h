@@ -14,7 +14,7 @@
 // empty string has none; NoDefault() drops one whose zero means "unset").
 // The rules on the line are the single-field ones, checked by ReadFields
 // when the field is present: choices, range, required, non-empty, length,
-// pattern. Rules between fields stay in code.
+// pattern, a list's length. Rules between fields stay in code.
 //
 // Ranges: AtLeast/Above and AtMost/Below are bounds that belong to the
 // value's meaning, reported as an interval ("must be in [0, 1), got 1.5").
@@ -76,6 +76,7 @@ struct FieldSchema {
   bool required = false;     // must be present (a string: and not empty)
   bool non_empty = false;    // a string, when present
   uint32_t max_length = 0;   // a string's characters; 0: any
+  uint32_t max_items = 0;    // a list's items; 0: any
   std::string pattern;       // a string matches this whole (ECMAScript regex)
   std::string pattern_meaning;  // "lower-case letters, digits and '-'"
   const FieldSection* section = nullptr;  // kSection
@@ -106,6 +107,7 @@ class JobField {
   JobField& Required();
   JobField& NonEmpty();
   JobField& MaxLength(uint32_t characters);
+  JobField& MaxItems(uint32_t items);
   JobField& Pattern(std::string regex, std::string meaning);
   JobField& NoDefault();
 

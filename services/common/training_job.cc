@@ -10,36 +10,35 @@
 namespace gaptrain {
 namespace {
 
-// The rules between fields; each field's own rules are in its table line.
+// The rules between fields (their words are training_job.h's JobRules); each
+// field's own rules are in its table line.
 void Validate(const TrainingJob& job, Status* status) {
   FieldChecker c(status);
+  auto require = [&c](bool ok, const JobRule& rule, const std::string& detail = "") {
+    c.Require(ok, rule.path, rule.why + detail);
+  };
   const TrainingSpec& t = job.training;
   const OptimizerSpec& o = t.optimizer;
   const WorkersSpec& w = job.workers;
 
-  c.Require((t.epochs > 0) != (t.max_updates > 0), "spec.training",
-            "set exactly one of epochs and maxUpdates");
-
-  const std::string opt = "spec.training.optimizer.";
-  c.Require(!o.nesterov || o.momentum > 0, opt + "nesterov", "needs momentum > 0");
+  require((t.epochs > 0) != (t.max_updates > 0), kRuleOneLength);
+  require(!o.nesterov || o.momentum > 0, kRuleNesterovNeedsMomentum);
   for (size_t i = 1; i < o.decay.at_fractions.size(); ++i) {
-    c.Require(o.decay.at_fractions[i] > o.decay.at_fractions[i - 1], opt + "decay.atFractions",
-              "must be increasing, got " + FormatNumber(o.decay.at_fractions[i]) + " after " +
-                  FormatNumber(o.decay.at_fractions[i - 1]));
+    require(o.decay.at_fractions[i] > o.decay.at_fractions[i - 1], kRuleDecayFractionsIncrease,
+            ", got " + FormatNumber(o.decay.at_fractions[i]) + " after " +
+                FormatNumber(o.decay.at_fractions[i - 1]));
   }
-  const std::string& rule = t.staleness.rule;
-  const bool dana = rule == "dana-zero" || rule == "dana-slim" || rule == "gap-aware-dana";
-  c.Require(!(dana && o.nesterov && t.mode == "async"), opt + "nesterov",
-            "DANA rules are already look-ahead; set nesterov: false");
+  bool dana = false;
+  for (const char* rule : kDanaRules) dana |= t.staleness.rule == rule;
+  require(!(dana && o.nesterov && t.mode == "async"), kRuleNoNesterovWithDana);
 
-  c.Require(w.min_replicas <= w.replicas, "spec.workers.minReplicas",
-            "must be <= replicas (" + std::to_string(w.replicas) + ")");
-  c.Require(w.max_replicas == 0 || w.max_replicas >= w.replicas, "spec.workers.maxReplicas",
-            "must be >= replicas (" + std::to_string(w.replicas) + ")");
+  const std::string replicas = " (" + std::to_string(w.replicas) + ")";
+  require(w.min_replicas <= w.replicas, kRuleMinReplicas, replicas);
+  require(w.max_replicas == 0 || w.max_replicas >= w.replicas, kRuleMaxReplicas, replicas);
   if (t.mode == "sync") {
-    c.Require(t.sync.backup_workers < w.replicas, "spec.training.sync.backupWorkers",
-              "must be < workers.replicas (" + std::to_string(w.replicas) + ")");
+    require(t.sync.backup_workers < w.replicas, kRuleBackupWorkers, replicas);
   }
+  require(job.output.claim_name.empty() == job.output.path.empty(), kRuleOutputClaimAndPath);
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 // parser reads every section through these tables, and the cluster's
 // CustomResourceDefinition is generated from them (operator/crd), so the
 // two accept the same fields, defaults, choices and ranges. Rules between
-// fields are in ParseTrainingJob's validation.
+// fields are the JobRules below: the parser checks them, and the CRD states
+// them as CEL rules with the same messages.
 //
 // Parsing is strict: an unknown field, a value of the wrong type or out of
 // range is an error whose message starts with the field's path
@@ -17,6 +18,7 @@
 #ifndef GAPTRAIN_SERVICES_COMMON_TRAINING_JOB_H_
 #define GAPTRAIN_SERVICES_COMMON_TRAINING_JOB_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -45,6 +47,56 @@ constexpr char kDnsSubdomainMeaning[] =
     "a Kubernetes object name: lower-case letters, digits, '-' and '.'";
 constexpr char kQuantityPattern[] = "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$";
 constexpr char kQuantityMeaning[] = "a Kubernetes quantity such as 5Gi or 500M";
+
+// The rules between fields, each as the error names it: the field's path
+// and why. ParseTrainingJob checks all but the two marked "on a cluster"
+// (adding the values it saw), the operator those two before it creates
+// anything; the CRD (operator/crd) states every one as a CEL rule whose
+// message is Text(), so `kubectl apply` refuses with the same words the
+// operator would fail the job with. One place, so the two cannot drift.
+struct JobRule {
+  const char* path;
+  const char* why;
+
+  // "spec.workers.minReplicas: must be <= replicas"
+  std::string Text() const { return std::string(path) + ": " + why; }
+};
+
+inline constexpr JobRule kRuleOneLength{"spec.training",
+                                        "set exactly one of epochs and maxUpdates"};
+inline constexpr JobRule kRuleNesterovNeedsMomentum{"spec.training.optimizer.nesterov",
+                                                    "needs momentum > 0"};
+inline constexpr JobRule kRuleDecayFractionsIncrease{"spec.training.optimizer.decay.atFractions",
+                                                     "must be increasing"};
+inline constexpr JobRule kRuleNoNesterovWithDana{
+    "spec.training.optimizer.nesterov", "DANA rules are already look-ahead; set nesterov: false"};
+inline constexpr JobRule kRuleMinReplicas{"spec.workers.minReplicas", "must be <= replicas"};
+inline constexpr JobRule kRuleMaxReplicas{"spec.workers.maxReplicas", "must be >= replicas"};
+inline constexpr JobRule kRuleBackupWorkers{"spec.training.sync.backupWorkers",
+                                            "must be < workers.replicas"};
+// On a cluster: NAME-coordinator names a Service, whose name is a DNS-1035
+// label (at most 63 characters, a leading letter), and "-coordinator" is
+// the longest suffix the operator adds.
+inline constexpr size_t kMaxClusterJobNameLength = 51;
+inline constexpr JobRule kRuleClusterJobName{
+    "metadata.name",
+    "on a cluster it must start with a letter and have at most 51 characters "
+    "(NAME-coordinator names a Service, a DNS label)"};
+// On a cluster: the claim is mounted at the data path.
+inline constexpr JobRule kRuleClaimPathAbsolute{
+    "spec.data.path",
+    "must be an absolute path when claimName is set (the claim is mounted there)"};
+// The model's destination needs both halves: a claim without a path would
+// make the operator pick a file name, a path without a claim names nothing.
+inline constexpr JobRule kRuleOutputClaimAndPath{"spec.output",
+                                                 "set both claimName and path, or neither"};
+
+// The update rules that look ahead already (kRuleNoNesterovWithDana).
+inline constexpr const char* kDanaRules[] = {"dana-zero", "dana-slim", "gap-aware-dana"};
+
+// How many step-decay fractions a job may list: the API server bounds what
+// checking that they increase may cost (a CEL rule over every pair).
+inline constexpr uint32_t kMaxDecayFractions = 100;
 
 struct ModelSpec {
   std::string builtin = "mlp";
@@ -100,7 +152,8 @@ inline const FieldSectionOf<DecaySpec>& DecayFields() {
       F::Text("type", &S::type, "step: multiply η by factor at each fraction; none")
           .OneOf({"step", "none"}),
       F::Numbers("atFractions", &S::at_fractions, "increasing fractions of the job's length")
-          .Above(0).Below(1),
+          .Above(0).Below(1)
+          .MaxItems(kMaxDecayFractions),
       F::Number("factor", &S::factor, "what η is multiplied by at each fraction")
           .Above(0).AtMost(1),
   });
@@ -341,10 +394,17 @@ inline const FieldSectionOf<CoordinatorSpec>& CoordinatorFields() {
   return fields;
 }
 
+// ttlSecondsAfterFinished when the manifest has none: a finished job is
+// kept until someone deletes it, as Kubernetes Jobs and Kubeflow's jobs are
+// (its model and checkpoints go with it).
+inline constexpr uint64_t kKeepFinishedJob = UINT64_MAX;
+
 struct RunPolicySpec {
   uint32_t backoff_limit = 3;
   uint64_t active_deadline_seconds = 0;  // 0 = none
-  uint64_t ttl_seconds_after_finished = 3600;
+  // Seconds after completion until the operator deletes the job (0: at
+  // once); kKeepFinishedJob when absent: never.
+  uint64_t ttl_seconds_after_finished = kKeepFinishedJob;
   std::string clean_pod_policy = "Running";
   bool suspend = false;
   std::string volume_retention_policy = "Delete";
@@ -361,14 +421,54 @@ inline const FieldSectionOf<RunPolicySpec>& RunPolicyFields() {
                  "fail the job after running this long; 0: never")
           .Limit(31536000, "a year; 0 is no deadline"),
       F::Integer("ttlSecondsAfterFinished", &S::ttl_seconds_after_finished,
-                 "delete a finished job after this long")
-          .Limit(31536000, "a year"),
+                 "delete a finished job this long after it finished (0: at once); absent: "
+                 "never")
+          .Limit(31536000, "a year")
+          .NoDefault(),
       F::Text("cleanPodPolicy", &S::clean_pod_policy, "which pods are deleted when the job ends")
           .OneOf({"All", "Running", "None"}),
       F::Flag("suspend", &S::suspend, "stop the job's pods; false resumes"),
       F::Text("volumeRetentionPolicy", &S::volume_retention_policy,
               "Delete: the job's volumes go with it; Retain: they outlive it")
           .OneOf({"Delete", "Retain"}),
+  });
+  return fields;
+}
+
+// Where the operator writes the trained model when the job succeeds: the
+// parameters as `gaptrain export` writes them (a PyTorch state_dict), at
+// `path` inside the PersistentVolumeClaim `claim_name`. Both empty: no
+// export. `gaptrain run` ignores it (its run directory holds the
+// checkpoints; `gaptrain export --run-dir` reads them).
+struct OutputSpec {
+  std::string claim_name;
+  std::string path;  // relative to the claim's root: "models/mnist.pt"
+};
+
+// A path inside a claim as a file name the export pod can open under the
+// claim's mount point: no leading '/', no empty, "." or ".." component
+// (a component may not start with '.'), so it cannot leave the claim. The
+// same regex in RE2 (the API server's) and ECMAScript (the parser's).
+constexpr char kClaimPathPattern[] =
+    "^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$";
+constexpr char kClaimPathMeaning[] =
+    "a path relative to the claim's root: names of letters, digits, '.', '_' and '-', not "
+    "starting with '.', joined by '/'";
+
+inline const FieldSectionOf<OutputSpec>& OutputFields() {
+  using S = OutputSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Text("claimName", &S::claim_name,
+              "on a cluster: the PersistentVolumeClaim the trained model is written to when the "
+              "job succeeds")
+          .MaxLength(253)
+          .Pattern(kDnsSubdomainPattern, kDnsSubdomainMeaning),
+      F::Text("path", &S::path,
+              "the model's file inside the claim, relative to its root (a PyTorch state_dict; "
+              "a model card PATH.json beside it)")
+          .MaxLength(250)  // PATH.json stays within a file name's 255 bytes
+          .Pattern(kClaimPathPattern, kClaimPathMeaning),
   });
   return fields;
 }
@@ -385,6 +485,7 @@ struct TrainingJob {
   EvaluatorSpec evaluator;
   CoordinatorSpec coordinator;
   RunPolicySpec run_policy;
+  OutputSpec output;
   // The raw `spec.simulation` section (read by `gaptrain simulate` only);
   // empty when absent.
   std::string simulation_yaml;
@@ -424,6 +525,8 @@ inline const FieldSectionOf<TrainingJob>& SpecFields() {
       F::Section("evaluator", &S::evaluator, EvaluatorFields(), "the process that scores θ"),
       F::Section("coordinator", &S::coordinator, CoordinatorFields(), "tasks and membership"),
       F::Section("runPolicy", &S::run_policy, RunPolicyFields(), "failures, deadlines, cleanup"),
+      F::Section("output", &S::output, OutputFields(),
+                 "on a cluster: where the trained model is written when the job succeeds"),
       F::Object("simulation", &S::simulation_yaml,
                 "virtual workers for `gaptrain simulate` (docs/simulate.md)"),
   });

@@ -420,6 +420,63 @@ TEST(TrainingJobTest, ClusterVolumeFields) {
             std::string::npos);
 }
 
+// kFullJob with `spec.output: OUTPUT` (a YAML flow mapping).
+std::string WithOutput(const std::string& output) {
+  return WithLine("\nstatus:", "\n  output: " + output + "\nstatus:");
+}
+
+TEST(TrainingJobTest, OutputNamesAClaimAndAPathInIt) {
+  TrainingJob job;
+  ASSERT_TRUE(Parse(kFullJob, &job).ok());
+  EXPECT_EQ(job.output.claim_name, "");  // no export
+  EXPECT_EQ(job.output.path, "");
+
+  std::string text = WithOutput("{claimName: mnist-models, path: runs/mnist-ga.pt}");
+  ASSERT_TRUE(Parse(text, &job).ok()) << Parse(text, &job).ToString();
+  EXPECT_EQ(job.output.claim_name, "mnist-models");
+  EXPECT_EQ(job.output.path, "runs/mnist-ga.pt");
+  ASSERT_TRUE(Parse(WithOutput("{}"), &job).ok());  // as the API server defaults it
+
+  // Half a destination: the rule between the two fields.
+  for (const char* half : {"{claimName: mnist-models}", "{path: mnist.pt}"}) {
+    EXPECT_NE(ErrorOf(WithOutput(half))
+                  .find("job.yaml: spec.output: set both claimName and path, or neither"),
+              std::string::npos)
+        << half;
+  }
+  // A path that could leave the claim, or names a mount point.
+  for (const char* path : {"/models/mnist.pt", "../mnist.pt", "models/../../x.pt", "./mnist.pt",
+                           "models//mnist.pt", "models/", ".hidden.pt", "a b.pt"}) {
+    const std::string error =
+        ErrorOf(WithOutput(std::string("{claimName: mnist-models, path: '") + path + "'}"));
+    EXPECT_NE(error.find("job.yaml: spec.output.path: must consist of a path relative to the "
+                         "claim's root"),
+              std::string::npos)
+        << path << ": " << error;
+  }
+  EXPECT_NE(ErrorOf(WithOutput("{claimName: m, path: " + std::string(251, 'a') + "}"))
+                .find("spec.output.path: must be at most 250 characters"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(WithOutput("{claimName: Models, path: m.pt}"))
+                .find("spec.output.claimName: must consist of a Kubernetes object name"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(WithOutput("{claimName: m, path: m.pt, file: x}"))
+                .find("spec.output.file: unknown field (known here: claimName | path)"),
+            std::string::npos);
+}
+
+// A finished job is kept unless the manifest asks otherwise, as a
+// Kubernetes Job without ttlSecondsAfterFinished is; 0 deletes it at once.
+TEST(TrainingJobTest, FinishedJobsAreKeptWithoutATtl) {
+  TrainingJob job;
+  ASSERT_TRUE(Parse(kFullJob, &job).ok());
+  EXPECT_EQ(job.run_policy.ttl_seconds_after_finished, kKeepFinishedJob);
+  ASSERT_TRUE(Parse(WithField("spec.runPolicy.ttlSecondsAfterFinished", "0"), &job).ok());
+  EXPECT_EQ(job.run_policy.ttl_seconds_after_finished, 0u);
+  ASSERT_TRUE(Parse(WithField("spec.runPolicy.ttlSecondsAfterFinished", "3600"), &job).ok());
+  EXPECT_EQ(job.run_policy.ttl_seconds_after_finished, 3600u);
+}
+
 TEST(TrainingJobTest, EvaluatorTemplateIsKept) {
   TrainingJob job;
   const std::string text =

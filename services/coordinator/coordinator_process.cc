@@ -130,19 +130,25 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
     client_options.token = options.server.token;
     client_options.deadline_seconds = 5;
     // Used on the feed's thread only (MasterClient is thread-compatible).
-    auto client = std::make_shared<MasterClient>(CreateMasterChannel(options.master, credentials),
-                                                 client_options);
+    // Made from a factory: the client makes the channel again while the
+    // master is unreachable, so a master back at a new address behind the
+    // same name is fed within a second or so of serving.
+    const std::string target = options.master;
+    auto client = std::make_shared<MasterClient>(
+        MasterClient::ChannelFactory(
+            [target, credentials] { return CreateMasterChannel(target, credentials); }),
+        client_options);
     CoordinatorService* service = p->service_.get();
     CoordinatorMetrics* metrics = p->metrics_.get();
     const std::string master = options.master;
     // A restarted master knows only the members of its checkpoint: workers
     // that joined since get NOT_FOUND until the set arrives, so it is sent
-    // every second, and retried at least that often while the master is
+    // every second, and retried every 0.5 s at most while the master is
     // down (docs/reliability.md: workers push again within 2 s of a
     // restarted master serving).
     MembershipFeed::Options feed_options;
     feed_options.resend = std::chrono::milliseconds(1000);
-    feed_options.max_backoff = std::chrono::milliseconds(1000);
+    feed_options.max_backoff = std::chrono::milliseconds(500);
     p->feed_ = std::make_unique<MembershipFeed>(
         [client, service](const std::vector<WorkerId>& members) {
           proto::SetMembersResponse response;

@@ -2,8 +2,11 @@
 // API. It splits pushes into chunks, reassembles pulls into a flat buffer,
 // and attaches the job token to every call. Buffers passed to Pull and
 // Push are used in place for the duration of the call. Errors come back as Status
-// with the server's code and message. Thread-compatible: one client per
-// thread, or external locking.
+// with the server's code and message. Made with a ChannelFactory, it makes
+// its channel again while calls keep failing on the network
+// (ChannelRenewal: a master back at a new address behind a name that did
+// not resolve meanwhile is found within a second or so). Thread-compatible:
+// one client per thread, or external locking.
 
 #ifndef GAPTRAIN_SERVICES_MASTER_MASTER_CLIENT_H_
 #define GAPTRAIN_SERVICES_MASTER_MASTER_CLIENT_H_
@@ -12,11 +15,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "proto/gaptrain.grpc.pb.h"
+#include "services/common/channel_renewal.h"
 #include "services/common/status.h"
 
 namespace gaptrain {
@@ -30,7 +35,14 @@ class MasterClient {
     double deadline_seconds = 60;  // per call
   };
 
+  // A channel to the master; the same target, credentials and arguments
+  // every time.
+  using ChannelFactory = std::function<std::shared_ptr<grpc::Channel>()>;
+
+  // Every call goes over `channel`.
   MasterClient(std::shared_ptr<grpc::Channel> channel, Options options);
+  // Calls go over a channel from `make_channel`, made again as above.
+  MasterClient(ChannelFactory make_channel, Options options);
 
   Status Describe(proto::DescribeResponse* response);
 
@@ -79,7 +91,13 @@ class MasterClient {
   void Prepare(grpc::ClientContext* context) const;
   Status PullImpl(uint32_t worker, bool observer, int64_t known_version, float* out, size_t n,
                   PullResult* result);
+  // Every public call's outcome passes here: renews the channel when it is
+  // time, and returns `outcome`.
+  Status Observe(Status outcome);
+  void UseChannel(const std::shared_ptr<grpc::Channel>& channel);
 
+  const ChannelFactory make_channel_;  // null: the channel is fixed
+  ChannelRenewal renewal_;
   std::unique_ptr<proto::Master::Stub> stub_;
   // Pull and Push go through raw byte buffers (chunk_wire.h): values are
   // decoded straight from received slices into the caller's buffer and

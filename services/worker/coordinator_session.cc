@@ -224,7 +224,14 @@ Status CoordinatorSession::Leave(proto::LeaveReason reason, const std::string& m
   if (id == 0) return Status::OK();  // never registered
   RetryLoop loop(options_.retry, NextSeed(), /*stop=*/nullptr, deadline);
   proto::LeaveResponse reply;
-  Status s = CallWithRetry(&loop, [&] { return client_->Leave(id, reason, message, &reply); });
+  Status s = CallWithRetry(&loop, [&] {
+    // No attempt outlives the deadline: a coordinator that vanished
+    // without closing the connection would hold a call for the client's
+    // whole per-call deadline (10 s).
+    const double seconds = std::chrono::duration<double>(deadline - Clock::now()).count();
+    if (seconds <= 0) return Status(Status::Code::kDeadlineExceeded, "no time left to leave");
+    return client_->Leave(id, reason, message, &reply, seconds);
+  });
   if (LostMembership(s)) return Status::OK();  // gone already
   if (s.ok()) {
     spdlog::info("left the job ({}){}", proto::LeaveReason_Name(reason),
@@ -255,6 +262,7 @@ void CoordinatorSession::StartHeartbeats() {
   std::lock_guard<std::mutex> lock(hb_mu_);
   if (heartbeats_.joinable()) return;
   hb_stop_ = false;
+  hb_calls_.Reset();
   heartbeats_ = std::thread([this] { HeartbeatLoop(); });
 }
 
@@ -266,6 +274,9 @@ void CoordinatorSession::StopHeartbeats() {
     t = std::move(heartbeats_);
   }
   hb_cv_.notify_all();
+  // A heartbeat's answer no longer matters; the caller (a worker leaving
+  // after SIGTERM) should not wait for it.
+  hb_calls_.Cancel();
   if (t.joinable()) t.join();
 }
 
@@ -295,7 +306,8 @@ void CoordinatorSession::HeartbeatLoop() {
     }
     request.set_worker_id(id);
     proto::HeartbeatResponse reply;
-    Status s = client_->Heartbeat(request, &reply);
+    Status s = client_->Heartbeat(request, &reply, &hb_calls_);
+    if (s.code() == Status::Code::kCancelled && hb_calls_.cancelled()) return;  // stopping
     if (s.ok()) {
       bool resync = false;
       {

@@ -20,6 +20,10 @@
 //     same id (resumed) changes nothing.
 //   - Network faults never surface as crashes: they are retried with
 //     backoff; each recovery counts one reconnect{service="coordinator"}.
+//   - StopHeartbeats() returns at once: a heartbeat in flight is cancelled
+//     (one stuck on a coordinator that vanished would hold it for up to
+//     its deadline). Leave() tries only until its deadline, every attempt
+//     included.
 //   - Thread-safe. The client must outlive the session.
 
 #ifndef GAPTRAIN_SERVICES_WORKER_COORDINATOR_SESSION_H_
@@ -35,6 +39,7 @@
 #include <thread>
 
 #include "proto/gaptrain.pb.h"
+#include "services/common/call_canceller.h"
 #include "services/common/status.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/worker/retry.h"
@@ -87,7 +92,9 @@ class CoordinatorSession {
   // *phase: the job's phase after the report.
   Status ReportEvaluation(double accuracy, double loss, uint64_t version, proto::JobPhase* phase);
   // The graceful exit; stops the heartbeats first. Best effort until
-  // `deadline`: a worker already gone is fine.
+  // `deadline`, which bounds each attempt too: a worker already gone is
+  // fine. DEADLINE_EXCEEDED or UNAVAILABLE when the coordinator could not
+  // be reached in time.
   Status Leave(proto::LeaveReason reason, const std::string& message, Clock::time_point deadline);
 
  private:
@@ -125,6 +132,7 @@ class CoordinatorSession {
   std::condition_variable hb_cv_;
   bool hb_stop_ = false;
   std::thread heartbeats_;
+  CallCanceller hb_calls_;  // the heartbeat in flight, cancelled on stop
 };
 
 }  // namespace gaptrain

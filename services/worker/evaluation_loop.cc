@@ -166,7 +166,14 @@ Status EvaluationLoop::Finish(Status status) {
     deadline = LeaveDeadline(*stop_, options_.grace_seconds);
   }
   Status left = session_->Leave(reason, status.ok() ? "" : status.ToString(), deadline);
-  if (!left.ok()) spdlog::warn("could not leave the job: {}", left.ToString());
+  if (!left.ok()) {
+    // An evaluator holds no task: nothing goes back to the queue; its
+    // lease running out frees the evaluator's place for a replacement.
+    spdlog::warn("could not {} ({}); the evaluator holds no task, and a replacement may register "
+                 "once worker {}'s lease runs out (within {} s)",
+                 IsTransient(left) ? "reach the coordinator to leave" : "leave the job",
+                 left.ToString(), session_->worker_id(), session_->registration().lease_seconds());
+  }
   spdlog::info("evaluator done: {} evaluations, last accuracy {:.4f} at version {}",
                result_.evaluations, result_.accuracy, result_.version);
   return status;

@@ -39,7 +39,10 @@ StopFlag::Clock::time_point LeaveDeadline(const StopFlag& stop, double grace_sec
   const double margin = std::min(1.0, grace_seconds / 10);
   const auto end = stop.stop_time() + std::chrono::duration_cast<StopFlag::Clock::duration>(
                                           std::chrono::duration<double>(grace_seconds - margin));
-  return std::max(end, StopFlag::Clock::now());
+  const auto now = StopFlag::Clock::now();
+  const auto budget = now + std::chrono::duration_cast<StopFlag::Clock::duration>(
+                                std::chrono::duration<double>(kLeaveSeconds));
+  return std::max(std::min(end, budget), now);
 }
 
 }  // namespace gaptrain

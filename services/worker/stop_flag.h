@@ -49,9 +49,16 @@ class StopFlag {
   Clock::time_point stop_time_;
 };
 
-// When a preempted worker stops trying to Leave: the end of the grace
-// period less a margin (a tenth of it, at most 1 s), so that it exits on
-// its own before the SignalWatcher's deadline. Never before now.
+// How long a preempted worker tries to Leave once its loop has ended.
+constexpr double kLeaveSeconds = 1.0;
+
+// When a preempted worker stops trying to Leave: kLeaveSeconds from now, or
+// the end of the grace period less a margin (a tenth of it, at most 1 s)
+// when that comes first, so that it exits on its own before the
+// SignalWatcher's deadline. Never before now. A coordinator that is there
+// answers in milliseconds; retrying one that is not only holds up the
+// node's reclaim (issue 28: trainers retried for their whole 25 s grace),
+// and its lease takes the task back anyway.
 StopFlag::Clock::time_point LeaveDeadline(const StopFlag& stop, double grace_seconds);
 
 }  // namespace gaptrain

@@ -169,6 +169,8 @@ Status Trainer::RunTask(const proto::DataTask& task) {
   std::vector<PushedBatch> pushed;
   uint32_t done = 0, retrained = 0;
   std::optional<float> last_loss;
+  task_ = task;
+  task_done_ = 0;
   session_->SetProgress(task.task_id(), 0, std::nullopt);
   spdlog::debug("task {}: epoch {}, positions [{}, {})", task.task_id(), task.epoch(), task.begin(),
                 task.end());
@@ -180,6 +182,7 @@ Status Trainer::RunTask(const proto::DataTask& task) {
       if (stop_->stopped()) return Status::OK();  // abandoned: Leave gives it back
       if (session_->generation() != generation) {
         spdlog::warn("task {} abandoned: the coordinator took it back", task.task_id());
+        task_.Clear();  // someone else's now
         return Status::OK();
       }
       const uint32_t first = it.position();
@@ -203,6 +206,7 @@ Status Trainer::RunTask(const proto::DataTask& task) {
         done -= lost;
         retrained += lost;
       }
+      task_done_ = done;
       session_->SetProgress(task.task_id(), done, last_loss);
     }
     GAPTRAIN_RETURN_IF_ERROR(it.status());
@@ -224,6 +228,7 @@ Status Trainer::RunTask(const proto::DataTask& task) {
   bool credited = false;
   Status s = session_->CompleteTask(task.task_id(), report, &credited);
   if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
+  task_.Clear();
   if (credited) ++tasks_;
   session_->SetProgress(0, 0, last_loss);
   return Status::OK();
@@ -508,11 +513,35 @@ Status Trainer::Finish(Status status) {
     deadline = LeaveDeadline(*stop_, options_.grace_seconds);
   }
   Status left = session_->Leave(reason, status.ok() ? "" : status.ToString(), deadline);
-  if (!left.ok()) spdlog::warn("could not leave the job: {}", left.ToString());
+  if (left.ok()) {
+    if (task_.task_id() != 0) spdlog::info("handed back {}", HeldTask());
+  } else {
+    // The coordinator keeps the task with this worker until the lease runs
+    // out; then it queues it again, as for a lost node.
+    const proto::RegisterResponse reg = session_->registration();
+    spdlog::warn("could not {} ({}); {} goes back to the queue when worker {}'s lease runs out "
+                 "(within {} s)",
+                 IsTransient(left) ? "reach the coordinator to leave" : "leave the job",
+                 left.ToString(), task_.task_id() != 0 ? HeldTask() : "nothing (no task in hand)",
+                 reg.worker_id(), reg.lease_seconds());
+  }
   spdlog::info("trainer done: {} batches ({} samples) pushed, {} skipped, {} tasks completed, "
                "{} samples retrained after master restarts",
                batches_, samples_, skipped_, tasks_, retrained_);
   return status;
+}
+
+std::string Trainer::HeldTask() const {
+  if (task_.task_id() == 0) return "no task";
+  const uint32_t size = task_.end() - task_.begin();
+  // All pushed, but CompleteTask got no answer.
+  const std::string done =
+      task_done_ >= size
+          ? "all " + std::to_string(size) + " samples pushed, completion not acknowledged"
+          : std::to_string(task_done_) + " of " + std::to_string(size) + " samples pushed";
+  return "task " + std::to_string(task_.task_id()) + " (epoch " + std::to_string(task_.epoch()) +
+         ", positions [" + std::to_string(task_.begin()) + ", " + std::to_string(task_.end()) +
+         "), " + done + ")";
 }
 
 }  // namespace gaptrain

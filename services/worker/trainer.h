@@ -28,8 +28,11 @@
 //
 // Preemption: when the stop flag is set with kPreempted, the batch in
 // flight is finished only if its remaining phases fit in the grace period
-// (leaving time to Leave), else abandoned; the coordinator puts the task
-// back in the queue when the worker leaves.
+// (leaving time to Leave), else abandoned; failed calls are not retried.
+// The coordinator puts the task back in the queue when the worker leaves;
+// Leave is tried for at most a second (LeaveDeadline), and the log says
+// which task went back, or that the coordinator could not be reached and
+// the task goes back when the lease runs out.
 //
 // Not thread-safe; Run() once.
 
@@ -136,6 +139,11 @@ class Trainer {
   // After a preemption: whether `seconds` more work still ends in time.
   bool FitsInGrace(double seconds) const;
   Status Finish(Status status);
+  // The task in hand, for the log when leaving: "task 7 (epoch 0, positions
+  // [640, 1280), 320 of 640 samples pushed)", "..., all 640 samples pushed,
+  // completion not acknowledged)" when CompleteTask got no answer, or
+  // "no task".
+  std::string HeldTask() const;
   uint64_t NextSeed() { return options_.seed * 7919u + ++seed_counter_; }
 
   const TrainingJob& job_;
@@ -156,6 +164,10 @@ class Trainer {
   uint64_t shuffle_seed_ = 0;
   uint32_t order_epoch_ = UINT32_MAX;
   std::vector<uint32_t> order_;
+  // The task in hand (task_id 0: none) and how many of its samples were
+  // pushed: what leaving hands back.
+  proto::DataTask task_;
+  uint32_t task_done_ = 0;
 
   int64_t known_version_ = -1;  // what parameters() holds; -1: nothing trusted
   uint64_t base_version_ = 0;

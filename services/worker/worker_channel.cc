@@ -37,8 +37,12 @@ Status MasterConnector(const TrainingJob& job, MasterRole role, const std::strin
   o.token = token;
   o.deadline_seconds = deadline_seconds;
   *connector = [o, credentials](const std::string& address) {
-    return std::make_unique<MasterClient>(
-        CreateWorkerChannel(address, credentials, ChannelKind::kMaster), o);
+    // A factory, not a channel: the client makes it again while the master
+    // is unreachable, so a master back at a new address is found at once.
+    MasterClient::ChannelFactory make_channel = [address, credentials] {
+      return CreateWorkerChannel(address, credentials, ChannelKind::kMaster);
+    };
+    return std::make_unique<MasterClient>(std::move(make_channel), o);
   };
   return Status::OK();
 }

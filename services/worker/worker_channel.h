@@ -5,10 +5,15 @@
 // master restarted could sit idle long after it is back (measured here:
 // 4-6 s for a master that was down 0.5 s, with a 2 s cap). These channels
 // try again after 100 ms, growing to at most 500 ms, and ping their server
-// every 2 s, so a peer cut off without a FIN is noticed within about 4 s
+// every 2 s, so a peer cut off without a FIN is noticed within about 4 s,
+// and look the server's name up again at most every 0.5 s
 // (services/common/grpc_keepalive.h); the worker's RetryLoop paces the
-// calls. Channels to the master also get the HTTP/2 settings for
-// model-sized streams (ApplyBulkTransferArguments).
+// calls. The clients make their channels again while calls keep failing
+// (services/common/channel_renewal.h): a master or coordinator that came
+// back at a new address behind its name (a new pod behind a Kubernetes
+// Service) is reached within a second or so of serving. Channels to the
+// master also get the HTTP/2 settings for model-sized streams
+// (ApplyBulkTransferArguments).
 //
 // MasterConnector: how a worker of a job makes its MasterClients (the
 // trainer's and the evaluator's): such channels, the job token, and the

@@ -1,0 +1,426 @@
+// The generated CRD on a real kube-apiserver (operator/envtest), where its
+// CEL rules run (schema_check cannot evaluate them): for every rule between
+// fields, a job that breaks it is refused at create and at `kubectl apply`
+// with the parser's or the operator's own message (the same words the
+// operator would fail the job with), and jobs on each rule's edge, every
+// example and a job with every optional section absent are accepted; and
+// `kubectl get tj` prints the progress the operator writes as people read
+// it (2.3/4, 98.45%, 2.17, 270) while status.progress keeps the numbers.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "operator/crd/trainingjob_crd.h"
+#include "operator/envtest/control_plane.h"
+#include "operator/kube/api_error.h"
+#include "operator/kube/resource.h"
+#include "operator/testing/yaml_to_json.h"
+#include "operator/trainingjob/desired_children.h"
+#include "operator/trainingjob/object_fields.h"
+#include "operator/trainingjob/observed_job.h"
+#include "operator/trainingjob/operator_config.h"
+#include "operator/trainingjob/pod_ledger.h"
+#include "operator/trainingjob/reconcile.h"
+#include "services/common/training_job.h"
+#include "services/testing/missing_requirement.h"
+#include "services/testing/test_files.h"
+#include "services/testing/test_processes.h"
+
+namespace gaptrain {
+namespace {
+
+using nlohmann::json;
+
+// A TrainingJob named `name` whose spec is the YAML (flow) mapping `spec`.
+json Job(const std::string& name, const std::string& spec) {
+  json job;
+  const Status s = kube_testing::YamlToJson(
+      "apiVersion: gaptrain.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: '" + name +
+          "'}\nspec: " + spec + "\n",
+      &job);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return job;
+}
+
+// What the operator says of `job` (as the API server would return it):
+// ParseTrainingJob's error, else BuildDesiredChildren's; "" when neither
+// fails.
+std::string OperatorVerdict(json job, const std::string& ns) {
+  job["metadata"]["namespace"] = ns;
+  job["metadata"]["uid"] = "0b4c1d2e-8f00-4a5b-9c6d-7e8f9a0b1c2d";
+  const trainingjob::ObservedJob observed = trainingjob::ObserveJob(job);
+  if (!observed.parse_status.ok()) return observed.parse_status.message();
+  trainingjob::OperatorConfig config;
+  config.image = "ghcr.io/gaptrain/gaptrain:0.1.0";
+  trainingjob::DesiredChildren children;
+  const std::array<uint8_t, 32> token{};
+  return trainingjob::BuildDesiredChildren(job, observed.spec, config, token, &children)
+      .message();
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The cells of kubectl's table, by column name, for the row of `name`.
+std::map<std::string, std::string> TableRow(const std::string& table, const std::string& name) {
+  std::istringstream lines(table);
+  std::string header, line;
+  std::getline(lines, header);
+  // Columns start where the header's words do (kubectl pads cells to them).
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i] != ' ' && (i == 0 || header[i - 1] == ' ')) starts.push_back(i);
+  }
+  std::map<std::string, std::string> row;
+  while (std::getline(lines, line)) {
+    if (line.rfind(name + " ", 0) != 0) continue;
+    for (size_t c = 0; c < starts.size(); ++c) {
+      const size_t end = c + 1 < starts.size() ? starts[c + 1] : std::string::npos;
+      auto cell = [&](const std::string& s) {
+        if (starts[c] >= s.size()) return std::string();
+        std::string t = s.substr(starts[c], end == std::string::npos ? end : end - starts[c]);
+        t.erase(t.find_last_not_of(' ') + 1);
+        return t;
+      };
+      row[cell(header)] = cell(line);
+    }
+  }
+  return row;
+}
+
+class TrainingJobCrdApiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    envtest::ControlPlane::Options options;
+    options.work_dir = TestTempDir("cluster");
+    options.crd_files = {kTrainingJobCrdPath};
+    start_status_ = new Status(envtest::ControlPlane::Start(options, &cluster_));
+  }
+  static void TearDownTestSuite() {
+    cluster_.reset();
+    delete start_status_;
+  }
+
+  void SetUp() override {
+    if (start_status_->code() == Status::Code::kNotFound) {
+      GAPTRAIN_SKIP_OR_FAIL_IN_CI(start_status_->message());
+    }
+    ASSERT_TRUE(start_status_->ok()) << start_status_->ToString();
+    // A namespace per test: names never collide between tests.
+    ns_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::transform(ns_.begin(), ns_.end(), ns_.begin(),
+                   [](char c) { return static_cast<char>(std::tolower(c)); });
+    ASSERT_TRUE(cluster_->CreateNamespace(ns_).ok());
+  }
+
+  Status Create(const json& job, json* out = nullptr, kube::ApiError* error = nullptr) {
+    return cluster_->admin()->Create(kube::kTrainingJobs, ns_, job, out, error);
+  }
+
+  // `kubectl apply -f` of `job` written to a file.
+  Status KubectlApply(const json& job, std::string* output, bool dry_run = false) {
+    const std::string file = TestDir("apply") + "/" + job["metadata"]["name"].get<std::string>() +
+                             ".json";
+    WriteRaw(file, job.dump(2));
+    std::vector<std::string> args = {"apply", "-n", ns_, "-f", file};
+    if (dry_run) args.push_back("--dry-run=server");
+    return cluster_->Kubectl(args, output);
+  }
+
+  static std::unique_ptr<envtest::ControlPlane> cluster_;
+  static Status* start_status_;
+  std::string ns_;
+};
+
+std::unique_ptr<envtest::ControlPlane> TrainingJobCrdApiTest::cluster_;
+Status* TrainingJobCrdApiTest::start_status_;
+
+// A job that breaks one rule: the API refuses it with the rule's message,
+// which is what the operator says of the same job.
+struct Broken {
+  const char* what;
+  std::string name;
+  const char* spec;
+  JobRule rule;
+};
+
+std::vector<Broken> BrokenJobs() {
+  return {
+      {"a name of 52 characters", std::string(52, 'a'),
+       "{data: {path: /data}, training: {epochs: 1}}", kRuleClusterJobName},
+      {"a name with a leading digit", "1mnist", "{data: {path: /data}, training: {epochs: 1}}",
+       kRuleClusterJobName},
+      {"a relative data path under a claim", "relative-path",
+       "{data: {path: data/mnist, claimName: datasets}, training: {epochs: 1}}",
+       kRuleClaimPathAbsolute},
+      {"both epochs and maxUpdates", "both-lengths",
+       "{data: {path: /data}, training: {epochs: 1, maxUpdates: 100}}", kRuleOneLength},
+      {"neither epochs nor maxUpdates", "no-length",
+       "{data: {path: /data}, training: {batchSize: 64}}", kRuleOneLength},
+      {"nesterov without momentum", "nesterov-no-momentum",
+       "{data: {path: /data}, training: {epochs: 1, optimizer: {nesterov: true, momentum: 0}}}",
+       kRuleNesterovNeedsMomentum},
+      {"decreasing decay fractions", "decreasing-fractions",
+       "{data: {path: /data}, training: {epochs: 1, optimizer: {decay: {atFractions: [0.75, "
+       "0.5]}}}}",
+       kRuleDecayFractionsIncrease},
+      {"a repeated decay fraction", "repeated-fraction",
+       "{data: {path: /data}, training: {epochs: 1, optimizer: {decay: {atFractions: [0.5, 0.5, "
+       "0.75]}}}}",
+       kRuleDecayFractionsIncrease},
+      {"nesterov with DANA", "nesterov-dana",
+       "{data: {path: /data}, training: {epochs: 1, optimizer: {nesterov: true}, staleness: "
+       "{rule: gap-aware-dana}}}",
+       kRuleNoNesterovWithDana},
+      {"minReplicas above replicas", "min-above",
+       "{data: {path: /data}, training: {epochs: 1}, workers: {replicas: 2, minReplicas: 5}}",
+       kRuleMinReplicas},
+      // replicas as the API server defaults it (1).
+      {"minReplicas above the default replicas", "min-above-default",
+       "{data: {path: /data}, training: {epochs: 1}, workers: {minReplicas: 2}}",
+       kRuleMinReplicas},
+      {"maxReplicas below replicas", "max-below",
+       "{data: {path: /data}, training: {epochs: 1}, workers: {replicas: 4, maxReplicas: 2}}",
+       kRuleMaxReplicas},
+      {"a claim for the model without a path", "output-no-path",
+       "{data: {path: /data}, training: {epochs: 1}, output: {claimName: models}}",
+       kRuleOutputClaimAndPath},
+      {"a model path without a claim", "output-no-claim",
+       "{data: {path: /data}, training: {epochs: 1}, output: {path: model.pt}}",
+       kRuleOutputClaimAndPath},
+      {"as many backup workers as workers", "all-backups",
+       "{data: {path: /data}, training: {epochs: 1, mode: sync, sync: {backupWorkers: 2}}, "
+       "workers: {replicas: 2}}",
+       kRuleBackupWorkers},
+  };
+}
+
+TEST_F(TrainingJobCrdApiTest, EveryRuleRefusesWithTheOperatorsMessage) {
+  std::set<std::string> covered;
+  for (const Broken& b : BrokenJobs()) {
+    SCOPED_TRACE(b.what);
+    const json job = Job(b.name, b.spec);
+    const std::string text = b.rule.Text();
+    covered.insert(text);
+
+    // What the operator would fail the job with...
+    const std::string verdict = OperatorVerdict(job, ns_);
+    EXPECT_NE(verdict.find(text), std::string::npos) << verdict;
+
+    // ...the API server says first, naming nothing else.
+    kube::ApiError error;
+    const Status created = Create(job, nullptr, &error);
+    ASSERT_FALSE(created.ok()) << "the API server accepted it";
+    EXPECT_TRUE(kube::IsInvalid(created)) << created.ToString();
+    EXPECT_EQ(error.http_status, 422) << created.ToString();
+    EXPECT_NE(error.message.find(text), std::string::npos) << error.message;
+    EXPECT_EQ(Count(error.message, "Invalid value"), 1u) << error.message;
+    std::cout << b.what << ": " << error.message << "\n";
+  }
+  // One case at least for every rule the CRD states.
+  for (const CrdValidationRule& r : TrainingJobValidationRules()) {
+    EXPECT_EQ(covered.count(r.message), 1u) << "no case breaks: " << r.message;
+  }
+}
+
+TEST_F(TrainingJobCrdApiTest, KubectlApplyRefusesMinReplicasAboveReplicas) {
+  const json job = Job("min-above", "{data: {path: /data}, training: {epochs: 1}, "
+                                    "workers: {replicas: 2, minReplicas: 5}}");
+  std::string output;
+  const Status applied = KubectlApply(job, &output);
+  EXPECT_FALSE(applied.ok()) << output;
+  EXPECT_NE(output.find(kRuleMinReplicas.Text()), std::string::npos) << output;
+  std::cout << "kubectl apply: " << output << "\n";
+  // The parser's message, less the value it adds.
+  EXPECT_NE(OperatorVerdict(job, ns_).find(kRuleMinReplicas.Text() + " (2)"), std::string::npos);
+  // Nothing was stored.
+  const Status got = cluster_->admin()->Get(kube::kTrainingJobs, ns_, "min-above", nullptr);
+  EXPECT_TRUE(kube::IsNotFound(got)) << got.ToString();
+}
+
+TEST_F(TrainingJobCrdApiTest, JobsOnEachRulesEdgeAreAccepted) {
+  const std::pair<std::string, const char*> jobs[] = {
+      // Every optional section absent: the rules read the defaults.
+      {"minimal", "{data: {path: /data}, training: {epochs: 1}}"},
+      {"counted-in-updates", "{data: {path: /data}, training: {maxUpdates: 100}}"},
+      {std::string("a") + std::string(50, '9'), "{data: {path: /data}, training: {epochs: 1}}"},
+      {"absolute-claim-path",
+       "{data: {path: /data/mnist, claimName: datasets}, training: {epochs: 1}}"},
+      {"nesterov-momentum",
+       "{data: {path: /data}, training: {epochs: 1, optimizer: {nesterov: true, momentum: 0.5}, "
+       "staleness: {rule: gap-aware}}}"},
+      // DANA with nesterov in sync mode: the rule applies to async only.
+      {"sync-dana-nesterov",
+       "{data: {path: /data}, training: {epochs: 1, mode: sync, optimizer: {nesterov: true}, "
+       "staleness: {rule: dana-zero}}}"},
+      {"one-fraction",
+       "{data: {path: /data}, training: {epochs: 1, optimizer: {decay: {atFractions: [0.3]}}}}"},
+      {"no-fractions",
+       "{data: {path: /data}, training: {epochs: 1, optimizer: {decay: {atFractions: []}}}}"},
+      {"replicas-bounds",
+       "{data: {path: /data}, training: {epochs: 1}, workers: {replicas: 3, minReplicas: 3, "
+       "maxReplicas: 3}}"},
+      {"elastic", "{data: {path: /data}, training: {epochs: 1}, workers: {replicas: 3, "
+                  "minReplicas: 1, maxReplicas: 0}}"},
+      {"min-default-replicas",
+       "{data: {path: /data}, training: {epochs: 1}, workers: {minReplicas: 1}}"},
+      {"most-backups",
+       "{data: {path: /data}, training: {epochs: 1, mode: sync, sync: {backupWorkers: 1}}, "
+       "workers: {replicas: 2}}"},
+      {"output", "{data: {path: /data}, training: {epochs: 1}, "
+                 "output: {claimName: models, path: mnist/model-1.pt}}"},
+      // backupWorkers is ignored in async mode.
+      {"async-backups", "{data: {path: /data}, training: {epochs: 1, sync: {backupWorkers: 5}}}"},
+  };
+  for (const auto& [name, spec] : jobs) {
+    SCOPED_TRACE(name);
+    const json job = Job(name, spec);
+    EXPECT_EQ(OperatorVerdict(job, ns_), "");
+    json stored;
+    const Status created = Create(job, &stored);
+    EXPECT_TRUE(created.ok()) << created.ToString();
+    // What the API server stores (defaults applied) is what the operator reads.
+    if (created.ok()) {
+      EXPECT_EQ(OperatorVerdict(stored, ns_), "");
+    }
+  }
+}
+
+TEST_F(TrainingJobCrdApiTest, EveryExampleIsAccepted) {
+  std::vector<std::string> files = FilesEndingIn("examples", ".yaml");
+  for (const char* dir : {"examples/sim", "examples/k8s"}) {
+    const std::vector<std::string> more = FilesEndingIn(dir, ".yaml");
+    files.insert(files.end(), more.begin(), more.end());
+  }
+  int jobs = 0;
+  for (const std::string& file : files) {
+    if (ReadRaw(file).find("kind: TrainingJob") == std::string::npos) continue;
+    SCOPED_TRACE(file);
+    ++jobs;
+    // The server's dry run: admission and validation, CEL included,
+    // nothing stored (examples/ and examples/k8s share names).
+    std::string output;
+    const Status applied =
+        cluster_->Kubectl({"apply", "-n", ns_, "--dry-run=server", "-f", file}, &output);
+    EXPECT_TRUE(applied.ok()) << output;
+  }
+  EXPECT_GE(jobs, 12);
+}
+
+TEST_F(TrainingJobCrdApiTest, KubectlGetPrintsTheProgressAsPeopleReadIt) {
+  // The state the issue measured: 0.6037 epochs of 4, 96.66%, gap 2.1723.
+  json job;
+  ASSERT_TRUE(Create(Job("mnist", "{data: {path: /data}, training: {epochs: 4}, "
+                                  "workers: {replicas: 2}}"),
+                     &job)
+                  .ok());
+  ASSERT_TRUE(Create(Job("fresh", "{data: {path: /data}, training: {maxUpdates: 1000}}")).ok());
+
+  // The status the operator writes once the pods run and the coordinator
+  // and the master report: PlanReconcile, its children carried out in
+  // memory until it plans nothing more.
+  trainingjob::CoordinatorStatus coordinator;
+  coordinator.phase = "Running";
+  coordinator.epoch = 2;
+  coordinator.samples_done_in_epoch = 3750;
+  coordinator.samples_in_epoch = 12000;
+  coordinator.master_version = 2706;
+  coordinator.test_accuracy = 0.9845;
+  coordinator.test_loss = 0.05;
+  trainingjob::MasterProgress master;
+  master.model_version = 2706;
+  master.mean_gap = 2.1723000994419266;
+  master.mean_staleness = 2.4;
+  master.updates_per_second = 270.4;
+  std::map<std::string, std::vector<json>> children;
+  json status;
+  for (int i = 0; i < 8; ++i) {
+    trainingjob::ObservedJob o = trainingjob::ObserveJob(job);
+    o.pods = children["Pod"];
+    o.services = children["Service"];
+    o.secrets = children["Secret"];
+    o.config_maps = children["ConfigMap"];
+    o.persistent_volume_claims = children["PersistentVolumeClaim"];
+    o.coordinator = coordinator;
+    o.master = master;
+    o.now = std::chrono::system_clock::now();
+    trainingjob::OperatorConfig config;
+    config.image = "ghcr.io/gaptrain/gaptrain:0.1.0";
+    const trainingjob::ReconcilePlan plan = trainingjob::PlanReconcile(o, config);
+    if (plan.applies.empty() && !plan.status && !plan.ledger) break;
+    for (const trainingjob::ChildApply& a : plan.applies) {
+      json object = a.object;
+      object["metadata"]["uid"] = trainingjob::NameOf(object) + "-uid";
+      if (object["kind"] == "Pod") {
+        object["status"] = {{"phase", "Running"},
+                            {"podIP", "10.0.0.9"},
+                            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}};
+      }
+      std::vector<json>& list = children[object["kind"].get<std::string>()];
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [&](const json& have) {
+                                  return trainingjob::NameOf(have) ==
+                                         trainingjob::NameOf(object);
+                                }),
+                 list.end());
+      list.push_back(object);
+    }
+    if (plan.ledger) {
+      job["metadata"]["annotations"][trainingjob::kPodLedgerAnnotation] =
+          trainingjob::PodLedgerText(*plan.ledger);
+    }
+    if (plan.status) job["status"] = status = *plan.status;
+  }
+  ASSERT_EQ(status["phase"], "Running") << status.dump(2);
+
+  // Written as the operator writes it: a merge patch of the status subresource.
+  const Status patched = cluster_->admin()->MergePatch(
+      kube::kTrainingJobs.Subresource("status"), ns_, "mnist", {{"status", status}}, nullptr);
+  ASSERT_TRUE(patched.ok()) << patched.ToString();
+
+  std::string table;
+  ASSERT_TRUE(cluster_->Kubectl({"get", "tj", "-n", ns_}, &table).ok()) << table;
+  std::cout << table;
+  std::map<std::string, std::string> running = TableRow(table, "mnist");
+  EXPECT_EQ(running.erase("AGE"), 1u) << table;
+  EXPECT_EQ(running, (std::map<std::string, std::string>{{"NAME", "mnist"},
+                                                         {"STATE", "Running"},
+                                                         {"WORKERS", "2/2"},
+                                                         {"EPOCH", "2.3/4"},
+                                                         {"ACCURACY", "98.45%"},
+                                                         {"GAP", "2.17"},
+                                                         {"UPDATES/S", "270"}}))
+      << table;
+  // A job with no status yet: empty cells.
+  const std::map<std::string, std::string> fresh = TableRow(table, "fresh");
+  for (const char* column : {"STATE", "WORKERS", "EPOCH", "ACCURACY", "GAP", "UPDATES/S"}) {
+    EXPECT_EQ(fresh.count(column) ? fresh.at(column) : "?", "") << column << "\n" << table;
+  }
+
+  // The numbers stay for machines.
+  std::string epoch;
+  ASSERT_TRUE(cluster_->Kubectl({"get", "tj", "mnist", "-n", ns_, "-o",
+                                 "jsonpath={.status.progress.epoch} "
+                                 "{.status.progress.testAccuracy} {.status.progress.meanGap} "
+                                 "{.status.progress.updatesPerSecond}"},
+                                &epoch)
+                  .ok())
+      << epoch;
+  EXPECT_EQ(epoch, "2.3125 0.9845 2.1723000994419266 270.4");
+}
+
+}  // namespace
+}  // namespace gaptrain

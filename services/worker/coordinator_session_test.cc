@@ -1,0 +1,104 @@
+// CoordinatorSession's exit against a coordinator that stops answering
+// without closing the connection (its node cut off): leaving must neither
+// wait for the heartbeat in flight nor retry past its deadline.
+
+#include "services/worker/coordinator_session.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "services/coordinator/coordinator_client.h"
+#include "services/worker/stop_flag.h"
+
+namespace gaptrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Registers workers, then answers nothing else: Heartbeat and Leave hang
+// until the client gives up on them.
+class StuckCoordinator final : public proto::Coordinator::Service {
+ public:
+  grpc::Status Register(grpc::ServerContext*, const proto::RegisterRequest*,
+                        proto::RegisterResponse* response) override {
+    response->set_worker_id(7);
+    response->set_role(proto::WORKER_ROLE_TRAINER);
+    response->set_lease_seconds(3);
+    return grpc::Status::OK;
+  }
+  grpc::Status Heartbeat(grpc::ServerContext* context, const proto::HeartbeatRequest*,
+                         proto::HeartbeatResponse*) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++heartbeats_;
+    }
+    cv_.notify_all();
+    return Hang(context);
+  }
+  grpc::Status Leave(grpc::ServerContext* context, const proto::LeaveRequest*,
+                     proto::LeaveResponse*) override {
+    return Hang(context);
+  }
+
+  // Blocks until a heartbeat has arrived (and hangs).
+  bool WaitForHeartbeat(std::chrono::seconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return heartbeats_ > 0; });
+  }
+
+ private:
+  // Until the client cancels, its deadline passes, or the server shuts
+  // down (all of which cancel the server's side).
+  static grpc::Status Hang(grpc::ServerContext* context) {
+    while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int heartbeats_ = 0;
+};
+
+TEST(CoordinatorSessionTest, LeaveCancelsAStuckHeartbeatAndGivesUpAtItsDeadline) {
+  StuckCoordinator service;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+
+  CoordinatorClient::Options client_options;
+  client_options.deadline_seconds = 60;  // a stuck call would hold the session this long
+  CoordinatorClient client(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                               grpc::InsecureChannelCredentials()),
+                           client_options);
+  CoordinatorSession::Options options;
+  options.host = "stuck-test";
+  options.heartbeat_seconds = 0.05;
+  StopFlag stop;
+  CoordinatorSession session(&client, options, &stop, nullptr);
+  ASSERT_TRUE(session.Register().ok());
+  session.StartHeartbeats();
+  ASSERT_TRUE(service.WaitForHeartbeat(std::chrono::seconds(30)));  // now in flight
+
+  const auto start = Clock::now();
+  const Status left = session.Leave(proto::LEAVE_REASON_PREEMPTED, "",
+                                    Clock::now() + std::chrono::milliseconds(500));
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(left.code(), Status::Code::kDeadlineExceeded) << left.ToString();
+  // Half a second of Leave; without the cancel, the heartbeat alone held
+  // it for its 60 s deadline, and each Leave attempt for as long.
+  EXPECT_LT(seconds, 30.0);
+  std::printf("Leave against a stuck coordinator returned after %.2f s\n", seconds);
+  server->Shutdown(std::chrono::system_clock::now());
+}
+
+}  // namespace
+}  // namespace gaptrain
