@@ -15,11 +15,13 @@
 #include <memory>
 
 #include "operator/envtest/control_plane.h"
+#include "operator/envtest/shared_control_plane.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/test_install.h"
 #include "operator/testing/fault_proxy.h"
 #include "operator/trainingjob/pod_state.h"
 #include "services/testing/missing_requirement.h"
+#include "services/testing/status_assertions.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 
@@ -36,23 +38,15 @@ class JobReconcilerTest : public ::testing::Test {
     envtest::ControlPlane::Options options;
     options.work_dir = TestTempDir("cluster");
     options.crd_files = {kTrainingJobCrdFile};
-    start_status_ = new Status(envtest::ControlPlane::Start(options, &cluster_));
+    envtest::SharedControlPlane::Start(options);
   }
-  static void TearDownTestSuite() {
-    cluster_.reset();
-    delete start_status_;
-  }
+  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
 
   void SetUp() override {
-    if (start_status_->code() == Status::Code::kNotFound) {
-      GAPTRAIN_SKIP_OR_FAIL_IN_CI(start_status_->message());
-    }
-    ASSERT_TRUE(start_status_->ok()) << start_status_->ToString();
+    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
+    cluster_ = envtest::SharedControlPlane::Get();
     // A namespace per test: each starts with nothing in it.
-    ns_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::transform(ns_.begin(), ns_.end(), ns_.begin(),
-                   [](char c) { return static_cast<char>(std::tolower(c)); });
-    ASSERT_TRUE(cluster_->CreateNamespace(ns_).ok());
+    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
     FaultProxy::Options proxy_options;
     proxy_options.upstream_url = cluster_->url();
     proxy_options.upstream_ca_pem = cluster_->ca_pem();
@@ -113,8 +107,7 @@ class JobReconcilerTest : public ::testing::Test {
     return writes;
   }
 
-  static std::unique_ptr<envtest::ControlPlane> cluster_;
-  static Status* start_status_;
+  envtest::ControlPlane* cluster_ = nullptr;
   std::string ns_;
   std::unique_ptr<FaultProxy> proxy_;
   std::unique_ptr<kube::Client> client_;
@@ -125,8 +118,6 @@ class JobReconcilerTest : public ::testing::Test {
   std::unique_ptr<JobReconciler> reconciler_;
 };
 
-std::unique_ptr<envtest::ControlPlane> JobReconcilerTest::cluster_;
-Status* JobReconcilerTest::start_status_;
 
 TEST_F(JobReconcilerTest, AMissingJobIsDoneWithoutAWrite) {
   const controller::Result r = reconciler_->Reconcile(ns_ + "/gone");

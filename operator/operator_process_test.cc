@@ -36,6 +36,7 @@
 
 #include "operator/envtest/api_resources.h"
 #include "operator/envtest/control_plane.h"
+#include "operator/envtest/shared_control_plane.h"
 #include "operator/kube/resource.h"
 #include "operator/operator_permissions.h"
 #include "operator/running_operator.h"
@@ -104,20 +105,18 @@ class OperatorProcessTest : public ::testing::Test {
     options.scheduler = true;
     options.audit = true;
     options.crd_files = {kTrainingJobCrdFile};
-    Status s = ControlPlane::Start(options, &cluster_);
-    if (s.ok()) s = InstallOperatorRbac(cluster_.get(), RbacSource::kDeploy);
-    start_status_ = new Status(s);
+    envtest::SharedControlPlane::Start(options);
+    if (envtest::SharedControlPlane::Get() != nullptr) {
+      rbac_installed_ =
+          InstallOperatorRbac(envtest::SharedControlPlane::Get(), RbacSource::kDeploy);
+    }
   }
-  static void TearDownTestSuite() {
-    cluster_.reset();
-    delete start_status_;
-  }
+  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
 
   void SetUp() override {
-    if (start_status_->code() == Status::Code::kNotFound) {
-      GAPTRAIN_SKIP_OR_FAIL_IN_CI(start_status_->message());
-    }
-    ASSERT_TRUE(start_status_->ok()) << start_status_->ToString();
+    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
+    cluster_ = envtest::SharedControlPlane::Get();
+    ASSERT_TRUE(rbac_installed_.ok()) << rbac_installed_.ToString();
     dir_ = TestDir("operator");
     // Each test elects on a Lease of its own: a killed leader of an earlier
     // test must not hold this one's.
@@ -133,7 +132,7 @@ class OperatorProcessTest : public ::testing::Test {
                                                  std::vector<std::string> args = kFastElection,
                                                  std::string kubeconfig = "") {
     if (kubeconfig.empty()) {
-      const Status s = OperatorKubeconfig(cluster_.get(), &kubeconfig);
+      const Status s = OperatorKubeconfig(cluster_, &kubeconfig);
       EXPECT_TRUE(s.ok()) << s.ToString();
     }
     args.insert(args.end(), {"--lease-name", lease_name_});
@@ -431,16 +430,15 @@ class OperatorProcessTest : public ::testing::Test {
     }
   }
 
-  static std::unique_ptr<ControlPlane> cluster_;
-  static Status* start_status_;
+  static Status rbac_installed_;
+  envtest::ControlPlane* cluster_ = nullptr;
   std::string dir_;
   std::string lease_name_;
   int runs_ = 0;
   int next_ip_ = 10;
 };
 
-std::unique_ptr<ControlPlane> OperatorProcessTest::cluster_;
-Status* OperatorProcessTest::start_status_;
+Status OperatorProcessTest::rbac_installed_;
 
 TEST_F(OperatorProcessTest, BadFlagsExitTwoNamingTheFlag) {
   std::string out;
@@ -555,11 +553,11 @@ TEST_F(OperatorProcessTest, AJobsLifeNeedsExactlyTheShippedPermissions) {
 
 // The chart's RBAC, as helm-template renders it, is enough too.
 TEST_F(OperatorProcessTest, AJobsLifeWithTheChartsRbac) {
-  Status s = InstallOperatorRbac(cluster_.get(), RbacSource::kChart);
+  Status s = InstallOperatorRbac(cluster_, RbacSource::kChart);
   if (s.code() == Status::Code::kNotFound) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
   ASSERT_TRUE(s.ok()) << s.ToString();
   LiveAJobsLife("team-chart");
-  s = InstallOperatorRbac(cluster_.get(), RbacSource::kDeploy);
+  s = InstallOperatorRbac(cluster_, RbacSource::kDeploy);
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 

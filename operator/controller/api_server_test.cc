@@ -29,11 +29,13 @@
 #include "operator/controller/leader_election.h"
 #include "operator/controller/object_key.h"
 #include "operator/envtest/control_plane.h"
+#include "operator/envtest/shared_control_plane.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/client.h"
 #include "operator/kube/resource.h"
 #include "operator/testing/fault_proxy.h"
 #include "services/testing/missing_requirement.h"
+#include "services/testing/status_assertions.h"
 #include "services/testing/test_processes.h"
 
 namespace gaptrain {
@@ -45,12 +47,6 @@ using kube_testing::ProxiedRequest;
 using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-#define ASSERT_OK(expr)                    \
-  do {                                     \
-    const Status s_ = (expr);              \
-    ASSERT_TRUE(s_.ok()) << s_.ToString(); \
-  } while (0)
 
 constexpr char kJobLabel[] = "gaptrain.io/job-name";
 constexpr char kLeaseName[] = "gaptrain-operator";
@@ -143,23 +139,14 @@ class ApiServerTest : public ::testing::Test {
     envtest::ControlPlane::Options options;
     options.work_dir = TestTempDir("cluster");
     options.uncached_resources = {"secrets"};  // a real 410 after CompactEtcd()
-    start_status_ = new Status(envtest::ControlPlane::Start(options, &cluster_));
+    envtest::SharedControlPlane::Start(options);
   }
-  static void TearDownTestSuite() {
-    cluster_.reset();
-    delete start_status_;
-    start_status_ = nullptr;
-  }
+  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
 
   void SetUp() override {
-    if (start_status_->code() == Status::Code::kNotFound) {
-      GAPTRAIN_SKIP_OR_FAIL_IN_CI(start_status_->message());
-    }
-    ASSERT_TRUE(start_status_->ok()) << start_status_->ToString();
-    ns_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::transform(ns_.begin(), ns_.end(), ns_.begin(),
-                   [](char c) { return static_cast<char>(std::tolower(c)); });
-    ASSERT_OK(cluster_->CreateNamespace(ns_));
+    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
+    cluster_ = envtest::SharedControlPlane::Get();
+    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
     admin_ = cluster_->admin();
     FaultProxy::Options proxy_options;
     proxy_options.upstream_url = cluster_->url();
@@ -358,8 +345,7 @@ class ApiServerTest : public ::testing::Test {
     return out;
   }
 
-  static std::unique_ptr<envtest::ControlPlane> cluster_;
-  static Status* start_status_;
+  envtest::ControlPlane* cluster_ = nullptr;
 
   std::string ns_;
   kube::Client* admin_ = nullptr;
@@ -371,9 +357,6 @@ class ApiServerTest : public ::testing::Test {
   FakeClock clock_;
   std::vector<std::unique_ptr<Candidate>> candidates_;
 };
-
-std::unique_ptr<envtest::ControlPlane> ApiServerTest::cluster_;
-Status* ApiServerTest::start_status_ = nullptr;
 
 // ---- the informer -----------------------------------------------------------
 

@@ -22,6 +22,7 @@
 
 #include "operator/crd/trainingjob_crd.h"
 #include "operator/envtest/control_plane.h"
+#include "operator/envtest/shared_control_plane.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
 #include "operator/testing/yaml_to_json.h"
@@ -33,6 +34,7 @@
 #include "operator/trainingjob/reconcile.h"
 #include "services/common/training_job.h"
 #include "services/testing/missing_requirement.h"
+#include "services/testing/status_assertions.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 
@@ -107,23 +109,15 @@ class TrainingJobCrdApiTest : public ::testing::Test {
     envtest::ControlPlane::Options options;
     options.work_dir = TestTempDir("cluster");
     options.crd_files = {kTrainingJobCrdPath};
-    start_status_ = new Status(envtest::ControlPlane::Start(options, &cluster_));
+    envtest::SharedControlPlane::Start(options);
   }
-  static void TearDownTestSuite() {
-    cluster_.reset();
-    delete start_status_;
-  }
+  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
 
   void SetUp() override {
-    if (start_status_->code() == Status::Code::kNotFound) {
-      GAPTRAIN_SKIP_OR_FAIL_IN_CI(start_status_->message());
-    }
-    ASSERT_TRUE(start_status_->ok()) << start_status_->ToString();
+    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
+    cluster_ = envtest::SharedControlPlane::Get();
     // A namespace per test: names never collide between tests.
-    ns_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::transform(ns_.begin(), ns_.end(), ns_.begin(),
-                   [](char c) { return static_cast<char>(std::tolower(c)); });
-    ASSERT_TRUE(cluster_->CreateNamespace(ns_).ok());
+    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
   }
 
   Status Create(const json& job, json* out = nullptr, kube::ApiError* error = nullptr) {
@@ -140,13 +134,10 @@ class TrainingJobCrdApiTest : public ::testing::Test {
     return cluster_->Kubectl(args, output);
   }
 
-  static std::unique_ptr<envtest::ControlPlane> cluster_;
-  static Status* start_status_;
+  envtest::ControlPlane* cluster_ = nullptr;
   std::string ns_;
 };
 
-std::unique_ptr<envtest::ControlPlane> TrainingJobCrdApiTest::cluster_;
-Status* TrainingJobCrdApiTest::start_status_;
 
 // A job that breaks one rule: the API refuses it with the rule's message,
 // which is what the operator says of the same job.

@@ -38,6 +38,7 @@
 
 #include "operator/envtest/api_resources.h"
 #include "operator/envtest/control_plane.h"
+#include "operator/envtest/shared_control_plane.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/client.h"
 #include "operator/kube/reflector.h"
@@ -45,6 +46,7 @@
 #include "operator/testing/fault_proxy.h"
 #include "services/common/backoff.h"
 #include "services/testing/missing_requirement.h"
+#include "services/testing/status_assertions.h"
 #include "services/testing/test_processes.h"
 
 namespace gaptrain {
@@ -57,17 +59,6 @@ using kube_testing::ProxyFault;
 using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-#define ASSERT_OK(expr)                    \
-  do {                                     \
-    const Status s_ = (expr);              \
-    ASSERT_TRUE(s_.ok()) << s_.ToString(); \
-  } while (0)
-#define EXPECT_OK(expr)                    \
-  do {                                     \
-    const Status s_ = (expr);              \
-    EXPECT_TRUE(s_.ok()) << s_.ToString(); \
-  } while (0)
 
 constexpr char kCrdFile[] = "deploy/crd/gaptrain.io_trainingjobs.yaml";
 constexpr char kHoldFinalizer[] = "gaptrain.io/test-hold";
@@ -153,23 +144,14 @@ class ClientApiTest : public ::testing::Test {
     options.controller_manager = true;  // the garbage collector
     options.crd_files = {kCrdFile};
     options.uncached_resources = {"secrets"};  // a real 410 after CompactEtcd()
-    start_status_ = new Status(envtest::ControlPlane::Start(options, &cluster_));
+    envtest::SharedControlPlane::Start(options);
   }
-  static void TearDownTestSuite() {
-    cluster_.reset();
-    delete start_status_;
-    start_status_ = nullptr;
-  }
+  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
 
   void SetUp() override {
-    if (start_status_->code() == Status::Code::kNotFound) {
-      GAPTRAIN_SKIP_OR_FAIL_IN_CI(start_status_->message());
-    }
-    ASSERT_TRUE(start_status_->ok()) << start_status_->ToString();
-    ns_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::transform(ns_.begin(), ns_.end(), ns_.begin(),
-                   [](char c) { return static_cast<char>(std::tolower(c)); });
-    ASSERT_OK(cluster_->CreateNamespace(ns_));
+    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
+    cluster_ = envtest::SharedControlPlane::Get();
+    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
     client_ = cluster_->admin();
     selector_ = "test=" + ns_;
   }
@@ -309,8 +291,7 @@ class ClientApiTest : public ::testing::Test {
         << "the Reflector did not notice the dropped watch";
   }
 
-  static std::unique_ptr<envtest::ControlPlane> cluster_;
-  static Status* start_status_;
+  envtest::ControlPlane* cluster_ = nullptr;
 
   std::string ns_;
   std::string selector_;
@@ -322,9 +303,6 @@ class ClientApiTest : public ::testing::Test {
   std::unique_ptr<Reflector> reflector_;
   std::thread reflector_thread_;
 };
-
-std::unique_ptr<envtest::ControlPlane> ClientApiTest::cluster_;
-Status* ClientApiTest::start_status_ = nullptr;
 
 // ---- answers and errors -------------------------------------------------
 

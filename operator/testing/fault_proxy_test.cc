@@ -23,9 +23,11 @@
 #include <vector>
 
 #include "operator/envtest/control_plane.h"
+#include "operator/envtest/shared_control_plane.h"
 #include "operator/kube/client.h"
 #include "operator/testing/kube_test_support.h"
 #include "services/testing/missing_requirement.h"
+#include "services/testing/status_assertions.h"
 #include "services/testing/test_processes.h"
 
 namespace gaptrain {
@@ -35,17 +37,6 @@ namespace {
 using kube::kConfigMaps;
 using kube::WatchEvent;
 using nlohmann::json;
-
-#define EXPECT_OK(expr)                       \
-  do {                                        \
-    const Status s_ = (expr);                 \
-    EXPECT_TRUE(s_.ok()) << s_.ToString();    \
-  } while (0)
-#define ASSERT_OK(expr)                       \
-  do {                                        \
-    const Status s_ = (expr);                 \
-    ASSERT_TRUE(s_.ok()) << s_.ToString();    \
-  } while (0)
 
 json ConfigMap(const std::string& name, const std::string& value = "v") {
   return {{"apiVersion", "v1"},
@@ -127,25 +118,17 @@ class FaultProxyTest : public ::testing::Test {
   static void SetUpTestSuite() {
     envtest::ControlPlane::Options options;
     options.work_dir = TestTempDir("cluster");
-    start_status_ = new Status(envtest::ControlPlane::Start(options, &cluster_));
+    envtest::SharedControlPlane::Start(options);
   }
-  static void TearDownTestSuite() {
-    cluster_.reset();
-    delete start_status_;
-    start_status_ = nullptr;
-  }
+  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
 
   void SetUp() override {
-    if (start_status_->code() == Status::Code::kNotFound) {
-      GAPTRAIN_SKIP_OR_FAIL_IN_CI(start_status_->message());
-    }
-    ASSERT_TRUE(start_status_->ok()) << start_status_->ToString();
+    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
+    cluster_ = envtest::SharedControlPlane::Get();
     ASSERT_OK(StartProxy(cluster_->url(), cluster_->ca_pem(), &proxy_));
     ASSERT_OK(NewClient(proxy_->url(), &client_));
     // A namespace per test, named after it: "passesrequeststhrough".
-    ns_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    for (char& ch : ns_) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    ASSERT_OK(cluster_->CreateNamespace(ns_));
+    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
   }
 
   void TearDown() override {
@@ -153,7 +136,7 @@ class FaultProxyTest : public ::testing::Test {
     proxy_.reset();
   }
 
-  static Status NewClient(const std::string& url, std::unique_ptr<kube::Client>* client) {
+  Status NewClient(const std::string& url, std::unique_ptr<kube::Client>* client) {
     kube::ClusterConfig config;
     config.server = url;
     config.token = cluster_->admin_token();
@@ -184,15 +167,11 @@ class FaultProxyTest : public ::testing::Test {
     return "/api/v1/namespaces/" + ns_ + "/configmaps" + rest;
   }
 
-  static std::unique_ptr<envtest::ControlPlane> cluster_;
-  static Status* start_status_;
+  envtest::ControlPlane* cluster_ = nullptr;
   std::unique_ptr<FaultProxy> proxy_;
   std::unique_ptr<kube::Client> client_;
   std::string ns_;
 };
-
-std::unique_ptr<envtest::ControlPlane> FaultProxyTest::cluster_;
-Status* FaultProxyTest::start_status_;
 
 // The next event that is not a BOOKMARK; fails the test when the watch ends.
 WatchEvent NextEvent(kube::WatchStream* stream) {
