@@ -521,9 +521,13 @@ TEST_F(OperatorE2eTest, InstalledFromTheChartTrainsThroughTwoPreemptions) {
 // A master and then a coordinator killed (SIGKILL) mid-run, as a node's
 // OOM killer or a crash does: each comes back as a new pod with a new IP
 // behind its headless Service, and the job must reach it within seconds of
-// it serving (clients re-resolve the name and renew their channels), not
-// the 23-33 s that gRPC's default DNS re-resolution took. Prints both
-// figures; the bound asserted leaves room for a busy machine.
+// it serving (clients re-resolve the name and renew their channels, and
+// the node's DNS answers at once), not the 23-33 s that gRPC's default DNS
+// re-resolution took. Prints both figures (master 0.43-0.58 s, coordinator
+// 0.78-1.81 s measured); the target is 2 s. A trainer that saw no failure
+// meets the new coordinator at its next heartbeat (every lease / 3 = 2 s
+// here), so that bound is 3 s; the master's 2.5 s leaves a little room for
+// a busy machine.
 TEST_F(OperatorE2eTest, RestartedMasterAndCoordinatorAreReachedWithinSeconds) {
   if (!StartCluster(Install::kDeploy)) return;
   json job_object;
@@ -617,8 +621,8 @@ TEST_F(OperatorE2eTest, RestartedMasterAndCoordinatorAreReachedWithinSeconds) {
       JobStatus(job).value("phase", "").c_str(),
       100 * Number(JobStatus(job), {"progress", "testAccuracy"}),
       JobStatus(job).value("restarts", -1), JobStatus(job).value("failures", -1));
-  EXPECT_LT(master_first_update, 10.0);
-  EXPECT_LT(coordinator_reached, 10.0);
+  EXPECT_LT(master_first_update, 2.5);
+  EXPECT_LT(coordinator_reached, 3.0);
 }
 
 }  // namespace

@@ -36,7 +36,43 @@ bool IsEndpoint(const json& pod, bool publish_not_ready) {
   return publish_not_ready || IsReady(pod);
 }
 
+struct ServiceEndpoints {
+  std::string name;
+  std::string ns;
+  std::vector<std::string> addresses;
+};
+
+// Every Service with a selector and its endpoints' addresses, in
+// namespace/name order.
+std::vector<ServiceEndpoints> Endpoints(const ClusterSnapshot& snapshot) {
+  std::vector<ServiceEndpoints> out;
+  for (const json* service : snapshot.All("services")) {
+    const json* selector = FindField(*service, {"spec", "selector"});
+    if (selector == nullptr || !selector->is_object() || selector->empty()) continue;
+    ServiceEndpoints e;
+    e.name = StringField(*service, {"metadata", "name"});
+    e.ns = StringField(*service, {"metadata", "namespace"});
+    const bool publish_not_ready = BoolField(*service, {"spec", "publishNotReadyAddresses"});
+    for (const json* candidate : snapshot.All("pods")) {
+      if (StringField(*candidate, {"metadata", "namespace"}) != e.ns) continue;
+      if (!SelectorMatches(*selector, *candidate)) continue;
+      if (!IsEndpoint(*candidate, publish_not_ready)) continue;
+      e.addresses.push_back(StringField(*candidate, {"status", "podIP"}));
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::map<std::string, std::vector<std::string>> ServiceRecords(const ClusterSnapshot& snapshot) {
+  std::map<std::string, std::vector<std::string>> records;
+  for (ServiceEndpoints& e : Endpoints(snapshot)) {
+    records[e.name + "." + e.ns + ".svc." + kClusterDomain] = std::move(e.addresses);
+  }
+  return records;
+}
 
 std::string PodHostsFile(const json& pod, const std::string& pod_ip,
                          const ClusterSnapshot& snapshot) {
@@ -61,21 +97,11 @@ std::string PodHostsFile(const json& pod, const std::string& pod_ip,
     out += "\n";
   }
   out += "\n# Services\n";
-  for (const json* service : snapshot.All("services")) {
-    const json* selector = FindField(*service, {"spec", "selector"});
-    if (selector == nullptr || !selector->is_object() || selector->empty()) continue;
-    const std::string name = StringField(*service, {"metadata", "name"});
-    const std::string service_ns = StringField(*service, {"metadata", "namespace"});
-    const bool publish_not_ready = BoolField(*service, {"spec", "publishNotReadyAddresses"});
-    std::string names = name + "." + service_ns;
+  for (const ServiceEndpoints& e : Endpoints(snapshot)) {
+    std::string names = e.name + "." + e.ns;
     names += " " + names + ".svc " + names + ".svc." + kClusterDomain;
-    if (service_ns == ns) names = name + " " + names;
-    for (const json* candidate : snapshot.All("pods")) {
-      if (StringField(*candidate, {"metadata", "namespace"}) != service_ns) continue;
-      if (!SelectorMatches(*selector, *candidate)) continue;
-      if (!IsEndpoint(*candidate, publish_not_ready)) continue;
-      out += StringField(*candidate, {"status", "podIP"}) + "\t" + names + "\n";
-    }
+    if (e.ns == ns) names = e.name + " " + names;
+    for (const std::string& address : e.addresses) out += address + "\t" + names + "\n";
   }
   return out;
 }

@@ -22,7 +22,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "operator/testing/cluster_snapshot.h"
 
@@ -31,6 +33,12 @@ namespace kube_testing {
 
 std::string PodHostsFile(const nlohmann::json& pod, const std::string& pod_ip,
                          const ClusterSnapshot& snapshot);
+
+// What the cluster's DNS answers for Services (cluster_dns.h): the fully
+// qualified name of every Service with a selector
+// ("svc.ns.svc.cluster.local") -> the endpoint addresses the hosts file
+// lists for it, in pod order (none when no pod is an endpoint).
+std::map<std::string, std::vector<std::string>> ServiceRecords(const ClusterSnapshot& snapshot);
 
 }  // namespace kube_testing
 }  // namespace gaptrain

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "operator/kube/api_error.h"
+#include "operator/testing/cluster_dns.h"
 #include "operator/testing/cluster_hosts.h"
 #include "operator/testing/container_process.h"
 #include "operator/testing/container_prober.h"
@@ -194,6 +195,7 @@ Status LocalNode::Start(const kube::ClusterConfig& config, const Options& option
   if (!resolved.api_service_host.empty()) {
     GAPTRAIN_RETURN_IF_ERROR(made->network_->AddHostAddress(resolved.api_service_host));
   }
+  GAPTRAIN_RETURN_IF_ERROR(ClusterDns::Start(made->host_ip_, 53, &made->dns_));
   GAPTRAIN_RETURN_IF_ERROR(made->StartInformers());
   GAPTRAIN_RETURN_IF_ERROR(made->Register());
   made->runner_ = std::thread([n = made.get()] { n->Run(); });
@@ -344,6 +346,7 @@ void LocalNode::Stop() {
   stopped_ = true;
   for (auto& [uid, pod] : pods_) Remove(pod.get());
   pods_.clear();
+  if (dns_ != nullptr) dns_->Stop();
   network_.reset();
   std::error_code ec;
   fs::remove_all(pods_dir_, ec);
@@ -391,6 +394,7 @@ Clock::time_point LocalNode::NextDeadline() const {
 
 void LocalNode::Pass(const ClusterSnapshot& snapshot) {
   ProvisionVolumes(snapshot);
+  dns_->SetRecords(ServiceRecords(snapshot));
   std::vector<const json*> mine;
   std::set<std::string> present;
   for (const json* pod : snapshot.All("pods")) {
@@ -502,11 +506,12 @@ void LocalNode::Admit(const json& object) {
     pod->state.container.signal = 0;
   }
   MakeDirs(pod->dir);
+  // As the kubelet writes it for dnsPolicy ClusterFirst; the nameserver is
+  // the node's cluster DNS (cluster_dns.h) on its bridge.
   std::ofstream(pod->resolv_conf)
-      << "# gaptrain LocalNode: Service names are in /etc/hosts; no DNS server.\n"
       << "search " << pod->ns << ".svc.cluster.local svc.cluster.local cluster.local\n"
-      << "nameserver 127.0.0.1\n"
-      << "options ndots:5 timeout:1 attempts:1\n";
+      << "nameserver " << host_ip_ << "\n"
+      << "options ndots:5\n";
   // The hosts file exists before the first start, as a mount source.
   std::ofstream(pod->hosts_file, std::ios::app);
   log_paths_[pod->ns + "/" + pod->name] = pod->log_file;
@@ -618,9 +623,8 @@ Status LocalNode::PlanStart(PodRuntime* pod, const json& object, const ClusterSn
     if (volumes.code() != Status::Code::kInvalidArgument) *waiting_reason = "ContainerCreating";
     return volumes;
   }
-  // Cluster DNS: Service names come from the hosts file, and any other
-  // name fails at once (nothing listens on the pod's own port 53) instead
-  // of waiting for the host's resolver, which a pod cannot reach.
+  // Cluster DNS: Service names are in the hosts file and answered by the
+  // node's DNS, which says at once that any other name does not exist.
   spec->mounts.push_back({pod->hosts_file, "/etc/hosts", false});
   spec->mounts.push_back({pod->resolv_conf, "/etc/resolv.conf", true});
   spec->network_namespace = pod->network.namespace_path;

@@ -40,13 +40,16 @@
 //     in-cluster clients reach the API server as on a cluster (the node
 //     plays kube-proxy's part for the `kubernetes` Service only; the API
 //     server must listen on every interface, as envtest's does).
-//   - DNS: each pod's /etc/hosts (see cluster_hosts.h) maps every Service
-//     name (SVC, SVC.NS, SVC.NS.svc, SVC.NS.svc.cluster.local) to the
-//     addresses of the pods it selects, rewritten in place whenever pods or
-//     Services change, so a name that did not resolve when the process
-//     started resolves once its pod runs (glibc and gRPC's c-ares resolver
-//     both read it). Its /etc/resolv.conf names no reachable server, so
-//     other names fail at once rather than after a DNS timeout.
+//   - DNS: the node runs the cluster's DNS on its bridge (cluster_dns.h:
+//     A records for SVC.NS.svc.cluster.local, NXDOMAIN at once for other
+//     names), and each pod's /etc/resolv.conf is the kubelet's for
+//     ClusterFirst (search NS.svc.cluster.local svc.cluster.local
+//     cluster.local, ndots:5) naming it. Each pod's /etc/hosts (see
+//     cluster_hosts.h) also maps every Service name (SVC, SVC.NS,
+//     SVC.NS.svc, SVC.NS.svc.cluster.local) to the addresses of the pods
+//     it selects; both are rewritten whenever pods or Services change, so
+//     a name that did not resolve when the process started resolves once
+//     its pod runs, and a replaced pod's new address at once.
 //   - Containers: the pod must have exactly one container and no init
 //     containers; others wait with CreateContainerConfigError saying so.
 //     Every container runs once: under restartPolicy Always or OnFailure
@@ -135,6 +138,7 @@
 #include "operator/kube/client.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/transport.h"
+#include "operator/testing/cluster_dns.h"
 #include "operator/testing/cluster_snapshot.h"
 #include "operator/testing/container_env.h"
 #include "operator/testing/pod_network.h"
@@ -285,6 +289,7 @@ class LocalNode {
 
   mutable std::mutex mu_;
   std::unique_ptr<PodNetwork> network_;                  // guarded by mu_
+  std::unique_ptr<ClusterDns> dns_;
   std::map<std::string, std::unique_ptr<PodRuntime>> pods_;  // by uid; guarded by mu_
   std::map<std::string, std::string> log_paths_;         // "ns/name" -> newest log; guarded by mu_
   bool stopped_ = false;                                 // guarded by mu_
