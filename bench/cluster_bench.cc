@@ -24,7 +24,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <dirent.h>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -71,25 +70,6 @@ double CpuSeconds(pid_t pid) {
     if (i == 15) stime = std::stoull(field);
   }
   return static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
-}
-
-// Live processes whose executable is `binary` (a resolved path).
-std::vector<pid_t> ProcessesOf(const std::string& binary) {
-  std::vector<pid_t> pids;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return pids;
-  while (dirent* entry = readdir(proc)) {
-    const pid_t pid = std::atoi(entry->d_name);
-    if (pid <= 0) continue;
-    char exe[PATH_MAX];
-    const std::string link = "/proc/" + std::string(entry->d_name) + "/exe";
-    const ssize_t n = readlink(link.c_str(), exe, sizeof exe - 1);
-    if (n <= 0) continue;
-    exe[n] = '\0';
-    if (binary == exe) pids.push_back(pid);
-  }
-  closedir(proc);
-  return pids;
 }
 
 std::string RealPath(const std::string& path) {
@@ -226,7 +206,7 @@ bool RunInCluster(ClusterTestbed* bed, int round, ClusterRun* run) {
   }
   const std::map<std::string, pid_t> control_plane = bed->cluster()->ComponentPids();
   std::vector<pid_t> operators =
-      ProcessesOf(RealPath(ClusterTestbed::Binaries().at("gaptrain-operator")));
+      ProcessesRunning({RealPath(ClusterTestbed::Binaries().at("gaptrain-operator"))});
   std::vector<std::string> job_binaries;
   for (const char* command : {"gaptrain-master", "gaptrain-coordinator", "gaptrain-worker"}) {
     job_binaries.push_back(RealPath(ClusterTestbed::Binaries().at(command)));
@@ -253,7 +233,7 @@ bool RunInCluster(ClusterTestbed* bed, int round, ClusterRun* run) {
       op_start = cpu_of(operators);
       node_start = CpuSeconds(getpid());
       for (const std::string& binary : job_binaries) {
-        for (pid_t pid : ProcessesOf(binary)) jobs_start[pid] = CpuSeconds(pid);
+        for (pid_t pid : ProcessesRunning({binary})) jobs_start[pid] = CpuSeconds(pid);
       }
     }
     return v;

@@ -1,14 +1,19 @@
 #include "operator/cluster_testbed.h"
 
+#include <dirent.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "deploy/manifest_checks.h"
 #include "helm/helm_template.h"
 #include "operator/envtest/envtest_assets.h"
+#include "operator/kube/cluster_config.h"
 #include "operator/test_install.h"
+#include "services/common/atomic_file.h"
 #include "services/common/http_client.h"
 
 namespace gaptrain {
@@ -21,18 +26,8 @@ constexpr char kDatasetsFile[] = "examples/k8s/datasets.yaml";
 constexpr char kModelsFile[] = "examples/k8s/models.yaml";
 constexpr char kOperatorSelector[] = "app.kubernetes.io/name=gaptrain-operator";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 Status WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-  out.close();
-  return out ? Status::OK() : Status::Internal("cannot write " + path);
+  return WriteFileAtomically(path, bytes.data(), bytes.size());
 }
 
 // Polls `condition` every 50 ms for up to `seconds`; false when it never held.
@@ -65,6 +60,24 @@ uint16_t NamedPort(const json& pod, const std::string& name) {
     if (port.value("name", "") == name) return port.value("containerPort", 0);
   }
   return 0;
+}
+
+std::vector<pid_t> ProcessesRunning(const std::set<std::string>& executables) {
+  std::vector<pid_t> pids;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (dirent* entry = readdir(proc)) {
+    const pid_t pid = std::atoi(entry->d_name);
+    if (pid <= 0) continue;
+    char exe[PATH_MAX];
+    const std::string link = "/proc/" + std::string(entry->d_name) + "/exe";
+    const ssize_t n = readlink(link.c_str(), exe, sizeof exe - 1);
+    if (n <= 0) continue;
+    exe[n] = '\0';
+    if (executables.count(exe) > 0) pids.push_back(pid);
+  }
+  closedir(proc);
+  return pids;
 }
 
 const std::map<std::string, std::string>& ClusterTestbed::Binaries() {
@@ -163,8 +176,8 @@ Status ClusterTestbed::FillDatasets() {
   GAPTRAIN_RETURN_IF_ERROR(node_->ClaimPath(ns, "mnist-data", &path));
   for (const char* file : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                            "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
-    const std::string bytes = ReadFile(options_.mnist_dir + "/" + file);
-    if (bytes.empty()) return Status::InvalidArgument("no " + options_.mnist_dir + "/" + file);
+    std::string bytes;
+    GAPTRAIN_RETURN_IF_ERROR(kube::ReadFileToString(options_.mnist_dir + "/" + file, &bytes));
     GAPTRAIN_RETURN_IF_ERROR(WriteFile(path + "/" + file, bytes));
   }
   return cluster_->Kubectl({"delete", "--namespace", ns, "pod/dataset-loader", "--wait=false"});
@@ -172,7 +185,9 @@ Status ClusterTestbed::FillDatasets() {
 
 Status ClusterTestbed::ReadJob(const std::string& file, json* job) const {
   std::vector<json> objects;
-  GAPTRAIN_RETURN_IF_ERROR(ParseManifests(ReadFile(file), &objects));
+  std::string text;
+  GAPTRAIN_RETURN_IF_ERROR(kube::ReadFileToString(file, &text));
+  GAPTRAIN_RETURN_IF_ERROR(ParseManifests(text, &objects));
   if (objects.size() != 1) return Status::InvalidArgument(file + ": not one object");
   *job = objects[0];
   (*job)["metadata"]["namespace"] = options_.job_namespace;

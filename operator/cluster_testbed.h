@@ -23,8 +23,11 @@
 #ifndef GAPTRAIN_OPERATOR_CLUSTER_TESTBED_H_
 #define GAPTRAIN_OPERATOR_CLUSTER_TESTBED_H_
 
+#include <sys/types.h>
+
 #include <map>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -97,6 +100,10 @@ bool PodReady(const nlohmann::json& pod);
 std::string PodIp(const nlohmann::json& pod);
 // The first container's port named `name`; 0 when none.
 uint16_t NamedPort(const nlohmann::json& pod, const std::string& name);
+
+// Pids of live processes whose executable is one of `executables`
+// (resolved paths): what a node still runs.
+std::vector<pid_t> ProcessesRunning(const std::set<std::string>& executables);
 
 }  // namespace gaptrain
 

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "operator/controller/election_candidates.h"
 #include "operator/controller/fake_clock.h"
 #include "operator/controller/informer.h"
 #include "operator/controller/leader_election.h"
@@ -108,30 +109,7 @@ std::vector<std::string> Names(const std::vector<json>& objects) {
   return names;
 }
 
-// One candidate: its client, elector, Run() thread and callback calls.
-struct Candidate {
-  std::unique_ptr<kube::Client> client;
-  std::unique_ptr<LeaderElector> elector;
-  std::thread thread;
-  std::mutex mu;
-  std::vector<std::string> calls;
-
-  void Record(const std::string& call) {
-    std::lock_guard<std::mutex> lock(mu);
-    calls.push_back(call);
-  }
-  std::vector<std::string> Calls() {
-    std::lock_guard<std::mutex> lock(mu);
-    return calls;
-  }
-  void Start() {
-    thread = std::thread([this] { elector->Run(); });
-  }
-  void StopAndJoin() {
-    if (elector != nullptr) elector->Stop();
-    if (thread.joinable()) thread.join();
-  }
-};
+using Candidate = ElectionCandidate;
 
 class ApiServerTest : public ::testing::Test {
  protected:
@@ -161,7 +139,7 @@ class ApiServerTest : public ::testing::Test {
 
   void TearDown() override {
     if (informer_ != nullptr) informer_->Stop();
-    for (auto& c : candidates_) c->StopAndJoin();
+    candidates_.StopAll();
     if (proxy_ != nullptr) proxy_->Stop();
   }
 
@@ -276,7 +254,6 @@ class ApiServerTest : public ::testing::Test {
     config.identity = identity;
     config.lease_namespace = ns_;
     config.lease_name = kLeaseName;
-    config.clock = &clock_;
     config.acquire_jitter = 0;
     return config;
   }
@@ -285,48 +262,15 @@ class ApiServerTest : public ::testing::Test {
   // requests are in its log) or, with `own_proxy`, through a proxy of its
   // own (faults for it alone).
   Candidate* Add(LeaderElectionConfig config, FaultProxy* own_proxy = nullptr) {
-    auto c = std::make_unique<Candidate>();
-    kube::ClusterConfig cluster;
-    cluster.server = own_proxy != nullptr ? own_proxy->url() : proxy_->url();
-    cluster.token = cluster_->admin_token();
-    kube::ClientOptions options;
-    options.request_timeout = seconds(5);
-    EXPECT_TRUE(kube::Client::New(cluster, options, &c->client).ok());
-    Candidate* raw = c.get();
-    const std::string id = config.identity;
-    config.on_started_leading = [raw, id] { raw->Record(id + " started"); };
-    config.on_stopped_leading = [raw, id](LeadershipEnd end) {
-      raw->Record(id + (end == LeadershipEnd::kLost ? " lost" : " stopped"));
-    };
-    Status s = LeaderElector::New(c->client.get(), std::move(config), &c->elector);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    candidates_.push_back(std::move(c));
-    return raw;
+    return candidates_.Add(std::move(config),
+                           own_proxy != nullptr ? own_proxy->url() : proxy_->url(),
+                           cluster_->admin_token());
   }
-
-  // Starts `leader` and waits until it leads, then starts `standby` (if
-  // any), and waits until both wait for their next attempt.
-  void Lead(Candidate* leader, Candidate* standby) {
-    leader->Start();
-    ASSERT_TRUE(leader->elector->WaitForLeadership(seconds(10)));
-    if (standby != nullptr) standby->Start();
-    ASSERT_TRUE(clock_.WaitForWaiters(standby != nullptr ? 2 : 1, seconds(10)));
-  }
-
-  // Moves the clock by `step` `times` times, each time waiting until all
-  // `running` candidates are back at their next wait.
+  void Lead(Candidate* leader, Candidate* standby) { candidates_.Lead(leader, standby); }
   void Step(Clock::Duration step, size_t running, int times = 1) {
-    for (int i = 0; i < times; ++i) {
-      clock_.Advance(step);
-      ASSERT_TRUE(clock_.WaitForWaiters(running, seconds(10)));
-    }
+    candidates_.Step(step, running, times);
   }
-
-  int Leaders() {
-    int n = 0;
-    for (auto& c : candidates_) n += c->elector->IsLeader() ? 1 : 0;
-    return n;
-  }
+  int Leaders() const { return candidates_.Leaders(); }
 
   json Lease() {
     json lease;
@@ -355,7 +299,7 @@ class ApiServerTest : public ::testing::Test {
   Recorder recorder_;
   std::unique_ptr<Informer> informer_;
   FakeClock clock_;
-  std::vector<std::unique_ptr<Candidate>> candidates_;
+  ElectionCandidates candidates_{&clock_};
 };
 
 // ---- the informer -----------------------------------------------------------

@@ -10,11 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "operator/controller/election_candidates.h"
 #include "operator/controller/fake_clock.h"
 #include "operator/testing/kube_test_support.h"
 #include "operator/testing/scripted_server.h"
@@ -44,30 +43,7 @@ ScriptedReply StatusReply(int code, const std::string& reason, const std::string
   return reply;
 }
 
-// One candidate: its client, elector, Run() thread and callback calls.
-struct Candidate {
-  std::unique_ptr<kube::Client> client;
-  std::unique_ptr<LeaderElector> elector;
-  std::thread thread;
-  std::mutex mu;
-  std::vector<std::string> calls;
-
-  void Record(const std::string& call) {
-    std::lock_guard<std::mutex> lock(mu);
-    calls.push_back(call);
-  }
-  std::vector<std::string> Calls() {
-    std::lock_guard<std::mutex> lock(mu);
-    return calls;
-  }
-  void Start() {
-    thread = std::thread([this] { elector->Run(); });
-  }
-  void StopAndJoin() {
-    if (elector != nullptr) elector->Stop();
-    if (thread.joinable()) thread.join();
-  }
-};
+using Candidate = ElectionCandidate;
 
 class LeaderElectionTest : public ::testing::Test {
  protected:
@@ -76,57 +52,27 @@ class LeaderElectionTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    for (auto& c : candidates_) c->StopAndJoin();
+    candidates_.StopAll();
   }
 
   LeaderElectionConfig Config(const std::string& identity) {
     LeaderElectionConfig config;
     config.identity = identity;
-    config.clock = &clock_;
     config.acquire_jitter = 0;
     return config;
   }
 
   Candidate* Add(LeaderElectionConfig config) {
-    auto c = std::make_unique<Candidate>();
-    kube::ClusterConfig cluster;
-    cluster.server = server_->url();
-    kube::ClientOptions options;
-    options.request_timeout = seconds(5);
-    EXPECT_TRUE(kube::Client::New(cluster, options, &c->client).ok());
-    Candidate* raw = c.get();
-    const std::string id = config.identity;
-    config.on_started_leading = [raw, id] { raw->Record(id + " started"); };
-    config.on_stopped_leading = [raw, id](LeadershipEnd end) {
-      raw->Record(id + (end == LeadershipEnd::kLost ? " lost" : " stopped"));
-    };
-    Status s = LeaderElector::New(c->client.get(), std::move(config), &c->elector);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    candidates_.push_back(std::move(c));
-    return raw;
+    return candidates_.Add(std::move(config), server_->url());
   }
-
-  // Starts `leader` and waits until it leads, then starts `standby` (if
-  // any), and waits until both wait for their next attempt.
-  void Lead(Candidate* leader, Candidate* standby) {
-    leader->Start();
-    ASSERT_TRUE(leader->elector->WaitForLeadership(seconds(10)));
-    if (standby != nullptr) standby->Start();
-    ASSERT_TRUE(clock_.WaitForWaiters(standby != nullptr ? 2 : 1, seconds(10)));
-  }
-
-  // Moves the clock by `step` `times` times, each time waiting until all
-  // `running` candidates are back at their next wait.
+  void Lead(Candidate* leader, Candidate* standby) { candidates_.Lead(leader, standby); }
   void Step(Clock::Duration step, size_t running, int times = 1) {
-    for (int i = 0; i < times; ++i) {
-      clock_.Advance(step);
-      ASSERT_TRUE(clock_.WaitForWaiters(running, seconds(10)));
-    }
+    candidates_.Step(step, running, times);
   }
 
   FakeClock clock_;
   std::unique_ptr<kube::ScriptedServer> server_;
-  std::vector<std::unique_ptr<Candidate>> candidates_;
+  ElectionCandidates candidates_{&clock_};
 };
 
 TEST_F(LeaderElectionTest, CreatesAndRenewsTheLeaseAsRecorded) {

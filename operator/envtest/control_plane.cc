@@ -5,17 +5,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "operator/envtest/api_resources.h"
 #include "operator/envtest/envtest_assets.h"
+#include "operator/envtest/test_certificates.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/transport.h"
+#include "services/common/atomic_file.h"
 
 namespace gaptrain {
 namespace envtest {
@@ -63,11 +69,7 @@ std::string RandomToken() {
 }
 
 Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return Status::Internal("cannot write " + path);
-  return Status::OK();
+  return WriteFileAtomically(path, text.data(), text.size());
 }
 
 std::string Tail(const std::string& path, size_t bytes) {
@@ -77,18 +79,10 @@ std::string Tail(const std::string& path, size_t bytes) {
   return text;
 }
 
-Status RunOpenssl(const std::string& dir, const std::string& args) {
-  const std::string command = "cd '" + dir + "' && openssl " + args + " >>openssl.log 2>&1";
-  if (std::system(command.c_str()) != 0) {
-    return Status::Internal("openssl " + args + " failed:\n" + Tail(dir + "/openssl.log", 2000));
-  }
-  return Status::OK();
-}
-
 Status RemoveTree(const std::string& path) {
-  if (path.empty() || path == "/") return Status::InvalidArgument("refusing to remove " + path);
-  const std::string command = "rm -rf '" + path + "'";
-  if (std::system(command.c_str()) != 0) return Status::Internal("cannot remove " + path);
+  std::error_code error;
+  std::filesystem::remove_all(path, error);
+  if (error) return Status::Internal("cannot remove " + path + ": " + error.message());
   return Status::OK();
 }
 
@@ -96,6 +90,32 @@ std::string Field(const nlohmann::json& object, const char* key) {
   if (!object.is_object()) return "";
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// An AuditRecord from one line of the audit log (an audit.k8s.io/v1 Event).
+Status ParseAuditEvent(const nlohmann::json& event, AuditRecord* out) {
+  if (!event.is_object() || Field(event, "kind") != "Event") {
+    return Status::InvalidArgument("not an audit Event");
+  }
+  AuditRecord record;
+  const auto user = event.find("user");
+  if (user != event.end()) record.user = Field(*user, "username");
+  record.verb = Field(event, "verb");
+  record.uri = Field(event, "requestURI");
+  const auto ref = event.find("objectRef");
+  if (ref != event.end()) {
+    record.group = Field(*ref, "apiGroup");
+    record.resource = Field(*ref, "resource");
+    record.subresource = Field(*ref, "subresource");
+    record.ns = Field(*ref, "namespace");
+    record.name = Field(*ref, "name");
+  }
+  const auto status = event.find("responseStatus");
+  if (status != event.end() && status->is_object()) {
+    record.code = status->value("code", 0);
+  }
+  *out = std::move(record);
+  return Status::OK();
 }
 
 }  // namespace
@@ -133,9 +153,10 @@ Status ControlPlane::Launch() {
   logs_dir_ = options_.work_dir + "/logs";
   GAPTRAIN_RETURN_IF_ERROR(RemoveTree(pki_dir_));
   GAPTRAIN_RETURN_IF_ERROR(RemoveTree(etcd_dir_));
-  const std::string mkdir = "mkdir -p '" + pki_dir_ + "' '" + etcd_dir_ + "' '" + logs_dir_ + "'";
-  if (std::system(mkdir.c_str()) != 0) {
-    return Status::Internal("cannot make directories under " + options_.work_dir);
+  for (const std::string& dir : {pki_dir_, etcd_dir_, logs_dir_}) {
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (error) return Status::Internal("cannot make " + dir + ": " + error.message());
   }
   GAPTRAIN_RETURN_IF_ERROR(MakeCertificates());
 
@@ -259,23 +280,13 @@ Status ControlPlane::Launch() {
 
 Status ControlPlane::MakeCertificates() {
   ca_file_ = pki_dir_ + "/ca.crt";
-  GAPTRAIN_RETURN_IF_ERROR(RunOpenssl(
-      pki_dir_, "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                "-keyout ca.key -out ca.crt -days 2 -subj /CN=envtest-ca "
-                "-addext basicConstraints=critical,CA:TRUE "
-                "-addext keyUsage=critical,keyCertSign,cRLSign"));
-  GAPTRAIN_RETURN_IF_ERROR(WriteText(
-      pki_dir_ + "/apiserver.ext",
+  GAPTRAIN_RETURN_IF_ERROR(MakeTestCa(pki_dir_, "ca"));
+  GAPTRAIN_RETURN_IF_ERROR(MakeTestLeaf(
+      pki_dir_, "apiserver", "/CN=kube-apiserver",
       std::string("subjectAltName=IP:127.0.0.1,IP:") + kServiceIp +
           ",DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,"
           "DNS:kubernetes.default.svc.cluster.local\n"
           "extendedKeyUsage=serverAuth\n"));
-  GAPTRAIN_RETURN_IF_ERROR(RunOpenssl(
-      pki_dir_, "req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                "-keyout apiserver.key -out apiserver.csr -subj /CN=kube-apiserver"));
-  GAPTRAIN_RETURN_IF_ERROR(RunOpenssl(
-      pki_dir_, "x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
-                "-days 2 -out apiserver.crt -extfile apiserver.ext"));
   // The key that signs ServiceAccount tokens, and its public half that
   // verifies them.
   GAPTRAIN_RETURN_IF_ERROR(
@@ -399,7 +410,8 @@ Status ControlPlane::NewClient(const std::string& token,
 }
 
 Status ControlPlane::Kubectl(const std::vector<std::string>& args, std::string* output) const {
-  static int calls = 0;
+  // Distinct logs for calls from several threads at once.
+  static std::atomic<int> calls{0};
   const std::string log = logs_dir_ + "/kubectl-" + std::to_string(++calls) + ".log";
   Process::Spec spec;
   spec.binary = assets_ + "/kubectl";
@@ -490,49 +502,36 @@ Status ControlPlane::CompactEtcd(int64_t* revision) const {
   return Status::OK();
 }
 
-Status ParseAuditEvent(const nlohmann::json& event, AuditRecord* out) {
-  if (!event.is_object() || Field(event, "kind") != "Event") {
-    return Status::InvalidArgument("not an audit Event");
-  }
-  AuditRecord record;
-  const auto user = event.find("user");
-  if (user != event.end()) record.user = Field(*user, "username");
-  record.verb = Field(event, "verb");
-  record.uri = Field(event, "requestURI");
-  const auto ref = event.find("objectRef");
-  if (ref != event.end()) {
-    record.group = Field(*ref, "apiGroup");
-    record.resource = Field(*ref, "resource");
-    record.subresource = Field(*ref, "subresource");
-    record.ns = Field(*ref, "namespace");
-    record.name = Field(*ref, "name");
-  }
-  const auto status = event.find("responseStatus");
-  if (status != event.end() && status->is_object()) {
-    record.code = status->value("code", 0);
-  }
-  *out = std::move(record);
-  return Status::OK();
-}
 
 Status ControlPlane::AuditLog(std::vector<AuditRecord>* records) const {
   records->clear();
   if (audit_file_.empty()) {
     return Status::FailedPrecondition("the control plane was started without Options::audit");
   }
-  std::ifstream in(audit_file_);
+  // Tests poll this; the log only grows, so only what was appended since
+  // the last call is read, up to its last complete line.
+  std::lock_guard<std::mutex> lock(audit_mu_);
+  std::ifstream in(audit_file_, std::ios::binary);
   if (!in) return Status::NotFound("no audit log at " + audit_file_);
-  // A watch is logged when it starts and again when it ends: keep the first.
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
-    if (event.is_discarded()) continue;  // a line still being written
-    if (Field(event, "stage") == "ResponseComplete" && Field(event, "verb") == "watch") continue;
-    AuditRecord record;
-    if (!ParseAuditEvent(event, &record).ok()) continue;
-    records->push_back(std::move(record));
+  in.seekg(static_cast<std::streamoff>(audit_read_));
+  std::string appended((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t complete = appended.rfind('\n');
+  if (complete != std::string::npos) {
+    audit_read_ += complete + 1;
+    size_t start = 0;
+    while (start <= complete) {
+      const size_t end = appended.find('\n', start);
+      const nlohmann::json event =
+          nlohmann::json::parse(appended.substr(start, end - start), nullptr, false);
+      start = end + 1;
+      if (event.is_discarded()) continue;
+      // A watch is logged when it starts and again when it ends: keep the first.
+      if (Field(event, "stage") == "ResponseComplete" && Field(event, "verb") == "watch") continue;
+      AuditRecord record;
+      if (ParseAuditEvent(event, &record).ok()) audit_records_.push_back(std::move(record));
+    }
   }
+  *records = audit_records_;
   return Status::OK();
 }
 

@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -180,6 +181,10 @@ class ControlPlane {
   std::string admin_token_;
   std::string admin_kubeconfig_file_;
   std::string audit_file_;
+  // The audit log as read so far: bytes consumed and their records.
+  mutable std::mutex audit_mu_;
+  mutable uint64_t audit_read_ = 0;                  // guarded by audit_mu_
+  mutable std::vector<AuditRecord> audit_records_;  // guarded by audit_mu_
   std::string url_;
   std::string etcd_url_;  // "http://127.0.0.1:PORT"
   uint16_t port_ = 0;
@@ -188,9 +193,6 @@ class ControlPlane {
   std::vector<std::pair<std::string, std::unique_ptr<Process>>> processes_;
   bool stopped_ = false;
 };
-
-// An AuditRecord from one line of the audit log (an audit.k8s.io/v1 Event).
-Status ParseAuditEvent(const nlohmann::json& event, AuditRecord* out);
 
 }  // namespace envtest
 }  // namespace gaptrain

@@ -36,46 +36,29 @@ bool IsEndpoint(const json& pod, bool publish_not_ready) {
   return publish_not_ready || IsReady(pod);
 }
 
-struct ServiceEndpoints {
-  std::string name;
-  std::string ns;
-  std::vector<std::string> addresses;
-};
-
-// Every Service with a selector and its endpoints' addresses, in
-// namespace/name order.
-std::vector<ServiceEndpoints> Endpoints(const ClusterSnapshot& snapshot) {
-  std::vector<ServiceEndpoints> out;
-  for (const json* service : snapshot.All("services")) {
-    const json* selector = FindField(*service, {"spec", "selector"});
-    if (selector == nullptr || !selector->is_object() || selector->empty()) continue;
-    ServiceEndpoints e;
-    e.name = StringField(*service, {"metadata", "name"});
-    e.ns = StringField(*service, {"metadata", "namespace"});
-    const bool publish_not_ready = BoolField(*service, {"spec", "publishNotReadyAddresses"});
-    for (const json* candidate : snapshot.All("pods")) {
-      if (StringField(*candidate, {"metadata", "namespace"}) != e.ns) continue;
-      if (!SelectorMatches(*selector, *candidate)) continue;
-      if (!IsEndpoint(*candidate, publish_not_ready)) continue;
-      e.addresses.push_back(StringField(*candidate, {"status", "podIP"}));
-    }
-    out.push_back(std::move(e));
-  }
-  return out;
-}
-
 }  // namespace
 
 std::map<std::string, std::vector<std::string>> ServiceRecords(const ClusterSnapshot& snapshot) {
   std::map<std::string, std::vector<std::string>> records;
-  for (ServiceEndpoints& e : Endpoints(snapshot)) {
-    records[e.name + "." + e.ns + ".svc." + kClusterDomain] = std::move(e.addresses);
+  for (const json* service : snapshot.All("services")) {
+    const json* selector = FindField(*service, {"spec", "selector"});
+    if (selector == nullptr || !selector->is_object() || selector->empty()) continue;
+    const std::string ns = StringField(*service, {"metadata", "namespace"});
+    std::vector<std::string>& addresses =
+        records[StringField(*service, {"metadata", "name"}) + "." + ns + ".svc." + kClusterDomain];
+    const bool publish_not_ready = BoolField(*service, {"spec", "publishNotReadyAddresses"});
+    for (const json* candidate : snapshot.All("pods")) {
+      if (StringField(*candidate, {"metadata", "namespace"}) != ns) continue;
+      if (!SelectorMatches(*selector, *candidate)) continue;
+      if (!IsEndpoint(*candidate, publish_not_ready)) continue;
+      addresses.push_back(StringField(*candidate, {"status", "podIP"}));
+    }
   }
   return records;
 }
 
 std::string PodHostsFile(const json& pod, const std::string& pod_ip,
-                         const ClusterSnapshot& snapshot) {
+                         const std::map<std::string, std::vector<std::string>>& service_records) {
   const std::string ns = StringField(pod, {"metadata", "namespace"});
   std::string hostname = StringField(pod, {"spec", "hostname"});
   if (hostname.empty()) hostname = StringField(pod, {"metadata", "name"});
@@ -97,11 +80,13 @@ std::string PodHostsFile(const json& pod, const std::string& pod_ip,
     out += "\n";
   }
   out += "\n# Services\n";
-  for (const ServiceEndpoints& e : Endpoints(snapshot)) {
-    std::string names = e.name + "." + e.ns;
-    names += " " + names + ".svc " + names + ".svc." + kClusterDomain;
-    if (e.ns == ns) names = e.name + " " + names;
-    for (const std::string& address : e.addresses) out += address + "\t" + names + "\n";
+  const std::string suffix = std::string(".svc.") + kClusterDomain;
+  for (const auto& [fqdn, addresses] : service_records) {
+    const std::string name_ns = fqdn.substr(0, fqdn.size() - suffix.size());  // "svc.ns"
+    std::string names = name_ns + " " + name_ns + ".svc " + fqdn;
+    const size_t dot = name_ns.find('.');
+    if (name_ns.substr(dot + 1) == ns) names = name_ns.substr(0, dot) + " " + names;
+    for (const std::string& address : addresses) out += address + "\t" + names + "\n";
   }
   return out;
 }

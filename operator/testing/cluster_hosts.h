@@ -6,7 +6,8 @@
 //   - The usual localhost lines, then the pod's own address with its
 //     hostname (spec.hostname or its name, and the FQDN under
 //     spec.subdomain), as the kubelet writes them.
-//   - For every Service with a selector, one line per endpoint address:
+//   - For every Service with a selector (in the order of its fully
+//     qualified name), one line per endpoint address:
 //     the IP of each pod in the Service's namespace whose labels match the
 //     selector, that has a status.podIP, is not finished (Succeeded or
 //     Failed) and is not being deleted, and is Ready unless the Service
@@ -14,8 +15,7 @@
 //     are named SVC, SVC.NS, SVC.NS.svc and SVC.NS.svc.cluster.local;
 //     those of other namespaces by the qualified names only. ClusterIP
 //     Services resolve to their pods too (there is no kube-proxy here).
-//   - Deterministic: services and pods in namespace/name order, so an
-//     unchanged cluster yields the same bytes.
+//   - Deterministic: an unchanged cluster yields the same bytes.
 
 #ifndef GAPTRAIN_OPERATOR_TESTING_CLUSTER_HOSTS_H_
 #define GAPTRAIN_OPERATOR_TESTING_CLUSTER_HOSTS_H_
@@ -31,14 +31,16 @@
 namespace gaptrain {
 namespace kube_testing {
 
-std::string PodHostsFile(const nlohmann::json& pod, const std::string& pod_ip,
-                         const ClusterSnapshot& snapshot);
-
 // What the cluster's DNS answers for Services (cluster_dns.h): the fully
 // qualified name of every Service with a selector
-// ("svc.ns.svc.cluster.local") -> the endpoint addresses the hosts file
-// lists for it, in pod order (none when no pod is an endpoint).
+// ("svc.ns.svc.cluster.local") -> the addresses of its endpoints, in pod
+// order (none when no pod is an endpoint).
 std::map<std::string, std::vector<std::string>> ServiceRecords(const ClusterSnapshot& snapshot);
+
+// The pod's hosts file, its Services' lines from `service_records`
+// (ServiceRecords of the same snapshot, computed once for every pod).
+std::string PodHostsFile(const nlohmann::json& pod, const std::string& pod_ip,
+                         const std::map<std::string, std::vector<std::string>>& service_records);
 
 }  // namespace kube_testing
 }  // namespace gaptrain

@@ -47,7 +47,7 @@ TEST(PodHostsFileTest, MapsServiceNamesToTheirPods) {
   snapshot.Put("services", {{"metadata", {{"name", "no-selector"}, {"namespace", "ml"}}},
                             {"spec", json::object()}});
 
-  const std::string hosts = PodHostsFile(self, "10.200.1.5", snapshot);
+  const std::string hosts = PodHostsFile(self, "10.200.1.5", ServiceRecords(snapshot));
   EXPECT_NE(hosts.find("127.0.0.1\tlocalhost\n"), std::string::npos);
   EXPECT_NE(hosts.find("10.200.1.5\ttrainer-0\n"), std::string::npos);
   EXPECT_EQ(ServiceLines(hosts),
@@ -56,7 +56,7 @@ TEST(PodHostsFileTest, MapsServiceNamesToTheirPods) {
             "10.200.1.2\tjob-master job-master.ml job-master.ml.svc "
             "job-master.ml.svc.cluster.local\n"
             "10.200.1.7\tweb.other web.other.svc web.other.svc.cluster.local\n");
-  EXPECT_EQ(PodHostsFile(self, "10.200.1.5", snapshot), hosts);  // deterministic
+  EXPECT_EQ(PodHostsFile(self, "10.200.1.5", ServiceRecords(snapshot)), hosts);  // deterministic
 }
 
 TEST(PodHostsFileTest, PodsBeingDeletedOrWithoutAddressAreNotEndpoints) {
@@ -68,7 +68,7 @@ TEST(PodHostsFileTest, PodsBeingDeletedOrWithoutAddressAreNotEndpoints) {
   snapshot.Put("services", Service("ml", "x", {{"app", "x"}}, true));
   json self = Pod("ml", "me", json::object(), "10.200.1.4");
   self["spec"] = {{"hostname", "host"}, {"subdomain", "sub"}};
-  const std::string hosts = PodHostsFile(self, "10.200.1.4", snapshot);
+  const std::string hosts = PodHostsFile(self, "10.200.1.4", ServiceRecords(snapshot));
   EXPECT_EQ(ServiceLines(hosts), "");
   EXPECT_NE(hosts.find("10.200.1.4\thost host.sub.ml.svc.cluster.local\n"), std::string::npos);
 }

@@ -27,7 +27,7 @@ Status DecodeConfigData(const nlohmann::json& object, bool is_secret,
 
 class ClusterSnapshot {
  public:
-  // The resources a snapshot holds, as StoreView keys.
+  // The resources a snapshot holds (plural names, as Find() and All() take).
   static const std::vector<std::string>& Resources();
 
   ClusterSnapshot() = default;

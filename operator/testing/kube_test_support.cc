@@ -1,8 +1,8 @@
 #include "operator/testing/kube_test_support.h"
 
 #include <cstdio>
-#include <cstdlib>
 
+#include "operator/envtest/test_certificates.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/json_text.h"
 #include "operator/testing/scripted_server.h"
@@ -11,53 +11,16 @@
 
 namespace gaptrain {
 namespace kube {
-namespace {
-
-Status RunOpenssl(const std::string& dir, const std::string& args) {
-  const std::string log = dir + "/openssl.log";
-  const std::string command = "cd '" + dir + "' && openssl " + args + " >>openssl.log 2>&1";
-  if (std::system(command.c_str()) != 0) {
-    std::string output;
-    ReadFileToString(log, &output).ok();
-    return Status::Internal("openssl " + args + " failed:\n" + output);
-  }
-  return Status::OK();
-}
-
-// A self-signed CA named `name`.
-Status MakeCa(const std::string& dir, const std::string& name) {
-  return RunOpenssl(dir, "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                         "-keyout " + name + ".key -out " + name + ".crt -days 2 -subj /CN=" +
-                             name + " -addext basicConstraints=critical,CA:TRUE "
-                                    "-addext keyUsage=critical,keyCertSign,cRLSign");
-}
-
-// A leaf certificate `name` signed by ca.crt, with the extensions in `ext`.
-Status MakeLeaf(const std::string& dir, const std::string& name, const std::string& subject,
-                const std::string& ext) {
-  Status s = RunOpenssl(dir, "req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                             "-keyout " + name + ".key -out " + name + ".csr -subj " + subject);
-  if (!s.ok()) return s;
-  const std::string ext_file = dir + "/" + name + ".ext";
-  FILE* f = std::fopen(ext_file.c_str(), "w");
-  if (f == nullptr) return Status::Internal("cannot write " + ext_file);
-  std::fputs(ext.c_str(), f);
-  std::fclose(f);
-  return RunOpenssl(dir, "x509 -req -in " + name + ".csr -CA ca.crt -CAkey ca.key "
-                         "-CAcreateserial -days 2 -out " + name + ".crt -extfile " + name +
-                             ".ext");
-}
-
-}  // namespace
 
 Status MakeTestCertificates(const std::string& dir, TestCertificates* out) {
-  GAPTRAIN_RETURN_IF_ERROR(MakeCa(dir, "ca"));
-  GAPTRAIN_RETURN_IF_ERROR(MakeCa(dir, "other-ca"));
-  GAPTRAIN_RETURN_IF_ERROR(MakeLeaf(dir, "server", "/CN=kube-apiserver",
-                                    "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                                    "extendedKeyUsage=serverAuth\n"));
-  GAPTRAIN_RETURN_IF_ERROR(MakeLeaf(dir, "client", "/O=system:masters/CN=gaptrain-operator",
-                                    "extendedKeyUsage=clientAuth\n"));
+  GAPTRAIN_RETURN_IF_ERROR(envtest::MakeTestCa(dir, "ca"));
+  GAPTRAIN_RETURN_IF_ERROR(envtest::MakeTestCa(dir, "other-ca"));
+  GAPTRAIN_RETURN_IF_ERROR(envtest::MakeTestLeaf(dir, "server", "/CN=kube-apiserver",
+                                                 "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                                                 "extendedKeyUsage=serverAuth\n"));
+  GAPTRAIN_RETURN_IF_ERROR(
+      envtest::MakeTestLeaf(dir, "client", "/O=system:masters/CN=gaptrain-operator",
+                            "extendedKeyUsage=clientAuth\n"));
   TestCertificates c;
   c.ca_file = dir + "/ca.crt";
   c.server_cert_file = dir + "/server.crt";

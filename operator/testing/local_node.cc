@@ -394,7 +394,9 @@ Clock::time_point LocalNode::NextDeadline() const {
 
 void LocalNode::Pass(const ClusterSnapshot& snapshot) {
   ProvisionVolumes(snapshot);
-  dns_->SetRecords(ServiceRecords(snapshot));
+  // Once per pass: the node's DNS and every pod's hosts file read it.
+  service_records_ = ServiceRecords(snapshot);
+  dns_->SetRecords(service_records_);
   std::vector<const json*> mine;
   std::set<std::string> present;
   for (const json* pod : snapshot.All("pods")) {
@@ -730,7 +732,7 @@ void LocalNode::UpdateHosts(PodRuntime* pod, const ClusterSnapshot& snapshot) {
   if (!pod->has_network) return;
   const json* object = snapshot.Find("pods", pod->ns, pod->name);
   if (object == nullptr || Uid(*object) != pod->uid) return;
-  const std::string content = PodHostsFile(*object, pod->state.pod_ip, snapshot);
+  const std::string content = PodHostsFile(*object, pod->state.pod_ip, service_records_);
   if (content == pod->hosts_content) return;
   // In place, not by rename: the file is bind-mounted into the pod.
   std::ofstream out(pod->hosts_file, std::ios::binary | std::ios::trunc);

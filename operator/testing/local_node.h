@@ -290,6 +290,7 @@ class LocalNode {
   mutable std::mutex mu_;
   std::unique_ptr<PodNetwork> network_;                  // guarded by mu_
   std::unique_ptr<ClusterDns> dns_;
+  DnsRecords service_records_;  // of the latest pass; guarded by mu_
   std::map<std::string, std::unique_ptr<PodRuntime>> pods_;  // by uid; guarded by mu_
   std::map<std::string, std::string> log_paths_;         // "ns/name" -> newest log; guarded by mu_
   bool stopped_ = false;                                 // guarded by mu_
