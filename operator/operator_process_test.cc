@@ -17,15 +17,21 @@
 // labelled, a namespace enforcing PodSecurity "restricted" admits the
 // example job's pods, and a pod it refuses is a FailedCreate Warning; and
 // a job that succeeds exports its model to spec.output's claim (the
-// coordinator's /status served by the test on a loopback pod IP).
+// coordinator's /status served by the test from a pod network namespace).
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -41,9 +47,11 @@
 #include "operator/operator_permissions.h"
 #include "operator/running_operator.h"
 #include "operator/test_install.h"
+#include "operator/testing/pod_network.h"
 #include "operator/trainingjob/desired_children.h"
 #include "services/common/http_server.h"
 #include "services/testing/missing_requirement.h"
+#include "services/testing/status_assertions.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 
@@ -92,6 +100,24 @@ std::string MicroTimeNow() {
   char buf[40];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S.000000Z", &utc);
   return buf;
+}
+
+// Runs `fn` on a thread that has entered the network namespace at `path`:
+// the sockets it opens belong to that namespace for their whole life.
+Status InNetworkNamespace(const std::string& path, const std::function<Status()>& fn) {
+  Status result;
+  std::thread thread([&] {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+      result = Status::Internal("cannot enter network namespace " + path + ": " +
+                                std::strerror(errno));
+    } else {
+      result = fn();
+    }
+    if (fd >= 0) close(fd);
+  });
+  thread.join();
+  return result;
 }
 
 class OperatorProcessTest : public ::testing::Test {
@@ -939,8 +965,8 @@ TEST_F(OperatorProcessTest, AChildRefusedByAdmissionIsAFailedCreateWarning) {
 
 // Issue 28: a job with spec.output that succeeds gets its model exported.
 // The test plays the kubelet and the job's services: the coordinator's and
-// the master's HTTP endpoints are served on a loopback address (the pods'
-// IP, on their real ports, since the operator reads them by pod IP) and
+// the master's HTTP endpoints are served from a pod's network namespace
+// (its IP, on the real ports, since the operator reads them by pod IP) and
 // report the job Succeeded. The operator stops the master (cleanPodPolicy
 // Running), then creates NAME-export, which the namespace's PodSecurity
 // "restricted" admits, mounting the checkpoints read-only and the output
@@ -948,14 +974,22 @@ TEST_F(OperatorProcessTest, AChildRefusedByAdmissionIsAFailedCreateWarning) {
 // with condition and Event ModelExported, and the job stays Succeeded.
 TEST_F(OperatorProcessTest, ASucceededJobExportsItsModelToTheOutputClaim) {
   const std::string ns = "exports";
-  const std::string ip = "127.0.0.87";  // no other test serves here
+  // The pods' fixed ports are served in a network namespace of their own,
+  // as on a node: a test elsewhere on this machine listening on 0.0.0.0
+  // at the same port cannot take them.
+  std::unique_ptr<kube_testing::PodNetwork> network;
+  Status s = kube_testing::PodNetwork::Create(dir_, &network);
+  if (s.code() == Status::Code::kPermissionDenied) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  kube_testing::PodNetwork::PodInterface pod_interface;
+  ASSERT_OK(network->AddPod(&pod_interface));
+  const std::string ip = pod_interface.ip;
   std::unique_ptr<HttpServer> coordinator, master;
-  Status s = HttpServer::Start(ip, trainingjob::kCoordinatorHttpPort, &coordinator);
-  if (s.code() == Status::Code::kUnavailable) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  s = HttpServer::Start(ip, trainingjob::kMasterHttpPort, &master);
-  if (s.code() == Status::Code::kUnavailable) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_OK(InNetworkNamespace(pod_interface.namespace_path, [&] {
+    Status started = HttpServer::Start(ip, trainingjob::kCoordinatorHttpPort, &coordinator);
+    if (!started.ok()) return started;
+    return HttpServer::Start(ip, trainingjob::kMasterHttpPort, &master);
+  }));
   coordinator->Handle("/status", [](const HttpRequest&) {
     HttpResponse r;
     r.content_type = "application/json";
@@ -978,13 +1012,15 @@ TEST_F(OperatorProcessTest, ASucceededJobExportsItsModelToTheOutputClaim) {
                 {{"output", {{"claimName", "models"}, {"path", "mnist/model.pt"}}}}));
   ASSERT_TRUE(Eventually([&] { return Pods(ns, "mnist").size() == 5; }, seconds(30)))
       << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
+  // The workers first: once the coordinator runs, the job is Succeeded and
+  // the operator deletes what still runs.
   for (const json& pod : Pods(ns, "mnist")) {
     const std::string name = pod["metadata"]["name"];
-    MarkRunning(ns, name,
-                name == "mnist-coordinator" || name == "mnist-master"
-                    ? ip
-                    : "10.0.1." + std::to_string(next_ip_++));
+    if (name == "mnist-coordinator" || name == "mnist-master") continue;
+    MarkRunning(ns, name, "10.0.1." + std::to_string(next_ip_++));
   }
+  MarkRunning(ns, "mnist-master", ip);
+  MarkRunning(ns, "mnist-coordinator", ip);
   ASSERT_TRUE(WaitForJob(ns, "mnist", [](const json& j) { return Phase(j) == "Succeeded"; }))
       << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
 
@@ -1013,8 +1049,11 @@ TEST_F(OperatorProcessTest, ASucceededJobExportsItsModelToTheOutputClaim) {
   EXPECT_EQ(pod["spec"]["securityContext"]["runAsNonRoot"], true);
   EXPECT_EQ(pod["metadata"]["labels"]["gaptrain.io/replica-type"], "export");
   EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["kind"], "TrainingJob");
+  // The status says so once the pod exists (written after the create).
+  EXPECT_TRUE(WaitForJob(ns, "mnist", [](const json& j) {
+    return j["status"].value("output", json::object()).value("phase", "") == "Running";
+  })) << Get(kube::kTrainingJobs, ns, "mnist")["status"].dump(2);
   json job = Get(kube::kTrainingJobs, ns, "mnist");
-  EXPECT_EQ(job["status"]["output"]["phase"], "Running") << job["status"].dump(2);
   EXPECT_EQ(ConditionOf(job, "ModelExported")["reason"], "Exporting");
 
   // It exits 0: the model is there.
