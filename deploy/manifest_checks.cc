@@ -150,6 +150,39 @@ json ScrapeJob(const json& scrape_config, const std::string& name) {
   return nullptr;
 }
 
+// The users' ClusterRoles, by name: the labels that aggregate each into
+// Kubernetes' default roles, and its rules (deploy/rbac/aggregated_roles.yaml).
+struct AggregatedRole {
+  json labels;
+  json rules;
+};
+
+const std::map<std::string, AggregatedRole>& AggregatedRoles() {
+  static const auto* roles = new std::map<std::string, AggregatedRole>{
+      {"gaptrain-edit",
+       {json::parse(R"({"app.kubernetes.io/part-of": "gaptrain",
+                        "rbac.authorization.k8s.io/aggregate-to-edit": "true",
+                        "rbac.authorization.k8s.io/aggregate-to-admin": "true"})"),
+        json::parse(R"([
+          {"apiGroups": ["gaptrain.io"], "resources": ["trainingjobs"],
+           "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                     "watch"]},
+          {"apiGroups": ["gaptrain.io"], "resources": ["trainingjobs/scale"],
+           "verbs": ["get", "patch", "update"]},
+          {"apiGroups": ["gaptrain.io"], "resources": ["trainingjobs/status"],
+           "verbs": ["get"]}])")}},
+      {"gaptrain-view",
+       {json::parse(R"({"app.kubernetes.io/part-of": "gaptrain",
+                        "rbac.authorization.k8s.io/aggregate-to-view": "true"})"),
+        json::parse(R"([
+          {"apiGroups": ["gaptrain.io"], "resources": ["trainingjobs"],
+           "verbs": ["get", "list", "watch"]},
+          {"apiGroups": ["gaptrain.io"], "resources": ["trainingjobs/scale", "trainingjobs/status"],
+           "verbs": ["get"]}])")}},
+  };
+  return *roles;
+}
+
 json OperatorDeployment(const std::vector<json>& objects) {
   return FindObject(objects, "Deployment", kOperator);
 }
@@ -337,6 +370,8 @@ Problems RbacProblems(const std::vector<json>& objects) {
   }
   for (const json& o : objects) {
     const std::string kind = Str(At(o, {"kind"})), name = Str(At(o, {"metadata", "name"}));
+    // The users' roles are checked by AggregatedRoleProblems.
+    if (kind == "ClusterRole" && AggregatedRoles().count(name) > 0) continue;
     if ((kind == "Role" || kind == "ClusterRole") && name != kOperator) {
       problems.push_back(kind + " " + name + ": grants more than OperatorPermissions()");
     }
@@ -364,6 +399,42 @@ Problems RbacProblems(const std::vector<json>& objects) {
   return problems;
 }
 
+Problems AggregatedRoleProblems(const std::vector<json>& objects) {
+  Problems problems;
+  for (const auto& [name, want] : AggregatedRoles()) {
+    const json role = FindObject(objects, "ClusterRole", name);
+    if (role.is_null()) {
+      problems.push_back("no ClusterRole " + name);
+      continue;
+    }
+    if (At(role, {"rules"}) != want.rules) {
+      problems.push_back("ClusterRole " + name + ": rules must be\n" + want.rules.dump(2) +
+                         "\nbut are:\n" + At(role, {"rules"}).dump(2));
+    }
+    const json labels = At(role, {"metadata", "labels"});
+    for (const auto& [key, value] : want.labels.items()) {
+      if (At(labels, {key.c_str()}) != value) {
+        problems.push_back("ClusterRole " + name + ": needs label " + key + ": " + value.dump());
+      }
+    }
+    // Aggregated nowhere else: view's rules must not reach edit's users
+    // only through an extra label, nor edit's reach view's.
+    if (labels.is_object()) {
+      for (const auto& [key, value] : labels.items()) {
+        if (key.rfind("rbac.authorization.k8s.io/aggregate-to-", 0) == 0 &&
+            !want.labels.contains(key)) {
+          problems.push_back("ClusterRole " + name + ": aggregated by " + key + " too");
+        }
+      }
+    }
+    if (role.contains("aggregationRule")) {
+      problems.push_back("ClusterRole " + name + ": has an aggregationRule (it is aggregated, "
+                         "it aggregates nothing)");
+    }
+  }
+  return problems;
+}
+
 Problems OperatorDeploymentProblems(const std::vector<json>& objects) {
   const json deployment = OperatorDeployment(objects);
   if (deployment.is_null()) return {"no Deployment gaptrain-operator"};
@@ -374,6 +445,8 @@ Problems OperatorDeploymentProblems(const std::vector<json>& objects) {
   const json pod = At(deployment, {"spec", "template", "spec"});
   const json container = OperatorContainer(deployment);
   expect(At(pod, {"containers"}).size() == 1, "one container");
+  expect(Str(At(container, {"name"})) == "operator",
+         "the container is named \"operator\" (the operator gives job pods its image)");
   expect(At(container, {"command"}) == json::array({kOperator}), "command [gaptrain-operator]");
 
   std::vector<std::string> args;
@@ -389,9 +462,12 @@ Problems OperatorDeploymentProblems(const std::vector<json>& objects) {
   const json replicas = At(deployment, {"spec", "replicas"});
   expect(replicas.is_number_integer() && replicas.get<int>() >= 2, "at least 2 replicas");
   expect(options.leader_elect, "--leader-elect must be true with more than one replica");
-  expect(options.job.image == Str(At(container, {"image"})),
-         "--image (" + options.job.image + ") is the operator's own image (" +
-             Str(At(container, {"image"})) + ")");
+  // The image is named once: job pods get the container's own
+  // (operator/job_image.h), so an image override changes both.
+  expect(!options.image_given, "no --image (" + options.job.image +
+                                   "): job pods get the operator container's image (" +
+                                   Str(At(container, {"image"})) + ")");
+  expect(!Str(At(container, {"image"})).empty(), "the container names an image");
   expect(SelectorMatches(At(deployment, {"spec", "selector"}),
                          At(deployment, {"spec", "template", "metadata", "labels"})),
          "its selector matches its pod template");
@@ -438,9 +514,13 @@ Problems OperatorDeploymentProblems(const std::vector<json>& objects) {
                             ? At(pod, {"securityContext", "runAsNonRoot"})
                             : At(security, {"runAsNonRoot"});
   expect(non_root == true, "runAsNonRoot: true");
-  const json uid = At(security, {"runAsUser"}).is_null() ? At(pod, {"securityContext", "runAsUser"})
-                                                         : At(security, {"runAsUser"});
-  expect(uid == 65532, "runAsUser: 65532 (the image's user)");
+  // The image's user (65532:65532, numeric, so runAsNonRoot can check it),
+  // not a fixed uid, which OpenShift's restricted-v2 refuses (it assigns
+  // one from the namespace's range).
+  for (const char* field : {"runAsUser", "runAsGroup"}) {
+    expect(At(security, {field}).is_null() && At(pod, {"securityContext", field}).is_null(),
+           std::string("no ") + field + " (the image's user runs it; OpenShift assigns its own)");
+  }
   return problems;
 }
 

@@ -3,12 +3,17 @@
 // (helm/gaptrain), so both are held to the same rules:
 //   - every object has apiVersion, kind and metadata.name;
 //   - the ClusterRole grants exactly OperatorPolicyRules(), and is bound to
-//     the ServiceAccount the operator's pods run as;
+//     the ServiceAccount the operator's pods run as; no other Role or
+//     ClusterRole but the users' aggregated gaptrain-edit and gaptrain-view,
+//     with exactly their labels and rules;
 //   - the operator's Deployment passes flags gaptrain-operator accepts
-//     (its own parser), elects a leader, probes /healthz and /readyz on the
-//     health port, names its /metrics port `metrics`, runs non-root with a
-//     read-only root file system and no capabilities, and gets its pod name
-//     from the downward API;
+//     (its own parser) but no --image (job pods get the image of its
+//     container "operator": the image is named once), elects a leader,
+//     probes /healthz and /readyz on the health port, names its /metrics
+//     port `metrics`, runs non-root as the image's user (no fixed
+//     runAsUser or runAsGroup) with a read-only root file system and no
+//     capabilities, and gets its pod name and namespace from the downward
+//     API;
 //   - Prometheus finds it: the example scrape configuration
 //     (deploy/monitoring/prometheus-scrape.yml) keeps its metrics port and
 //     nothing else, the scrape annotations name the same port, and the
@@ -53,6 +58,9 @@ nlohmann::json FindObject(const std::vector<nlohmann::json>& objects, const std:
 
 Problems IdentityProblems(const std::vector<nlohmann::json>& objects);
 Problems RbacProblems(const std::vector<nlohmann::json>& objects);
+// The users' ClusterRoles gaptrain-edit (aggregated to edit and admin) and
+// gaptrain-view (to view): present, with their labels and exact rules.
+Problems AggregatedRoleProblems(const std::vector<nlohmann::json>& objects);
 Problems OperatorDeploymentProblems(const std::vector<nlohmann::json>& objects);
 
 // `scrape_config`: prometheus-scrape.yml as JSON.

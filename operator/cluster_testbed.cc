@@ -134,9 +134,21 @@ Status ClusterTestbed::InstallGaptrain() {
   } else {
     HelmTemplate helm;
     GAPTRAIN_RETURN_IF_ERROR(HelmTemplate::Find(&helm));
+    // Values a user tunes, so the real API server and the operator take
+    // them too; names stay the defaults the tests look for (the Lease, the
+    // ServiceAccount in the audit log, the pods' label).
+    HelmValues values;
+    values.overrides = {
+        {"workers", 3},
+        {"leaderElection", {{"leaseDurationSeconds", 20}, {"renewDeadlineSeconds", 12}}},
+        {"extraArgs", {"--progress-poll-seconds=10"}},
+        {"extraEnv", {{{"name", "TZ"}, {"value", "UTC"}}}},
+        {"podLabels", {{"example.com/team", "ml"}}},
+        {"podAnnotations", {{"example.com/owner", "e2e"}}},
+        {"serviceAccount", {{"annotations", {{"example.com/identity", "e2e"}}}}}};
     RenderedChart chart;
     GAPTRAIN_RETURN_IF_ERROR(helm.Template(
-        "helm/gaptrain", HelmRelease{"gaptrain", kOperatorNamespace}, HelmValues(), &chart));
+        "helm/gaptrain", HelmRelease{"gaptrain", kOperatorNamespace}, values, &chart));
     manifests = chart.manifests;
     // `helm install --create-namespace`.
     GAPTRAIN_RETURN_IF_ERROR(cluster_->CreateNamespace(kOperatorNamespace));

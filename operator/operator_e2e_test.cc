@@ -445,6 +445,14 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   EXPECT_GT(requests, 0u) << "the audit log shows no request of " << kOperatorUser;
   const std::string logs = bed_->OperatorLogs();
   EXPECT_EQ(logs.find("Forbidden"), std::string::npos) << logs;
+  // The image is named once, in the Deployment's container "operator": each
+  // replica read its own pod (in-cluster, POD_NAMESPACE/POD_NAME from the
+  // downward API) and gives the job pods that image.
+  EXPECT_NE(logs.find("job pods' image, where their template names none: "
+                      "ghcr.io/gaptrain/gaptrain:0.1.0 (container \"operator\" of pod " +
+                      std::string(kOperatorNamespace) + "/"),
+            std::string::npos)
+      << logs;
 
   std::printf(
       "operator e2e (%s): control plane, node and operator pods ready and leading %.1f s after the "

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     }
   }
   std::map<std::string, std::string> env;
-  for (const char* name : {"POD_NAME", "HOSTNAME"}) {
+  for (const char* name : {"POD_NAME", "POD_NAMESPACE", "HOSTNAME"}) {
     if (const char* value = std::getenv(name)) env[name] = value;
   }
   gaptrain::OperatorOptions options;

@@ -64,8 +64,10 @@ std::string OperatorUsage() {
          "  --context NAME           kubeconfig context [current-context]\n"
          "  --namespace NS           watch only this namespace [every namespace]\n"
          "Jobs:\n"
-         "  --image IMAGE            image of pods whose template names none\n"
-         "                           [ghcr.io/gaptrain/gaptrain:0.1.0]\n"
+         "  --image IMAGE            image of pods whose template names none [in a\n"
+         "                           cluster: the image of this pod's container\n"
+         "                           \"operator\" ($POD_NAMESPACE/$POD_NAME, read at\n"
+         "                           start); else ghcr.io/gaptrain/gaptrain:0.1.0]\n"
          "  --spot-preset P          spot nodes of preemptible workers: gke, eks, aks,\n"
          "                           none, or JSON {\"tolerations\": [...],\n"
          "                           \"spotNodeSelector\": [...]} [none]\n"
@@ -107,11 +109,15 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
   double renew_seconds = 10;
   double retry_seconds = 2;
 
+  // Not an image reference (a NUL byte): --image was not given.
+  const std::string image_unset(1, '\0');
+  std::string image = image_unset;
+
   FlagSet flags;
   flags.String("--kubeconfig", &o.kubeconfig);
   flags.String("--context", &o.context);
   flags.String("--namespace", &o.watch_namespace);
-  flags.String("--image", &o.job.image);
+  flags.String("--image", &image);
   flags.String("--spot-preset", &spot_preset);
   flags.Unsigned("--progress-poll-seconds", 1, 3600, &poll_seconds);
   flags.Unsigned("--workers", 1, 64, &o.workers);
@@ -136,9 +142,13 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
         CheckDnsName("--leader-election-namespace", o.leader_election_namespace, false));
   }
   GAPTRAIN_RETURN_IF_ERROR(CheckDnsName("--lease-name", o.lease_name, true));
-  if (o.job.image.empty() || o.job.image.find_first_of(" \t\n") != std::string::npos) {
-    return Status::InvalidArgument("--image: must be an image reference without spaces, got '" +
-                                   o.job.image + "'");
+  o.image_given = image != image_unset;
+  if (o.image_given) {
+    if (image.empty() || image.find_first_of(std::string(" \t\n\0", 4)) != std::string::npos) {
+      return Status::InvalidArgument("--image: must be an image reference without spaces, got '" +
+                                     image + "'");
+    }
+    o.job.image = image;
   }
   GAPTRAIN_RETURN_IF_ERROR(ParseSpotScheduling(spot_preset, "--spot-preset", &o.job.spot));
   o.job.progress_poll_interval = std::chrono::seconds(poll_seconds);
@@ -165,6 +175,8 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
   if (o.metrics_address.empty()) {
     return Status::InvalidArgument("--metrics-address: must not be empty");
   }
+  o.own_pod_name = EnvOr(env, "POD_NAME");
+  o.own_pod_namespace = EnvOr(env, "POD_NAMESPACE");
   if (o.pod_name.empty()) o.pod_name = EnvOr(env, "POD_NAME");
   if (o.pod_name.empty()) o.pod_name = EnvOr(env, "HOSTNAME");
   if (o.pod_name.empty()) o.pod_name = "gaptrain-operator";

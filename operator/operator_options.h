@@ -25,8 +25,17 @@ struct OperatorOptions {
   std::string watch_namespace;  // --namespace: "" watches every namespace
 
   // --image, --spot-preset, --progress-poll-seconds; reporting_instance is
-  // the pod name.
+  // the pod name. job.image is --image when given; else the built-in
+  // default until OperatorProcess::Start chooses the image of the
+  // operator's own container (job_image.h).
   trainingjob::OperatorConfig job;
+  bool image_given = false;  // --image was given: it wins
+
+  // The operator's own pod, from the downward API: $POD_NAMESPACE and
+  // $POD_NAME ("" out of a cluster; --pod-name does not change them).
+  // Without --image, job pods get the image of its container.
+  std::string own_pod_namespace;
+  std::string own_pod_name;
 
   int workers = 2;  // --workers: reconciles at once
 
@@ -45,7 +54,8 @@ struct OperatorOptions {
   std::string pod_name;  // --pod-name: else $POD_NAME, else $HOSTNAME
 };
 
-// Parses flags (argv[0] excluded); `env` supplies POD_NAME and HOSTNAME.
+// Parses flags (argv[0] excluded); `env` supplies POD_NAME, POD_NAMESPACE
+// and HOSTNAME.
 // Errors name the flag and the reason.
 Status ParseOperatorFlags(const std::vector<std::string>& args,
                           const std::map<std::string, std::string>& env,

@@ -33,7 +33,12 @@ TEST(OperatorOptionsTest, DefaultsAreControllerRuntimes) {
   const OperatorOptions o = Parse({}, {{"HOSTNAME", "gaptrain-operator-7d9f-abcde"}});
   EXPECT_EQ(o.kubeconfig, "");
   EXPECT_EQ(o.watch_namespace, "");  // every namespace
+  // The built-in default, which OperatorProcess replaces by its own
+  // container's image in a cluster (job_image_test).
   EXPECT_EQ(o.job.image, "ghcr.io/gaptrain/gaptrain:0.1.0");
+  EXPECT_FALSE(o.image_given);
+  EXPECT_EQ(o.own_pod_name, "");
+  EXPECT_EQ(o.own_pod_namespace, "");
   EXPECT_EQ(o.job.spot.name, "none");
   EXPECT_EQ(o.job.progress_poll_interval, std::chrono::seconds(15));
   EXPECT_EQ(o.workers, 2);
@@ -65,6 +70,7 @@ TEST(OperatorOptionsTest, EveryFlagInBothSpellings) {
   EXPECT_EQ(o.context, "kind");
   EXPECT_EQ(o.watch_namespace, "team-a");
   EXPECT_EQ(o.job.image, "registry.example.com/gaptrain:1.2");
+  EXPECT_TRUE(o.image_given);
   EXPECT_EQ(o.job.spot.name, "gke");
   EXPECT_FALSE(o.job.spot.tolerations.empty());
   EXPECT_EQ(o.job.progress_poll_interval, std::chrono::seconds(5));
@@ -87,6 +93,27 @@ TEST(OperatorOptionsTest, PodNameComesFromTheDownwardApiFirst) {
   EXPECT_EQ(Parse({}).pod_name, "gaptrain-operator");
 }
 
+// The pod whose container's image job pods get without --image: the
+// downward API's, whatever --pod-name says, and never $HOSTNAME (out of a
+// cluster that is the machine's name).
+TEST(OperatorOptionsTest, TheOwnPodComesFromTheDownwardApiOnly) {
+  OperatorOptions o = Parse({"--pod-name", "op-0"},
+                            {{"POD_NAME", "gaptrain-operator-7d9f-abcde"},
+                             {"POD_NAMESPACE", "gaptrain-system"},
+                             {"HOSTNAME", "h"}});
+  EXPECT_EQ(o.own_pod_name, "gaptrain-operator-7d9f-abcde");
+  EXPECT_EQ(o.own_pod_namespace, "gaptrain-system");
+  EXPECT_EQ(o.pod_name, "op-0");
+  EXPECT_FALSE(o.image_given);
+  o = Parse({}, {{"HOSTNAME", "laptop"}});
+  EXPECT_EQ(o.own_pod_name, "");
+  EXPECT_EQ(o.pod_name, "laptop");
+  // The built-in default's own name, given explicitly, still counts as given.
+  o = Parse({"--image", "ghcr.io/gaptrain/gaptrain:0.1.0"}, {{"POD_NAME", "p"}});
+  EXPECT_TRUE(o.image_given);
+  EXPECT_EQ(o.job.image, "ghcr.io/gaptrain/gaptrain:0.1.0");
+}
+
 TEST(OperatorOptionsTest, CustomSpotSchedulingAsJson) {
   const OperatorOptions o = Parse(
       {"--spot-preset",
@@ -107,6 +134,7 @@ TEST(OperatorOptionsTest, BadValuesNameTheFlag) {
   EXPECT_EQ(Error({"--lease-name", "a..b"}).rfind("--lease-name: must be a DNS subdomain", 0), 0u);
   EXPECT_EQ(Error({"--image", "a b"}),
             "--image: must be an image reference without spaces, got 'a b'");
+  EXPECT_EQ(Error({"--image="}), "--image: must be an image reference without spaces, got ''");
   EXPECT_EQ(Error({"--spot-preset", "gcp"}).rfind("--spot-preset", 0), 0u);
   EXPECT_EQ(Error({"--progress-poll-seconds", "0"}),
             "--progress-poll-seconds: must be an integer in [1, 3600], got '0'");

@@ -25,13 +25,16 @@ struct Uses {
 //                  services, configmaps, PVCs: apply; secrets: create;
 //                  events: create
 //   LeaderElector  leases: get, create, update
+//   OperatorProcess pods: get, once at start-up: its own pod, whose
+//                  container's image job pods get when --image is not set
+//                  (job_image.h)
 // Server-side apply is the RBAC verb "patch", and also "create" because an
 // apply that creates the object is authorized as both (kube::Permissions).
 const std::vector<Uses>& OperatorCalls() {
   static const std::vector<Uses> uses = {
       {kube::kTrainingJobs, {Call::kList, Call::kWatch, Call::kMergePatch, Call::kDelete}},
       {kube::kTrainingJobs.Subresource("status"), {Call::kMergePatch}},
-      {kube::kPods, {Call::kList, Call::kWatch, Call::kApply, Call::kDelete}},
+      {kube::kPods, {Call::kGet, Call::kList, Call::kWatch, Call::kApply, Call::kDelete}},
       {kube::kServices, {Call::kList, Call::kWatch, Call::kApply}},
       {kube::kSecrets, {Call::kList, Call::kWatch, Call::kCreate}},
       {kube::kConfigMaps, {Call::kList, Call::kWatch, Call::kApply}},
@@ -44,8 +47,20 @@ const std::vector<Uses>& OperatorCalls() {
 
 }  // namespace
 
+std::vector<kube::RbacPermission> OperatorAdmissionPermissions() {
+  // Every child's ownerReference to its TrainingJob sets blockOwnerDeletion
+  // (desired_children.cc: a foreground deletion of the job waits for its
+  // children). The OwnerReferencesPermissionEnforcement admission plugin
+  // (on by default in OpenShift) lets only a user who may update the
+  // owner's finalizers set it: without this permission every child's
+  // create is refused with 403 "cannot set blockOwnerDeletion if an
+  // ownerReference refers to a resource you can't set finalizers on".
+  // The operator never calls trainingjobs/finalizers itself.
+  return {{"gaptrain.io", "trainingjobs/finalizers", "update"}};
+}
+
 std::vector<kube::RbacPermission> OperatorPermissions() {
-  std::vector<kube::RbacPermission> out;
+  std::vector<kube::RbacPermission> out = OperatorAdmissionPermissions();
   for (const Uses& u : OperatorCalls()) {
     for (Call call : u.calls) {
       for (kube::RbacPermission& p : Permissions(u.resource, call)) out.push_back(std::move(p));

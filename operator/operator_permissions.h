@@ -5,8 +5,11 @@
 // election) sends nothing outside it.
 //
 // What callers may rely on:
-//   - OperatorPermissions() is sorted, without duplicates, and a subset of
-//     kube::ClientPermissions() (operator_permissions_test checks both).
+//   - OperatorPermissions() is sorted, without duplicates, and each of its
+//     permissions is either one the Client can use (kube::
+//     ClientPermissions()) or one of OperatorAdmissionPermissions(), which
+//     no call of the operator uses but an admission plugin checks on its
+//     behalf (operator_permissions_test checks both).
 //   - OperatorPolicyRules() is the same list as ClusterRole rules
 //     ({apiGroups, resources, verbs}), one rule per API group and set of
 //     verbs, in a stable order: what a ClusterRole binding to the
@@ -24,6 +27,13 @@
 namespace gaptrain {
 
 std::vector<kube::RbacPermission> OperatorPermissions();
+
+// The permissions among OperatorPermissions() that the operator needs
+// without making the call: admission plugins check them when it writes
+// (`update` on trainingjobs/finalizers, for the children's
+// blockOwnerDeletion under OwnerReferencesPermissionEnforcement). An audit
+// log never shows them as requests.
+std::vector<kube::RbacPermission> OperatorAdmissionPermissions();
 
 // `permissions` as rbac.authorization.k8s.io/v1 PolicyRules (a JSON array).
 nlohmann::json PolicyRules(const std::vector<kube::RbacPermission>& permissions);

@@ -23,12 +23,23 @@ using kube::RbacPermission;
 TEST(OperatorPermissionsTest, ASortedSubsetOfWhatTheClientCanDo) {
   const std::vector<RbacPermission> mine = OperatorPermissions();
   const std::vector<RbacPermission> client = kube::ClientPermissions();
+  const std::vector<RbacPermission> admission = OperatorAdmissionPermissions();
   EXPECT_TRUE(std::is_sorted(mine.begin(), mine.end()));
   EXPECT_EQ(std::adjacent_find(mine.begin(), mine.end()), mine.end());
   for (const RbacPermission& p : mine) {
-    EXPECT_TRUE(std::binary_search(client.begin(), client.end(), p))
-        << p.group << " " << p.resource << " " << p.verb;
+    const bool called = std::binary_search(client.begin(), client.end(), p);
+    const bool admitted = std::find(admission.begin(), admission.end(), p) != admission.end();
+    EXPECT_NE(called, admitted) << p.group << " " << p.resource << " " << p.verb
+                                << ": a call the client makes, or else one admission checks";
   }
+  // The children's blockOwnerDeletion under OwnerReferencesPermissionEnforcement.
+  EXPECT_EQ(admission,
+            (std::vector<RbacPermission>{{"gaptrain.io", "trainingjobs/finalizers", "update"}}));
+  for (const RbacPermission& p : admission) {
+    EXPECT_TRUE(std::binary_search(mine.begin(), mine.end(), p)) << p.resource;
+  }
+  // Its own pod, read once at start-up for the job pods' image.
+  EXPECT_TRUE(std::binary_search(mine.begin(), mine.end(), RbacPermission{"", "pods", "get"}));
   // The few things it must not be able to do.
   for (const RbacPermission& forbidden :
        {RbacPermission{"", "secrets", "get"}, RbacPermission{"", "secrets", "update"},

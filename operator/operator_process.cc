@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "operator/controller/enqueue.h"
+#include "operator/job_image.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/resource.h"
 #include "operator/trainingjob/job_changes.h"
@@ -47,7 +48,19 @@ Status OperatorProcess::Start(const OperatorOptions& options,
   kube::ClusterConfig config;
   GAPTRAIN_RETURN_IF_ERROR(kube::ResolveClusterConfig(resolve, &config));
 
-  std::unique_ptr<OperatorProcess> p(new OperatorProcess(options));
+  // The job pods' image, once: --image, else this pod's own (job_image.h).
+  OperatorOptions chosen = options;
+  {
+    std::unique_ptr<kube::Client> client;
+    GAPTRAIN_RETURN_IF_ERROR(NewClient(config, kApiRequestTimeout, &client));
+    JobImageChoice image;
+    GAPTRAIN_RETURN_IF_ERROR(ChooseJobImage(options, client.get(), &image));
+    chosen.job.image = image.image;
+    spdlog::info("job pods' image, where their template names none: {} ({})", image.image,
+                 image.source);
+  }
+
+  std::unique_ptr<OperatorProcess> p(new OperatorProcess(chosen));
   GAPTRAIN_RETURN_IF_ERROR(p->Wire(config));
   GAPTRAIN_RETURN_IF_ERROR(p->ServeEndpoints());
   for (const auto& informer : p->informers_) GAPTRAIN_RETURN_IF_ERROR(informer->Start());

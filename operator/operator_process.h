@@ -11,7 +11,8 @@
 //   - Start() returns once the endpoints listen (and the ports file is
 //     written); the informers fill their caches in the background, so
 //     standbys are warm. Errors (a cluster config that cannot be resolved,
-//     a port in use) name their source.
+//     a port in use, the operator's own pod unreadable when the job pods'
+//     image is to be its container's: job_image.h) name their source.
 //   - Only the leader reconciles: with leader election (the default) the
 //     Controller starts when this replica acquires the Lease; without it,
 //     at once. Either way it first waits for every informer to sync.

@@ -18,6 +18,13 @@
 // example job's pods, and a pod it refuses is a FailedCreate Warning; and
 // a job that succeeds exports its model to spec.output's claim (the
 // coordinator's /status served by the test from a pod network namespace).
+// Issue 29: the API server runs the OwnerReferencesPermissionEnforcement
+// admission plugin (OpenShift's default), so every job here is run by an
+// operator whose children's blockOwnerDeletion needs `update` on
+// trainingjobs/finalizers; the operator gives job pods the image of its own
+// pod's container, and will not start when it cannot read that pod; users
+// bound to Kubernetes' edit or view roles get the TrainingJob rules
+// aggregated into them (deploy/rbac/aggregated_roles.yaml).
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -61,10 +68,12 @@ namespace {
 using envtest::AuditRecord;
 using envtest::ControlPlane;
 using envtest::kClusterRoleBindings;
+using envtest::kClusterRoles;
 using envtest::kNamespaces;
 using envtest::kNodes;
 using envtest::kPersistentVolumes;
 using envtest::kResourceQuotas;
+using envtest::kRoleBindings;
 using envtest::kServiceAccounts;
 using nlohmann::json;
 using std::chrono::milliseconds;
@@ -76,6 +85,18 @@ using Clock = std::chrono::steady_clock;
 const std::vector<std::string> kFastElection = {
     "--lease-duration-seconds", "3", "--renew-deadline-seconds", "2", "--retry-period-seconds",
     "0.25"};
+
+// The image of the operator's own pod in the tests that give it one: what
+// its job pods must get.
+constexpr char kOwnImage[] = "registry.example.com/gaptrain:9.9";
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+// Runs `cleanup` when it goes out of scope (a failed ASSERT included).
+struct Cleanup {
+  std::function<void()> cleanup;
+  ~Cleanup() { cleanup(); }
+};
 
 json Job(const std::string& ns, const std::string& name, const json& extra_spec = json::object()) {
   json job = {{"apiVersion", "gaptrain.io/v1alpha1"},
@@ -130,6 +151,9 @@ class OperatorProcessTest : public ::testing::Test {
     // the tests that register one: elsewhere every pod waits, as before).
     options.scheduler = true;
     options.audit = true;
+    // As on OpenShift: the children's blockOwnerDeletion needs `update` on
+    // trainingjobs/finalizers, in every test of this binary.
+    options.admission_plugins = {"OwnerReferencesPermissionEnforcement"};
     options.crd_files = {kTrainingJobCrdFile};
     envtest::SharedControlPlane::Start(options);
     if (envtest::SharedControlPlane::Get() != nullptr) {
@@ -153,27 +177,31 @@ class OperatorProcessTest : public ::testing::Test {
 
   kube::Client* admin() { return cluster_->admin(); }
 
-  // The operator as the shipped ServiceAccount, or as `kubeconfig`.
+  // The operator as the shipped ServiceAccount, or as `kubeconfig`, with
+  // `env` added to its environment.
   std::unique_ptr<RunningOperator> StartOperator(const std::string& name,
                                                  std::vector<std::string> args = kFastElection,
-                                                 std::string kubeconfig = "") {
+                                                 std::string kubeconfig = "",
+                                                 const Env& env = {}) {
     if (kubeconfig.empty()) {
       const Status s = OperatorKubeconfig(cluster_, &kubeconfig);
       EXPECT_TRUE(s.ok()) << s.ToString();
     }
     args.insert(args.end(), {"--lease-name", lease_name_});
     std::unique_ptr<RunningOperator> op;
-    const Status s = RunningOperator::Start(dir_, name, kubeconfig, args, &op);
+    const Status s = RunningOperator::Start(dir_, name, kubeconfig, args, &op, env);
     EXPECT_TRUE(s.ok()) << s.ToString();
     return op;
   }
 
   // Runs the binary to its end; its exit status and output.
-  int RunToExit(const std::vector<std::string>& args, std::string* output) {
+  int RunToExit(const std::vector<std::string>& args, std::string* output,
+                const Env& env = {}) {
     const std::string log = dir_ + "/run-" + std::to_string(++runs_) + ".log";
     Process::Spec spec;
     spec.binary = "operator/gaptrain-operator";
     spec.args = args;
+    spec.env = env;
     spec.log_file = log;
     std::unique_ptr<Process> p;
     EXPECT_TRUE(Process::Start(spec, &p).ok());
@@ -360,6 +388,30 @@ class OperatorProcessTest : public ::testing::Test {
     return reasons;
   }
 
+  // A pod in the operator's namespace as its Deployment makes one: a
+  // container "operator" with `image`, after a sidecar's. Nothing runs it
+  // (no Node here); it exists for the operator to read its own image from
+  // ($POD_NAME). Returns its name, made from the test's.
+  std::string CreateOperatorPod(const std::string& image) {
+    const std::string name = "gaptrain-operator-" + lease_name_.substr(0, 40);
+    const json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}}},
+        {"spec",
+         {{"containers",
+           {{{"name", "sidecar"}, {"image", "registry.example.com/sidecar:1"}},
+            {{"name", "operator"}, {"image", image}, {"command", {"gaptrain-operator"}}}}}}}};
+    const Status s = admin()->Create(kube::kPods, kOperatorNamespace, pod, nullptr);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return name;
+  }
+
+  // The environment the downward API gives the operator's container.
+  static Env InCluster(const std::string& pod_name) {
+    return {{"POD_NAME", pod_name}, {"POD_NAMESPACE", kOperatorNamespace}};
+  }
+
   // The operator's requests, from the API server's audit log.
   std::vector<AuditRecord> OperatorRequests() {
     std::vector<AuditRecord> records;
@@ -371,14 +423,31 @@ class OperatorProcessTest : public ::testing::Test {
   // A job's life, with the test as the kubelet: created, a worker
   // preempted and replaced, scaled up, suspended and resumed, a genuine
   // failure past backoffLimit 0 fails the job, and ttlSecondsAfterFinished
-  // 0 deletes it. Nothing the operator asked was refused.
+  // 0 deletes it. Nothing the operator asked was refused. The operator runs
+  // as in its Deployment: $POD_NAMESPACE/$POD_NAME name its own pod, and
+  // without --image its job pods get the image of that pod's container.
   void LiveAJobsLife(const std::string& ns) {
     CreateNamespace(ns);
-    std::unique_ptr<RunningOperator> op = StartOperator("op");
+    const std::string own_pod = CreateOperatorPod(kOwnImage);
+    Cleanup remove_own_pod{[&] {
+      admin()->Delete(kube::kPods, kOperatorNamespace, own_pod, kube::DeleteOptions()).ok();
+    }};
+    std::unique_ptr<RunningOperator> op =
+        StartOperator("op", kFastElection, "", InCluster(own_pod));
     ASSERT_NE(op, nullptr);
     CreateJob(Job(ns, "mnist",
                   {{"runPolicy", {{"backoffLimit", 0}, {"ttlSecondsAfterFinished", 0}}}}));
     ASSERT_TRUE(Eventually([&] { return Pods(ns, "mnist").size() == 5; }, seconds(30)))
+        << op->Log();
+    for (const json& pod : Pods(ns, "mnist")) {
+      for (const json& c : pod["spec"]["containers"]) {
+        EXPECT_EQ(c["image"], kOwnImage) << pod["metadata"]["name"];
+      }
+    }
+    EXPECT_NE(op->Log().find(std::string("job pods' image, where their template names none: ") +
+                             kOwnImage + " (container \"operator\" of pod " +
+                             kOperatorNamespace + "/" + own_pod + ")"),
+              std::string::npos)
         << op->Log();
     RunAllPods(ns, "mnist");
     ASSERT_TRUE(WaitForJob(ns, "mnist", [](const json& j) { return Phase(j) == "Running"; }))
@@ -548,11 +617,14 @@ TEST_F(OperatorProcessTest, HealthReadinessAndMetricsOverHttp) {
   admin()->Delete(kClusterRoleBindings, "", "unbound-operator", kube::DeleteOptions()).ok();
 }
 
-// The shipped ClusterRole (deploy/rbac) is enough for a job's whole life,
-// and the audit log shows the operator used exactly the permissions it
-// declares: every request within OperatorPermissions(), and every declared
-// permission used, but "create" on what it applies (a server-side apply
-// that creates is logged as "patch", and authorized as both).
+// The shipped ClusterRole (deploy/rbac) is enough for a job's whole life
+// under OwnerReferencesPermissionEnforcement, and the audit log shows the
+// operator used exactly the permissions it declares: every request within
+// OperatorPermissions(), and every declared permission used, but "create"
+// on what it applies (a server-side apply that creates is logged as
+// "patch", and authorized as both) and what admission checks for it
+// (OperatorAdmissionPermissions(): `update` on trainingjobs/finalizers,
+// which no request uses; without it every child's create is refused).
 TEST_F(OperatorProcessTest, AJobsLifeNeedsExactlyTheShippedPermissions) {
   LiveAJobsLife("team-a");
 
@@ -570,6 +642,10 @@ TEST_F(OperatorProcessTest, AJobsLifeNeedsExactlyTheShippedPermissions) {
                                   kube::kPersistentVolumeClaims}) {
     created_by_apply.insert({std::string(r.group), r.RbacName(), "create"});
   }
+  for (const kube::RbacPermission& p : OperatorAdmissionPermissions()) {
+    EXPECT_EQ(used.count(p), 0u) << p.resource << " " << p.verb << " was a request";
+    created_by_apply.insert(p);
+  }
   for (const kube::RbacPermission& p : allowed) {
     if (created_by_apply.count(p) > 0) continue;
     EXPECT_EQ(used.count(p), 1u) << "declared but never used: " << p.group << "/" << p.resource
@@ -579,12 +655,15 @@ TEST_F(OperatorProcessTest, AJobsLifeNeedsExactlyTheShippedPermissions) {
 
 // The chart's RBAC, as helm-template renders it, is enough too.
 TEST_F(OperatorProcessTest, AJobsLifeWithTheChartsRbac) {
+  // deploy/'s RBAC back for the later tests, also when this one fails.
+  Cleanup reinstall{[&] {
+    const Status s = InstallOperatorRbac(cluster_, RbacSource::kDeploy);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }};
   Status s = InstallOperatorRbac(cluster_, RbacSource::kChart);
   if (s.code() == Status::Code::kNotFound) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
   ASSERT_TRUE(s.ok()) << s.ToString();
   LiveAJobsLife("team-chart");
-  s = InstallOperatorRbac(cluster_, RbacSource::kDeploy);
-  ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
 // Bad input never crashes the operator: a template the API would refuse
@@ -1089,6 +1168,231 @@ TEST_F(OperatorProcessTest, ASucceededJobExportsItsModelToTheOutputClaim) {
   }
   // No TTL: the finished job stays.
   EXPECT_TRUE(Get(kube::kTrainingJobs, ns, "mnist").is_object());
+}
+
+// Issue 29: without --image, in a cluster, the job pods' image is the
+// operator's own; a pod it cannot read stops it at once (exit 1), saying
+// why and naming --image, rather than running every job on a guessed
+// image. An explicit --image wins, and then no pod is read.
+TEST_F(OperatorProcessTest, AnOperatorThatCannotReadItsOwnPodStopsNamingImage) {
+  std::string kubeconfig;
+  ASSERT_OK(OperatorKubeconfig(cluster_, &kubeconfig));
+  const std::string operator_kubeconfig = dir_ + "/operator.kubeconfig";
+  WriteRaw(operator_kubeconfig, kubeconfig);
+  const std::vector<std::string> args = {"--kubeconfig", operator_kubeconfig, "--metrics-port",
+                                         "0", "--health-port", "0"};
+  const std::string gone = "gaptrain-operator-gone";
+
+  // 404: $POD_NAME names no pod.
+  std::string out;
+  int status = RunToExit(args, &out, InCluster(gone));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << DescribeWaitStatus(status) << out;
+  for (const std::string& part :
+       {std::string("cannot start: "), std::string("job pods' image: --image is not given"),
+        "its pod gaptrain-system/" + gone + " ($POD_NAMESPACE/$POD_NAME) cannot be read",
+        std::string("404 NotFound"), std::string("pass --image=IMAGE")}) {
+    EXPECT_NE(out.find(part), std::string::npos) << part << "\n" << out;
+  }
+
+  // 403: a ServiceAccount whose role lacks `get` on pods (here: none).
+  ASSERT_OK(admin()->Create(kServiceAccounts, kOperatorNamespace,
+                            {{"apiVersion", "v1"},
+                             {"kind", "ServiceAccount"},
+                             {"metadata", {{"name", "cannot-read-pods"}}}},
+                            nullptr));
+  std::string token;
+  ASSERT_OK(cluster_->ServiceAccountToken(kOperatorNamespace, "cannot-read-pods", &token));
+  const std::string refused_kubeconfig = dir_ + "/refused.kubeconfig";
+  WriteRaw(refused_kubeconfig, cluster_->Kubeconfig(token, kOperatorNamespace));
+  std::vector<std::string> refused_args = args;
+  refused_args[1] = refused_kubeconfig;
+  const std::string own_pod = CreateOperatorPod(kOwnImage);
+  Cleanup remove_own_pod{[&] {
+    admin()->Delete(kube::kPods, kOperatorNamespace, own_pod, kube::DeleteOptions()).ok();
+  }};
+  status = RunToExit(refused_args, &out, InCluster(own_pod));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << DescribeWaitStatus(status) << out;
+  for (const std::string& part :
+       {std::string("cannot be read"), std::string("403 Forbidden"),
+        std::string("must grant get on pods"), std::string("pass --image=IMAGE")}) {
+    EXPECT_NE(out.find(part), std::string::npos) << part << "\n" << out;
+  }
+
+  // --image wins: the missing pod is not read, and job pods get the flag's image.
+  auto gets_of_gone = [&] {
+    int n = 0;
+    for (const AuditRecord& r : OperatorRequests()) {
+      n += r.resource == "pods" && r.verb == "get" && r.name == gone;
+    }
+    return n;
+  };
+  const int gets_before = gets_of_gone();
+  EXPECT_EQ(gets_before, 1) << "the 404 run read it once";
+  const std::string explicit_image = "registry.example.com/gaptrain:explicit";
+  std::unique_ptr<RunningOperator> op = StartOperator(
+      "op", {"--leader-elect=false", "--image", explicit_image}, "", InCluster(gone));
+  ASSERT_NE(op, nullptr);
+  const std::string ns = "explicit-image";
+  CreateNamespace(ns);
+  CreateJob(Job(ns, "mnist"));
+  ASSERT_TRUE(Eventually([&] { return Pods(ns, "mnist").size() == 5; }, seconds(30)))
+      << op->Log();
+  for (const json& pod : Pods(ns, "mnist")) {
+    EXPECT_EQ(pod["spec"]["containers"][0]["image"], explicit_image) << pod["metadata"]["name"];
+  }
+  EXPECT_NE(op->Log().find("job pods' image, where their template names none: " +
+                           explicit_image + " (--image)"),
+            std::string::npos)
+      << op->Log();
+  EXPECT_EQ(gets_of_gone(), gets_before);
+}
+
+// Issue 29: users' roles. deploy/rbac/aggregated_roles.yaml (installed with
+// deploy/rbac) labels gaptrain-edit and gaptrain-view so that the
+// controller manager's clusterrole-aggregation controller adds their rules
+// to Kubernetes' default roles. A user (a ServiceAccount with its token)
+// bound by a RoleBinding to `edit` in a namespace creates, scales and
+// deletes TrainingJobs there, and is refused in another; one bound to
+// `view` reads them (get, list, watch, the scale and status) and is
+// refused every write. Edit cannot set blockOwnerDeletion on a job's
+// behalf: the admission plugin this control plane runs checks
+// trainingjobs/finalizers, which no user role grants.
+TEST_F(OperatorProcessTest, UsersBoundToEditOrViewGetTheAggregatedTrainingJobRules) {
+  const std::string ns = "users", elsewhere = "users-elsewhere";
+  CreateNamespace(ns);
+  CreateNamespace(elsewhere);
+
+  // Aggregated: the default roles grant the rules (the controller fills
+  // their rules in when it sees the labelled ClusterRoles).
+  auto grants = [&](const std::string& role, const std::string& resource,
+                    const std::string& verb) {
+    const json r = Get(kClusterRoles, "", role);
+    if (!r.is_object()) return false;
+    for (const json& rule : r.value("rules", json::array())) {
+      auto has = [&](const char* key, const std::string& value) {
+        const json list = rule.value(key, json::array());
+        return std::find(list.begin(), list.end(), value) != list.end();
+      };
+      if (has("apiGroups", "gaptrain.io") && has("resources", resource) && has("verbs", verb)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return grants("edit", "trainingjobs", "create") &&
+               grants("edit", "trainingjobs/scale", "patch") &&
+               grants("admin", "trainingjobs", "deletecollection") &&
+               grants("view", "trainingjobs", "watch") &&
+               grants("view", "trainingjobs/scale", "get");
+      },
+      seconds(60)))
+      << Get(kClusterRoles, "", "edit").dump(2);
+  EXPECT_FALSE(grants("view", "trainingjobs", "create"));
+  EXPECT_FALSE(grants("view", "trainingjobs/scale", "patch"));
+
+  // A user per role: a ServiceAccount bound in `ns` only.
+  auto user = [&](const std::string& name, const std::string& role, std::string* token,
+                  std::unique_ptr<kube::Client>* client) {
+    ASSERT_OK(admin()->Create(kServiceAccounts, ns,
+                              {{"apiVersion", "v1"},
+                               {"kind", "ServiceAccount"},
+                               {"metadata", {{"name", name}}}},
+                              nullptr));
+    ASSERT_OK(admin()->Create(
+        kRoleBindings, ns,
+        {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+         {"kind", "RoleBinding"},
+         {"metadata", {{"name", name + "-" + role}}},
+         {"roleRef",
+          {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", role}}},
+         {"subjects", {{{"kind", "ServiceAccount"}, {"name", name}, {"namespace", ns}}}}},
+        nullptr));
+    ASSERT_OK(cluster_->ServiceAccountToken(ns, name, token));
+    ASSERT_OK(cluster_->NewClient(*token, client));
+    // The binding reaches the authorizer's cache: a read succeeds.
+    kube::ObjectList list;
+    ASSERT_TRUE(Eventually([&] {
+      return (*client)->List(kube::kTrainingJobs, ns, kube::ListOptions(), &list).ok();
+    })) << name;
+  };
+  auto refused = [](const Status& s) { return s.code() == Status::Code::kPermissionDenied; };
+  std::string editor_token, viewer_token;
+  std::unique_ptr<kube::Client> editor, viewer;
+  ASSERT_NO_FATAL_FAILURE(user("editor", "edit", &editor_token, &editor));
+  ASSERT_NO_FATAL_FAILURE(user("viewer", "view", &viewer_token, &viewer));
+
+  // edit: create, scale (kubectl scale, and a patch of the scale
+  // subresource), delete.
+  ASSERT_OK(editor->Create(kube::kTrainingJobs, ns, Job(ns, "mine"), nullptr));
+  std::string output;
+  ASSERT_OK(cluster_->Kubectl({"--token=" + editor_token, "scale", "trainingjob/mine",
+                               "--namespace", ns, "--replicas=3"},
+                              &output));
+  EXPECT_NE(output.find("scaled"), std::string::npos) << output;
+  EXPECT_EQ(Get(kube::kTrainingJobs, ns, "mine")["spec"]["workers"]["replicas"], 3);
+  json scale;
+  ASSERT_OK(editor->MergePatch(kube::kTrainingJobs.Subresource("scale"), ns, "mine",
+                               {{"spec", {{"replicas", 4}}}}, &scale));
+  EXPECT_EQ(scale["spec"]["replicas"], 4);
+  EXPECT_EQ(Get(kube::kTrainingJobs, ns, "mine")["spec"]["workers"]["replicas"], 4);
+  // What only the operator may do: set blockOwnerDeletion on a job's child.
+  const std::string uid = Get(kube::kTrainingJobs, ns, "mine")["metadata"]["uid"];
+  auto owned = [&](const std::string& name, bool block) {
+    return json{{"apiVersion", "v1"},
+                {"kind", "ConfigMap"},
+                {"metadata",
+                 {{"name", name},
+                  {"ownerReferences",
+                   {{{"apiVersion", "gaptrain.io/v1alpha1"},
+                     {"kind", "TrainingJob"},
+                     {"name", "mine"},
+                     {"uid", uid},
+                     {"blockOwnerDeletion", block}}}}}}};
+  };
+  kube::ApiError error;
+  Status s = editor->Create(kube::kConfigMaps, ns, owned("blocking", true), nullptr, &error);
+  EXPECT_TRUE(refused(s)) << s.ToString();
+  EXPECT_NE(error.message.find("cannot set blockOwnerDeletion if an ownerReference refers to a "
+                               "resource you can't set finalizers on"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_OK(editor->Create(kube::kConfigMaps, ns, owned("not-blocking", false), nullptr));
+  ASSERT_OK(editor->Delete(kube::kTrainingJobs, ns, "mine", kube::DeleteOptions()));
+  // Refused in a namespace where it is bound to nothing.
+  s = editor->Create(kube::kTrainingJobs, elsewhere, Job(elsewhere, "theirs"), nullptr, &error);
+  EXPECT_TRUE(refused(s)) << s.ToString();
+  EXPECT_EQ(error.http_status, 403);
+  kube::ObjectList list;
+  EXPECT_TRUE(refused(editor->List(kube::kTrainingJobs, elsewhere, kube::ListOptions(), &list)));
+
+  // view: get, list, watch, the scale and the status; no write.
+  CreateJob(Job(ns, "shown"));
+  json job;
+  EXPECT_OK(viewer->Get(kube::kTrainingJobs, ns, "shown", &job));
+  EXPECT_OK(viewer->List(kube::kTrainingJobs, ns, kube::ListOptions(), &list));
+  EXPECT_EQ(list.items.size(), 1u);
+  kube::WatchOptions watch;
+  watch.timeout_seconds = 1;
+  std::unique_ptr<kube::WatchStream> stream;
+  EXPECT_OK(viewer->Watch(kube::kTrainingJobs, ns, watch, &stream));
+  if (stream != nullptr) stream->Cancel();
+  EXPECT_OK(viewer->Get(kube::kTrainingJobs.Subresource("scale"), ns, "shown", &scale));
+  EXPECT_EQ(scale["spec"]["replicas"], 2);
+  EXPECT_OK(viewer->Get(kube::kTrainingJobs.Subresource("status"), ns, "shown", &job));
+  EXPECT_TRUE(refused(viewer->Create(kube::kTrainingJobs, ns, Job(ns, "not-mine"), nullptr)));
+  EXPECT_TRUE(refused(viewer->MergePatch(kube::kTrainingJobs, ns, "shown",
+                                         {{"spec", {{"training", {{"epochs", 2}}}}}}, nullptr)));
+  EXPECT_TRUE(refused(viewer->MergePatch(kube::kTrainingJobs.Subresource("scale"), ns, "shown",
+                                         {{"spec", {{"replicas", 3}}}}, nullptr)));
+  s = cluster_->Kubectl({"--token=" + viewer_token, "scale", "trainingjob/shown", "--namespace",
+                         ns, "--replicas=3"},
+                        &output);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(output.find("forbidden"), std::string::npos) << output;
+  EXPECT_TRUE(refused(viewer->Delete(kube::kTrainingJobs, ns, "shown", kube::DeleteOptions())));
+  EXPECT_EQ(Get(kube::kTrainingJobs, ns, "shown")["spec"]["workers"]["replicas"], 2);
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ constexpr double kHttpTimeoutSeconds = 5;
 
 Status RunningOperator::Start(const std::string& dir, const std::string& name,
                               const std::string& kubeconfig, const std::vector<std::string>& args,
-                              std::unique_ptr<RunningOperator>* out) {
+                              std::unique_ptr<RunningOperator>* out,
+                              const std::vector<std::pair<std::string, std::string>>& env) {
   std::unique_ptr<RunningOperator> op(new RunningOperator());
   op->name_ = name;
   op->log_file_ = dir + "/" + name + ".log";
@@ -32,6 +33,7 @@ Status RunningOperator::Start(const std::string& dir, const std::string& name,
                "127.0.0.1", "--metrics-port", "0", "--health-port", "0", "--ports-file",
                ports_file};
   spec.args.insert(spec.args.end(), args.begin(), args.end());
+  spec.env = env;
   spec.log_file = op->log_file_;
   GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, &op->process_));
   std::vector<uint16_t> ports;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "services/common/http_client.h"
@@ -32,10 +33,13 @@ class RunningOperator {
  public:
   // Writes `kubeconfig` (YAML) under `dir` and starts the operator with
   // --kubeconfig, --pod-name `name`, ephemeral ports, a ports file and
-  // `args` (e.g. short lease durations); its log is dir/NAME.log.
+  // `args` (e.g. short lease durations), and `env` added to its
+  // environment (e.g. POD_NAME and POD_NAMESPACE, as the downward API
+  // gives them in a cluster); its log is dir/NAME.log.
   static Status Start(const std::string& dir, const std::string& name,
                       const std::string& kubeconfig, const std::vector<std::string>& args,
-                      std::unique_ptr<RunningOperator>* out);
+                      std::unique_ptr<RunningOperator>* out,
+                      const std::vector<std::pair<std::string, std::string>>& env = {});
 
   const std::string& name() const { return name_; }
   Process* process() { return process_.get(); }

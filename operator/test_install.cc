@@ -20,7 +20,9 @@ constexpr char kRbacDir[] = "deploy/rbac";
 constexpr char kChartDir[] = "helm/gaptrain";
 
 Status RemoveRbac(envtest::ControlPlane* cluster) {
-  for (const char* object : {"clusterrolebinding/gaptrain-operator", "clusterrole/gaptrain-operator"}) {
+  // Both sources also install the users' aggregated roles.
+  for (const char* object : {"clusterrolebinding/gaptrain-operator", "clusterrole/gaptrain-operator",
+                             "clusterrole/gaptrain-edit", "clusterrole/gaptrain-view"}) {
     GAPTRAIN_RETURN_IF_ERROR(cluster->Kubectl({"delete", object, "--ignore-not-found"}));
   }
   return Status::OK();
@@ -51,16 +53,18 @@ Status InstallOperatorRbac(envtest::ControlPlane* cluster, RbacSource source) {
                                          HelmValues(), &chart));
   std::vector<nlohmann::json> objects;
   GAPTRAIN_RETURN_IF_ERROR(ParseManifests(chart.manifests, &objects));
+  // The chart's RBAC: the operator's ServiceAccount, ClusterRole and
+  // binding, and the users' aggregated ClusterRoles.
   const std::set<std::string> kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"};
   nlohmann::json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", nlohmann::json::array()}};
   for (const nlohmann::json& object : objects) {
     if (kinds.count(object.value("kind", "")) > 0) list["items"].push_back(object);
   }
-  if (list["items"].size() != kinds.size()) {
-    return Status::FailedPrecondition("the chart rendered " +
-                                      std::to_string(list["items"].size()) +
-                                      " of the ServiceAccount, ClusterRole and binding:\n" +
-                                      chart.manifests);
+  for (const std::string& kind : kinds) {
+    if (FindObject(objects, kind, "gaptrain-operator").is_null()) {
+      return Status::FailedPrecondition("the chart rendered no " + kind +
+                                        " gaptrain-operator:\n" + chart.manifests);
+    }
   }
   const std::string file = work_dir + "/chart-rbac.json";
   std::ofstream(file) << list.dump(2);

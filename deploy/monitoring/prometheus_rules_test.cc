@@ -2,10 +2,12 @@
 // prometheus: every rule file passes `promtool check rules`, every unit
 // test file `promtool test rules`; every alert has a unit test where it
 // fires and one where it stays silent, a summary, a description that shows
-// the query's value, and a runbook section in docs/monitoring.md; the
-// example scrape configuration passes `promtool check config`, and its
-// relabelling gives a TrainingJob's pods the labels the dashboards and
-// rules select by.
+// the query's value, and an absolute runbook_url whose anchor is its
+// section in docs/monitoring.md; prometheus_rules.yaml's PrometheusRules
+// carry exactly the rule files' groups (scripts/generate-prometheus-rules.sh
+// writes it), which promtool checks as extracted; the example scrape
+// configuration passes `promtool check config`, and its relabelling gives
+// a TrainingJob's pods the labels the dashboards and rules select by.
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -35,6 +37,10 @@ namespace {
 
 const char* const kRuleFiles[] = {"gaptrain-job.rules.yml", "gaptrain-operator.rules.yml"};
 const char kDir[] = "deploy/monitoring/";
+// Where runbook_urls point: docs/monitoring.md of this release on the
+// chart's home (helm/gaptrain/Chart.yaml: home, version). Absolute, so the
+// links work from Alertmanager and Grafana.
+const char kRunbookBase[] = "https://github.com/gaptrain/gaptrain/blob/v0.1.0/docs/monitoring.md";
 
 std::string TempDir() {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -89,6 +95,57 @@ Rules LoadRules(const std::string& file) {
   return rules;
 }
 
+// GitHub's anchor of a Markdown heading: lower case, punctuation but '-'
+// and '_' dropped, spaces made '-'.
+std::string GithubAnchor(const std::string& heading) {
+  std::string anchor;
+  for (unsigned char c : heading) {
+    if (std::isalnum(c) || c == '-' || c == '_') {
+      anchor += static_cast<char>(std::tolower(c));
+    } else if (c == ' ') {
+      anchor += '-';
+    }
+  }
+  return anchor;
+}
+
+// The anchors of every heading of a Markdown text (outside code blocks).
+std::set<std::string> HeadingAnchors(const std::string& markdown) {
+  std::set<std::string> anchors;
+  std::istringstream lines(markdown);
+  std::string line;
+  bool in_code = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("```", 0) == 0) in_code = !in_code;
+    if (in_code || line.empty() || line[0] != '#') continue;
+    const size_t text = line.find_first_not_of('#');
+    if (text == std::string::npos || line[text] != ' ') continue;
+    anchors.insert(GithubAnchor(line.substr(text + 1)));
+  }
+  return anchors;
+}
+
+// A YAML tree as JSON, every scalar a string (as both sides of a
+// comparison are read from YAML text, equal text is equal).
+nlohmann::json ToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const YAML::Node& item : node) out.push_back(ToJson(item));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& entry : node) out[entry.first.as<std::string>()] = ToJson(entry.second);
+      return out;
+    }
+    case YAML::NodeType::Scalar:
+      return node.as<std::string>();
+    default:
+      return nullptr;
+  }
+}
+
 TEST(PrometheusRulesTest, PromtoolChecksEveryRuleFile) {
   for (const char* file : kRuleFiles) {
     std::string output;
@@ -140,6 +197,8 @@ TEST(PrometheusRulesTest, EveryAlertFiresInAUnitTestAndStaysSilentInAnother) {
 TEST(PrometheusRulesTest, EveryAlertHasASummaryItsValueAndARunbookSection) {
   const std::string docs = ReadRaw("docs/monitoring.md");
   ASSERT_FALSE(docs.empty()) << "docs/monitoring.md is not in the runfiles";
+  const std::set<std::string> anchors = HeadingAnchors(docs);
+  EXPECT_EQ(anchors.count("gaptrainjobstuck"), 1u) << "the anchors are GitHub's";
   for (const char* file : kRuleFiles) {
     for (const YAML::Node& alert : LoadRules(file).alerts) {
       const std::string name = alert["alert"].as<std::string>();
@@ -150,12 +209,17 @@ TEST(PrometheusRulesTest, EveryAlertHasASummaryItsValueAndARunbookSection) {
           << name << ": the description must show the query's value";
       const std::string severity = alert["labels"]["severity"].as<std::string>("");
       EXPECT_TRUE(severity == "warning" || severity == "critical") << name << ": " << severity;
-      // GitHub's anchor of a "### Name" heading is the name in lower case.
-      std::string anchor = name;
-      std::transform(anchor.begin(), anchor.end(), anchor.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      EXPECT_EQ(annotations["runbook_url"].as<std::string>(""), "docs/monitoring.md#" + anchor)
-          << name;
+      // Absolute, on https, to an anchor docs/monitoring.md has: the
+      // alert's own section ("### Name").
+      const std::string url = annotations["runbook_url"].as<std::string>("");
+      EXPECT_EQ(url.rfind("https://", 0), 0u) << name << ": " << url;
+      const size_t hash = url.find('#');
+      ASSERT_NE(hash, std::string::npos) << name << ": " << url;
+      EXPECT_EQ(url.substr(0, hash), kRunbookBase) << name;
+      const std::string anchor = url.substr(hash + 1);
+      EXPECT_EQ(anchors.count(anchor), 1u) << name << ": no heading of docs/monitoring.md has "
+                                           << "the anchor #" << anchor;
+      EXPECT_EQ(anchor, GithubAnchor(name)) << name << ": not its own section";
       const size_t section = docs.find("\n### " + name + "\n");
       ASSERT_NE(section, std::string::npos) << name << ": no runbook section in monitoring.md";
       // A runbook says what the alert means and what to do.
@@ -165,6 +229,54 @@ TEST(PrometheusRulesTest, EveryAlertHasASummaryItsValueAndARunbookSection) {
         EXPECT_NE(body.find(part), std::string::npos) << name << ": no " << part << "\n" << body;
       }
     }
+  }
+}
+
+// prometheus_rules.yaml holds one PrometheusRule per rule file for the
+// Prometheus Operator, whose spec.groups are the file's groups: the rule
+// files are the one source (promtool-tested above), and
+// scripts/generate-prometheus-rules.sh writes the PrometheusRules from them.
+// The groups as extracted pass `promtool check rules` too.
+TEST(PrometheusRulesTest, ThePrometheusRulesCarryExactlyTheRuleFilesGroups) {
+  const std::vector<YAML::Node> documents =
+      YAML::LoadAllFromFile(std::string(kDir) + "prometheus_rules.yaml");
+  std::map<std::string, YAML::Node> by_name;
+  for (const YAML::Node& d : documents) {
+    if (!d.IsMap()) continue;
+    EXPECT_EQ(d["apiVersion"].as<std::string>(""), "monitoring.coreos.com/v1");
+    EXPECT_EQ(d["kind"].as<std::string>(""), "PrometheusRule");
+    const std::string name = d["metadata"]["name"].as<std::string>("");
+    EXPECT_EQ(d["metadata"]["namespace"].as<std::string>(""), "gaptrain-system") << name;
+    EXPECT_EQ(d["metadata"]["labels"]["app.kubernetes.io/part-of"].as<std::string>(""),
+              "gaptrain")
+        << name;
+    EXPECT_EQ(by_name.count(name), 0u) << name << " twice";
+    by_name[name] = d;
+  }
+  ASSERT_EQ(by_name.size(), 2u);
+  const std::string regenerate =
+      "prometheus_rules.yaml differs from the rule files: run "
+      "scripts/generate-prometheus-rules.sh";
+  for (const char* file : kRuleFiles) {
+    const std::string rules(file);
+    const std::string name = rules.substr(0, rules.find(".rules.yml"));  // gaptrain-job
+    SCOPED_TRACE(name);
+    ASSERT_EQ(by_name.count(name), 1u) << "no PrometheusRule " << name;
+    const YAML::Node spec = by_name[name]["spec"];
+    ASSERT_TRUE(spec.IsMap());
+    EXPECT_EQ(spec.size(), 1u) << "spec holds the groups only";
+    const nlohmann::json groups = ToJson(spec["groups"]);
+    EXPECT_EQ(groups, ToJson(YAML::LoadFile(kDir + rules)["groups"])) << regenerate;
+    EXPECT_FALSE(groups.empty());
+
+    // What the Prometheus Operator hands Prometheus: the groups as a rule file.
+    const std::string extracted = TempDir() + "/" + name + ".extracted.rules.yml";
+    YAML::Node rule_file;
+    rule_file["groups"] = spec["groups"];
+    std::ofstream(extracted) << YAML::Dump(rule_file) << "\n";
+    std::string output;
+    EXPECT_EQ(RunPromtool({"check", "rules", extracted}, &output), 0) << output;
+    EXPECT_NE(output.find("SUCCESS"), std::string::npos) << output;
   }
 }
 

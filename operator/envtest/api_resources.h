@@ -21,6 +21,8 @@ inline constexpr kube::Resource kRoles{"rbac.authorization.k8s.io", "v1", "roles
                                        ""};
 inline constexpr kube::Resource kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings",
                                               "RoleBinding", true, ""};
+inline constexpr kube::Resource kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles",
+                                              "ClusterRole", false, ""};
 inline constexpr kube::Resource kClusterRoleBindings{"rbac.authorization.k8s.io", "v1",
                                                      "clusterrolebindings", "ClusterRoleBinding",
                                                      false, ""};

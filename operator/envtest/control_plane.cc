@@ -207,6 +207,18 @@ Status ControlPlane::Launch() {
     }
     apiserver.push_back("--watch-cache-sizes=" + sizes);
   }
+  if (!options_.admission_plugins.empty()) {
+    std::string plugins;
+    for (const std::string& plugin : options_.admission_plugins) {
+      if (plugin.empty() || plugin.find_first_of(", ") != std::string::npos) {
+        return Status::InvalidArgument("ControlPlane: admission plugin '" + plugin +
+                                       "' is not a plugin name");
+      }
+      plugins += (plugins.empty() ? "" : ",") + plugin;
+    }
+    // Added to the defaults (kube-apiserver's flag enables these on top).
+    apiserver.push_back("--enable-admission-plugins=" + plugins);
+  }
   if (options_.audit) {
     audit_file_ = logs_dir_ + "/audit.log";
     ::unlink(audit_file_.c_str());

@@ -86,6 +86,11 @@ class ControlPlane {
     bool scheduler = false;
     // kube-apiserver logs every request (metadata only) for AuditLog().
     bool audit = false;
+    // Admission plugins enabled besides kube-apiserver's defaults
+    // (--enable-admission-plugins), e.g. "OwnerReferencesPermissionEnforcement",
+    // which OpenShift enables: setting an ownerReference's
+    // blockOwnerDeletion then needs `update` on the owner's finalizers.
+    std::vector<std::string> admission_plugins;
     // CustomResourceDefinition manifests applied, and Established, before
     // the controller manager starts (its garbage collector would otherwise
     // notice a new kind only at its next discovery, up to 30 s later), as

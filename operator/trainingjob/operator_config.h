@@ -15,7 +15,9 @@ namespace gaptrain {
 namespace trainingjob {
 
 struct OperatorConfig {
-  // The image of a pod whose template names none (--image).
+  // The image of a pod whose template names none: --image, else the
+  // operator's own container's (operator/job_image.h); this default only
+  // out of a cluster.
   std::string image = "ghcr.io/gaptrain/gaptrain:0.1.0";  // scripts/build-image.sh
   // Spot tolerations and affinity (--spot-preset gke|eks|aks|none|JSON).
   SpotScheduling spot;

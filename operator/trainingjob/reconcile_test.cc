@@ -13,6 +13,10 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "operator/trainingjob/desired_children.h"
 #include "operator/trainingjob/object_fields.h"
@@ -1351,8 +1355,43 @@ TEST(ReconcileTest, VolumeRetentionChangesOnlyTheClaimsOwner) {
   ExpectQuietLater(&c);
 }
 
+// What any plan must be, whatever it observed: it deletes only children it
+// observed, by their name and uid; it applies whole objects of the kind it
+// names, named, in the job's namespace; a new status has a phase.
+void ExpectWellFormed(const ObservedJob& o, const ReconcilePlan& plan) {
+  std::set<std::pair<std::string, std::string>> observed;  // (name, uid)
+  for (const std::vector<json>* children :
+       {&o.pods, &o.services, &o.config_maps, &o.persistent_volume_claims}) {
+    for (const json& child : *children) {
+      const json meta = child.is_object() ? child.value("metadata", json()) : json();
+      if (meta.is_object() && meta.value("name", json()).is_string() &&
+          meta.value("uid", json()).is_string()) {
+        observed.emplace(meta["name"], meta["uid"]);
+      }
+    }
+  }
+  for (const ChildDelete& d : plan.deletes) {
+    EXPECT_EQ(observed.count({d.name, d.uid}), 1u) << "deletes unobserved " << d.name;
+  }
+  // A job has a namespace; one mutated away reads as "".
+  const json ns = o.job["metadata"].value("namespace", json());
+  const std::string job_namespace = ns.is_string() ? ns.get<std::string>() : "";
+  for (const ChildApply& a : plan.applies) {
+    ASSERT_TRUE(a.object.is_object());
+    EXPECT_EQ(a.object.value("kind", ""), a.resource.kind);
+    const json meta = a.object.value("metadata", json::object());
+    EXPECT_FALSE(meta.value("name", "").empty()) << a.object.dump();
+    EXPECT_EQ(meta.value("namespace", json()), json(job_namespace)) << a.object.dump();
+  }
+  if (plan.status.has_value()) {
+    ASSERT_TRUE(plan.status->is_object());
+    EXPECT_TRUE(plan.status->value("phase", json()).is_string()) << plan.status->dump();
+  }
+}
+
 // Objects of the wrong shape anywhere in the observation never crash the
-// reconcile (a deterministic fuzz over mutated observations).
+// reconcile, nor make it plan what it must not (a deterministic fuzz over
+// mutated observations).
 TEST(ReconcileTest, OddObservationsDoNotCrash) {
   Cluster c = RunningCluster();
   c.SetPodStatus("mnist-trainer-0", FailedWith(1));
@@ -1383,7 +1422,8 @@ TEST(ReconcileTest, OddObservationsDoNotCrash) {
       return re;
     }();
     const ReconcilePlan plan = PlanReconcile(o, OperatorConfig());
-    (void)plan;
+    SCOPED_TRACE("round " + std::to_string(round));
+    ExpectWellFormed(o, plan);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace gaptrain {
@@ -51,11 +52,22 @@ TEST(BackoffTest, FullJitterCanReachZeroButNeverExceedsTheCap) {
   o.multiplier = 3;
   o.jitter = 1;
   Backoff b(o, 7);
+  EXPECT_LE(b.Next().count(), 10);
+  EXPECT_LE(b.Next().count(), 30);
+  // Capped from the third delay on: uniform over (0, 80], so with full
+  // jitter 1000 draws reach both ends (each about 6 times) and average 40.
+  int64_t lowest = 80, highest = 0, sum = 0;
   for (int i = 0; i < 1000; ++i) {
     const int64_t d = b.Next().count();
-    EXPECT_GE(d, 0);
-    EXPECT_LE(d, 80);
+    ASSERT_GE(d, 0);
+    ASSERT_LE(d, 80);
+    lowest = std::min(lowest, d);
+    highest = std::max(highest, d);
+    sum += d;
   }
+  EXPECT_EQ(lowest, 0) << "full jitter can reach zero";
+  EXPECT_EQ(highest, 80);
+  EXPECT_NEAR(sum / 1000.0, 40.0, 3.0);
 }
 
 TEST(BackoffTest, ManyFailuresDoNotOverflow) {
