@@ -35,10 +35,11 @@
 #include <vector>
 
 #include "operator/cluster_testbed.h"
-#include "services/common/available_cpus.h"
-#include "services/common/http_client.h"
-#include "services/common/metrics_text.h"
-#include "services/common/process.h"
+#include "services/api/master_metric_names.h"
+#include "services/base/available_cpus.h"
+#include "services/base/process.h"
+#include "services/net/http_client.h"
+#include "services/net/metrics_text.h"
 #include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
@@ -173,7 +174,7 @@ bool RunLocally(const std::string& work_dir, Training* training) {
              .ok()) {
       return 0;
     }
-    return MetricValue(ParseMetricsText(response.body), "gaptrain_master_model_version", 0);
+    return MetricValue(ParseMetricsText(response.body), master_metric::kModelVersion, 0);
   };
   const bool sampled = SampleTraining(version, [&] { return !process->Running(); }, training);
   process->WaitExit(std::chrono::minutes(1));
@@ -226,7 +227,7 @@ bool RunInCluster(ClusterTestbed* bed, int round, ClusterRun* run) {
   bool started = false;
   auto version = [&]() -> double {
     const double v = MetricValue(bed->PodMetrics(bed->job_namespace(), name + "-master"),
-                                 "gaptrain_master_model_version", 0);
+                                 master_metric::kModelVersion, 0);
     if (v > 0 && !started) {
       started = true;
       cp_start = cpu_of(cp_pids);
@@ -245,7 +246,7 @@ bool RunInCluster(ClusterTestbed* bed, int round, ClusterRun* run) {
     const std::string phase =
         current.is_object() ? current.value("status", json::object()).value("phase", "") : "";
     const double v = MetricValue(bed->PodMetrics(bed->job_namespace(), name + "-master"),
-                                 "gaptrain_master_model_version", -1);
+                                 master_metric::kModelVersion, -1);
     if (started && v > last_seen) {
       last_seen = static_cast<int64_t>(v);
       cp_end = cpu_of(cp_pids);

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/heap_policy.h"
+#include "services/base/heap_policy.h"
 #include "services/learn/dataset.h"
 #include "services/learn/inflated_cache.h"
 #include "services/testing/testdata_dir.h"

@@ -25,8 +25,8 @@
 #include <thread>
 #include <vector>
 
-#include "services/common/available_cpus.h"
-#include "services/common/heap_policy.h"
+#include "services/base/available_cpus.h"
+#include "services/base/heap_policy.h"
 #include "services/master/master_client.h"
 #include "services/master/master_service.h"
 

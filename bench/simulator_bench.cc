@@ -16,7 +16,7 @@
 
 #include "cli/simulator/simulation_spec.h"
 #include "cli/simulator/simulator.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
 #include "services/learn/compute_threads.h"
 
 namespace gaptrain {

@@ -37,8 +37,7 @@
 #include <vector>
 
 #include "bench/cache_size.h"
-#include "services/common/heap_policy.h"
-#include "services/common/sliced_bytes.h"
+#include "services/base/heap_policy.h"
 #include "services/engine/apply_stats.h"
 #include "services/engine/flat_buffer.h"
 #include "services/engine/gradient_view.h"
@@ -47,6 +46,7 @@
 #include "services/engine/rules/kernel_util.h"
 #include "services/engine/rules/rule_config.h"
 #include "services/engine/rules/update_rule.h"
+#include "services/numeric/sliced_bytes.h"
 
 namespace gaptrain {
 namespace {

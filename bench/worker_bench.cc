@@ -45,11 +45,10 @@
 #include <thread>
 #include <vector>
 
-#include "services/common/available_cpus.h"
-#include "services/common/heap_policy.h"
-#include "services/common/process.h"
-#include "services/common/grpc_keepalive.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/available_cpus.h"
+#include "services/base/heap_policy.h"
+#include "services/base/process.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/coordinator/coordinator_config.h"
 #include "services/coordinator/coordinator_metrics.h"
@@ -64,6 +63,7 @@
 #include "services/master/master_client.h"
 #include "services/master/master_metrics.h"
 #include "services/master/master_service.h"
+#include "services/net/grpc_keepalive.h"
 #include "services/worker/coordinator_session.h"
 #include "services/worker/stop_flag.h"
 #include "services/worker/trainer.h"

@@ -13,7 +13,7 @@
 #include "cli/run/service_binaries.h"
 #include "cli/run/status_command.h"
 #include "operator/crd/crd_command.h"
-#include "services/common/blas_environment.h"
+#include "services/base/blas_environment.h"
 
 namespace {
 

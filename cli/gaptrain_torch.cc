@@ -11,7 +11,7 @@
 
 #include "cli/export/export_command.h"
 #include "cli/simulator/simulate_command.h"
-#include "services/common/heap_policy.h"
+#include "services/base/heap_policy.h"
 
 int main(int argc, char** argv) {
   gaptrain::UseTrainingHeapPolicy();
@@ -19,8 +19,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + (argc >= 2 ? 2 : argc), argv + argc);
   if (command == "simulate") return gaptrain::SimulateCommand(args);
   if (command == "export") return gaptrain::ExportCommand(args);
-  std::fprintf(stderr,
-               "usage: gaptrain-torch simulate|export [ARGS]\n"
-               "(started by `gaptrain simulate` and `gaptrain export`)\n");
+  const char* usage =
+      "usage: gaptrain-torch simulate|export [ARGS]\n"
+      "(started by `gaptrain simulate` and `gaptrain export`)\n";
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  std::fputs(usage, stderr);
   return 2;
 }

@@ -14,9 +14,9 @@
 
 #include "operator/operator_options.h"
 #include "operator/operator_permissions.h"
-#include "operator/testing/yaml_to_json.h"
-#include "services/common/process.h"
+#include "services/base/process.h"
 #include "services/testing/test_files.h"
+#include "services/testing/yaml_to_json.h"
 
 namespace gaptrain {
 namespace {

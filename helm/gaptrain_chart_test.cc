@@ -24,7 +24,7 @@
 #include "operator/crd/schema_check.h"
 #include "operator/envtest/envtest_assets.h"
 #include "operator/operator_options.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/test_files.h"
 

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -43,7 +43,7 @@ mirrors=(
 uid=65532
 path_env=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # OpenBLAS starts no thread pool as LibTorch loads; the services size it
-# themselves (services/common/blas_environment.h).
+# themselves (services/base/blas_environment.h).
 blas_env=OPENBLAS_NUM_THREADS=1
 
 usage() {

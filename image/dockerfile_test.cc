@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "services/common/blas_environment.h"
+#include "services/base/blas_environment.h"
 #include "services/testing/test_files.h"
 
 namespace gaptrain {

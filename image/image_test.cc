@@ -37,7 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "image/oci_archive.h"
-#include "services/common/process.h"
+#include "services/base/process.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 

@@ -35,7 +35,7 @@
 
 #include "image/byte_source.h"
 #include "image/tar_reader.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

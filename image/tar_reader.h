@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "image/byte_source.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -13,8 +13,8 @@
 #include "operator/envtest/envtest_assets.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/test_install.h"
-#include "services/common/atomic_file.h"
-#include "services/common/http_client.h"
+#include "services/base/atomic_file.h"
+#include "services/net/http_client.h"
 
 namespace gaptrain {
 namespace {

@@ -35,8 +35,8 @@
 
 #include "operator/envtest/control_plane.h"
 #include "operator/testing/local_node.h"
-#include "services/common/metrics_text.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
+#include "services/net/metrics_text.h"
 
 namespace gaptrain {
 

@@ -30,7 +30,7 @@
 
 #include "operator/kube/client.h"
 #include "operator/operator_options.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

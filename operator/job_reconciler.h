@@ -31,7 +31,7 @@
 #include "operator/operator_metrics.h"
 #include "operator/progress_reader.h"
 #include "operator/trainingjob/operator_config.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

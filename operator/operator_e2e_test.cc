@@ -48,7 +48,7 @@
 #include "operator/operator_permissions.h"
 #include "operator/test_install.h"
 #include "operator/testing/local_node.h"
-#include "services/common/metrics_text.h"
+#include "services/net/metrics_text.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/prometheus_test_server.h"
 #include "services/testing/test_files.h"

@@ -15,7 +15,7 @@
 
 #include "operator/operator_options.h"
 #include "operator/operator_process.h"
-#include "services/common/termination_signal.h"
+#include "services/base/termination_signal.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

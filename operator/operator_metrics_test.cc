@@ -11,7 +11,7 @@
 #include <cmath>
 
 #include "operator/trainingjob/pod_ledger.h"
-#include "services/common/metrics_text.h"
+#include "services/net/metrics_text.h"
 
 namespace gaptrain {
 namespace {

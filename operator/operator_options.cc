@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "operator/trainingjob/spot_scheduling.h"
-#include "services/common/flag_values.h"
+#include "services/base/flag_values.h"
 
 namespace gaptrain {
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "operator/trainingjob/operator_config.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

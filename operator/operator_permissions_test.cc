@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "operator/testing/yaml_to_json.h"
+#include "services/testing/yaml_to_json.h"
 
 namespace gaptrain {
 namespace {

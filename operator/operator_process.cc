@@ -11,8 +11,8 @@
 #include "operator/kube/resource.h"
 #include "operator/trainingjob/job_changes.h"
 #include "operator/trainingjob/pod_state.h"
-#include "services/common/metrics_endpoint.h"
-#include "services/common/ports_file.h"
+#include "services/net/metrics_endpoint.h"
+#include "services/net/ports_file.h"
 
 namespace gaptrain {
 namespace {

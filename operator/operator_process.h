@@ -49,8 +49,8 @@
 #include "operator/operator_metrics.h"
 #include "operator/operator_options.h"
 #include "operator/progress_reader.h"
-#include "services/common/http_server.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
+#include "services/net/http_server.h"
 
 namespace gaptrain {
 

@@ -54,9 +54,10 @@
 #include "operator/operator_permissions.h"
 #include "operator/running_operator.h"
 #include "operator/test_install.h"
+#include "operator/testing/coordinator_status_examples.h"
 #include "operator/testing/pod_network.h"
 #include "operator/trainingjob/desired_children.h"
-#include "services/common/http_server.h"
+#include "services/net/http_server.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/status_assertions.h"
 #include "services/testing/test_files.h"
@@ -1072,10 +1073,8 @@ TEST_F(OperatorProcessTest, ASucceededJobExportsItsModelToTheOutputClaim) {
   coordinator->Handle("/status", [](const HttpRequest&) {
     HttpResponse r;
     r.content_type = "application/json";
-    r.body = R"({"phase": "Succeeded", "reason": "EpochsCompleted", "message": "completed 1 epochs",
-      "epoch": 1, "samples": {"doneInEpoch": 0, "inEpoch": 60000}, "masterVersion": 938,
-      "workers": {"liveTrainers": 0},
-      "evaluation": {"accuracy": 0.9871, "loss": 0.04, "version": 938}})";
+    // Succeeded with accuracy 0.9871 (services/coordinator/status_examples.cc).
+    r.body = coordinator_status_examples::kSucceeded;
     return r;
   });
   master->Handle("/metrics", [](const HttpRequest&) {

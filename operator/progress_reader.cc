@@ -5,7 +5,7 @@
 
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_state.h"
-#include "services/common/http_client.h"
+#include "services/net/http_client.h"
 
 namespace gaptrain {
 namespace {

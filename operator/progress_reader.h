@@ -1,9 +1,10 @@
 // ProgressReader: reads what a running TrainingJob's coordinator and master
 // report (the coordinator's GET /status, the master's GET /metrics) from
-// their pods' IPs, as operator_contract.md says: pod-to-pod networking, no
-// DNS, short timeouts. It keeps each job's previous master scrape, so the
-// status shows the mean Gap and staleness of recent pushes and the update
-// rate between two readings (observed_job.h's ProgressBetween).
+// their pods' IPs, as docs/operator.md ("What the operator creates") says:
+// pod-to-pod networking, no DNS, short timeouts. It keeps each job's
+// previous master scrape, so the status shows the mean Gap and staleness of
+// recent pushes and the update rate between two readings (observed_job.h's
+// ProgressBetween).
 //
 // What callers may rely on:
 //   - Read() fills observed->coordinator and observed->master from the

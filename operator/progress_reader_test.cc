@@ -11,16 +11,13 @@
 #include <memory>
 #include <string>
 
-#include "services/common/http_server.h"
+#include "operator/testing/coordinator_status_examples.h"
+#include "services/net/http_server.h"
 
 namespace gaptrain {
 namespace {
 
 using nlohmann::json;
-
-constexpr char kStatus[] = R"({"phase": "Running", "reason": "EnoughWorkers", "epoch": 1,
-  "samples": {"doneInEpoch": 30000, "inEpoch": 60000}, "masterVersion": 900,
-  "workers": {"liveTrainers": 4}, "evaluation": {"accuracy": 0.95, "loss": 0.2}})";
 
 std::string Metrics(double version, double gap_sum, double gap_count) {
   return "gaptrain_master_model_version " + std::to_string(version) +
@@ -77,7 +74,8 @@ class ProgressReaderTest : public ::testing::Test {
   }
 
   std::unique_ptr<HttpServer> coordinator_, master_;
-  std::string status_body_ = kStatus;
+  // The coordinator's own document (services/coordinator/status_examples.cc).
+  std::string status_body_ = coordinator_status_examples::kRunning;
   std::string metrics_body_ = Metrics(900, 300, 200);
   std::unique_ptr<ProgressReader> reader_;
 };
@@ -89,7 +87,8 @@ TEST_F(ProgressReaderTest, ReadsBothAndMeasuresAgainstThePreviousScrape) {
   EXPECT_TRUE(problems.empty()) << problems[0];
   ASSERT_TRUE(first.coordinator.has_value());
   EXPECT_EQ(first.coordinator->phase, "Running");
-  EXPECT_DOUBLE_EQ(first.coordinator->EpochsDone(), 1.5);
+  EXPECT_DOUBLE_EQ(first.coordinator->EpochsDone(), 2.25);
+  EXPECT_EQ(first.coordinator->live_trainers, 4u);
   ASSERT_TRUE(first.master.has_value());
   EXPECT_EQ(first.master->model_version, 900u);
   EXPECT_DOUBLE_EQ(*first.master->mean_gap, 1.5);  // everything since the master started

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "services/common/ports_file.h"
+#include "services/net/ports_file.h"
 
 namespace gaptrain {
 namespace {

@@ -9,7 +9,7 @@
 //   - Start() returns once the operator has written its ports file (its
 //     endpoints listen), or fails with the tail of its log.
 //   - Call Start() from the test's main thread: the child dies with the
-//     thread that started it (services/common/process.h).
+//     thread that started it (services/base/process.h).
 //   - The destructor SIGKILLs an operator still running.
 
 #ifndef GAPTRAIN_OPERATOR_RUNNING_OPERATOR_H_
@@ -22,10 +22,10 @@
 #include <utility>
 #include <vector>
 
-#include "services/common/http_client.h"
-#include "services/common/metrics_text.h"
-#include "services/common/process.h"
-#include "services/common/status.h"
+#include "services/base/process.h"
+#include "services/base/status.h"
+#include "services/net/http_client.h"
+#include "services/net/metrics_text.h"
 
 namespace gaptrain {
 

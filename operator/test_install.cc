@@ -9,7 +9,7 @@
 #include "deploy/manifest_checks.h"
 #include "helm/helm_template.h"
 #include "operator/envtest/envtest_assets.h"
-#include "services/common/file_paths.h"
+#include "services/base/file_paths.h"
 
 namespace gaptrain {
 namespace {

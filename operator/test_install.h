@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "operator/envtest/control_plane.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -1,21 +1,58 @@
 #!/usr/bin/env python3
-"""Checks the include graph against the layering of services/ (issue 15).
+"""Checks the include graph against the layering of services/ (issue 15),
+and every folder's README against its files (issue 30).
 
 The arrows that may exist (services/*/README.md says the same in words):
-  engine   -> common                  (no network, no wire format, no LibTorch)
-  learn    -> engine, common          (never a service)
-  common   -> nothing in services/
-  master, coordinator, worker -> common, engine, learn, and another service
-           only through the headers of that service's targets that Bazel lets
-           it depend on (its public client library: `bazel query visible`)
+  base     -> nothing in services/    (Status, OS errors, files, processes,
+                                       flags; no gRPC, no protobuf, no LibTorch)
+  numeric  -> nothing in services/    (bf16, finite scans, wire values; proto/
+                                       only for the wire's value types)
+  api      -> base                    (the TrainingJob API type: no network,
+                                       no wire format)
+  net      -> base                    (HTTP, metrics, TLS, tokens, gRPC channels)
+  plot     -> base                    (gnuplot)
+  engine   -> base, numeric, api      (no network, no wire format, no LibTorch)
+  learn    -> engine, base, numeric, api   (never a service, no network)
+  master, coordinator, worker -> base, numeric, api, net, engine, learn, and
+           another service only through the headers of that service's targets
+           that Bazel lets it depend on (its public client library: `bazel
+           query visible`)
   testing  -> anything public; included only by tests (*_test.cc) and other
               test-only folders (*/testing/, operator/envtest/)
-  operator -> common                  (it runs the services' binaries, it does
+  operator -> base, api, net          (it runs the services' binaries, it does
                                        not link them)
 
 Each #include "services/..." in services/ and operator/ is checked. A
-violation prints the file, the line and the rule; the exit status is 1 if
-there is any. Run from anywhere; it needs `bazel` for the public headers.
+violation prints the file, the line and the rule.
+
+It also checks that every folder's README.md lists the folder's files
+(issue 30), so a README cannot fall out of step with its folder:
+  - The files are those git knows (`git ls-files`: tracked, plus new files
+    not ignored) as they stand in the working tree: a file deleted there
+    no longer counts, a new one counts before it is committed.
+  - Every folder holding such a file has a README.md that names each file
+    directly in it, except the README itself and `BUILD` (every Bazel
+    package has one; what it holds is the README's subject already).
+  - A name counts wherever it appears in the README (a table cell, a
+    sentence, a path ending in it), as a whole name: `report.h` is not
+    named by `run_report.h`. `name.{h,cc}` names both files.
+  - Folders of data or of fixed names are not checked file by file; the
+    nearest checked folder above names them instead (as `name/`):
+      *_corpus/, testdata/       fuzz seeds and test inputs
+      .ci/                       the CI's entry point, named by the tool
+      docs/results/, docs/monitoring/   pictures the docs show
+      helm/gaptrain/{templates,crds,dashboards,rules}/   the chart's parts,
+                                 described by the chart's README
+      third_party/*/             stand-ins for the repositories Bazel asks
+                                 for, their file names fixed by Bazel
+  - Each unnamed file (or unlisted folder) prints
+    `check_layering: FOLDER/README.md omits NAME`; a missing README prints
+    `check_layering: FOLDER/README.md is missing`, then every file it
+    would have to name.
+
+The exit status is 1 if there is any violation or omission. Run from
+anywhere; it needs `bazel` for the public headers and `git` for the file
+list. `--readmes` checks the READMEs alone (no `bazel`).
 """
 
 import os
@@ -28,16 +65,28 @@ SERVICES = ("master", "coordinator", "worker")
 INCLUDE = re.compile(r'^\s*#\s*include\s+[<"]([^">]+)[">]')
 
 # Folder -> what it must never include (prefixes of include paths).
+SERVICES_PREFIXES = ["services/engine/", "services/learn/", "services/master/",
+                     "services/worker/", "services/coordinator/"]
+LIBTORCH = ["torch/", "ATen/", "c10/"]
+GRPC = ["grpcpp/", "grpc/"]
 FORBIDDEN = {
+    "services/base": ["services/api/", "services/net/", "services/numeric/",
+                      "services/plot/", "proto/"] + SERVICES_PREFIXES + GRPC + LIBTORCH,
+    "services/numeric": ["services/base/", "services/api/", "services/net/",
+                         "services/plot/"] + SERVICES_PREFIXES + GRPC + LIBTORCH,
+    "services/api": ["services/net/", "services/numeric/", "services/plot/", "proto/",
+                     "boost/", "prometheus/"] + SERVICES_PREFIXES + GRPC + LIBTORCH,
+    "services/net": ["services/api/", "services/numeric/", "services/plot/",
+                     "proto/"] + SERVICES_PREFIXES + LIBTORCH,
+    "services/plot": ["services/api/", "services/net/", "services/numeric/",
+                      "proto/"] + SERVICES_PREFIXES + GRPC + LIBTORCH,
     "services/engine": ["services/learn/", "services/master/", "services/worker/",
-                        "services/coordinator/", "proto/", "grpcpp/", "grpc/",
-                        "torch/", "ATen/", "c10/"],
+                        "services/coordinator/", "services/net/", "services/plot/",
+                        "proto/"] + GRPC + LIBTORCH,
     "services/learn": ["services/master/", "services/worker/", "services/coordinator/",
-                       "proto/", "grpcpp/"],
-    "services/common": ["services/engine/", "services/learn/", "services/master/",
-                        "services/worker/", "services/coordinator/"],
-    "operator": ["services/engine/", "services/learn/", "services/master/",
-                 "services/worker/", "services/coordinator/", "torch/", "ATen/"],
+                       "services/net/", "services/plot/", "proto/", "grpcpp/"],
+    "operator": ["services/numeric/", "services/plot/"] + SERVICES_PREFIXES +
+                ["torch/", "ATen/"],
 }
 
 
@@ -72,7 +121,89 @@ def folder_of(path):
     return "/".join(parts[:2]) if parts[0] == "services" else parts[0]
 
 
-def main():
+# Folders whose files are not listed one by one (see the docstring): matched
+# against the folder's path; the parent README names the folder instead.
+UNLISTED_FOLDERS = [
+    re.compile(r"(^|.*/)[^/]*_corpus$"),
+    re.compile(r"(^|.*/)testdata$"),
+    re.compile(r"^\.ci$"),
+    re.compile(r"^docs/(results|monitoring)$"),
+    re.compile(r"^helm/gaptrain/(templates|crds|dashboards|rules)$"),
+    re.compile(r"^third_party/[^/]+$"),
+]
+# Files a README need not name.
+UNLISTED_FILES = {"README.md", "BUILD"}
+
+
+def git_files():
+    """The files git knows (tracked, or new and not ignored) that exist."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                          "--exclude-standard"], cwd=ROOT, capture_output=True)
+    if out.returncode != 0:
+        sys.exit("check_layering: git ls-files failed:\n" + out.stderr.decode()[-2000:])
+    names = sorted(set(out.stdout.decode("utf-8").split("\0")) - {""})
+    return [n for n in names if os.path.isfile(os.path.join(ROOT, n))]
+
+
+def unlisted_folder(folder):
+    """The unlisted folder that holds `folder` (itself or above), or None."""
+    parts = folder.split("/") if folder else []
+    for i in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:i])
+        if any(p.match(prefix) for p in UNLISTED_FOLDERS):
+            return prefix
+    return None
+
+
+BRACES = re.compile(r"([\w./-]*)\{([\w.,-]+)\}([\w./-]*)")
+
+
+def expand_braces(text):
+    """`model.{h,cc}` -> also `model.h model.cc`, so that both count as named."""
+    extra = []
+    for match in BRACES.finditer(text):
+        head, body, tail = match.groups()
+        extra.extend(head + part + tail for part in body.split(","))
+    return text + "\n" + "\n".join(extra)
+
+
+def names(text, name):
+    """Whether `name` appears in text as a whole name (a path may lead to it)."""
+    return re.search(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-]|\.\w)", text) is not None
+
+
+def check_readmes():
+    """Each folder's README.md against its files; returns (folders, omissions)."""
+    listed = {}  # checked folder -> names its README must hold
+    for path in git_files():
+        folder, name = os.path.split(path)
+        under = unlisted_folder(folder)
+        if under is not None:
+            # The nearest checked folder above names the unlisted one.
+            parent, child = os.path.split(under)
+            while unlisted_folder(parent) is not None:
+                parent, child = os.path.split(parent)
+            listed.setdefault(parent, set()).add(child + "/")
+        elif name not in UNLISTED_FILES:
+            listed.setdefault(folder, set()).add(name)
+        else:
+            listed.setdefault(folder, set())
+    omissions = []
+    for folder in sorted(listed):
+        readme = os.path.join(folder, "README.md") if folder else "README.md"
+        try:
+            with open(os.path.join(ROOT, readme), encoding="utf-8") as f:
+                text = expand_braces(f.read())
+        except FileNotFoundError:
+            omissions.append(f"check_layering: {readme} is missing")
+            text = ""
+        for name in sorted(listed[folder]):
+            if not names(text, name.rstrip("/")):
+                omissions.append(f"check_layering: {readme} omits {name}")
+    return len(listed), omissions
+
+
+def check_includes():
     allowed = {(u, o): public_headers(u, o) for u in SERVICES for o in SERVICES if u != o}
     problems = []
     checked = 0
@@ -106,7 +237,16 @@ def main():
     for problem in problems:
         print(problem)
     print(f"check_layering: {checked} includes checked, {len(problems)} violations")
-    return 1 if problems else 0
+    return len(problems)
+
+
+def main():
+    folders, omissions = check_readmes()
+    for omission in omissions:
+        print(omission)
+    print(f"check_layering: {folders} folders' READMEs checked, {len(omissions)} omissions")
+    violations = 0 if "--readmes" in sys.argv[1:] else check_includes()
+    return 1 if omissions or violations else 0
 
 
 if __name__ == "__main__":

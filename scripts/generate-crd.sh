@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rewrites deploy/crd/gaptrain.io_trainingjobs.yaml, the TrainingJob
 # CustomResourceDefinition, from the manifest's field tables
-# (services/common/training_job.h), and its copy in the Helm chart
+# (services/api/training_job.h), and its copy in the Helm chart
 # (helm/gaptrain/crds/). Run it after changing a field:
 # //operator/crd:trainingjob_crd_test fails until the committed file matches,
 # //helm:gaptrain_chart_test until the chart's copy does.

@@ -18,10 +18,10 @@ which=${1:-all}
 shift || true
 
 TSAN_TESTS=(
-  //services/common:http_server_test
-  //services/common:http_client_test
-  //services/common:metrics_endpoint_test
-  //services/common:process_test
+  //services/net:http_server_test
+  //services/net:http_client_test
+  //services/net:metrics_endpoint_test
+  //services/base:process_test
   //services/engine:helping_pool_test
   //services/engine:update_engine_test
   //services/master:master_service_test

@@ -5,7 +5,7 @@
 
 MODEL.pt is what `gaptrain export` (or a cluster job's spec.output) writes:
 torch.save of a state_dict. It is loaded with torch.load into a LeNet-5
-defined here exactly as gaptrain's builtin `lenet5` (services/learn/model.cc:
+defined here exactly as gaptrain's builtin `lenet5` (services/learn/model_zoo.cc:
 the same modules, names, shapes and forward pass), with strict=True, so a
 missing, extra or misshapen tensor is an error. MNIST_DIR holds the four IDX
 files (plain, or gzip'd with .gz; the plain file wins). The test images are

@@ -12,15 +12,19 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-# The container image test builds a Debian root file system (minutes cold,
-# Debian's mirror, root): only when asked (docs/image.md).
+# The container image test builds a Debian root file system from Debian's
+# mirror (about a minute cold, cached after; root) and starts every binary
+# in it (docs/image.md). It runs here and in CI, so the image cannot rot;
+# GAPTRAIN_IMAGE_TEST=0 leaves it out (said so, and counted as skipped).
 targets_extra=()
-if [[ "${GAPTRAIN_IMAGE_TEST:-}" == 1 ]]; then
+image_test_left_out=0
+if [[ "${GAPTRAIN_IMAGE_TEST:-1}" != 0 ]]; then
   scripts/bootstrap.sh --image || exit 1
   targets_extra+=(//image:image_test)
 else
   scripts/bootstrap.sh || exit 1
-  echo "test.sh: //image:image_test left out (GAPTRAIN_IMAGE_TEST=1 runs it; docs/image.md)"
+  image_test_left_out=1
+  echo "test.sh: //image:image_test left out (GAPTRAIN_IMAGE_TEST=0; docs/image.md)"
 fi
 
 # The real Kubernetes control plane the operator's tests run against
@@ -102,6 +106,10 @@ while IFS= read -r line; do
       fi ;;
   esac
 done < <(scripts/fuzz.sh --seconds 4)
+
+if [[ $image_test_left_out -eq 1 ]]; then
+  skipped=$((skipped + 1)); skipped_cases+=("//image:image_test (GAPTRAIN_IMAGE_TEST=0)")
+fi
 
 echo
 if [[ ${#skipped_cases[@]} -gt 0 ]]; then

@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/process.h"
+#include "services/base/process.h"
 #include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
 #include "services/master/push_ledger.h"

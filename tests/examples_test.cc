@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "services/api/training_job.h"
 #include "services/testing/test_files.h"
-#include "services/common/training_job.h"
 #include "services/testing/testdata_dir.h"
 
 namespace gaptrain {

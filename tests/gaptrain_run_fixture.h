@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/process.h"
+#include "services/base/process.h"
 #include "services/testing/test_processes.h"  // TestTempDir, Eventually, ReadWholeFile
 
 namespace gaptrain {

@@ -33,11 +33,11 @@
 
 #include "cli/run/service_binaries.h"
 #include "operator/testing/pod_network.h"
-#include "services/common/http_client.h"
-#include "services/common/metrics_text.h"
-#include "services/common/ports_file.h"
-#include "services/common/process.h"
+#include "services/base/process.h"
 #include "services/coordinator/coordinator_client.h"
+#include "services/net/http_client.h"
+#include "services/net/metrics_text.h"
+#include "services/net/ports_file.h"
 #include "services/testing/missing_requirement.h"
 #include "tests/gaptrain_run_fixture.h"
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/process.h"
+#include "services/base/process.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
@@ -117,7 +117,7 @@ TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) 
   const std::map<std::string, pid_t> pids = ServicePids(running.endpoints);
   EXPECT_EQ(pids.size(), 7u) << running.endpoints.dump();  // master, coordinator, evaluator, 4 trainers
   // Every service starts without OpenBLAS's load-time thread pool
-  // (services/common/blas_environment.h); /proc/PID/environ holds
+  // (services/base/blas_environment.h); /proc/PID/environ holds
   // NUL-terminated entries.
   for (const auto& [service, pid] : pids) {
     const std::string environ =

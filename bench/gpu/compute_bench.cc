@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/available_cpus.h"
+#include "services/base/available_cpus.h"
 #include "services/learn/compute_threads.h"
 #include "services/learn/device.h"
 #include "services/learn/model.h"

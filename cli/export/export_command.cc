@@ -2,22 +2,19 @@
 
 #include <sys/stat.h>
 
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <set>
 
+#include "cli/export/export_options.h"
 #include "cli/run/local_job.h"
-#include "services/common/atomic_file.h"
-#include "services/common/file_paths.h"
-#include "services/common/flag_values.h"
-#include "services/common/os_error.h"
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/atomic_file.h"
+#include "services/base/file_paths.h"
+#include "services/base/os_error.h"
+#include "services/base/status.h"
 #include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
 #include "services/master/checkpoint_torch.h"
@@ -25,35 +22,13 @@
 namespace gaptrain {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: gaptrain export CHECKPOINT -o OUT.pt\n"
-    "       gaptrain export --run-dir DIR -o OUT.pt\n"
-    "       gaptrain export --checkpoint-dir DIR -o OUT.pt\n"
-    "Writes a checkpoint's parameters as a PyTorch state_dict (torch.save format):\n"
-    "in Python, model.load_state_dict(torch.load('OUT.pt')).\n"
-    "  CHECKPOINT          a checkpoint file (ckpt-<version>.gtc)\n"
-    "  --run-dir DIR       the newest valid checkpoint in DIR/checkpoints/, the run\n"
-    "                      directory of 'gaptrain run' (e.g. runs/NAME)\n"
-    "  --checkpoint-dir DIR  the newest valid checkpoint in DIR, a master's\n"
-    "                      --checkpoint-dir (a cluster job's checkpoint volume)\n"
-    "  -o, --output OUT.pt the file to write; replaced if it exists\n"
-    "  --mkdir             create OUT's missing parent directories\n"
-    "  --card CARD.json    also write a model card: the tensors' names and shapes,\n"
-    "                      the checkpoint's version, and what the flags below add\n"
-    "  --job JOB.yaml      the card names the job, its model and its dataset\n"
-    "  --test-accuracy A   the card records this test accuracy (in [0, 1])\n";
-
-// The flags that take a value: their values are never CHECKPOINT.
-const std::set<std::string> kValueFlags = {"-o",   "--output", "--run-dir", "--checkpoint-dir",
-                                           "--card", "--job",  "--test-accuracy"};
-
 int Fail(std::string* err, const std::string& message, int code) {
   *err += "gaptrain export: " + message + "\n";
   return code;
 }
 
 int Usage(std::string* err, const std::string& message) {
-  return Fail(err, message + "\n" + kUsage, 2);
+  return Fail(err, message + "\n" + ExportUsage(), 2);
 }
 
 bool SameFile(const std::string& a, const std::string& b) {
@@ -123,58 +98,21 @@ std::string ModelCard(const std::string& output, const std::string& checkpoint,
 }  // namespace
 
 int ExportCommand(const std::vector<std::string>& args, std::string* out, std::string* err) {
-  // Positional arguments (CHECKPOINT) apart from the flags, which FlagSet
-  // parses; each flag at most once.
-  std::vector<std::string> positional, flag_args;
-  std::map<std::string, int> seen;  // "--output" counts as "-o"
-  bool output_long_form = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") {
-      *out += kUsage;
-      return 0;
-    }
-    if (a.empty() || a[0] != '-') {
-      positional.push_back(a);
-      continue;
-    }
-    flag_args.push_back(a);
-    if (kValueFlags.count(a) > 0 && i + 1 < args.size()) flag_args.push_back(args[++i]);
-    output_long_form |= a == "--output";
-    const std::string name = a == "--output" ? "-o" : a;
-    if (++seen[name] > 1)
-      return Usage(err, (name == "-o" ? "-o/--output" : name) + ": given twice");
-  }
-  std::string output, output_long, run_dir, checkpoint_dir, card, job_file, accuracy_text;
-  bool make_dirs = false;
-  FlagSet flags;
-  flags.String("-o", &output);
-  flags.String("--output", &output_long);
-  flags.String("--run-dir", &run_dir);
-  flags.String("--checkpoint-dir", &checkpoint_dir);
-  flags.Switch("--mkdir", &make_dirs);
-  flags.String("--card", &card);
-  flags.String("--job", &job_file);
-  flags.String("--test-accuracy", &accuracy_text);
-  Status s = flags.Parse(flag_args);
+  ExportOptions options;
+  Status s = ParseExportFlags(args, &options);
   if (!s.ok()) return Usage(err, s.message());
-  if (output_long_form) output = output_long;
-
-  if (positional.size() > 1) return Usage(err, "unexpected argument '" + positional[1] + "'");
-  const bool from_file = !positional.empty();
-  const bool from_run = seen.count("--run-dir") > 0;
-  const bool from_dir = seen.count("--checkpoint-dir") > 0;
-  const int sources = int{from_file} + int{from_run} + int{from_dir};
-  if (sources != 1) {
-    return Usage(err, sources > 1 ? "give one of CHECKPOINT, --run-dir and --checkpoint-dir"
-                                  : "give a CHECKPOINT file or --run-dir DIR");
+  if (options.help) {
+    *out += ExportUsage();
+    return 0;
   }
-  const std::string checkpoint_arg = from_file ? positional[0] : "";
-  if (from_file && checkpoint_arg.empty()) return Usage(err, "CHECKPOINT: empty path");
-  if (from_run && run_dir.empty()) return Usage(err, "--run-dir: empty path");
-  if (from_dir && checkpoint_dir.empty()) return Usage(err, "--checkpoint-dir: empty path");
-  if (seen.count("-o") == 0) return Usage(err, "missing -o OUT.pt");
-  if (output.empty()) return Usage(err, "-o: empty path");
+  const std::string& output = options.output;
+  const std::string& checkpoint_arg = options.checkpoint;
+  const std::string& run_dir = options.run_dir;
+  const std::string& checkpoint_dir = options.checkpoint_dir;
+  const std::string& card = options.card;
+  const bool make_dirs = options.make_dirs;
+  const bool from_file = !checkpoint_arg.empty();
+  const bool from_run = !run_dir.empty();
   if (IsDirectory(output)) return Usage(err, "-o " + output + ": is a directory; name a file");
   if (!make_dirs && !IsDirectory(DirName(output))) {
     return Usage(err, "-o " + output + ": directory " + DirName(output) +
@@ -184,26 +122,12 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
     return Usage(
         err, "CHECKPOINT " + checkpoint_arg + " is a directory; for a run directory use --run-dir");
   }
-  if (seen.count("--card") > 0 && (card.empty() || IsDirectory(card))) {
-    return Usage(err, "--card: name a file");
-  }
-  if (card.empty() && (seen.count("--job") > 0 || seen.count("--test-accuracy") > 0)) {
-    return Usage(err, "--job and --test-accuracy describe the model card: add --card CARD.json");
-  }
-  double accuracy = -1;
-  if (seen.count("--test-accuracy") > 0) {
-    char* end = nullptr;
-    accuracy = std::strtod(accuracy_text.c_str(), &end);
-    if (accuracy_text.empty() || *end != '\0' || !std::isfinite(accuracy) || accuracy < 0 ||
-        accuracy > 1) {
-      return Usage(err, "--test-accuracy: must be a number in [0, 1], got '" + accuracy_text +
-                            "'");
-    }
-  }
+  if (!card.empty() && IsDirectory(card)) return Usage(err, "--card: name a file");
+  const double accuracy = options.test_accuracy.value_or(-1);
   // The job is read before anything is written: a bad --job writes nothing.
   TrainingJob job;
-  if (seen.count("--job") > 0) {
-    s = LoadTrainingJob(job_file, &job);
+  if (!options.job_file.empty()) {
+    s = LoadTrainingJob(options.job_file, &job);
     if (!s.ok()) return Fail(err, "--job: " + s.message(), 1);
   }
 
@@ -248,7 +172,7 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
   const std::string card_text =
       card.empty() ? ""
                    : ModelCard(output, checkpoint, *store,
-                               seen.count("--job") > 0 ? &job : nullptr, accuracy);
+                               options.job_file.empty() ? nullptr : &job, accuracy);
   store.reset();  // the export reads the file again; hold one copy at a time
 
   if (make_dirs) {

@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -9,10 +9,10 @@
 #include <limits>
 #include <thread>
 
-#include "services/common/http_client.h"
-#include "services/common/termination_signal.h"
+#include "services/base/termination_signal.h"
 #include "services/master/checkpoint.h"
 #include "services/master/push_ledger.h"
+#include "services/net/http_client.h"
 
 namespace gaptrain {
 namespace {

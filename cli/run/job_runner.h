@@ -27,7 +27,7 @@
 #include "cli/run/local_job.h"
 #include "cli/run/run_dir.h"
 #include "cli/run/run_report.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
 #include "services/coordinator/coordinator_client.h"
 
 namespace gaptrain {

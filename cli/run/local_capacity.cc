@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "services/common/available_cpus.h"
+#include "services/base/available_cpus.h"
 
 namespace gaptrain {
 namespace {

@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

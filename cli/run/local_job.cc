@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "services/common/blas_environment.h"
-#include "services/common/ports_file.h"
+#include "services/base/blas_environment.h"
+#include "services/net/ports_file.h"
 
 namespace gaptrain {
 namespace {

@@ -37,8 +37,8 @@
 #include <vector>
 
 #include "cli/run/service_binaries.h"
-#include "services/common/process.h"
-#include "services/common/status.h"
+#include "services/base/process.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

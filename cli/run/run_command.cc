@@ -14,9 +14,9 @@
 #include "cli/run/local_capacity.h"
 #include "cli/run/run_dir.h"
 #include "cli/run/service_binaries.h"
-#include "services/common/flag_values.h"
-#include "services/common/termination_signal.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/flag_values.h"
+#include "services/base/termination_signal.h"
 #include "services/learn/dataset.h"
 
 namespace gaptrain {

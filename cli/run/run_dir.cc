@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "cli/run/prometheus_targets.h"
-#include "services/common/atomic_file.h"
-#include "services/common/os_error.h"
+#include "services/base/atomic_file.h"
+#include "services/base/os_error.h"
 
 namespace gaptrain {
 namespace {

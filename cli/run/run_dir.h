@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cli/run/local_job.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -6,7 +6,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "services/common/chance_level.h"
+#include "services/api/master_metric_names.h"
+#include "services/learn/chance_level.h"
 
 namespace gaptrain {
 namespace {
@@ -36,13 +37,15 @@ void MasterTotals::Counter::Observe(double value) {
 }
 
 void MasterTotals::Observe(const MetricsSample& m) {
-  pushes_.Observe(MetricValue(m, "gaptrain_master_pushes_total{outcome=\"applied\"}") +
-                  MetricValue(m, "gaptrain_master_pushes_total{outcome=\"accumulated\"}"));
-  staleness_sum_.Observe(MetricValue(m, "gaptrain_master_staleness_sum"));
-  staleness_count_.Observe(MetricValue(m, "gaptrain_master_staleness_count"));
-  gap_sum_.Observe(MetricValue(m, "gaptrain_master_gap_sum"));
-  gap_count_.Observe(MetricValue(m, "gaptrain_master_gap_count"));
-  const double version = MetricValue(m, "gaptrain_master_model_version", -1);
+  namespace names = master_metric;
+  pushes_.Observe(
+      MetricValue(m, names::Series(names::kPushesTotal, names::kOutcome, names::kApplied)) +
+      MetricValue(m, names::Series(names::kPushesTotal, names::kOutcome, names::kAccumulated)));
+  staleness_sum_.Observe(MetricValue(m, names::HistogramSum(names::kStaleness)));
+  staleness_count_.Observe(MetricValue(m, names::HistogramCount(names::kStaleness)));
+  gap_sum_.Observe(MetricValue(m, names::HistogramSum(names::kGap)));
+  gap_count_.Observe(MetricValue(m, names::HistogramCount(names::kGap)));
+  const double version = MetricValue(m, names::kModelVersion, -1);
   if (version >= 0) version_ = static_cast<uint64_t>(version);
 }
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "services/common/metrics_text.h"
 #include "proto/gaptrain.pb.h"
+#include "services/net/metrics_text.h"
 
 namespace gaptrain {
 

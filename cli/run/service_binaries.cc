@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "services/common/file_paths.h"
+#include "services/base/file_paths.h"
 
 namespace gaptrain {
 namespace {

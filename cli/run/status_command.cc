@@ -8,7 +8,7 @@
 
 #include "cli/run/run_dir.h"
 #include "cli/run/run_report.h"
-#include "services/common/flag_values.h"
+#include "services/base/flag_values.h"
 #include "services/coordinator/coordinator_client.h"
 
 namespace gaptrain {

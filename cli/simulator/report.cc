@@ -12,8 +12,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "services/common/gnuplot.h"
-#include "services/common/os_error.h"
+#include "services/base/os_error.h"
+#include "services/plot/gnuplot.h"
 
 namespace gaptrain {
 namespace {

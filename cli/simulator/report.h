@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/simulator/simulator.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

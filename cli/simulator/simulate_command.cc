@@ -9,7 +9,7 @@
 #include "cli/simulator/simulation_spec.h"
 #include "cli/simulator/simulator.h"
 #include "cli/simulator/sweep.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
 
 namespace gaptrain {
 namespace {

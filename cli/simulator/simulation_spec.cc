@@ -2,7 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "services/common/yaml_fields.h"
+#include "services/api/yaml_fields.h"
 
 namespace gaptrain {
 

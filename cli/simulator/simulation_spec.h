@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

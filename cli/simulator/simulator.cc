@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include "cli/simulator/batch_time.h"
-#include "services/common/bfloat16.h"
 #include "services/engine/job_config.h"
 #include "services/engine/rules/dana_slim_worker.h"
 #include "services/engine/update_engine.h"
@@ -17,6 +16,7 @@
 #include "services/learn/epoch_order.h"
 #include "services/learn/evaluator.h"
 #include "services/learn/model.h"
+#include "services/numeric/bfloat16.h"
 
 namespace gaptrain {
 namespace {

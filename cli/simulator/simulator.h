@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "cli/simulator/simulation_spec.h"
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 #include "services/learn/dataset.h"
 
 namespace gaptrain {

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "services/common/available_cpus.h"
+#include "services/base/available_cpus.h"
 #include "services/learn/compute_threads.h"
 
 namespace gaptrain {

@@ -11,8 +11,8 @@
 
 #include "cli/simulator/simulation_spec.h"
 #include "cli/simulator/simulator.h"
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "services/common/gnuplot.h"
-#include "services/common/os_error.h"
+#include "services/base/os_error.h"
+#include "services/plot/gnuplot.h"
 
 namespace gaptrain {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "deploy/monitoring/grafana_dashboard.h"
 #include "deploy/monitoring/panel_data.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "deploy/monitoring/grafana_dashboard.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/testing/prometheus_test_server.h"
 
 namespace gaptrain {

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "services/common/http_server.h"
-#include "services/common/metrics_endpoint.h"
+#include "services/net/http_server.h"
+#include "services/net/metrics_endpoint.h"
 
 namespace gaptrain {
 namespace {

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "services/common/os_error.h"
-#include "services/common/process.h"
+#include "services/base/os_error.h"
+#include "services/base/process.h"
 #include "services/testing/prometheus_test_server.h"
 #include "services/testing/test_files.h"
 

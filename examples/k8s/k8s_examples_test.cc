@@ -21,12 +21,12 @@
 
 #include "deploy/manifest_checks.h"
 #include "operator/crd/schema_check.h"
-#include "operator/testing/yaml_to_json.h"
 #include "operator/trainingjob/desired_children.h"
 #include "operator/trainingjob/operator_config.h"
 #include "operator/trainingjob/spot_scheduling.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
 #include "services/testing/test_files.h"
+#include "services/testing/yaml_to_json.h"
 
 namespace gaptrain {
 namespace {

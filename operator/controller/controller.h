@@ -42,7 +42,7 @@
 #include "operator/controller/enqueue.h"
 #include "operator/controller/informer.h"
 #include "operator/controller/work_queue.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace controller {

@@ -52,7 +52,7 @@
 #include "operator/kube/client.h"
 #include "operator/kube/reflector.h"
 #include "operator/kube/resource.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace controller {

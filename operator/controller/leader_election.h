@@ -51,8 +51,8 @@
 #include "operator/controller/clock.h"
 #include "operator/controller/lease_record.h"
 #include "operator/kube/client.h"
-#include "services/common/status.h"
-#include "services/common/xoshiro256.h"
+#include "services/base/status.h"
+#include "services/base/xoshiro256.h"
 
 namespace gaptrain {
 namespace controller {

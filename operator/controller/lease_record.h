@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace controller {

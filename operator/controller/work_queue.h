@@ -42,8 +42,8 @@
 #include <unordered_set>
 
 #include "operator/controller/clock.h"
-#include "services/common/backoff.h"
-#include "services/common/status.h"
+#include "services/base/backoff.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace controller {

@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "operator/crd/trainingjob_crd.h"
-#include "services/common/atomic_file.h"
-#include "services/common/flag_values.h"
+#include "services/base/atomic_file.h"
+#include "services/base/flag_values.h"
 
 namespace gaptrain {
 namespace {

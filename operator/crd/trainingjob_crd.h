@@ -2,14 +2,14 @@
 // (trainingjobs.gaptrain.io, committed as kTrainingJobCrdPath).
 //
 // The spec's schema is generated from the parser's field tables
-// (services/common/training_job.h): every field with its type, default,
+// (services/api/training_job.h): every field with its type, default,
 // choices, range and description, so `kubectl apply` accepts the values
 // `gaptrain run` accepts. Pod templates and spec.simulation are free-form
 // objects. The rules between fields (exactly one of epochs and maxUpdates,
 // minReplicas <= replicas, ...) and the operator's own checks of a job (a
 // name short enough for its Services, an absolute data path under a claim)
 // are CEL rules (x-kubernetes-validations), each with the message the parser
-// or the operator gives (services/common/training_job.h's JobRules), so the
+// or the operator gives (services/api/training_job.h's JobRules), so the
 // API server refuses at `kubectl apply` what the operator would fail. What
 // depends on the training set (CheckJobAgainstData) stays the operator's.
 //

@@ -25,18 +25,18 @@
 #include "operator/envtest/shared_control_plane.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
-#include "operator/testing/yaml_to_json.h"
 #include "operator/trainingjob/desired_children.h"
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/observed_job.h"
 #include "operator/trainingjob/operator_config.h"
 #include "operator/trainingjob/pod_ledger.h"
 #include "operator/trainingjob/reconcile.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/status_assertions.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
+#include "services/testing/yaml_to_json.h"
 
 namespace gaptrain {
 namespace {

@@ -13,9 +13,9 @@
 
 #include "operator/crd/crd_command.h"
 #include "operator/crd/schema_check.h"
-#include "services/common/job_fields.h"
+#include "services/api/job_fields.h"
+#include "services/api/training_job.h"
 #include "services/testing/test_files.h"
-#include "services/common/training_job.h"
 #include "services/testing/testdata_dir.h"
 
 namespace gaptrain {

@@ -21,7 +21,7 @@
 #include "operator/envtest/test_certificates.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/transport.h"
-#include "services/common/atomic_file.h"
+#include "services/base/atomic_file.h"
 
 namespace gaptrain {
 namespace envtest {

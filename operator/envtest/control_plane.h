@@ -16,7 +16,7 @@
 // Start one per test binary (SetUpTestSuite), not one per test: it takes
 // about 2 s, and 4 s more with the controller manager. Call Start() from the
 // main thread (the processes die with the thread that started them,
-// services/common/process.h).
+// services/base/process.h).
 //
 // What callers may rely on:
 //   - Start() returns once /readyz answers ok, the CRDs are Established
@@ -51,8 +51,8 @@
 
 #include "operator/kube/client.h"
 #include "operator/kube/cluster_config.h"
-#include "services/common/process.h"
-#include "services/common/status.h"
+#include "services/base/process.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace envtest {

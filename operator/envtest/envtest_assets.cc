@@ -7,7 +7,7 @@
 
 #include <mutex>
 
-#include "services/common/file_paths.h"
+#include "services/base/file_paths.h"
 #include "services/testing/testdata_dir.h"
 
 namespace gaptrain {

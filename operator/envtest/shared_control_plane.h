@@ -25,7 +25,7 @@
 #include <string>
 
 #include "operator/envtest/control_plane.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/testing/missing_requirement.h"
 
 namespace gaptrain {

@@ -3,7 +3,7 @@
 #include <cstdlib>
 
 #include "operator/kube/cluster_config.h"
-#include "services/common/atomic_file.h"
+#include "services/base/atomic_file.h"
 
 namespace gaptrain {
 namespace envtest {

@@ -15,7 +15,7 @@
 #include <mutex>
 #include <string>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube {

@@ -42,7 +42,7 @@
 #include "operator/kube/resource.h"
 #include "operator/kube/transport.h"
 #include "operator/kube/watch_decoder.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube {

@@ -44,7 +44,7 @@
 #include "operator/kube/reflector.h"
 #include "operator/kube/resource.h"
 #include "operator/testing/fault_proxy.h"
-#include "services/common/backoff.h"
+#include "services/base/backoff.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/status_assertions.h"
 #include "services/testing/test_processes.h"

@@ -22,9 +22,9 @@
 
 #include "operator/kube/api_error.h"
 #include "operator/kube/json_text.h"
-#include "operator/testing/scripted_server.h"
 #include "operator/testing/kube_test_support.h"
-#include "operator/testing/yaml_to_json.h"
+#include "operator/testing/scripted_server.h"
+#include "services/testing/yaml_to_json.h"
 
 namespace gaptrain {
 namespace kube {

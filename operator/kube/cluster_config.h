@@ -19,7 +19,7 @@
 #include <map>
 #include <string>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube {

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "operator/kube/cluster_config.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube {

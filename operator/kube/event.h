@@ -18,7 +18,7 @@
 #include <string>
 
 #include "operator/kube/client.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube {

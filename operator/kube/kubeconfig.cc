@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "operator/kube/pem.h"
-#include "services/common/file_paths.h"
-#include "services/common/yaml_fields.h"
+#include "services/api/yaml_fields.h"
+#include "services/base/file_paths.h"
 
 namespace gaptrain {
 namespace kube {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "operator/kube/cluster_config.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube {

@@ -32,8 +32,8 @@
 #include "operator/kube/cancellation.h"
 #include "operator/kube/client.h"
 #include "operator/kube/resource.h"
-#include "services/common/backoff.h"
-#include "services/common/status.h"
+#include "services/base/backoff.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube {

@@ -30,7 +30,7 @@
 #include "operator/kube/cancellation.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/connection.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube {

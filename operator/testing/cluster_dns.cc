@@ -9,7 +9,7 @@
 #include <cctype>
 #include <cerrno>
 
-#include "services/common/os_error.h"
+#include "services/base/os_error.h"
 
 namespace gaptrain {
 namespace kube_testing {

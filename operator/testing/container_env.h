@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "operator/testing/cluster_snapshot.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube_testing {

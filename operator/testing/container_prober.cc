@@ -1,7 +1,7 @@
 #include "operator/testing/container_prober.h"
 
 #include "operator/testing/json_fields.h"
-#include "services/common/http_client.h"
+#include "services/net/http_client.h"
 
 namespace gaptrain {
 namespace kube_testing {

@@ -6,7 +6,7 @@
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/json_text.h"
 #include "operator/testing/scripted_server.h"
-#include "services/common/file_paths.h"
+#include "services/base/file_paths.h"
 #include "services/testing/testdata_dir.h"
 
 namespace gaptrain {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "operator/testing/scripted_server.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube {

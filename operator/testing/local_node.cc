@@ -16,12 +16,12 @@
 #include "operator/kube/api_error.h"
 #include "operator/testing/cluster_dns.h"
 #include "operator/testing/cluster_hosts.h"
-#include "operator/testing/container_process.h"
 #include "operator/testing/container_prober.h"
+#include "operator/testing/container_process.h"
 #include "operator/testing/json_fields.h"
 #include "operator/testing/pod_status.h"
 #include "operator/testing/pod_volumes.h"
-#include "services/common/os_error.h"
+#include "services/base/os_error.h"
 
 namespace gaptrain {
 namespace kube_testing {

@@ -142,7 +142,7 @@
 #include "operator/testing/cluster_snapshot.h"
 #include "operator/testing/container_env.h"
 #include "operator/testing/pod_network.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube_testing {

@@ -31,7 +31,7 @@
 #include "operator/envtest/api_resources.h"
 #include "operator/envtest/control_plane.h"
 #include "operator/testing/pod_network.h"
-#include "services/common/http_client.h"
+#include "services/net/http_client.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"

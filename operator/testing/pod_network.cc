@@ -15,8 +15,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "services/common/os_error.h"
-#include "services/common/process.h"
+#include "services/base/os_error.h"
+#include "services/base/process.h"
 
 namespace gaptrain {
 namespace kube_testing {

@@ -9,7 +9,7 @@
 #include <map>
 
 #include "operator/testing/json_fields.h"
-#include "services/common/os_error.h"
+#include "services/base/os_error.h"
 
 namespace gaptrain {
 namespace kube_testing {

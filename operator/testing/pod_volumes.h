@@ -36,7 +36,7 @@
 
 #include "operator/testing/cluster_snapshot.h"
 #include "operator/testing/container_process.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube_testing {

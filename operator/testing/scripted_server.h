@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace kube {

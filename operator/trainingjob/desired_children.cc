@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-#include "operator/crd/yaml_text.h"
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_template.h"
-#include "services/common/available_cpus.h"
-#include "services/common/job_fields.h"
+#include "services/api/job_fields.h"
+#include "services/api/yaml_text.h"
+#include "services/base/available_cpus.h"
 
 namespace gaptrain {
 namespace trainingjob {
@@ -180,7 +180,7 @@ class PodBuilder {
     parts.termination_grace_period_seconds =
         TemplateGracePeriod(pod_template).value_or(config_.default_grace_period_seconds);
     // The CPU request, for the thread pools of a container without a
-    // limit (services/common/available_cpus.h).
+    // limit (services/base/available_cpus.h).
     const json cpu_request = {
         {"name", kCpuRequestEnv},
         {"valueFrom",
@@ -230,8 +230,10 @@ class PodBuilder {
         break;
       case ReplicaType::kEvaluator:
       case ReplicaType::kTrainer: {
+        // Five seconds under the pod's, within what the worker accepts (a
+        // day): a template's longer grace period must not stop it starting.
         const int64_t grace =
-            std::max<int64_t>(1, parts.termination_grace_period_seconds - 5);
+            std::clamp<int64_t>(parts.termination_grace_period_seconds - 5, 1, 86400);
         parts.command = {
             "gaptrain-worker", "--job", kJobFile, "--role", ReplicaTypeLabelValue(type),
             "--coordinator",

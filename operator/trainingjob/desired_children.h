@@ -40,8 +40,8 @@
 
 #include "operator/trainingjob/operator_config.h"
 #include "operator/trainingjob/pod_state.h"
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace trainingjob {

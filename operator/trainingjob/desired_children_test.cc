@@ -14,7 +14,7 @@
 #include "operator/testing/kube_test_support.h"
 #include "operator/trainingjob/json_diff.h"
 #include "operator/trainingjob/pod_template.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
 
 namespace gaptrain {
 namespace trainingjob {

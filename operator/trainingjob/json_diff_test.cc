@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "operator/testing/kube_test_support.h"
-#include "operator/testing/yaml_to_json.h"
+#include "services/testing/yaml_to_json.h"
 
 namespace gaptrain {
 namespace trainingjob {

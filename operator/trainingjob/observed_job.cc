@@ -4,7 +4,8 @@
 
 #include "operator/trainingjob/job_conditions.h"
 #include "operator/trainingjob/object_fields.h"
-#include "services/common/metrics_text.h"
+#include "services/api/master_metric_names.h"
+#include "services/net/metrics_text.h"
 
 namespace gaptrain {
 namespace trainingjob {
@@ -62,17 +63,17 @@ Status ParseCoordinatorStatus(const std::string& body, CoordinatorStatus* out) {
 Status ParseMasterMetrics(const std::string& text, std::chrono::system_clock::time_point at,
                           MasterScrape* out) {
   const MetricsSample m = ParseMetricsText(text);
-  const double version = MetricValue(m, "gaptrain_master_model_version", -1);
+  const double version = MetricValue(m, master_metric::kModelVersion, -1);
   if (!(version >= 0)) {
-    return Status::DataLoss("master /metrics: no gaptrain_master_model_version");
+    return Status::DataLoss(std::string("master /metrics: no ") + master_metric::kModelVersion);
   }
   MasterScrape s;
   s.at = at;
   s.model_version = version;
-  s.gap_sum = MetricValue(m, "gaptrain_master_gap_sum");
-  s.gap_count = MetricValue(m, "gaptrain_master_gap_count");
-  s.staleness_sum = MetricValue(m, "gaptrain_master_staleness_sum");
-  s.staleness_count = MetricValue(m, "gaptrain_master_staleness_count");
+  s.gap_sum = MetricValue(m, master_metric::HistogramSum(master_metric::kGap));
+  s.gap_count = MetricValue(m, master_metric::HistogramCount(master_metric::kGap));
+  s.staleness_sum = MetricValue(m, master_metric::HistogramSum(master_metric::kStaleness));
+  s.staleness_count = MetricValue(m, master_metric::HistogramCount(master_metric::kStaleness));
   for (double v : {s.gap_sum, s.gap_count, s.staleness_sum, s.staleness_count}) {
     if (!std::isfinite(v) || v < 0) {
       return Status::DataLoss("master /metrics: a gap or staleness total is not a finite, "

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace trainingjob {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "operator/testing/coordinator_status_examples.h"
+
 namespace gaptrain {
 namespace trainingjob {
 namespace {
@@ -12,52 +14,53 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-// Shaped like services/coordinator/status_json.cc's output.
-constexpr char kCoordinatorStatus[] = R"({
-  "jobName": "mnist", "phase": "Running", "reason": "EnoughWorkers", "message": "4 trainers",
-  "conditions": [],
-  "workers": {"live": 5, "liveTrainers": 4, "minTrainers": 2, "joined": 6, "left": 0,
-              "preempted": 1, "failed": 0, "expired": 0, "list": []},
-  "epoch": 2, "epochs": 10, "maxUpdates": 0,
-  "tasks": {"total": 30, "queued": 10, "inFlight": 4, "done": 16, "reassigned": 1,
-            "staleCompletions": 0},
-  "samples": {"doneInEpoch": 15000, "inEpoch": 60000, "lost": 0},
-  "progress": 0.225, "masterVersion": 4210,
-  "evaluation": {"accuracy": 0.97, "loss": 0.1, "version": 4000}
-})";
+namespace examples = coordinator_status_examples;
 
+// The documents are the coordinator's own (JobStatusToJson); their values
+// are listed in services/coordinator/status_examples.cc.
 TEST(ObservedJobTest, ParsesTheCoordinatorStatus) {
   CoordinatorStatus s;
-  ASSERT_TRUE(ParseCoordinatorStatus(kCoordinatorStatus, &s).ok());
+  ASSERT_TRUE(ParseCoordinatorStatus(examples::kRunning, &s).ok());
   EXPECT_EQ(s.phase, "Running");
   EXPECT_EQ(s.reason, "EnoughWorkers");
+  EXPECT_EQ(s.message, "4 trainers");
+  EXPECT_EQ(s.epoch, 2u);
+  EXPECT_EQ(s.samples_done_in_epoch, 15000u);
+  EXPECT_EQ(s.samples_in_epoch, 60000u);
+  EXPECT_DOUBLE_EQ(s.EpochsDone(), 2.25);
   EXPECT_EQ(s.master_version, 4210u);
   EXPECT_EQ(s.live_trainers, 4u);
-  EXPECT_DOUBLE_EQ(s.EpochsDone(), 2.25);
   EXPECT_EQ(s.test_accuracy, 0.97);
   EXPECT_EQ(s.test_loss, 0.1);
-  EXPECT_FALSE(s.finished());
-
   EXPECT_EQ(s.evaluation_version, 4000u);
+  EXPECT_FALSE(s.finished());
   EXPECT_FALSE(s.finished_at.has_value());  // still running
 
-  json finished = json::parse(kCoordinatorStatus);
-  finished["phase"] = "Succeeded";
-  finished["conditions"] = {
-      {{"type", "Running"}, {"status", "False"}, {"lastTransitionTime", "2026-11-23T06:10:00Z"}},
-      {{"type", "Succeeded"}, {"status", "True"}, {"lastTransitionTime", "2026-11-23T06:20:00Z"}}};
-  ASSERT_TRUE(ParseCoordinatorStatus(finished.dump(), &s).ok());
-  ASSERT_TRUE(s.finished_at.has_value());
-  EXPECT_EQ(std::chrono::system_clock::to_time_t(*s.finished_at), 1795414800);
-
-  json no_eval = json::parse(kCoordinatorStatus);
-  no_eval["evaluation"] = {{"accuracy", nullptr}, {"loss", nullptr}, {"version", 0}};
-  no_eval["phase"] = "Succeeded";
-  ASSERT_TRUE(ParseCoordinatorStatus(no_eval.dump(), &s).ok());
-  EXPECT_FALSE(s.test_accuracy.has_value());
+  ASSERT_TRUE(ParseCoordinatorStatus(examples::kSucceeded, &s).ok());
+  EXPECT_EQ(s.phase, "Succeeded");
+  EXPECT_EQ(s.reason, "EpochsCompleted");
+  EXPECT_EQ(s.message, "completed 1 epochs");
   EXPECT_TRUE(s.finished());
+  ASSERT_TRUE(s.finished_at.has_value());  // the Succeeded condition's time
+  EXPECT_EQ(std::chrono::system_clock::to_time_t(*s.finished_at), 1795414800);
+  EXPECT_DOUBLE_EQ(s.EpochsDone(), 1);
+  EXPECT_EQ(s.master_version, 938u);
+  EXPECT_EQ(s.live_trainers, 0u);
+  EXPECT_EQ(s.test_accuracy, 0.9871);
+  EXPECT_EQ(s.test_loss, 0.04);
+  EXPECT_EQ(s.evaluation_version, 938u);
+
+  // No evaluation yet: accuracy and loss are null.
+  ASSERT_TRUE(ParseCoordinatorStatus(examples::kPending, &s).ok());
+  EXPECT_EQ(s.phase, "Pending");
+  EXPECT_EQ(s.reason, "Created");
+  EXPECT_FALSE(s.test_accuracy.has_value());
+  EXPECT_FALSE(s.test_loss.has_value());
+  EXPECT_EQ(s.master_version, 0u);
+  EXPECT_FALSE(s.finished());
 }
 
+// Hand-written on purpose: what the coordinator never writes.
 TEST(ObservedJobTest, RefusesWhatIsNotACoordinatorStatus) {
   CoordinatorStatus s;
   EXPECT_EQ(ParseCoordinatorStatus("<html>", &s).code(), Status::Code::kDataLoss);

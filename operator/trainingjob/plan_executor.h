@@ -41,7 +41,7 @@
 
 #include "operator/kube/client.h"
 #include "operator/trainingjob/reconcile.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace trainingjob {

@@ -43,7 +43,7 @@
 #include <optional>
 #include <string>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace trainingjob {

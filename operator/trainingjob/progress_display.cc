@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "operator/trainingjob/object_fields.h"
-#include "services/common/job_fields.h"
+#include "services/api/job_fields.h"
 
 namespace gaptrain {
 namespace trainingjob {

@@ -12,7 +12,7 @@
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_state.h"
 #include "operator/trainingjob/progress_display.h"
-#include "services/common/job_fields.h"
+#include "services/api/job_fields.h"
 
 namespace gaptrain {
 namespace trainingjob {

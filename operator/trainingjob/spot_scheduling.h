@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 namespace trainingjob {

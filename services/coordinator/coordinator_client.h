@@ -17,9 +17,9 @@
 #include <string>
 
 #include "proto/gaptrain.grpc.pb.h"
-#include "services/common/call_canceller.h"
-#include "services/common/channel_renewal.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
+#include "services/net/call_canceller.h"
+#include "services/net/channel_renewal.h"
 
 namespace gaptrain {
 

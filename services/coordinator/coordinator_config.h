@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "services/common/termination_signal.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/termination_signal.h"
 #include "services/coordinator/coordinator_options.h"
 #include "services/coordinator/coordinator_process.h"
 

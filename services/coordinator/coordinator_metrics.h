@@ -24,7 +24,7 @@
 #include <string>
 #include <utility>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/coordinator/coordinator_state.h"
 
 namespace gaptrain {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "services/common/server_flags.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/coordinator/coordinator_config.h"
+#include "services/net/server_flags.h"
 
 namespace gaptrain {
 

@@ -7,15 +7,15 @@
 #include <chrono>
 #include <cstring>
 
-#include "services/common/grpc_keepalive.h"
-#include "services/common/metrics_endpoint.h"
-#include "services/common/ports_file.h"
-#include "services/common/tls_credentials.h"
 #include "services/coordinator/coordinator_config.h"
 #include "services/coordinator/state_file.h"
 #include "services/coordinator/status_json.h"
 #include "services/learn/dataset.h"
 #include "services/master/master_client.h"
+#include "services/net/grpc_keepalive.h"
+#include "services/net/metrics_endpoint.h"
+#include "services/net/ports_file.h"
+#include "services/net/tls_credentials.h"
 
 namespace gaptrain {
 namespace {

@@ -17,14 +17,14 @@
 #include <mutex>
 #include <string>
 
-#include "services/common/http_server.h"
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 #include "services/coordinator/coordinator_metrics.h"
 #include "services/coordinator/coordinator_options.h"
 #include "services/coordinator/coordinator_service.h"
 #include "services/coordinator/membership_feed.h"
 #include "services/coordinator/tick_timer.h"
+#include "services/net/http_server.h"
 
 namespace gaptrain {
 

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "proto/health.grpc.pb.h"
-#include "services/common/http_client.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/master_client.h"
+#include "services/net/http_client.h"
 #include "services/testing/test_processes.h"
 
 namespace gaptrain {

@@ -6,7 +6,7 @@
 #define GAPTRAIN_SERVICES_COORDINATOR_COORDINATOR_PROTO_H_
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/coordinator/coordinator_state.h"
 
 namespace gaptrain {

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "services/common/token_auth.h"
 #include "services/coordinator/coordinator_proto.h"
+#include "services/net/token_auth.h"
 
 namespace gaptrain {
 namespace {

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "proto/gaptrain.grpc.pb.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/coordinator/coordinator_metrics.h"
 #include "services/coordinator/coordinator_state.h"
 

@@ -10,10 +10,10 @@
 #include <set>
 #include <thread>
 
-#include "services/common/http_client.h"
-#include "services/common/http_server.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/coordinator/status_json.h"
+#include "services/net/http_client.h"
+#include "services/net/http_server.h"
 
 namespace gaptrain {
 namespace {

@@ -53,7 +53,7 @@
 #include <vector>
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/coordinator/coordinator_config.h"
 #include "services/coordinator/lifecycle.h"
 #include "services/coordinator/membership.h"

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

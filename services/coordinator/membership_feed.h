@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/coordinator/membership.h"
 
 namespace gaptrain {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "services/common/atomic_file.h"
+#include "services/base/atomic_file.h"
 
 namespace gaptrain {
 namespace {

@@ -1,6 +1,6 @@
 // The coordinator's state file: one CoordinatorSnapshot (proto/gaptrain.proto)
 // framed and checksummed, replaced atomically (temp file, fsync, rename,
-// directory fsync: services/common/atomic_file.h's WriteFileAtomically), so
+// directory fsync: services/base/atomic_file.h's WriteFileAtomically), so
 // the file always holds one whole snapshot, the old or the new.
 //
 // Format, little-endian:
@@ -19,7 +19,7 @@
 #include <string>
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -10,8 +10,8 @@
 #include <functional>
 #include <string>
 
-#include "services/common/http_server.h"
 #include "services/coordinator/coordinator_state.h"
+#include "services/net/http_server.h"
 
 namespace gaptrain {
 

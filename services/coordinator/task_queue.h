@@ -24,7 +24,7 @@
 #include <map>
 #include <vector>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/coordinator/membership.h"
 #include "services/learn/epoch_order.h"
 

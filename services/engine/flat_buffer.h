@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "services/common/bfloat16.h"
+#include "services/numeric/bfloat16.h"
 
 namespace gaptrain {
 

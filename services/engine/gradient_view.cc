@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "services/common/finite_scan.h"
+#include "services/numeric/finite_scan.h"
 
 namespace gaptrain {
 

@@ -13,9 +13,9 @@
 
 #include <cstddef>
 
-#include "services/common/bfloat16.h"
-#include "services/common/sliced_bytes.h"
 #include "services/engine/flat_buffer.h"
+#include "services/numeric/bfloat16.h"
+#include "services/numeric/sliced_bytes.h"
 
 namespace gaptrain {
 

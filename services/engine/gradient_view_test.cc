@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "services/common/bfloat16.h"
 #include "services/engine/update_engine.h"
+#include "services/numeric/bfloat16.h"
 
 namespace gaptrain {
 namespace {

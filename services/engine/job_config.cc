@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "services/common/available_cpus.h"
+#include "services/base/available_cpus.h"
 
 namespace gaptrain {
 

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 #include "services/engine/learning_rate_schedule.h"
 #include "services/engine/rules/rule_config.h"
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "services/common/available_cpus.h"
+#include "services/base/available_cpus.h"
 
 namespace gaptrain {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include "services/common/bfloat16.h"
 #include "services/engine/flat_buffer.h"
 #include "services/engine/parameter_layout.h"
+#include "services/numeric/bfloat16.h"
 
 namespace gaptrain {
 namespace {

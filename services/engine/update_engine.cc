@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
-#include "services/common/finite_scan.h"
 #include "services/engine/rules/kernel_util.h"
+#include "services/numeric/finite_scan.h"
 
 namespace gaptrain {
 namespace {

@@ -18,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/engine/apply_stats.h"
 #include "services/engine/gradient_view.h"
 #include "services/engine/learning_rate_schedule.h"

@@ -21,12 +21,12 @@
 
 #include <gtest/gtest.h>
 
-#include "services/common/bfloat16.h"
 #include "services/engine/apply_stats.h"
 #include "services/engine/learning_rate_schedule.h"
 #include "services/engine/parameter_layout.h"
 #include "services/engine/parameter_store.h"
 #include "services/engine/rules/rule_config.h"
+#include "services/numeric/bfloat16.h"
 
 namespace gaptrain {
 namespace {

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/learn/dataset.h"
 #include "services/learn/epoch_order.h"
 

@@ -1,5 +1,5 @@
 // Runs with OPENBLAS_NUM_THREADS=1 in its environment (BUILD), as every
-// process gaptrain launches does (services/common/blas_environment.h): the
+// process gaptrain launches does (services/base/blas_environment.h): the
 // compute thread count asked for must still reach OpenBLAS.
 #include "services/learn/compute_threads.h"
 

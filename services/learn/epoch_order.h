@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "services/common/xoshiro256.h"
+#include "services/base/xoshiro256.h"
 
 namespace gaptrain {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/learn/dataset.h"
 #include "services/learn/model.h"
 

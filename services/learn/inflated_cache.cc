@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "services/common/atomic_file.h"
-#include "services/common/os_error.h"
+#include "services/base/atomic_file.h"
+#include "services/base/os_error.h"
 #include "services/learn/gzip_file.h"
 
 namespace gaptrain {

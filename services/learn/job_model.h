@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 #include "services/learn/dataset.h"
 #include "services/learn/model.h"
 

@@ -24,7 +24,7 @@
 #include <memory>
 #include <string>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/engine/parameter_layout.h"
 
 namespace gaptrain {

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/available_cpus.h"
+#include "services/base/available_cpus.h"
 #include "services/learn/compute_threads.h"
 
 namespace gaptrain {

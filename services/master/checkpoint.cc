@@ -16,8 +16,8 @@
 #include <utility>
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/atomic_file.h"
-#include "services/common/os_error.h"
+#include "services/base/atomic_file.h"
+#include "services/base/os_error.h"
 #include "services/master/layout_proto.h"
 
 namespace gaptrain {

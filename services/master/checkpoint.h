@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/engine/parameter_store.h"
 
 namespace gaptrain {
@@ -61,7 +61,7 @@ struct CheckpointMeta {
 };
 
 // Writes `store` and `meta` to `path` with an AtomicFile
-// (services/common/atomic_file.h): to path + ".tmp" first, fsync'd, then
+// (services/base/atomic_file.h): to path + ".tmp" first, fsync'd, then
 // renamed over `path`, then the directory fsync'd, so `path` holds either
 // its old content or the complete new file. Buffers are streamed from the
 // store (no copy of the model is made). On error the temp file is removed

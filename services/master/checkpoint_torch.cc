@@ -11,7 +11,7 @@
 #include <exception>
 #include <memory>
 
-#include "services/common/atomic_file.h"
+#include "services/base/atomic_file.h"
 #include "services/master/checkpoint.h"
 
 namespace gaptrain {

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/engine/parameter_store.h"
 
 namespace gaptrain {

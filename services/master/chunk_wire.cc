@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "services/common/bfloat16.h"
+#include "services/numeric/bfloat16.h"
 
 namespace gaptrain {
 namespace {

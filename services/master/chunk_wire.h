@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/sliced_bytes.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
+#include "services/numeric/sliced_bytes.h"
 
 namespace gaptrain {
 

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/bfloat16.h"
-#include "services/common/sliced_bytes.h"
-#include "services/common/wire_values.h"
 #include "services/master/chunk_wire.h"
+#include "services/numeric/bfloat16.h"
+#include "services/numeric/sliced_bytes.h"
+#include "services/numeric/wire_values.h"
 #include "services/testing/fuzz_contract.h"
 
 namespace gaptrain {

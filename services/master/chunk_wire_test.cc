@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/bfloat16.h"
+#include "services/numeric/bfloat16.h"
 
 namespace gaptrain {
 namespace {

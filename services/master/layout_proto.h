@@ -5,7 +5,7 @@
 #define GAPTRAIN_SERVICES_MASTER_LAYOUT_PROTO_H_
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/engine/parameter_layout.h"
 
 namespace gaptrain {

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 
-#include "services/common/bfloat16.h"
-#include "services/common/grpc_keepalive.h"
-#include "services/common/wire_values.h"
 #include "services/master/bulk_transfer.h"
 #include "services/master/chunk_wire.h"
+#include "services/net/grpc_keepalive.h"
+#include "services/numeric/bfloat16.h"
+#include "services/numeric/wire_values.h"
 
 namespace gaptrain {
 

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "proto/gaptrain.grpc.pb.h"
-#include "services/common/channel_renewal.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
+#include "services/net/channel_renewal.h"
 
 namespace gaptrain {
 

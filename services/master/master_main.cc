@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "services/common/heap_policy.h"
-#include "services/common/termination_signal.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/heap_policy.h"
+#include "services/base/termination_signal.h"
 #include "services/master/master_options.h"
 #include "services/master/master_process.h"
 

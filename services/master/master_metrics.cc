@@ -5,6 +5,8 @@
 #include <set>
 #include <string>
 
+#include "services/api/master_metric_names.h"
+
 namespace gaptrain {
 namespace {
 
@@ -34,95 +36,95 @@ MasterMetrics::MasterMetrics(std::shared_ptr<prometheus::Registry> registry,
                              const ParameterLayout& layout)
     : registry_(std::move(registry)) {
   prometheus::Registry& r = *registry_;
-  staleness_ = Histogram(r, "gaptrain_master_staleness",
+  staleness_ = Histogram(r, master_metric::kStaleness,
                          "Staleness tau of each push: updates applied since the worker pulled.",
                          {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
-  gap_ = Histogram(r, "gaptrain_master_gap",
+  gap_ = Histogram(r, master_metric::kGap,
                    "Mean Gap G = 1 + |theta - theta_i| / C of each push (Gap rules).",
                    {1, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100, 1000});
-  penalty_ = Histogram(r, "gaptrain_master_penalty_factor",
+  penalty_ = Histogram(r, master_metric::kPenaltyFactor,
                        "Mean factor each push's gradient was scaled by (1 = none).",
                        {0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 0.99, 1});
-  push_seconds_ = Histogram(r, "gaptrain_master_push_duration_seconds",
+  push_seconds_ = Histogram(r, master_metric::kPushDurationSeconds,
                             "Push latency from the first chunk to the reply.",
                             prometheus::Histogram::BucketBoundaries{
                                 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                 1, 2.5, 5});
-  pull_seconds_ = Histogram(r, "gaptrain_master_pull_duration_seconds",
+  pull_seconds_ = Histogram(r, master_metric::kPullDurationSeconds,
                             "Pull latency until the last chunk is written.",
                             prometheus::Histogram::BucketBoundaries{
                                 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                 1, 2.5, 5});
   auto& pushes = prometheus::BuildCounter()
-                     .Name("gaptrain_master_pushes_total")
+                     .Name(master_metric::kPushesTotal)
                      .Help("Pushes by outcome: applied, accumulated (sync), discarded_late "
                            "(sync), rejected (see gaptrain_master_pushes_rejected_total).")
                      .Register(r);
-  applied_ = &pushes.Add({{"outcome", "applied"}});
-  accumulated_ = &pushes.Add({{"outcome", "accumulated"}});
-  discarded_late_ = &pushes.Add({{"outcome", "discarded_late"}});
+  applied_ = &pushes.Add({{master_metric::kOutcome, master_metric::kApplied}});
+  accumulated_ = &pushes.Add({{master_metric::kOutcome, master_metric::kAccumulated}});
+  discarded_late_ = &pushes.Add({{master_metric::kOutcome, master_metric::kDiscardedLate}});
   auto& rejected = prometheus::BuildCounter()
-                       .Name("gaptrain_master_pushes_rejected_total")
+                       .Name(master_metric::kPushesRejectedTotal)
                        .Help("Pushes rejected before touching the model, by reason.")
                        .Register(r);
   for (size_t i = 0; i < rejected_.size(); ++i) {
     rejected_[i] = &rejected.Add({{"reason", RejectReasonName(static_cast<RejectReason>(i))}});
   }
   auto& pulls = prometheus::BuildCounter()
-                    .Name("gaptrain_master_pulls_total")
+                    .Name(master_metric::kPullsTotal)
                     .Help("Pulls; not_modified when the worker already held the version.")
                     .Register(r);
   pulls_ = &pulls.Add({{"result", "sent"}});
   pulls_not_modified_ = &pulls.Add({{"result", "not_modified"}});
   auto& pulls_rejected = prometheus::BuildCounter()
-                             .Name("gaptrain_master_pulls_rejected_total")
+                             .Name(master_metric::kPullsRejectedTotal)
                              .Help("Pulls refused, by reason.")
                              .Register(r);
   pulls_malformed_ = &pulls_rejected.Add({{"reason", RejectReasonName(RejectReason::kMalformed)}});
   pulls_unknown_worker_ =
       &pulls_rejected.Add({{"reason", RejectReasonName(RejectReason::kUnknownWorker)}});
-  received_bytes_ = Counter(r, "gaptrain_master_received_bytes_total",
+  received_bytes_ = Counter(r, master_metric::kReceivedBytesTotal,
                             "Gradient and echo payload bytes received.");
-  sent_bytes_ = Counter(r, "gaptrain_master_sent_bytes_total", "Parameter payload bytes sent.");
-  version_ = Gauge(r, "gaptrain_master_model_version", "Model version (updates applied).");
-  learning_rate_ = Gauge(r, "gaptrain_master_learning_rate", "Learning rate of the next update.");
-  live_workers_ = Gauge(r, "gaptrain_master_live_workers", "Workers the master holds state for.");
-  checkpoints_ = Counter(r, "gaptrain_master_checkpoints_total", "Checkpoints written.");
-  checkpoint_failures_ = Counter(r, "gaptrain_master_checkpoint_failures_total",
+  sent_bytes_ = Counter(r, master_metric::kSentBytesTotal, "Parameter payload bytes sent.");
+  version_ = Gauge(r, master_metric::kModelVersion, "Model version (updates applied).");
+  learning_rate_ = Gauge(r, master_metric::kLearningRate, "Learning rate of the next update.");
+  live_workers_ = Gauge(r, master_metric::kLiveWorkers, "Workers the master holds state for.");
+  checkpoints_ = Counter(r, master_metric::kCheckpointsTotal, "Checkpoints written.");
+  checkpoint_failures_ = Counter(r, master_metric::kCheckpointFailuresTotal,
                                  "Checkpoint attempts that failed.");
-  last_checkpoint_time_ = Gauge(r, "gaptrain_master_last_checkpoint_timestamp_seconds",
+  last_checkpoint_time_ = Gauge(r, master_metric::kLastCheckpointTimestampSeconds,
                                 "Unix time of the last checkpoint written (or resumed from).");
-  checkpoint_interval_ = Gauge(r, "gaptrain_master_checkpoint_interval_seconds",
+  checkpoint_interval_ = Gauge(r, master_metric::kCheckpointIntervalSeconds,
                                "The job's spec.master.checkpoint.intervalSeconds.");
-  start_time_ = Gauge(r, "gaptrain_master_start_time_seconds",
+  start_time_ = Gauge(r, master_metric::kStartTimeSeconds,
                       "Unix time this master process started.");
-  checkpoint_seconds_ = Histogram(r, "gaptrain_master_checkpoint_duration_seconds",
+  checkpoint_seconds_ = Histogram(r, master_metric::kCheckpointDurationSeconds,
                                   "Time to write a checkpoint.",
                                   {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60});
-  first_update_seconds_ = Gauge(r, "gaptrain_master_first_update_seconds",
+  first_update_seconds_ = Gauge(r, master_metric::kFirstUpdateSeconds,
                                 "Seconds from this run serving to its first applied update "
                                 "(NaN until then): how soon workers came back after a restart.");
   first_update_seconds_->Set(std::numeric_limits<double>::quiet_NaN());
   // Gauges, not counters: they come from the ledger file, continue across
   // runs, and a run starts from the values its predecessor left.
-  job_pushes_ = Gauge(r, "gaptrain_master_job_pushes",
+  job_pushes_ = Gauge(r, master_metric::kJobPushes,
                       "Pushes answered (accepted or refused) by every run of the job's master.");
-  job_rejected_ = Gauge(r, "gaptrain_master_job_pushes_rejected",
+  job_rejected_ = Gauge(r, master_metric::kJobPushesRejected,
                         "Pushes refused by every run of the job's master.");
-  job_updates_ = Gauge(r, "gaptrain_master_job_updates",
+  job_updates_ = Gauge(r, master_metric::kJobUpdates,
                        "Updates (version increments) applied by every run of the job's master.");
-  job_updates_lost_ = Gauge(r, "gaptrain_master_job_updates_lost",
+  job_updates_lost_ = Gauge(r, master_metric::kJobUpdatesLost,
                             "Updates lost when a run resumed from a checkpoint older than its "
                             "predecessor's last update.");
-  job_restores_ = Gauge(r, "gaptrain_master_job_restarts",
+  job_restores_ = Gauge(r, master_metric::kJobRestarts,
                         "Runs of the job's master that followed an earlier one.");
 
   tensor_gap_family_ = &prometheus::BuildGauge()
-                            .Name("gaptrain_master_tensor_gap")
+                            .Name(master_metric::kTensorGap)
                             .Help("Mean Gap per tensor (moving average over pushes).")
                             .Register(r);
   tensor_penalty_family_ = &prometheus::BuildGauge()
-                                .Name("gaptrain_master_tensor_penalty_factor")
+                                .Name(master_metric::kTensorPenaltyFactor)
                                 .Help("Mean penalty factor per tensor (moving average).")
                                 .Register(r);
   for (const TensorSpec& t : layout.tensors()) {
@@ -132,7 +134,7 @@ MasterMetrics::MasterMetrics(std::shared_ptr<prometheus::Registry> registry,
   tensor_gap_avg_.assign(layout.num_tensors(), 1.0);
   tensor_penalty_avg_.assign(layout.num_tensors(), 1.0);
   worker_staleness_family_ = &prometheus::BuildGauge()
-                                  .Name("gaptrain_master_worker_staleness")
+                                  .Name(master_metric::kWorkerStaleness)
                                   .Help("Staleness of each live worker's last push.")
                                   .Register(r);
 }

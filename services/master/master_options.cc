@@ -1,6 +1,6 @@
 #include "services/master/master_options.h"
 
-#include "services/common/flag_values.h"
+#include "services/base/flag_values.h"
 
 namespace gaptrain {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "services/common/server_flags.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
+#include "services/net/server_flags.h"
 
 namespace gaptrain {
 

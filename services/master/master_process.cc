@@ -6,14 +6,14 @@
 #include <chrono>
 #include <cstring>
 
-#include "services/common/grpc_keepalive.h"
-#include "services/common/metrics_endpoint.h"
-#include "services/common/os_error.h"
-#include "services/common/ports_file.h"
-#include "services/common/tls_credentials.h"
+#include "services/base/os_error.h"
 #include "services/engine/job_config.h"
 #include "services/learn/dataset.h"
 #include "services/learn/model.h"
+#include "services/net/grpc_keepalive.h"
+#include "services/net/metrics_endpoint.h"
+#include "services/net/ports_file.h"
+#include "services/net/tls_credentials.h"
 
 namespace gaptrain {
 namespace {

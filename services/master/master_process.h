@@ -21,14 +21,14 @@
 #include <string>
 #include <thread>
 
-#include "services/common/http_server.h"
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 #include "services/master/checkpoint.h"
 #include "services/master/master_metrics.h"
 #include "services/master/master_options.h"
 #include "services/master/master_service.h"
 #include "services/master/push_ledger.h"
+#include "services/net/http_server.h"
 
 namespace gaptrain {
 

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "proto/health.grpc.pb.h"
-#include "services/common/http_client.h"
-#include "services/common/metrics_text.h"
 #include "services/master/checkpoint.h"
 #include "services/master/master_client.h"
+#include "services/net/http_client.h"
+#include "services/net/metrics_text.h"
 #include "services/testing/prometheus_test_server.h"
 #include "services/testing/test_processes.h"
 

@@ -8,12 +8,12 @@
 #include <optional>
 #include <set>
 
-#include "services/common/bfloat16.h"
-#include "services/common/finite_scan.h"
-#include "services/common/token_auth.h"
-#include "services/common/wire_values.h"
 #include "services/master/chunk_wire.h"
 #include "services/master/layout_proto.h"
+#include "services/net/token_auth.h"
+#include "services/numeric/bfloat16.h"
+#include "services/numeric/finite_scan.h"
+#include "services/numeric/wire_values.h"
 
 namespace gaptrain {
 namespace {

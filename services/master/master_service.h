@@ -37,7 +37,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "proto/gaptrain.grpc.pb.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/engine/update_engine.h"
 #include "services/master/buffer_pool.h"
 #include "services/master/bulk_transfer.h"

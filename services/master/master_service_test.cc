@@ -8,8 +8,8 @@
 #include <cmath>
 #include <thread>
 
-#include "services/common/bfloat16.h"
 #include "services/master/master_client.h"
+#include "services/numeric/bfloat16.h"
 #include "services/testing/test_files.h"
 
 namespace gaptrain {

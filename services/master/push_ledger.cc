@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "services/common/os_error.h"
+#include "services/base/os_error.h"
 
 namespace gaptrain {
 namespace {

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "services/common/bfloat16.h"
-#include "services/common/grpc_keepalive.h"
-#include "services/common/wire_values.h"
 #include "services/master/layout_proto.h"
+#include "services/net/grpc_keepalive.h"
+#include "services/numeric/bfloat16.h"
+#include "services/numeric/wire_values.h"
 
 namespace gaptrain {
 namespace {

@@ -11,7 +11,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 // The entry point every fuzz target defines (libFuzzer's interface).
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);

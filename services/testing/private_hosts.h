@@ -29,7 +29,7 @@
 #include <memory>
 #include <string>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "services/common/http_server.h"
-#include "services/common/metrics_endpoint.h"
+#include "services/net/http_server.h"
+#include "services/net/metrics_endpoint.h"
 #include "services/testing/prometheus_test_server.h"
 
 namespace gaptrain {

@@ -23,7 +23,7 @@
 #include <sstream>
 #include <thread>
 
-#include "services/common/http_client.h"
+#include "services/net/http_client.h"
 
 namespace gaptrain {
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 #define ASSERT_OK(expr)                                   \
   do {                                                    \

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <thread>
 
-#include "services/common/ports_file.h"
+#include "services/net/ports_file.h"
 
 namespace gaptrain {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/process.h"
+#include "services/base/process.h"
 
 namespace gaptrain {
 

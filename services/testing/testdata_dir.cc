@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "services/common/file_paths.h"
+#include "services/base/file_paths.h"
 
 namespace gaptrain {
 namespace {

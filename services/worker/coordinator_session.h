@@ -39,9 +39,9 @@
 #include <thread>
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/call_canceller.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/coordinator/coordinator_client.h"
+#include "services/net/call_canceller.h"
 #include "services/worker/retry.h"
 #include "services/worker/stop_flag.h"
 #include "services/worker/worker_metrics.h"

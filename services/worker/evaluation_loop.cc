@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "services/common/chance_level.h"
+#include "services/learn/chance_level.h"
 #include "services/learn/evaluator.h"
 #include "services/learn/job_model.h"
 

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/status.h"
+#include "services/base/status.h"
 #include "services/engine/parameter_layout.h"
 #include "services/master/master_client.h"
 #include "services/worker/retry.h"

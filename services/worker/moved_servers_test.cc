@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "services/common/http_client.h"
 #include "services/master/master_client.h"
+#include "services/net/http_client.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/private_hosts.h"
 #include "services/testing/test_processes.h"

@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "services/common/status.h"
-#include "services/common/backoff.h"
+#include "services/base/backoff.h"
+#include "services/base/status.h"
 #include "services/worker/stop_flag.h"
 
 namespace gaptrain {

@@ -46,12 +46,12 @@
 #include <vector>
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/bfloat16.h"
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 #include "services/learn/batch_loader.h"
 #include "services/learn/dataset.h"
 #include "services/learn/model.h"
+#include "services/numeric/bfloat16.h"
 #include "services/worker/coordinator_session.h"
 #include "services/worker/master_link.h"
 #include "services/worker/retry.h"

@@ -20,12 +20,12 @@
 #include <string>
 #include <vector>
 
-#include "services/common/bfloat16.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/learn/batch_loader.h"
 #include "services/learn/compute_threads.h"
 #include "services/learn/device.h"
 #include "services/learn/epoch_order.h"
+#include "services/numeric/bfloat16.h"
 #include "services/testing/fake_servers.h"
 #include "services/worker/evaluation_loop.h"
 #include "services/worker/worker_channel.h"

@@ -1,8 +1,8 @@
 #include "services/worker/worker_channel.h"
 
-#include "services/common/grpc_keepalive.h"
 #include "services/master/bulk_transfer.h"
 #include "services/master/master_client.h"
+#include "services/net/grpc_keepalive.h"
 
 namespace gaptrain {
 

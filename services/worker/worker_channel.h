@@ -7,9 +7,9 @@
 // try again after 100 ms, growing to at most 500 ms, and ping their server
 // every 2 s, so a peer cut off without a FIN is noticed within about 4 s,
 // and look the server's name up again at most every 0.5 s
-// (services/common/grpc_keepalive.h); the worker's RetryLoop paces the
+// (services/net/grpc_keepalive.h); the worker's RetryLoop paces the
 // calls. The clients make their channels again while calls keep failing
-// (services/common/channel_renewal.h): a master or coordinator that came
+// (services/net/channel_renewal.h): a master or coordinator that came
 // back at a new address behind its name (a new pod behind a Kubernetes
 // Service) is reached within a second or so of serving. Channels to the
 // master also get the HTTP/2 settings for model-sized streams
@@ -30,8 +30,8 @@
 #include <string>
 
 #include "proto/gaptrain.pb.h"
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 #include "services/worker/master_link.h"
 
 namespace gaptrain {

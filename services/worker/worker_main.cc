@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "services/common/heap_policy.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/heap_policy.h"
 #include "services/worker/signal_watcher.h"
 #include "services/worker/stop_flag.h"
 #include "services/worker/worker_options.h"

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "services/common/flag_values.h"
+#include "services/base/flag_values.h"
 
 namespace gaptrain {
 namespace {

@@ -7,16 +7,16 @@
 #include <memory>
 #include <string>
 
-#include "services/common/available_cpus.h"
-#include "services/common/http_server.h"
-#include "services/common/metrics_endpoint.h"
-#include "services/common/ports_file.h"
-#include "services/common/tls_credentials.h"
+#include "services/base/available_cpus.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/learn/compute_threads.h"
 #include "services/learn/dataset.h"
 #include "services/learn/device.h"
 #include "services/master/master_client.h"
+#include "services/net/http_server.h"
+#include "services/net/metrics_endpoint.h"
+#include "services/net/ports_file.h"
+#include "services/net/tls_credentials.h"
 #include "services/worker/coordinator_session.h"
 #include "services/worker/evaluation_loop.h"
 #include "services/worker/master_link.h"

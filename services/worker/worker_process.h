@@ -12,8 +12,8 @@
 #ifndef GAPTRAIN_SERVICES_WORKER_WORKER_PROCESS_H_
 #define GAPTRAIN_SERVICES_WORKER_WORKER_PROCESS_H_
 
-#include "services/common/status.h"
-#include "services/common/training_job.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
 #include "services/worker/stop_flag.h"
 #include "services/worker/worker_options.h"
 

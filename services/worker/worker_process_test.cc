@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "services/common/http_client.h"
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/master_client.h"
+#include "services/net/http_client.h"
 #include "services/testing/test_processes.h"
 #include "services/testing/testdata_dir.h"
 

@@ -12,10 +12,10 @@
 #include <cstring>
 #include <type_traits>
 
-#include "services/common/bfloat16.h"
 #include "services/engine/parameter_store.h"
 #include "services/engine/rules/rule_config.h"
 #include "services/engine/rules/update_rule.h"
+#include "services/numeric/bfloat16.h"
 
 namespace gaptrain {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "services/common/status.h"
+#include "services/base/status.h"
 
 namespace gaptrain {
 

@@ -31,7 +31,7 @@ using Vec = std::vector<float>;
 // ------------------------------------------------------------ helpers
 
 // bf16 round to nearest, ties to even, written independently of
-// services/common/bfloat16.h.
+// services/numeric/bfloat16.h.
 inline float RefRoundBf16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof bits);

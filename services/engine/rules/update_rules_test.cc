@@ -17,7 +17,6 @@
 
 #include <gtest/gtest.h>
 
-#include "services/common/bfloat16.h"
 #include "services/engine/apply_stats.h"
 #include "services/engine/learning_rate_schedule.h"
 #include "services/engine/parameter_layout.h"
@@ -26,6 +25,7 @@
 #include "services/engine/rules/rule_config.h"
 #include "services/engine/rules/rule_reference.h"
 #include "services/engine/update_engine.h"
+#include "services/numeric/bfloat16.h"
 
 namespace gaptrain {
 namespace {
