@@ -37,6 +37,7 @@
 #include "operator/cluster_testbed.h"
 #include "services/api/master_metric_names.h"
 #include "services/base/available_cpus.h"
+#include "services/base/file_contents.h"
 #include "services/base/process.h"
 #include "services/net/http_client.h"
 #include "services/net/metrics_text.h"
@@ -121,10 +122,12 @@ bool RunLocally(const std::string& work_dir, Training* training) {
     std::fprintf(stderr, "cluster_bench: %s\n", s.ToString().c_str());
     return false;
   }
-  std::ifstream in(kLocalJobFile);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string job = text.str();
+  std::string job;
+  s = ReadFile(kLocalJobFile, &job);
+  if (!s.ok()) {
+    std::fprintf(stderr, "cluster_bench: %s\n", s.ToString().c_str());
+    return false;
+  }
   const std::string relative = "../shared/data/mnist";
   const size_t at = job.find(relative);
   if (at == std::string::npos) {

@@ -9,10 +9,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "operator/envtest/envtest_assets.h"
+#include "services/base/file_contents.h"
 
 extern char** environ;
 
@@ -45,13 +45,6 @@ class TemporaryDirectory {
  private:
   std::string path_;
 };
-
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::string CommandLine(const std::vector<std::string>& argv) {
   std::string line;
@@ -91,8 +84,8 @@ Status RunCapturing(const std::vector<std::string>& argv, const std::string& dir
       return Status::Internal("waitpid " + argv[0] + ": " + std::strerror(errno));
     }
   }
-  *stdout_text = ReadWholeFile(out_path);
-  *stderr_text = ReadWholeFile(err_path);
+  ReadFile(out_path, stdout_text).ok();  // nothing printed: ""
+  ReadFile(err_path, stderr_text).ok();
   *wait_status = status;
   return Status::OK();
 }

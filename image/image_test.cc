@@ -38,6 +38,7 @@
 
 #include "image/oci_archive.h"
 #include "services/base/process.h"
+#include "services/testing/missing_requirement.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 
@@ -87,7 +88,7 @@ RunResult RunCommand(const std::vector<std::string>& args, const std::string& lo
   }
   const int w = process->wait_status();
   if (WIFEXITED(w)) result.exit_code = WEXITSTATUS(w);
-  result.output = ReadWholeFile(log);
+  result.output = ReadRaw(log);
   return result;
 }
 
@@ -139,7 +140,8 @@ class ImageTest : public ::testing::Test {
 
   void SetUp() override {
     if (::geteuid() != 0) {
-      GTEST_SKIP() << "building the image needs root (mmdebstrap's root mode, unshare, chroot)";
+      GAPTRAIN_SKIP_OR_FAIL_IN_CI(
+          "building the image needs root (mmdebstrap's root mode, unshare, chroot)");
     }
     ASSERT_TRUE(built_->status.ok()) << built_->status.ToString();
   }
@@ -154,7 +156,7 @@ class ImageTest : public ::testing::Test {
 
   static Status Build(Built* b) {
     b->dir = TestTempDir("image");
-    std::istringstream list(ReadWholeFile("image/binaries.txt"));
+    std::istringstream list(ReadRaw("image/binaries.txt"));
     for (std::string line; std::getline(list, line);) {
       if (!line.empty()) b->binaries.push_back(line);
     }
@@ -303,7 +305,7 @@ TEST_F(ImageTest, PodmanAndContainerdLoadIt) {
     const bool up = Eventually(
         [&] { return ctr({"version"}, built_->dir + "/ctr-version.log").exit_code == 0; },
         std::chrono::seconds(30));
-    ASSERT_TRUE(up) << ReadWholeFile(spec.log_file);
+    ASSERT_TRUE(up) << ReadRaw(spec.log_file);
     const RunResult import = ctr({"images", "import", "--all-platforms", "--digests",
                                   "--snapshotter", "native", built_->archive_path},
                                  built_->dir + "/ctr-import.log");
@@ -314,7 +316,10 @@ TEST_F(ImageTest, PodmanAndContainerdLoadIt) {
     containerd->Stop(std::chrono::seconds(10));
   }
   EXPECT_EQ(std::system(("rm -rf '" + short_dir + "'").c_str()), 0);
-  if (!ran) GTEST_SKIP() << "neither podman nor containerd is installed";
+  if (!ran) {
+    GAPTRAIN_SKIP_OR_FAIL_IN_CI(
+        "neither podman nor containerd is installed (scripts/bootstrap.sh --image)");
+  }
 }
 
 TEST_F(ImageTest, ConfigRunsAsNonRootWithoutAnEntrypoint) {
@@ -404,7 +409,7 @@ TEST_F(ImageTest, HoldsNoCompilerHeadersInterpreterOrSetIdPrograms) {
   // No compiler, development or interpreter package is installed.
   const std::regex unwanted(
       R"((gcc|g\+\+|cpp|clang|binutils|make|perl|python3)(-[0-9.]+)?|.*-dev|perl-modules-.*|libperl.*)");
-  std::istringstream status(ReadWholeFile(built_->rootfs + "/var/lib/dpkg/status"));
+  std::istringstream status(ReadRaw(built_->rootfs + "/var/lib/dpkg/status"));
   int packages = 0;
   for (std::string line; std::getline(status, line);) {
     if (line.rfind("Package: ", 0) != 0) continue;

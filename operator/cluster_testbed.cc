@@ -14,6 +14,7 @@
 #include "operator/kube/cluster_config.h"
 #include "operator/test_install.h"
 #include "services/base/atomic_file.h"
+#include "services/base/file_contents.h"
 #include "services/net/http_client.h"
 
 namespace gaptrain {
@@ -189,7 +190,7 @@ Status ClusterTestbed::FillDatasets() {
   for (const char* file : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                            "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
     std::string bytes;
-    GAPTRAIN_RETURN_IF_ERROR(kube::ReadFileToString(options_.mnist_dir + "/" + file, &bytes));
+    GAPTRAIN_RETURN_IF_ERROR(ReadFile(options_.mnist_dir + "/" + file, &bytes));
     GAPTRAIN_RETURN_IF_ERROR(WriteFile(path + "/" + file, bytes));
   }
   return cluster_->Kubectl({"delete", "--namespace", ns, "pod/dataset-loader", "--wait=false"});
@@ -198,7 +199,7 @@ Status ClusterTestbed::FillDatasets() {
 Status ClusterTestbed::ReadJob(const std::string& file, json* job) const {
   std::vector<json> objects;
   std::string text;
-  GAPTRAIN_RETURN_IF_ERROR(kube::ReadFileToString(file, &text));
+  GAPTRAIN_RETURN_IF_ERROR(ReadFile(file, &text));
   GAPTRAIN_RETURN_IF_ERROR(ParseManifests(text, &objects));
   if (objects.size() != 1) return Status::InvalidArgument(file + ": not one object");
   *job = objects[0];

@@ -469,7 +469,7 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   // The operator dashboard over the whole job, for docs/monitoring.md.
   GrafanaDashboard dashboard;
   Status parsed = GrafanaDashboard::Parse(
-      ReadWholeFile("deploy/monitoring/gaptrain-operator.dashboard.json"), &dashboard);
+      ReadRaw("deploy/monitoring/gaptrain-operator.dashboard.json"), &dashboard);
   ASSERT_TRUE(parsed.ok()) << parsed.ToString();
   PanelRange range;
   range.end = WallSeconds();

@@ -9,10 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "services/base/file_contents.h"
 #include "services/testing/yaml_to_json.h"
 
 namespace gaptrain {
@@ -78,11 +77,9 @@ TEST(OperatorPermissionsTest, RequestLogEntriesMapToPermissions) {
 // docs/operator.md shows the ClusterRole a Deployment needs; it must grant
 // what the operator uses, no more and no less.
 TEST(OperatorPermissionsTest, TheDocumentedClusterRoleMatches) {
-  std::ifstream in("docs/operator.md");
-  ASSERT_TRUE(in) << "docs/operator.md is not in the runfiles";
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string doc = text.str();
+  std::string doc;
+  const Status read = ReadFile("docs/operator.md", &doc);
+  ASSERT_TRUE(read.ok()) << read.ToString() << " (docs/operator.md is not in the runfiles)";
   // The yaml block holding the ClusterRole, one document of several.
   const size_t kind = doc.find("\nkind: ClusterRole\n");
   ASSERT_NE(kind, std::string::npos) << "no ClusterRole in docs/operator.md";

@@ -1,8 +1,8 @@
 #include "operator/running_operator.h"
 
 #include <fstream>
-#include <sstream>
 
+#include "services/base/file_contents.h"
 #include "services/net/ports_file.h"
 
 namespace gaptrain {
@@ -63,10 +63,9 @@ double RunningOperator::Metric(const std::string& series, double absent) const {
 }
 
 std::string RunningOperator::Log() const {
-  std::ifstream in(log_file_);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string text;
+  ReadFile(log_file_, &text).ok();  // none yet: ""
+  return text;
 }
 
 }  // namespace gaptrain

@@ -29,9 +29,10 @@ PACKAGES=(
 )
 
 # The container image (scripts/build-image.sh, //image:image_test):
-# with --image.
+# with --image. podman and containerd load the archive in the test, as
+# users' runtimes and `kind load image-archive` do.
 if [[ "${1:-}" == --image ]]; then
-  PACKAGES+=(mmdebstrap umoci jq)
+  PACKAGES+=(mmdebstrap umoci jq podman containerd)
 fi
 
 # Wanted but not needed: clang and its libFuzzer runtime for the fuzz

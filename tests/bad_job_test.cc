@@ -86,7 +86,7 @@ TEST(BadJobTest, BadFlagsAreNamed) {
     std::string expected;
   } cases[] = {
       {{"run"}, "-f: the job file is required"},
-      {{"run", "-f", dir + "/missing.yaml"}, "-f: cannot read"},
+      {{"run", "-f", dir + "/missing.yaml"}, "-f: " + dir + "/missing.yaml: cannot read"},
       {{"run", "-f", "x.yaml", "--chaos", "every=soon"}, "--chaos: every"},
       {{"run", "-f", "x.yaml", "--chaos", "often=1s"}, "--chaos: unknown key 'often'"},
       {{"run", "-f", "x.yaml", "--threads-per-worker", "0"}, "--threads-per-worker"},

@@ -73,12 +73,12 @@ nlohmann::json RunJob(const std::string& dir, const E2eJob& job,
   std::unique_ptr<Process> run = StartGaptrain(args, log);
   EXPECT_NE(run, nullptr);
   if (run == nullptr) return nullptr;
-  EXPECT_TRUE(run->WaitExit(std::chrono::minutes(5))) << ReadWholeFile(log);
-  const std::string out = ReadWholeFile(log);
+  EXPECT_TRUE(run->WaitExit(std::chrono::minutes(5))) << ReadRaw(log);
+  const std::string out = ReadRaw(log);
   std::printf("---- gaptrain run %s\n%s\n", job.name.c_str(), out.c_str());  // for the test log
   EXPECT_TRUE(WIFEXITED(run->wait_status()) && WEXITSTATUS(run->wait_status()) == 0)
       << DescribeWaitStatus(run->wait_status()) << "\n" << out;
-  return nlohmann::json::parse(ReadWholeFile(*run_dir + "/summary.json"), nullptr, false);
+  return nlohmann::json::parse(ReadRaw(*run_dir + "/summary.json"), nullptr, false);
 }
 
 // Seconds from serving to the first update, for each run of the master
@@ -134,7 +134,7 @@ TEST(ChaosAcceptanceTest, KilledTrainersAndTwoKilledMastersLoseNoTraining) {
   EXPECT_EQ(master_kills, 2u) << faults.dump(2);
   EXPECT_EQ(chaos["workers"]["preempted"].get<uint64_t>(), sigterms) << chaos.dump(2);
   EXPECT_EQ(chaos["workers"]["leaseExpiries"].get<uint64_t>(), sigkills)
-      << chaos.dump(2) << "\ncoordinator log:\n" << ReadWholeFile(chaos_dir + "/logs/coordinator.log");
+      << chaos.dump(2) << "\ncoordinator log:\n" << ReadRaw(chaos_dir + "/logs/coordinator.log");
   EXPECT_EQ(chaos["workers"]["failed"], 0) << chaos.dump(2);
   EXPECT_EQ(chaos["workerRestarts"], 0) << "a worker crashed";
 
@@ -176,7 +176,7 @@ TEST(ChaosAcceptanceTest, KilledTrainersAndTwoKilledMastersLoseNoTraining) {
   EXPECT_EQ(calm["version"].get<uint64_t>(), calm_ledger.updates);
 
   // Reconnect: the first update of each restarted master.
-  const std::string master_log = ReadWholeFile(chaos_dir + "/logs/master.log");
+  const std::string master_log = ReadRaw(chaos_dir + "/logs/master.log");
   const std::vector<double> first_update = FirstUpdateSeconds(master_log);
   ASSERT_EQ(first_update.size(), 3u) << "one per run of the master:\n" << master_log;
   for (size_t run = 1; run < first_update.size(); ++run) {

@@ -47,7 +47,7 @@ void AwaitSeries(PrometheusTestServer* prometheus, const std::string& what,
   double value = 0;
   Status s = prometheus->WaitForSeries(promql, 240, &value);
   ASSERT_TRUE(s.ok()) << what << ": " << s.ToString() << "\n--- gaptrain run:\n"
-                      << ReadWholeFile(launcher_log);
+                      << ReadRaw(launcher_log);
 }
 
 TEST(DashboardE2eTest, EveryPanelOfTheJobDashboardHasDataForARunningJobThatLostATrainer) {
@@ -56,7 +56,7 @@ TEST(DashboardE2eTest, EveryPanelOfTheJobDashboardHasDataForARunningJobThatLostA
   ASSERT_TRUE(found.ok()) << found.ToString();
   GrafanaDashboard dashboard;
   Status s = GrafanaDashboard::Parse(
-      ReadWholeFile("deploy/monitoring/gaptrain-job.dashboard.json"), &dashboard);
+      ReadRaw("deploy/monitoring/gaptrain-job.dashboard.json"), &dashboard);
   ASSERT_TRUE(s.ok()) << s.ToString();
 
   const std::string dir = TestTempDir("dashboard");
@@ -80,7 +80,7 @@ TEST(DashboardE2eTest, EveryPanelOfTheJobDashboardHasDataForARunningJobThatLostA
                     log);
   ASSERT_NE(launcher, nullptr);
   ASSERT_TRUE(WaitForEndpoints(run_dir, std::chrono::seconds(180)).is_object())
-      << ReadWholeFile(log);
+      << ReadRaw(log);
 
   PrometheusTestServer::FileTargetsOptions options;
   options.scrape_interval_seconds = kScrapeSeconds;
@@ -157,10 +157,10 @@ TEST(DashboardE2eTest, EveryPanelOfTheJobDashboardHasDataForARunningJobThatLostA
   }
   EXPECT_GE(rule_count, 14u) << rules;
 
-  ASSERT_TRUE(launcher->WaitExit(std::chrono::minutes(10))) << ReadWholeFile(log);
+  ASSERT_TRUE(launcher->WaitExit(std::chrono::minutes(10))) << ReadRaw(log);
   EXPECT_TRUE(WIFEXITED(launcher->wait_status()) && WEXITSTATUS(launcher->wait_status()) == 0)
       << DescribeWaitStatus(launcher->wait_status()) << "\n"
-      << ReadWholeFile(log);
+      << ReadRaw(log);
 
   // The picture for docs/monitoring.md: the whole run.
   range.end = static_cast<double>(std::time(nullptr));

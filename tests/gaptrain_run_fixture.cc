@@ -65,7 +65,7 @@ int RunGaptrain(const std::vector<std::string>& args, std::string* output,
   std::unique_ptr<Process> p = StartGaptrain(args, log);
   if (p == nullptr) return -1;
   const bool exited = p->WaitExit(timeout);
-  *output = ReadWholeFile(log);
+  *output = ReadRaw(log);
   return exited ? p->wait_status() : -1;
 }
 
@@ -93,7 +93,7 @@ bool ProcessGone(pid_t pid) {
   if (kill(pid, 0) == -1 && errno == ESRCH) return true;
   // A dead child of a killed launcher is a zombie until its new parent
   // reaps it: dead all the same. /proc/<pid>/stat: "pid (comm) state ...".
-  const std::string stat = ReadWholeFile("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat = ReadRaw("/proc/" + std::to_string(pid) + "/stat");
   const size_t paren = stat.rfind(')');
   return stat.empty() || (paren != std::string::npos && paren + 2 < stat.size() &&
                           stat[paren + 2] == 'Z');

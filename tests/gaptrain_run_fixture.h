@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "services/base/process.h"
-#include "services/testing/test_processes.h"  // TestTempDir, Eventually, ReadWholeFile
+#include "services/testing/test_files.h"      // ReadRaw
+#include "services/testing/test_processes.h"  // TestTempDir, Eventually
 
 namespace gaptrain {
 

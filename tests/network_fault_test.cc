@@ -78,7 +78,7 @@ int RunCommand(const std::vector<std::string>& command, const std::string& log,
     return -1;
   }
   process->WaitExit(std::chrono::seconds(30));
-  *output = ReadWholeFile(log);
+  *output = ReadRaw(log);
   return process->wait_status();
 }
 
@@ -205,7 +205,7 @@ class NetworkedJob {
     return "'" + text + "' failed (" + DescribeWaitStatus(status) + "): " + output;
   }
 
-  std::string LogOf(const std::string& service) { return ReadWholeFile(dir_ + "/" + service + ".log"); }
+  std::string LogOf(const std::string& service) { return ReadRaw(dir_ + "/" + service + ".log"); }
 
  private:
   std::string Launch(const std::string& service, const std::string& binary,

@@ -52,7 +52,7 @@ double WallSeconds() {
 TEST(OperatorDashboardE2eTest, EveryPanelHasDataForARunningOperator) {
   GrafanaDashboard dashboard;
   Status s = GrafanaDashboard::Parse(
-      ReadWholeFile("deploy/monitoring/gaptrain-operator.dashboard.json"), &dashboard);
+      ReadRaw("deploy/monitoring/gaptrain-operator.dashboard.json"), &dashboard);
   ASSERT_TRUE(s.ok()) << s.ToString();
   const std::string dir = TestTempDir("operator-dashboard");
 

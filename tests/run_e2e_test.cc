@@ -41,7 +41,7 @@ bool ExitedWith(int status, int code) {
 bool JobStatus(const std::string& run_dir, proto::CoordinatorStatusResponse* status) {
   const nlohmann::json endpoints = WaitForEndpoints(run_dir, std::chrono::seconds(0));
   if (!endpoints.is_object()) return false;
-  std::string token = ReadWholeFile(run_dir + "/token");
+  std::string token = ReadRaw(run_dir + "/token");
   while (!token.empty() && token.back() == '\n') token.pop_back();
   CoordinatorClient::Options options;
   options.token = token;
@@ -94,7 +94,7 @@ void StartRun(const std::string& dir, const std::string& job_file, const std::st
   job->launcher = StartGaptrain(args, job->output);
   ASSERT_NE(job->launcher, nullptr);
   job->endpoints = WaitForEndpoints(job->run_dir, std::chrono::seconds(180));
-  ASSERT_TRUE(job->endpoints.is_object()) << ReadWholeFile(job->output);
+  ASSERT_TRUE(job->endpoints.is_object()) << ReadRaw(job->output);
 }
 
 TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) {
@@ -121,7 +121,7 @@ TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) 
   // NUL-terminated entries.
   for (const auto& [service, pid] : pids) {
     const std::string environ =
-        '\0' + ReadWholeFile("/proc/" + std::to_string(pid) + "/environ");
+        '\0' + ReadRaw("/proc/" + std::to_string(pid) + "/environ");
     const std::string entry = std::string(1, '\0') + "OPENBLAS_NUM_THREADS=1" + '\0';
     EXPECT_NE(environ.find(entry), std::string::npos) << service;
   }
@@ -159,14 +159,14 @@ TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) 
                                 60, &live);
   EXPECT_TRUE(s.ok()) << s.ToString();
 
-  ASSERT_TRUE(run->WaitExit(std::chrono::minutes(15))) << ReadWholeFile(running.output);
-  const std::string out = ReadWholeFile(running.output);
+  ASSERT_TRUE(run->WaitExit(std::chrono::minutes(15))) << ReadRaw(running.output);
+  const std::string out = ReadRaw(running.output);
   EXPECT_TRUE(ExitedWith(run->wait_status(), 0)) << DescribeWaitStatus(run->wait_status()) << "\n"
                                                   << out;
   EXPECT_NE(out.find("test accuracy"), std::string::npos) << out;
   std::printf("---- gaptrain run's output\n%s\n", out.c_str());  // for the test log
 
-  const nlohmann::json summary = nlohmann::json::parse(ReadWholeFile(run_dir + "/summary.json"));
+  const nlohmann::json summary = nlohmann::json::parse(ReadRaw(run_dir + "/summary.json"));
   EXPECT_EQ(summary["outcome"], "Succeeded") << summary.dump(2);
   ASSERT_TRUE(summary["accuracy"].is_number()) << summary.dump(2);
   EXPECT_GE(summary["accuracy"].get<double>(), 0.98) << summary.dump(2);
@@ -188,7 +188,7 @@ TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) 
   const int exported =
       RunGaptrain({"export", "--run-dir", run_dir, "-o", dir + "/model.pt"}, &export_text);
   EXPECT_TRUE(ExitedWith(exported, 0)) << export_text;
-  EXPECT_EQ(ReadWholeFile(dir + "/model.pt").substr(0, 2), "PK") << export_text;
+  EXPECT_EQ(ReadRaw(dir + "/model.pt").substr(0, 2), "PK") << export_text;
 
   for (const auto& [service, pid] : pids) {
     EXPECT_TRUE(ProcessGone(pid)) << service << " (pid " << pid << ") outlived the launcher";
@@ -201,7 +201,7 @@ TEST(RunE2eTest, FourWorkersTrainLenet5OnMnistToNinetyEightPercentWithGapAware) 
   std::string worker_logs;
   for (const std::string& name :
        {"evaluator", "trainer-0", "trainer-1", "trainer-2", "trainer-3"}) {
-    const std::string log = ReadWholeFile(run_dir + "/logs/" + name + ".log");
+    const std::string log = ReadRaw(run_dir + "/logs/" + name + ".log");
     worker_logs += log;
     inflated += CountFileCounts(log, "file(s) inflated into the data cache");
     from_cache += CountFileCounts(log, "file(s) from the data cache");
@@ -234,18 +234,18 @@ TEST(RunE2eTest, CtrlCStopsEverythingWithACheckpointAndResumeFinishesTheJob) {
   ASSERT_TRUE(Eventually(
       [&] { return JobStatus(run_dir, &status) && status.master_version() >= 200; },
       std::chrono::seconds(180)))
-      << ReadWholeFile(running.output);
+      << ReadRaw(running.output);
   ASSERT_NE(status.phase(), proto::JOB_PHASE_SUCCEEDED) << "the job ended before Ctrl-C";
 
   run->Signal(SIGINT);
   ASSERT_TRUE(run->WaitExit(std::chrono::minutes(2)));
-  const std::string first = ReadWholeFile(running.output);
+  const std::string first = ReadRaw(running.output);
   EXPECT_TRUE(ExitedWith(run->wait_status(), 130)) << DescribeWaitStatus(run->wait_status())
                                                     << "\n" << first;
   for (const auto& [service, pid] : ServicePids(endpoints)) {
     EXPECT_TRUE(ProcessGone(pid)) << service << " outlived the launcher";
   }
-  const nlohmann::json stopped = nlohmann::json::parse(ReadWholeFile(run_dir + "/summary.json"));
+  const nlohmann::json stopped = nlohmann::json::parse(ReadRaw(run_dir + "/summary.json"));
   EXPECT_EQ(stopped["outcome"], "Interrupted") << stopped.dump(2);
   const uint64_t stopped_version = stopped["version"];
   EXPECT_GE(stopped_version, 200u);
@@ -259,11 +259,11 @@ TEST(RunE2eTest, CtrlCStopsEverythingWithACheckpointAndResumeFinishesTheJob) {
   const int resumed = RunGaptrain({"run", "-f", job_file, "--run-dir", run_dir, "--resume"},
                                   &second, std::chrono::seconds(600));
   EXPECT_TRUE(ExitedWith(resumed, 0)) << second;
-  const nlohmann::json finished = nlohmann::json::parse(ReadWholeFile(run_dir + "/summary.json"));
+  const nlohmann::json finished = nlohmann::json::parse(ReadRaw(run_dir + "/summary.json"));
   EXPECT_EQ(finished["outcome"], "Succeeded") << finished.dump(2);
   EXPECT_GT(finished["version"].get<uint64_t>(), stopped_version);
   EXPECT_GE(finished["accuracy"].get<double>(), 0.95) << finished.dump(2);
-  EXPECT_NE(ReadWholeFile(run_dir + "/logs/master.log").find("restored"), std::string::npos);
+  EXPECT_NE(ReadRaw(run_dir + "/logs/master.log").find("restored"), std::string::npos);
 }
 
 TEST(RunE2eTest, SyncWithABackupWorkerTrainsTheMlp) {
@@ -279,7 +279,7 @@ TEST(RunE2eTest, SyncWithABackupWorkerTrainsTheMlp) {
   const int status = RunGaptrain({"run", "-f", job_file, "--run-dir", dir + "/run"}, &out,
                                  std::chrono::seconds(600));
   EXPECT_TRUE(ExitedWith(status, 0)) << out;
-  const nlohmann::json summary = nlohmann::json::parse(ReadWholeFile(dir + "/run/summary.json"));
+  const nlohmann::json summary = nlohmann::json::parse(ReadRaw(dir + "/run/summary.json"));
   EXPECT_EQ(summary["outcome"], "Succeeded") << summary.dump(2);
   EXPECT_GE(summary["accuracy"].get<double>(), 0.95) << summary.dump(2);
   // A step averages the first (members - 1) gradients: at most 2 of the 3

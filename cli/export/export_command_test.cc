@@ -254,7 +254,7 @@ TEST(ExportCommandTest, BadUsageIsRefused) {
        "--test-accuracy: must be a number in [0, 1], got '0.9x'"},
       {{checkpoint, "-o", out, "--card", out + ".json", "--job", dir + "/absent.yaml"},
        1,
-       "--job: " + dir + "/absent.yaml: cannot open the job file"},
+       "--job: " + dir + "/absent.yaml: cannot read: No such file or directory"},
       {{checkpoint, checkpoint, "-o", out}, 2, "unexpected argument '" + checkpoint + "'"},
       {{checkpoint}, 2, "missing -o OUT.pt"},
       {{checkpoint, "-o"}, 2, "-o: needs a value"},

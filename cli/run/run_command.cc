@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "cli/run/chaos_monkey.h"
@@ -15,6 +13,7 @@
 #include "cli/run/run_dir.h"
 #include "cli/run/service_binaries.h"
 #include "services/api/training_job.h"
+#include "services/base/file_contents.h"
 #include "services/base/flag_values.h"
 #include "services/base/termination_signal.h"
 #include "services/learn/dataset.h"
@@ -45,15 +44,6 @@ constexpr char kUsage[] =
 int Fail(const std::string& message, int code) {
   std::fprintf(stderr, "gaptrain run: %s\n", message.c_str());
   return code;
-}
-
-Status ReadFile(const std::string& path, std::string* text) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("-f: cannot read " + path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  *text = out.str();
-  return Status::OK();
 }
 
 // What the workers will read, and whether this machine holds them, checked
@@ -113,6 +103,7 @@ int RunCommand(const std::vector<std::string>& args) {
   std::string yaml;
   TrainingJob job;
   s = ReadFile(job_path, &yaml);
+  if (!s.ok()) s = Status(s.code(), "-f: " + s.message());
   if (s.ok()) s = ParseTrainingJob(yaml, job_path, &job);
   if (s.ok()) s = CheckInputs(job);
   if (!s.ok()) return Fail(s.message() + "\nnothing was started", 2);

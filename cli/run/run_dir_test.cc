@@ -11,13 +11,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {
@@ -32,19 +32,6 @@ bool Exists(const std::string& path) {
 bool IsDir(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-void WriteAll(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  ASSERT_TRUE(out.good()) << path;
 }
 
 // A path under $TEST_TMPDIR named after the running test; nothing exists there.
@@ -73,8 +60,8 @@ TEST(RunDirTest, ExistingDirectoryIsMovedAside) {
   const std::string path = FreshPath();
   ASSERT_EQ(mkdir(path.c_str(), 0755), 0);
   ASSERT_EQ(mkdir((path + "/logs").c_str(), 0755), 0);
-  WriteAll(path + "/summary.json", "{\"outcome\": \"Succeeded\"}\n");
-  WriteAll(path + "/logs/master.log", "old log\n");
+  WriteRaw(path + "/summary.json", "{\"outcome\": \"Succeeded\"}\n");
+  WriteRaw(path + "/logs/master.log", "old log\n");
 
   std::unique_ptr<RunDir> dir;
   std::string moved_to;
@@ -82,8 +69,8 @@ TEST(RunDirTest, ExistingDirectoryIsMovedAside) {
   ASSERT_FALSE(moved_to.empty());
   EXPECT_EQ(moved_to.rfind(path + "-", 0), 0u) << moved_to;
   // The old files are kept, aside.
-  EXPECT_EQ(ReadAll(moved_to + "/summary.json"), "{\"outcome\": \"Succeeded\"}\n");
-  EXPECT_EQ(ReadAll(moved_to + "/logs/master.log"), "old log\n");
+  EXPECT_EQ(ReadRaw(moved_to + "/summary.json"), "{\"outcome\": \"Succeeded\"}\n");
+  EXPECT_EQ(ReadRaw(moved_to + "/logs/master.log"), "old log\n");
   // The run directory is fresh.
   EXPECT_TRUE(IsDir(path));
   EXPECT_FALSE(Exists(path + "/summary.json"));
@@ -109,22 +96,22 @@ TEST(RunDirTest, EveryEarlierRunIsKeptAside) {
   ASSERT_FALSE(second_aside.empty());
   // Within one second both get the same time stamp: the second is numbered.
   EXPECT_NE(first_aside, second_aside);
-  EXPECT_EQ(ReadAll(first_aside + "/summary.json"), "run 1");
-  EXPECT_EQ(ReadAll(second_aside + "/summary.json"), "run 2");
+  EXPECT_EQ(ReadRaw(first_aside + "/summary.json"), "run 1");
+  EXPECT_EQ(ReadRaw(second_aside + "/summary.json"), "run 2");
   EXPECT_FALSE(Exists(path + "/summary.json"));
 }
 
 TEST(RunDirTest, TrailingSlashIsTheSameDirectory) {
   const std::string path = FreshPath();
   ASSERT_EQ(mkdir(path.c_str(), 0755), 0);
-  WriteAll(path + "/summary.json", "old");
+  WriteRaw(path + "/summary.json", "old");
   std::unique_ptr<RunDir> dir;
   std::string moved_to;
   const Status s = RunDir::Open(path + "//", /*resume=*/false, &moved_to, &dir);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(dir->path(), path);
   EXPECT_EQ(moved_to.rfind(path + "-", 0), 0u) << moved_to;
-  EXPECT_EQ(ReadAll(moved_to + "/summary.json"), "old");
+  EXPECT_EQ(ReadRaw(moved_to + "/summary.json"), "old");
   EXPECT_FALSE(Exists(path + "/summary.json"));
 }
 
@@ -132,12 +119,12 @@ TEST(RunDirTest, ResumeKeepsTheDirectory) {
   const std::string path = FreshPath();
   ASSERT_EQ(mkdir(path.c_str(), 0755), 0);
   ASSERT_EQ(mkdir((path + "/checkpoints").c_str(), 0755), 0);
-  WriteAll(path + "/checkpoints/ckpt-100", "weights");
+  WriteRaw(path + "/checkpoints/ckpt-100", "weights");
   std::unique_ptr<RunDir> dir;
   std::string moved_to = "stale";
   ASSERT_TRUE(RunDir::Open(path, /*resume=*/true, &moved_to, &dir).ok());
   EXPECT_EQ(moved_to, "");
-  EXPECT_EQ(ReadAll(path + "/checkpoints/ckpt-100"), "weights");
+  EXPECT_EQ(ReadRaw(path + "/checkpoints/ckpt-100"), "weights");
 }
 
 TEST(RunDirTest, ResumeOfAMissingDirectoryIsNotFound) {
@@ -156,7 +143,7 @@ TEST(RunDirTest, SecondOpenWhileTheFirstIsAliveIsRefused) {
   std::unique_ptr<RunDir> first;
   std::string moved_to;
   ASSERT_TRUE(RunDir::Open(path, false, &moved_to, &first).ok());
-  WriteAll(path + "/job.yaml", "kind: TrainingJob\n");
+  WriteRaw(path + "/job.yaml", "kind: TrainingJob\n");
 
   for (bool resume : {false, true}) {
     std::unique_ptr<RunDir> second;
@@ -167,7 +154,7 @@ TEST(RunDirTest, SecondOpenWhileTheFirstIsAliveIsRefused) {
     EXPECT_EQ(moved_to, "");
   }
   // The running job's directory was not moved away from under it.
-  EXPECT_EQ(ReadAll(path + "/job.yaml"), "kind: TrainingJob\n");
+  EXPECT_EQ(ReadRaw(path + "/job.yaml"), "kind: TrainingJob\n");
 
   // Once the first is gone, the lock is free again.
   first.reset();
@@ -188,7 +175,7 @@ TEST(RunDirTest, TokenIsRandomHexWithMode0600AndStable) {
     struct stat st;
     ASSERT_EQ(stat((path + "/token").c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
-    EXPECT_EQ(ReadAll(path + "/token"), token + "\n");
+    EXPECT_EQ(ReadRaw(path + "/token"), token + "\n");
     ASSERT_TRUE(dir->Token(&again).ok());
     EXPECT_EQ(again, token);
   }
@@ -216,9 +203,9 @@ TEST(RunDirTest, StoresTheManifestAndTheSummary) {
   ASSERT_TRUE(RunDir::Open(path, false, &moved_to, &dir).ok());
   ASSERT_TRUE(dir->StoreManifest("apiVersion: gaptrain/v1\n", &stored).ok());
   EXPECT_EQ(stored, path + "/job.yaml");
-  EXPECT_EQ(ReadAll(stored), "apiVersion: gaptrain/v1\n");
+  EXPECT_EQ(ReadRaw(stored), "apiVersion: gaptrain/v1\n");
   ASSERT_TRUE(dir->WriteSummary("{\"outcome\":\"Failed\"}\n").ok());
-  EXPECT_EQ(ReadAll(path + "/summary.json"), "{\"outcome\":\"Failed\"}\n");
+  EXPECT_EQ(ReadRaw(path + "/summary.json"), "{\"outcome\":\"Failed\"}\n");
 }
 
 TEST(RunDirTest, EndpointsAreWrittenAndRemovedWithTheRunDir) {
@@ -233,7 +220,7 @@ TEST(RunDirTest, EndpointsAreWrittenAndRemovedWithTheRunDir) {
   LocalJob job(options);  // nothing started: no metrics targets, no pids
   ASSERT_TRUE(dir->WriteEndpoints("mnist", &job, 4242).ok());
 
-  const nlohmann::json endpoints = nlohmann::json::parse(ReadAll(path + "/endpoints.json"));
+  const nlohmann::json endpoints = nlohmann::json::parse(ReadRaw(path + "/endpoints.json"));
   EXPECT_EQ(endpoints["launcherPid"].get<int>(), 4242);
   EXPECT_EQ(endpoints["coordinator"], job.coordinator_address());
   EXPECT_EQ(endpoints["master"], job.master_address());
@@ -241,7 +228,7 @@ TEST(RunDirTest, EndpointsAreWrittenAndRemovedWithTheRunDir) {
   EXPECT_TRUE(endpoints["metrics"].empty());
   EXPECT_TRUE(endpoints["pids"].empty());
   const nlohmann::json targets =
-      nlohmann::json::parse(ReadAll(path + "/prometheus-targets.json"));
+      nlohmann::json::parse(ReadRaw(path + "/prometheus-targets.json"));
   EXPECT_EQ(targets, nlohmann::json::array());
 
   // What `gaptrain status` reads back.
@@ -271,10 +258,10 @@ TEST(ReadRunEndpointsTest, MissingEndpointsFileIsNotFoundAndNamed) {
 TEST(ReadRunEndpointsTest, MalformedEndpointsAreDataLoss) {
   const std::string path = FreshPath();
   ASSERT_EQ(mkdir(path.c_str(), 0755), 0);
-  WriteAll(path + "/token", "abc\n");
+  WriteRaw(path + "/token", "abc\n");
   for (const std::string bad : {"{not json", "", "[1, 2]", "{\"master\": \"127.0.0.1:1\"}",
                                 "{\"coordinator\": 5}"}) {
-    WriteAll(path + "/endpoints.json", bad);
+    WriteRaw(path + "/endpoints.json", bad);
     std::string address, token;
     const Status s = ReadRunEndpoints(path, &address, &token);
     EXPECT_EQ(s.code(), Code::kDataLoss) << "'" << bad << "': " << s.ToString();
@@ -285,10 +272,10 @@ TEST(ReadRunEndpointsTest, MalformedEndpointsAreDataLoss) {
 TEST(ReadRunEndpointsTest, ReadsAddressAndToken) {
   const std::string path = FreshPath();
   ASSERT_EQ(mkdir(path.c_str(), 0755), 0);
-  WriteAll(path + "/endpoints.json",
+  WriteRaw(path + "/endpoints.json",
            "{\"launcherPid\": 12, \"coordinator\": \"127.0.0.1:40123\", "
            "\"master\": \"127.0.0.1:40124\"}\n");
-  WriteAll(path + "/token", "0123456789abcdef0123456789abcdef\n");
+  WriteRaw(path + "/token", "0123456789abcdef0123456789abcdef\n");
   std::string address, token;
   ASSERT_TRUE(ReadRunEndpoints(path, &address, &token).ok());
   EXPECT_EQ(address, "127.0.0.1:40123");
@@ -298,12 +285,12 @@ TEST(ReadRunEndpointsTest, ReadsAddressAndToken) {
 TEST(ReadRunEndpointsTest, MissingTokenIsNotFoundAndNamed) {
   const std::string path = FreshPath();
   ASSERT_EQ(mkdir(path.c_str(), 0755), 0);
-  WriteAll(path + "/endpoints.json", "{\"coordinator\": \"127.0.0.1:40123\"}\n");
+  WriteRaw(path + "/endpoints.json", "{\"coordinator\": \"127.0.0.1:40123\"}\n");
   std::string address, token;
   Status s = ReadRunEndpoints(path, &address, &token);
   EXPECT_EQ(s.code(), Code::kNotFound);
   EXPECT_NE(s.message().find(path + "/token"), std::string::npos) << s.message();
-  WriteAll(path + "/token", "");
+  WriteRaw(path + "/token", "");
   s = ReadRunEndpoints(path, &address, &token);
   EXPECT_EQ(s.code(), Code::kNotFound) << "an empty token file";
 }

@@ -22,6 +22,7 @@
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/transport.h"
 #include "services/base/atomic_file.h"
+#include "services/base/file_contents.h"
 
 namespace gaptrain {
 namespace envtest {
@@ -74,7 +75,7 @@ Status WriteText(const std::string& path, const std::string& text) {
 
 std::string Tail(const std::string& path, size_t bytes) {
   std::string text;
-  if (!kube::ReadFileToString(path, &text).ok()) return "(no log at " + path + ")";
+  if (!ReadFile(path, &text).ok()) return "(no log at " + path + ")";
   if (text.size() > bytes) text = "..." + text.substr(text.size() - bytes);
   return text;
 }
@@ -304,7 +305,7 @@ Status ControlPlane::MakeCertificates() {
   GAPTRAIN_RETURN_IF_ERROR(
       RunOpenssl(pki_dir_, "ecparam -name prime256v1 -genkey -noout -out sa.key"));
   GAPTRAIN_RETURN_IF_ERROR(RunOpenssl(pki_dir_, "ec -in sa.key -pubout -out sa.pub"));
-  return kube::ReadFileToString(ca_file_, &ca_pem_);
+  return ReadFile(ca_file_, &ca_pem_);
 }
 
 std::string ControlPlane::Kubeconfig(const std::string& token, const std::string& ns) const {
@@ -434,7 +435,7 @@ Status ControlPlane::Kubectl(const std::vector<std::string>& args, std::string* 
   GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, &process));
   const bool exited = process->WaitExit(seconds(60));
   std::string text;
-  kube::ReadFileToString(log, &text).ok();
+  ReadFile(log, &text).ok();
   ::unlink(log.c_str());
   if (output != nullptr) *output = text;
   std::string command = "kubectl";

@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "operator/kube/cluster_config.h"
 #include "services/base/atomic_file.h"
+#include "services/base/file_contents.h"
 
 namespace gaptrain {
 namespace envtest {
@@ -12,7 +12,7 @@ Status RunOpenssl(const std::string& dir, const std::string& args) {
   const std::string command = "cd '" + dir + "' && openssl " + args + " >>openssl.log 2>&1";
   if (std::system(command.c_str()) != 0) {
     std::string output;
-    kube::ReadFileToString(dir + "/openssl.log", &output).ok();
+    ReadFile(dir + "/openssl.log", &output).ok();
     if (output.size() > 2000) output = "..." + output.substr(output.size() - 2000);
     return Status::Internal("openssl " + args + " failed:\n" + output);
   }

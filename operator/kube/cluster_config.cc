@@ -2,15 +2,12 @@
 
 #include <sys/stat.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "operator/kube/kubeconfig.h"
 #include "operator/kube/pem.h"
+#include "services/base/file_contents.h"
 
 namespace gaptrain {
 namespace kube {
@@ -107,19 +104,9 @@ Environment ProcessEnvironment() {
   return env;
 }
 
-Status ReadFileToString(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot read: " + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return Status::Unavailable(path + ": read failed: " + std::strerror(errno));
-  *out = buffer.str();
-  return Status::OK();
-}
-
 Status ReadTrimmedFile(const std::string& path, std::string* out) {
   std::string text;
-  GAPTRAIN_RETURN_IF_ERROR(ReadFileToString(path, &text));
+  GAPTRAIN_RETURN_IF_ERROR(ReadFile(path, &text));
   const char* space = " \t\r\n";
   const size_t begin = text.find_first_not_of(space);
   *out = begin == std::string::npos
@@ -151,7 +138,7 @@ Status LoadInClusterConfig(const std::string& dir, const Environment& env, Clust
                                         s.message()));
   }
   const std::string ca_file = dir + "/ca.crt";
-  s = ReadFileToString(ca_file, &config.ca_pem);
+  s = ReadFile(ca_file, &config.ca_pem);
   if (!s.ok()) return fail(s);
   s = CheckCertificatesPem(config.ca_pem);
   if (!s.ok()) return fail(Status::InvalidArgument(ca_file + ": " + s.message()));

@@ -85,10 +85,8 @@ struct ResolveOptions {
 // listing what was tried, when none applies.
 Status ResolveClusterConfig(const ResolveOptions& options, ClusterConfig* out);
 
-// Reads a whole file; errors name the path ("<path>: cannot read: <why>").
-Status ReadFileToString(const std::string& path, std::string* out);
-// The same, without leading and trailing whitespace (token and namespace
-// files end with a newline).
+// A whole file (ReadFile, services/base/file_contents.h) without leading and
+// trailing whitespace (token and namespace files end with a newline).
 Status ReadTrimmedFile(const std::string& path, std::string* out);
 
 }  // namespace kube

@@ -9,6 +9,7 @@
 
 #include "operator/kube/pem.h"
 #include "services/api/yaml_fields.h"
+#include "services/base/file_contents.h"
 #include "services/base/file_paths.h"
 
 namespace gaptrain {
@@ -60,7 +61,7 @@ std::string ResolvePath(const std::string& kubeconfig, const std::string& path) 
 
 Status Loader::ReadFile(const std::string& file) {
   std::string text;
-  Status s = ReadFileToString(file, &text);
+  Status s = gaptrain::ReadFile(file, &text);
   if (!s.ok()) return Status(s.code(), "kubeconfig " + s.message());
   YAML::Node root;
   try {
@@ -118,7 +119,7 @@ Status Loader::ReadPem(YamlFields* fields, const Entry& entry, const std::string
     }
   } else if (!file.empty()) {
     *field = fields->PathOf(key);
-    Status s = ReadFileToString(ResolvePath(entry.file, file), pem);
+    Status s = gaptrain::ReadFile(ResolvePath(entry.file, file), pem);
     if (!s.ok()) return InFile(entry.file, Status(s.code(), *field + ": " + s.message()));
   } else {
     return Status::OK();
@@ -193,7 +194,7 @@ Status Loader::ReadUser(const Entry& user, ClusterConfig* config) {
   if (!token_file.empty()) {
     config->token_file = ResolvePath(user.file, token_file);
     std::string ignored;
-    Status read = ReadFileToString(config->token_file, &ignored);
+    Status read = gaptrain::ReadFile(config->token_file, &ignored);
     if (!read.ok()) {
       return InFile(user.file,
                     Status(read.code(), fields.PathOf("tokenFile") + ": " + read.message()));

@@ -15,6 +15,7 @@
 #include "operator/kube/client.h"
 #include "operator/testing/scripted_server.h"
 #include "operator/testing/kube_test_support.h"
+#include "services/base/file_contents.h"
 #include "services/testing/test_files.h"
 
 namespace gaptrain {
@@ -158,7 +159,7 @@ TEST_F(TlsTest, BadTlsMaterialIsRefusedWhenTheClientIsMade) {
   EXPECT_EQ(s.message(), "test config: client certificate: needs both a certificate and a key");
 
   std::string server_key;
-  ASSERT_TRUE(ReadFileToString(certs_->server_key_file, &server_key).ok());
+  ASSERT_TRUE(ReadFile(certs_->server_key_file, &server_key).ok());
   config.client_key_pem = server_key;
   s = Client::New(config, {}, &client);
   EXPECT_EQ(s.message(),

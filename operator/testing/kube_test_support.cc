@@ -6,6 +6,7 @@
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/json_text.h"
 #include "operator/testing/scripted_server.h"
+#include "services/base/file_contents.h"
 #include "services/base/file_paths.h"
 #include "services/testing/testdata_dir.h"
 
@@ -28,10 +29,10 @@ Status MakeTestCertificates(const std::string& dir, TestCertificates* out) {
   c.client_cert_file = dir + "/client.crt";
   c.client_key_file = dir + "/client.key";
   c.other_ca_file = dir + "/other-ca.crt";
-  GAPTRAIN_RETURN_IF_ERROR(ReadFileToString(c.ca_file, &c.ca_pem));
-  GAPTRAIN_RETURN_IF_ERROR(ReadFileToString(c.client_cert_file, &c.client_cert_pem));
-  GAPTRAIN_RETURN_IF_ERROR(ReadFileToString(c.client_key_file, &c.client_key_pem));
-  GAPTRAIN_RETURN_IF_ERROR(ReadFileToString(c.other_ca_file, &c.other_ca_pem));
+  GAPTRAIN_RETURN_IF_ERROR(ReadFile(c.ca_file, &c.ca_pem));
+  GAPTRAIN_RETURN_IF_ERROR(ReadFile(c.client_cert_file, &c.client_cert_pem));
+  GAPTRAIN_RETURN_IF_ERROR(ReadFile(c.client_key_file, &c.client_key_pem));
+  GAPTRAIN_RETURN_IF_ERROR(ReadFile(c.other_ca_file, &c.other_ca_pem));
   *out = std::move(c);
   return Status::OK();
 }
@@ -39,7 +40,7 @@ Status MakeTestCertificates(const std::string& dir, TestCertificates* out) {
 Status ReadRecordedFile(const std::string& name, std::string* out) {
   std::string dir;
   GAPTRAIN_RETURN_IF_ERROR(FindRecordedK8sDir(&dir));
-  return ReadFileToString(dir + "/" + name, out);
+  return ReadFile(dir + "/" + name, out);
 }
 
 std::string Recording::ResponseBytes() const {

@@ -21,6 +21,7 @@
 #include "operator/testing/json_fields.h"
 #include "operator/testing/pod_status.h"
 #include "operator/testing/pod_volumes.h"
+#include "services/base/file_contents.h"
 #include "services/base/os_error.h"
 
 namespace gaptrain {
@@ -829,10 +830,7 @@ std::string LocalNode::LogPath(const std::string& ns, const std::string& name) c
 Status LocalNode::Logs(const std::string& ns, const std::string& name, std::string* text) const {
   const std::string path = LogPath(ns, name);
   if (path.empty()) return Status::NotFound("no pod " + ns + "/" + name + " ran on this node");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream content;
-  content << in.rdbuf();
-  *text = content.str();
+  ReadFile(path, text).ok();  // nothing written yet: ""
   return Status::OK();
 }
 

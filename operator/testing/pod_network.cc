@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "services/base/file_contents.h"
 #include "services/base/os_error.h"
 #include "services/base/process.h"
 
@@ -46,13 +47,6 @@ std::string IpBinary() {
   return "";
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Runs `ip ARGS...`; *output (when given) gets what it printed.
 Status RunIp(const std::string& scratch_dir, const std::vector<std::string>& args,
              std::string* output = nullptr) {
@@ -70,7 +64,8 @@ Status RunIp(const std::string& scratch_dir, const std::vector<std::string>& arg
   if (!process->WaitExit(std::chrono::seconds(30))) {
     process->Stop(std::chrono::milliseconds(0));
   }
-  const std::string printed = ReadFile(spec.log_file);
+  std::string printed;
+  ReadFile(spec.log_file, &printed).ok();  // nothing printed: ""
   unlink(spec.log_file.c_str());
   if (output != nullptr) *output = printed;
   const int status = process->wait_status();

@@ -2,10 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "services/api/yaml_fields.h"
+#include "services/base/file_contents.h"
 
 namespace gaptrain {
 namespace {
@@ -89,12 +87,9 @@ Status ParseTrainingJob(const std::string& yaml_text, const std::string& source,
 }
 
 Status LoadTrainingJob(const std::string& path, TrainingJob* job) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open the job file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::DataLoss(path + ": read error");
-  return ParseTrainingJob(text.str(), path, job);
+  std::string text;
+  GAPTRAIN_RETURN_IF_ERROR(ReadFile(path, &text));
+  return ParseTrainingJob(text, path, job);
 }
 
 Status CheckJobAgainstData(const TrainingJob& job, uint64_t train_samples) {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+
+#include "services/base/file_contents.h"
 
 namespace gaptrain {
 
@@ -25,11 +25,9 @@ Status ParseUnsignedFlag(const std::string& flag, const std::string& text, uint6
 
 Status ResolveJobToken(const std::string& token_file, bool allow_none, std::string* token) {
   if (!token_file.empty()) {
-    std::ifstream in(token_file);
-    if (!in) return Status::NotFound("--token-file: cannot read " + token_file);
-    std::ostringstream text;
-    text << in.rdbuf();
-    std::string s = text.str();
+    std::string s;
+    Status read = ReadFile(token_file, &s);
+    if (!read.ok()) return Status(read.code(), "--token-file: " + read.message());
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
     if (s.empty()) return Status::InvalidArgument("--token-file: " + token_file + " is empty");
     *token = s;

@@ -27,6 +27,8 @@
 
 #include <gtest/gtest.h>
 
+#include "services/testing/test_files.h"
+
 namespace gaptrain {
 namespace {
 
@@ -41,13 +43,6 @@ std::string TmpPath(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   return std::string(tmp != nullptr ? tmp : "/tmp") + "/process_test-" +
          ::testing::UnitTest::GetInstance()->current_test_info()->name() + "-" + name;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
 }
 
 // Polls `condition` until it holds or `timeout` passes; its final value.
@@ -181,9 +176,9 @@ TEST(ProcessTest, SpecEnvReachesTheChild) {
   std::unique_ptr<Process> process;
   ASSERT_TRUE(Process::Start(spec, &process).ok());
   ASSERT_TRUE(process->WaitExit(seconds(30)));
-  EXPECT_EQ(DescribeWaitStatus(process->wait_status()), "exit code 0") << ReadAll(spec.log_file);
+  EXPECT_EQ(DescribeWaitStatus(process->wait_status()), "exit code 0") << ReadRaw(spec.log_file);
   // Set, replaced (once, not twice), and inherited.
-  EXPECT_EQ(ReadAll(out), "hello world|new|from-launcher|1\n");
+  EXPECT_EQ(ReadRaw(out), "hello world|new|from-launcher|1\n");
   unsetenv("GAPTRAIN_TEST_INHERITED");
   unsetenv("GAPTRAIN_TEST_REPLACED");
 }
@@ -196,11 +191,11 @@ TEST(ProcessTest, OutputIsAppendedToTheLogAndStdinIsDevNull) {
                              &process)
                   .ok());
   ASSERT_TRUE(process->WaitExit(seconds(30)));
-  EXPECT_EQ(ReadAll(log), "before\nout\nerr\n/dev/null\n");
+  EXPECT_EQ(ReadRaw(log), "before\nout\nerr\n/dev/null\n");
   // A restart appends to the same log.
   ASSERT_TRUE(Process::Start(Shell("echo again", log), &process).ok());
   ASSERT_TRUE(process->WaitExit(seconds(30)));
-  EXPECT_EQ(ReadAll(log), "before\nout\nerr\n/dev/null\nagain\n");
+  EXPECT_EQ(ReadRaw(log), "before\nout\nerr\n/dev/null\nagain\n");
 }
 
 TEST(ProcessTest, StopEndsAChildThatIgnoresSigtermWithSigkill) {
@@ -210,7 +205,7 @@ TEST(ProcessTest, StopEndsAChildThatIgnoresSigtermWithSigkill) {
                   Shell("trap '' TERM; echo ready; while :; do sleep 0.05; done", log), &process)
                   .ok());
   // SIGTERM is ignored only once the trap is set.
-  ASSERT_TRUE(PollUntil([&] { return ReadAll(log) == "ready\n"; })) << ReadAll(log);
+  ASSERT_TRUE(PollUntil([&] { return ReadRaw(log) == "ready\n"; })) << ReadRaw(log);
   const auto grace = milliseconds(300);
   const auto start = std::chrono::steady_clock::now();
   process->Stop(grace);
@@ -258,7 +253,7 @@ struct ProcStat {
 };
 
 bool ReadProcStat(pid_t pid, ProcStat* stat) {
-  const std::string text = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text = ReadRaw("/proc/" + std::to_string(pid) + "/stat");
   const size_t paren = text.rfind(')');  // the command name may hold spaces
   if (paren == std::string::npos) return false;
   std::istringstream fields(text.substr(paren + 1));

@@ -10,9 +10,9 @@
 #include "services/coordinator/coordinator_config.h"
 #include "services/coordinator/state_file.h"
 #include "services/coordinator/status_json.h"
-#include "services/learn/dataset.h"
+#include "services/learn/job_data.h"
 #include "services/master/master_client.h"
-#include "services/net/grpc_keepalive.h"
+#include "services/net/grpc_server.h"
 #include "services/net/metrics_endpoint.h"
 #include "services/net/ports_file.h"
 #include "services/net/tls_credentials.h"
@@ -23,25 +23,6 @@ namespace {
 constexpr std::chrono::milliseconds kTickPeriod(200);
 constexpr uint64_t kTicksPerProgressWrite = 25;  // 5 s
 constexpr uint64_t kTicksPerSummary = 150;       // 30 s
-
-// The training set's size: from the flag when given, else from the headers
-// of the dataset named in the job (once, at start).
-Status TrainSamples(const CoordinatorOptions& options, const TrainingJob& job, uint64_t* samples) {
-  if (options.train_samples > 0) {
-    *samples = options.train_samples;
-    return Status::OK();
-  }
-  DatasetFormat format;
-  GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
-  DatasetShape train;
-  Status s = DescribeDataset(format, job.data.path, Split::kTrain, &train);
-  if (!s.ok()) {
-    return Status(s.code(), s.message() + " (the coordinator reads the training set's size; "
-                                          "or pass --train-samples)");
-  }
-  *samples = train.samples;
-  return Status::OK();
-}
 
 Status EnsureDirectory(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) {
@@ -96,8 +77,10 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
                                  std::unique_ptr<CoordinatorProcess>* process) {
   std::unique_ptr<CoordinatorProcess> p(new CoordinatorProcess());
 
-  uint64_t samples = 0;
-  GAPTRAIN_RETURN_IF_ERROR(TrainSamples(options, job, &samples));
+  DatasetShape train;
+  GAPTRAIN_RETURN_IF_ERROR(
+      DescribeJobTrainingSet(job, options.train_samples, "the coordinator", &train));
+  const uint64_t samples = train.samples;
   CoordinatorConfig config;
   GAPTRAIN_RETURN_IF_ERROR(CoordinatorConfigFromJob(job, samples, options.task_batches, &config));
   config.no_worker_timeout_seconds = static_cast<double>(options.no_worker_timeout_seconds);
@@ -178,18 +161,8 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
     spdlog::warn("no --master: the master is not told who is live");
   }
 
-  std::shared_ptr<grpc::ServerCredentials> credentials;
-  GAPTRAIN_RETURN_IF_ERROR(
-      ServerCredentialsFromFiles(options.server.tls_cert, options.server.tls_key, &credentials));
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.server.listen, credentials, &p->grpc_port_);
-  ApplyKeepaliveArguments(&builder);
-  builder.RegisterService(p->service_.get());
-  p->server_ = builder.BuildAndStart();
-  if (p->server_ == nullptr || p->grpc_port_ == 0) {
-    return Status::Unavailable("--listen: cannot serve gRPC on " + options.server.listen);
-  }
+  GAPTRAIN_RETURN_IF_ERROR(StartGrpcServer(options.server, p->service_.get(), nullptr,
+                                           &p->server_, &p->grpc_port_));
 
   CoordinatorProcess* raw = p.get();
   GAPTRAIN_RETURN_IF_ERROR(

@@ -22,6 +22,7 @@
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/master_client.h"
 #include "services/net/http_client.h"
+#include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 
 namespace gaptrain {
@@ -60,7 +61,7 @@ std::unique_ptr<ChildProcess> Start(const std::string& binary, const std::string
   auto child = std::make_unique<ChildProcess>(binary, std::move(args), dir + "/" + name + "-ports",
                                               dir + "/" + name + ".log", kToken,
                                               /*port_count=*/2);
-  EXPECT_TRUE(child->started()) << ReadWholeFile(child->log_file());
+  EXPECT_TRUE(child->started()) << ReadRaw(child->log_file());
   return child;
 }
 

@@ -11,6 +11,7 @@
 
 #include "services/coordinator/coordinator_state.h"
 #include "services/coordinator/state_file.h"
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {
@@ -241,11 +242,7 @@ TEST(StateFileTest, RoundTripsAndRejectsTornOrCorruptFiles) {
   ASSERT_TRUE(ReadStateFile(path, &read).ok());
   EXPECT_EQ(read.SerializeAsString(), saved.SerializeAsString());
 
-  std::string bytes;
-  {
-    std::ifstream in(path, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const std::string bytes = ReadRaw(path);
   auto write = [&](const std::string& content) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
   };

@@ -5,10 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "services/base/atomic_file.h"
+#include "services/base/file_contents.h"
 
 namespace gaptrain {
 namespace {
@@ -55,9 +54,8 @@ Status ReadStateFile(const std::string& path, proto::CoordinatorSnapshot* snapsh
     if (errno == ENOENT) return Status::NotFound(path + ": no state file");
     return Status::Unavailable(path + ": cannot stat: " + std::strerror(errno));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Unavailable(path + ": cannot open for reading");
-  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string file;
+  GAPTRAIN_RETURN_IF_ERROR(ReadFile(path, &file));
   if (file.size() < kPrefixBytes) {
     return Status::DataLoss(path + ": " + std::to_string(file.size()) +
                             " bytes, shorter than the 16-byte header (torn)");

@@ -8,6 +8,10 @@ ModelInput ModelInputOf(const Dataset& data) {
   return ModelInput{data.channels, data.height, data.width, data.num_classes};
 }
 
+ModelInput ModelInputOf(const DatasetShape& shape) {
+  return ModelInput{shape.channels, shape.height, shape.width, shape.num_classes};
+}
+
 Status CreateJobModel(const TrainingJob& job, const ModelInput& input, uint64_t seed,
                       std::unique_ptr<Model>* model) {
   if (!job.model.torchscript.empty()) {

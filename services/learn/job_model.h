@@ -1,7 +1,7 @@
 // CreateJobModel: the model a TrainingJob names (spec.model: a built-in
 // network or a TorchScript file), shaped for the dataset a worker loaded.
-// Trainers and the evaluator build theirs this way, so their layouts match
-// the master's (which builds it from the same manifest).
+// The master, the trainers and the evaluator all build theirs this way, so
+// their layouts match.
 
 #ifndef GAPTRAIN_SERVICES_LEARN_JOB_MODEL_H_
 #define GAPTRAIN_SERVICES_LEARN_JOB_MODEL_H_
@@ -17,8 +17,10 @@
 
 namespace gaptrain {
 
-// The image shape and class count of `data`.
+// The image shape and class count of `data`, or of a split known by its
+// headers (DescribeDataset, DescribeJobTrainingSet).
 ModelInput ModelInputOf(const Dataset& data);
+ModelInput ModelInputOf(const DatasetShape& shape);
 
 // `seed` initialises a built-in model's parameters (a worker overwrites
 // them with its first pull).

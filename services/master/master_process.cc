@@ -8,63 +8,27 @@
 
 #include "services/base/os_error.h"
 #include "services/engine/job_config.h"
-#include "services/learn/dataset.h"
-#include "services/learn/model.h"
-#include "services/net/grpc_keepalive.h"
+#include "services/learn/job_data.h"
+#include "services/learn/job_model.h"
+#include "services/master/bulk_transfer.h"
+#include "services/net/grpc_server.h"
 #include "services/net/metrics_endpoint.h"
 #include "services/net/ports_file.h"
-#include "services/net/tls_credentials.h"
 
 namespace gaptrain {
-namespace {
-
-// The training set's size and image shape: from flags when given, else by
-// reading the dataset named in the job.
-Status DescribeData(const MasterOptions& options, const TrainingJob& job, uint64_t* samples,
-                    ModelInput* input) {
-  DatasetFormat format;
-  GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
-  if (format == DatasetFormat::kCifar10Bin) {
-    *input = ModelInput{3, 32, 32, 10};
-  } else {
-    *input = ModelInput{1, 28, 28, 10};
-  }
-  if (options.train_samples > 0) {
-    *samples = options.train_samples;
-    return Status::OK();
-  }
-  DatasetShape train;
-  Status s = DescribeDataset(format, job.data.path, Split::kTrain, &train);
-  if (!s.ok()) {
-    return Status(s.code(), s.message() + " (the master reads the training set's size and "
-                                          "shape; or pass --train-samples)");
-  }
-  *samples = train.samples;
-  *input = ModelInput{train.channels, train.height, train.width, train.num_classes};
-  return Status::OK();
-}
-
-Status InitialModel(const MasterOptions& options, const TrainingJob& job,
-                    const ModelInput& input, std::unique_ptr<Model>* model) {
-  if (!job.model.torchscript.empty()) {
-    return Model::LoadTorchScript(job.model.torchscript, input, model);
-  }
-  return Model::CreateBuiltin(job.model.builtin, input, options.model_seed, model);
-}
-
-}  // namespace
 
 Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job,
                             std::unique_ptr<MasterProcess>* process) {
   std::unique_ptr<MasterProcess> p(new MasterProcess());
   p->job_ = job;
 
-  uint64_t samples = 0;
-  ModelInput input;
-  GAPTRAIN_RETURN_IF_ERROR(DescribeData(options, job, &samples, &input));
+  DatasetShape train;
+  GAPTRAIN_RETURN_IF_ERROR(
+      DescribeJobTrainingSet(job, options.train_samples, "the master", &train));
+  const uint64_t samples = train.samples;
   GAPTRAIN_RETURN_IF_ERROR(CheckJobAgainstData(job, samples));
   std::unique_ptr<Model> model;
-  GAPTRAIN_RETURN_IF_ERROR(InitialModel(options, job, input, &model));
+  GAPTRAIN_RETURN_IF_ERROR(CreateJobModel(job, ModelInputOf(train), options.model_seed, &model));
 
   UpdateEngine::Options engine_options;
   GAPTRAIN_RETURN_IF_ERROR(RuleConfigFromJob(job, &engine_options.rule));
@@ -170,19 +134,10 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   p->service_->set_checkpoint_fn(
       [raw](std::string* path, uint64_t* version) { return raw->CheckpointNow(path, version); });
 
-  std::shared_ptr<grpc::ServerCredentials> credentials;
-  GAPTRAIN_RETURN_IF_ERROR(
-      ServerCredentialsFromFiles(options.server.tls_cert, options.server.tls_key, &credentials));
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.server.listen, credentials, &p->grpc_port_);
-  ApplyBulkTransferArguments(&builder);
-  ApplyKeepaliveArguments(&builder);
-  builder.RegisterService(p->service_.get());
-  p->server_ = builder.BuildAndStart();
-  if (p->server_ == nullptr || p->grpc_port_ == 0) {
-    return Status::Unavailable("--listen: cannot serve gRPC on " + options.server.listen);
-  }
+  GAPTRAIN_RETURN_IF_ERROR(StartGrpcServer(
+      options.server, p->service_.get(),
+      [](grpc::ServerBuilder* builder) { ApplyBulkTransferArguments(builder); }, &p->server_,
+      &p->grpc_port_));
   p->service_->MarkServing();
 
   GAPTRAIN_RETURN_IF_ERROR(

@@ -23,6 +23,7 @@
 #include "services/net/http_client.h"
 #include "services/net/metrics_text.h"
 #include "services/testing/prometheus_test_server.h"
+#include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 
 namespace gaptrain {
@@ -69,7 +70,7 @@ std::unique_ptr<ChildProcess> StartMaster(const std::string& dir,
   auto master = std::make_unique<ChildProcess>("services/master/gaptrain-master", args,
                                                dir + "/ports", dir + "/master.log", kToken,
                                                /*port_count=*/2);
-  EXPECT_TRUE(master->started()) << ReadWholeFile(master->log_file());
+  EXPECT_TRUE(master->started()) << ReadRaw(master->log_file());
   return master;
 }
 
@@ -139,9 +140,9 @@ TEST(MasterProcessTest, CheckpointKillRestoreIsBitIdenticalAndTrainingContinues)
   uint64_t version = 0;
   EXPECT_EQ(PullAll(client, p, &version), at_checkpoint);  // worker 1 is still a member
   EXPECT_EQ(version, 20u);
-  EXPECT_NE(ReadWholeFile(restarted->log_file()).find("at version 20 with 2 workers [1, 2]"),
+  EXPECT_NE(ReadRaw(restarted->log_file()).find("at version 20 with 2 workers [1, 2]"),
             std::string::npos)
-      << ReadWholeFile(restarted->log_file());
+      << ReadRaw(restarted->log_file());
   // The checkpoint it resumed from is its last one, not "never".
   HttpClientResponse metrics;
   ASSERT_TRUE(HttpGet("127.0.0.1", restarted->port(kHttpPort), "/metrics", 10, &metrics).ok());
@@ -174,10 +175,10 @@ TEST(MasterProcessTest, CheckpointsEveryIntervalSeconds) {
   std::unique_ptr<ParameterStore> loaded;
   ASSERT_TRUE(Eventually(
       [&] {
-        return ReadWholeFile(master->log_file()).find("written (version 3") != std::string::npos;
+        return ReadRaw(master->log_file()).find("written (version 3") != std::string::npos;
       },
       std::chrono::seconds(30)))
-      << ReadWholeFile(master->log_file());
+      << ReadRaw(master->log_file());
   Status read = ReadCheckpoint(expected, &loaded, nullptr);
   ASSERT_TRUE(read.ok()) << read.ToString();
   ASSERT_EQ(loaded->size(), p);
@@ -310,7 +311,7 @@ TEST(MasterProcessTest, ServesOverTls) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl could not make a test certificate";
   auto master = StartMaster(dir, {"--tls-cert", dir + "/cert.pem", "--tls-key", dir + "/key.pem"});
   grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = ReadWholeFile(dir + "/cert.pem");
+  ssl.pem_root_certs = ReadRaw(dir + "/cert.pem");
   MasterClient::Options o;
   o.token = kToken;
   MasterClient tls(grpc::CreateChannel("localhost:" + std::to_string(master->port(kGrpcPort)),
@@ -334,7 +335,7 @@ TEST(MasterProcessTest, BadFlagsAndJobFailFast) {
                       " >/dev/null 2>" + err;
     int status = std::system(cmd.c_str());
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << args;
-    const std::string said = ReadWholeFile(err);
+    const std::string said = ReadRaw(err);
     EXPECT_NE(said.find(what), std::string::npos) << args << " said: " << said;
   };
   fails_saying("", "--job: is required");

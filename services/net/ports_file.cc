@@ -1,17 +1,17 @@
 #include "services/net/ports_file.h"
 
 #include <fstream>
-#include <iterator>
 #include <thread>
 
 #include "services/base/atomic_file.h"
+#include "services/base/file_contents.h"
 
 namespace gaptrain {
 namespace {
 
 std::string Tail(const std::string& path, size_t max_bytes = 2000) {
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  ReadFile(path, &text).ok();  // a log not written yet is empty
   return text.size() > max_bytes ? "..." + text.substr(text.size() - max_bytes) : text;
 }
 

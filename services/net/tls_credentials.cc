@@ -1,20 +1,20 @@
 #include "services/net/tls_credentials.h"
 
-#include <fstream>
-#include <sstream>
+#include <utility>
+
+#include "services/base/file_contents.h"
 
 namespace gaptrain {
 namespace {
 
-// The whole of a PEM file: NOT_FOUND when it cannot be read,
-// INVALID_ARGUMENT when it is empty.
+// The whole of a PEM file: ReadFile's error after the flag when it cannot
+// be read, INVALID_ARGUMENT when it is empty.
 Status ReadPem(const std::string& flag, const std::string& path, std::string* pem) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(flag + ": cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().empty()) return Status::InvalidArgument(flag + ": " + path + " is empty");
-  *pem = text.str();
+  std::string text;
+  Status s = ReadFile(path, &text);
+  if (!s.ok()) return Status(s.code(), flag + ": " + s.message());
+  if (text.empty()) return Status::InvalidArgument(flag + ": " + path + " is empty");
+  *pem = std::move(text);
   return Status::OK();
 }
 

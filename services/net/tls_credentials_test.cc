@@ -29,7 +29,8 @@ TEST(TlsCredentialsTest, ErrorsNameTheFlagAndTheFile) {
   std::shared_ptr<grpc::ChannelCredentials> channel;
   Status s = ChannelCredentialsFromCa("--master-ca", "/nonexistent/ca.pem", &channel);
   EXPECT_EQ(s.code(), Status::Code::kNotFound);
-  EXPECT_EQ(s.message(), "--master-ca: cannot read /nonexistent/ca.pem");
+  EXPECT_EQ(s.message(),
+            "--master-ca: /nonexistent/ca.pem: cannot read: No such file or directory");
   s = ChannelCredentialsFromCa("--coordinator-ca", empty, &channel);
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(s.message(), "--coordinator-ca: " + empty + " is empty");
@@ -39,9 +40,10 @@ TEST(TlsCredentialsTest, ErrorsNameTheFlagAndTheFile) {
   std::shared_ptr<grpc::ServerCredentials> server;
   s = ServerCredentialsFromFiles("/nonexistent/cert.pem", key, &server);
   EXPECT_EQ(s.code(), Status::Code::kNotFound);
-  EXPECT_EQ(s.message(), "--tls-cert: cannot read /nonexistent/cert.pem");
+  EXPECT_EQ(s.message(),
+            "--tls-cert: /nonexistent/cert.pem: cannot read: No such file or directory");
   s = ServerCredentialsFromFiles(key, "/nonexistent/key.pem", &server);
-  EXPECT_EQ(s.message(), "--tls-key: cannot read /nonexistent/key.pem");
+  EXPECT_EQ(s.message(), "--tls-key: /nonexistent/key.pem: cannot read: No such file or directory");
 }
 
 }  // namespace

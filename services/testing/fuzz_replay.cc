@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 
+#include "services/base/file_contents.h"
 #include "services/testing/fuzz_contract.h"
 
 namespace gaptrain {
@@ -32,10 +31,8 @@ Status ListFuzzInputs(const std::vector<std::string>& paths, std::vector<std::st
 }
 
 Status ReplayFuzzInput(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Status::NotFound(file + ": cannot open");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::Unavailable(file + ": read error");
+  std::string bytes;
+  GAPTRAIN_RETURN_IF_ERROR(ReadFile(file, &bytes));
   // Exactly the input's size, as libFuzzer allocates it.
   std::unique_ptr<uint8_t[]> exact(new uint8_t[bytes.size()]);
   std::copy(bytes.begin(), bytes.end(), exact.get());

@@ -23,6 +23,7 @@
 #include <sstream>
 #include <thread>
 
+#include "services/base/file_contents.h"
 #include "services/net/http_client.h"
 
 namespace gaptrain {
@@ -393,10 +394,8 @@ PrometheusTestServer::~PrometheusTestServer() {
 }
 
 std::string PrometheusTestServer::LogTail(size_t max_bytes) const {
-  std::ifstream in(log_path_, std::ios::binary);
-  if (!in) return "(no log)";
-  std::string log((std::istreambuf_iterator<char>(in)),
-                  std::istreambuf_iterator<char>());
+  std::string log;
+  if (!ReadFile(log_path_, &log).ok()) return "(no log)";
   if (log.size() > max_bytes) log = "..." + log.substr(log.size() - max_bytes);
   return log;
 }

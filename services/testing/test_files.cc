@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "services/base/file_contents.h"
+
 namespace gaptrain {
 
 std::string TestDir(const std::string& prefix) {
@@ -38,12 +40,7 @@ void WriteGzip(const std::string& path, const std::string& bytes) {
 
 std::string ReadRaw(const std::string& path) {
   std::string out;
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return out;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  std::fclose(f);
+  ReadFile(path, &out).ok();  // "" when it cannot be read
   return out;
 }
 

@@ -27,8 +27,6 @@ std::string TestTempDir(const std::string& name);
 bool Eventually(const std::function<bool()>& condition,
                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
-std::string ReadWholeFile(const std::string& path);
-
 class ChildProcess {
  public:
   // Starts `binary` (a runfiles path such as "services/worker/gaptrain-worker")

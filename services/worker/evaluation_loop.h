@@ -18,12 +18,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "services/api/training_job.h"
 #include "services/base/status.h"
 #include "services/learn/dataset.h"
 #include "services/learn/model.h"
 #include "services/worker/coordinator_session.h"
+#include "services/worker/loop_options.h"
 #include "services/worker/master_link.h"
 #include "services/worker/retry.h"
 #include "services/worker/stop_flag.h"
@@ -33,20 +35,13 @@ namespace gaptrain {
 
 class EvaluationLoop {
  public:
-  struct Options {
-    RetryPolicy retry;
-    uint64_t seed = 1;
+  struct Options : LoopOptions {
+    explicit Options(LoopOptions loop = LoopOptions()) : LoopOptions(std::move(loop)) {}
     // How often the master's version is checked while waiting.
     std::chrono::milliseconds poll{500};
     int64_t batch_size = 1000;  // evaluation batch
     // After the job ended: time allowed for the final evaluation.
     double final_evaluation_seconds = 60;
-    double grace_seconds = 20;  // after a preemption, until the worker has left
-    // Where the model computes: "cpu" or "cuda" (ChooseDevice's choice);
-    // a model that cannot run there stays on the CPU (PlaceJobModel).
-    std::string device = "cpu";
-    // Tests: the GPU's mirrored mode on the CPU (model.h).
-    bool mirror_on_cpu_for_testing = false;
   };
 
   struct Result {

@@ -33,6 +33,7 @@
 #include "services/net/http_client.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/private_hosts.h"
+#include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 #include "services/testing/testdata_dir.h"
 
@@ -63,7 +64,7 @@ double Metric(int port, const std::string& series) {
 }
 
 std::string Tail(const std::string& path) {
-  const std::string text = ReadWholeFile(path);
+  const std::string text = ReadRaw(path);
   return text.size() > 3000 ? text.substr(text.size() - 3000) : text;
 }
 

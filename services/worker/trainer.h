@@ -43,6 +43,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proto/gaptrain.pb.h"
@@ -53,6 +54,7 @@
 #include "services/learn/model.h"
 #include "services/numeric/bfloat16.h"
 #include "services/worker/coordinator_session.h"
+#include "services/worker/loop_options.h"
 #include "services/worker/master_link.h"
 #include "services/worker/retry.h"
 #include "services/worker/stop_flag.h"
@@ -62,16 +64,9 @@ namespace gaptrain {
 
 class Trainer {
  public:
-  struct Options {
-    RetryPolicy retry;          // master calls (the session has its own)
-    uint64_t seed = 1;          // backoff jitter
-    double grace_seconds = 20;  // after a preemption, until the worker has left
-    int max_recomputes = 3;     // per batch, after stale or not-a-member refusals
-    // Where the model computes: "cpu" or "cuda" (ChooseDevice's choice);
-    // a model that cannot run there stays on the CPU (PlaceJobModel).
-    std::string device = "cpu";
-    // Tests: the GPU's mirrored mode on the CPU (model.h).
-    bool mirror_on_cpu_for_testing = false;
+  struct Options : LoopOptions {
+    explicit Options(LoopOptions loop = LoopOptions()) : LoopOptions(std::move(loop)) {}
+    int max_recomputes = 3;  // per batch, after stale or not-a-member refusals
   };
 
   // Everything borrowed must outlive the trainer; `metrics` may be null.

@@ -75,15 +75,21 @@ class Harness {
     coordinator_ = std::make_unique<FakeCoordinator>(master_->address(), kSamples, kBatch);
   }
 
+  // What both loops share: fast retries, the device SetDevice chose.
+  LoopOptions Loop(int max_attempts) const {
+    LoopOptions o;
+    o.retry = FastRetry(max_attempts);
+    o.device = device_;
+    o.mirror_on_cpu_for_testing = mirror_;
+    return o;
+  }
+
   // Runs a trainer to the end; max_attempts bounds the retries.
   Status RunTrainer(int max_attempts = 4) {
     CoordinatorSession session(&client(), SessionOptions(proto::WORKER_ROLE_TRAINER, max_attempts),
                                &stop_, &metrics_);
-    Trainer::Options o;
-    o.retry = FastRetry(max_attempts);
+    Trainer::Options o(Loop(max_attempts));
     o.grace_seconds = 5;
-    o.device = device_;
-    o.mirror_on_cpu_for_testing = mirror_;
     trainer_ = std::make_unique<Trainer>(job_, data_, &session, Connector(), &stop_, &metrics_, o);
     return trainer_->Run();
   }
@@ -91,12 +97,9 @@ class Harness {
   Status RunEvaluator(EvaluationLoop::Result* result) {
     CoordinatorSession session(&client(), SessionOptions(proto::WORKER_ROLE_EVALUATOR, 4), &stop_,
                                &metrics_);
-    EvaluationLoop::Options o;
-    o.retry = FastRetry(4);
+    EvaluationLoop::Options o(Loop(4));
     o.poll = std::chrono::milliseconds(5);
     o.batch_size = 16;
-    o.device = device_;
-    o.mirror_on_cpu_for_testing = mirror_;
     EvaluationLoop evaluator(job_, data_, &session, Connector(), &stop_, &metrics_, o);
     Status s = evaluator.Run();
     *result = evaluator.result();

@@ -109,7 +109,7 @@ TEST(WorkerOptionsTest, BadFlagsNameTheFlag) {
       {{"--job", "j", "--coordinator", "c:1"},
        "--token-file: the job token is required (or $GAPTRAIN_TOKEN, or --insecure-no-token)"},
       {with({"--token-file", "/nonexistent/token"}),
-       "--token-file: cannot read /nonexistent/token"},
+       "--token-file: /nonexistent/token: cannot read: No such file or directory"},
   };
   for (const Case& c : cases) {
     Status s = Parse(c.args, &o);

@@ -19,6 +19,7 @@
 #include "services/net/tls_credentials.h"
 #include "services/worker/coordinator_session.h"
 #include "services/worker/evaluation_loop.h"
+#include "services/worker/loop_options.h"
 #include "services/worker/master_link.h"
 #include "services/worker/trainer.h"
 #include "services/worker/worker_channel.h"
@@ -130,22 +131,18 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
   if (options.evaluator) session_options.heartbeat_seconds = 0.5;
   CoordinatorSession session(&coordinator, session_options, stop, metrics.get());
 
+  LoopOptions loop;
+  loop.retry = DefaultRetry();
+  loop.seed = seed;
+  loop.grace_seconds = options.grace_seconds;
+  loop.device = device.device;
   Status s;
   if (options.evaluator) {
-    EvaluationLoop::Options o;
-    o.retry = DefaultRetry();
-    o.seed = seed;
-    o.grace_seconds = options.grace_seconds;
-    o.device = device.device;
-    EvaluationLoop evaluator(job, data, &session, connect, stop, metrics.get(), o);
+    EvaluationLoop evaluator(job, data, &session, connect, stop, metrics.get(),
+                             EvaluationLoop::Options(loop));
     s = evaluator.Run();
   } else {
-    Trainer::Options o;
-    o.retry = DefaultRetry();
-    o.seed = seed;
-    o.grace_seconds = options.grace_seconds;
-    o.device = device.device;
-    Trainer trainer(job, data, &session, connect, stop, metrics.get(), o);
+    Trainer trainer(job, data, &session, connect, stop, metrics.get(), Trainer::Options(loop));
     s = trainer.Run();
   }
   http->Stop();

@@ -25,6 +25,7 @@
 #include "services/coordinator/coordinator_client.h"
 #include "services/master/master_client.h"
 #include "services/net/http_client.h"
+#include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 #include "services/testing/testdata_dir.h"
 
@@ -85,7 +86,7 @@ class Job {
         std::vector<std::string>{"--job", job_, "--listen", listen, "--http-address", "127.0.0.1",
                                  "--http-port", "0", "--train-samples", "60000"},
         dir_ + "/master.ports", dir_ + "/master.log", kToken, 2);
-    ASSERT_TRUE(master_->started()) << ReadWholeFile(dir_ + "/master.log");
+    ASSERT_TRUE(master_->started()) << ReadRaw(dir_ + "/master.log");
   }
 
   void StartCoordinator(uint32_t task_batches, const std::string& listen = "127.0.0.1:0") {
@@ -96,7 +97,7 @@ class Job {
                                  std::to_string(task_batches), "--state-dir", dir_ + "/state",
                                  "--master", master_->address()},
         dir_ + "/coordinator.ports", dir_ + "/coordinator.log", kToken, 2);
-    ASSERT_TRUE(coordinator_->started()) << ReadWholeFile(dir_ + "/coordinator.log");
+    ASSERT_TRUE(coordinator_->started()) << ReadRaw(dir_ + "/coordinator.log");
   }
 
   // A trainer or the evaluator, one compute thread each (a 2-core machine).
@@ -109,7 +110,7 @@ class Job {
     if (evaluator) args.insert(args.end(), {"--role", "evaluator"});
     workers_.push_back(std::make_unique<ChildProcess>(kWorker, args, dir_ + "/" + host + ".ports",
                                                       dir_ + "/" + host + ".log", kToken, 1));
-    EXPECT_TRUE(workers_.back()->started()) << ReadWholeFile(dir_ + "/" + host + ".log");
+    EXPECT_TRUE(workers_.back()->started()) << ReadRaw(dir_ + "/" + host + ".log");
     return workers_.back().get();
   }
 
@@ -160,11 +161,11 @@ class Job {
   void PrintLogs() {
     for (const char* name : {"master", "coordinator"}) {
       std::printf("---- %s.log (tail)\n%s\n", name,
-                  Tail(ReadWholeFile(dir_ + "/" + name + ".log")).c_str());
+                  Tail(ReadRaw(dir_ + "/" + name + ".log")).c_str());
     }
     for (auto& w : workers_) {
       std::printf("---- %s (tail)\n%s\n", w->log_file().c_str(),
-                  Tail(ReadWholeFile(w->log_file())).c_str());
+                  Tail(ReadRaw(w->log_file())).c_str());
     }
   }
 
@@ -255,7 +256,7 @@ TEST(WorkerProcessTest, SigtermMidStepLeavesCleanlyAndTheTaskGoesBackToTheQueue)
   EXPECT_EQ(st.tasks_reassigned(), 1u);
   EXPECT_EQ(st.tasks_queued(), st.tasks_total() - st.tasks_done());  // its task is back
   EXPECT_EQ(st.tasks_in_flight(), 0u);
-  const std::string log = ReadWholeFile(doomed->log_file());
+  const std::string log = ReadRaw(doomed->log_file());
   EXPECT_NE(log.find("LEAVE_REASON_PREEMPTED"), std::string::npos);
   EXPECT_NE(log.find("handed back task "), std::string::npos);
 
@@ -296,7 +297,7 @@ TEST(WorkerProcessTest, SigtermWithTheCoordinatorOrMasterGoneExitsWithinTwoSecon
     std::printf("FIGURE SIGTERM with %s: exited %.2f s later\n", what, seconds);
     EXPECT_TRUE(ExitedWith(status, 0)) << status;
     EXPECT_LT(seconds, 2.0) << what;
-    const std::string log = ReadWholeFile(worker->log_file());
+    const std::string log = ReadRaw(worker->log_file());
     EXPECT_NE(log.find("could not reach the coordinator to leave"), std::string::npos) << what;
     EXPECT_NE(log.find("goes back to the queue when"), std::string::npos) << what;
   };
@@ -333,7 +334,7 @@ TEST(WorkerProcessTest, MasterAndCoordinatorRestartsMidRunAndTrainingCompletes) 
   const std::string master_address = job.master()->address();
   job.master()->Kill(SIGKILL);
   ASSERT_NO_FATAL_FAILURE(job.StartMaster(master_address));  // same port, same directory
-  EXPECT_NE(ReadWholeFile(job.dir() + "/master.log")
+  EXPECT_NE(ReadRaw(job.dir() + "/master.log")
                 .find("at version " + std::to_string(checkpoint.version()) + " with"),
             std::string::npos)
       << "the master did not restore the checkpoint of version " << checkpoint.version();

@@ -13,22 +13,21 @@ void DanaZeroKernel(float lr, float mom, float wd, const float* __restrict g,
                     size_t begin, size_t end) {
 #pragma omp simd
   for (size_t j = begin; j < end; ++j) {
-    const float d = g[j - begin] + wd * theta[j];
-    const float v_old = vi[j];
-    const float v_new = mom * v_old + d;
-    theta[j] -= lr * v_new;
-    s[j] += v_new - v_old;
-    vi[j] = v_new;
+    DanaStep(g[j - begin] + wd * theta[j], vi, s, theta, j, lr, mom);
   }
 }
 
 }  // namespace
 
-void DanaAddWorker(WorkerId worker, ParameterStore* store) {
+void DanaZeroRule::InitState(ParameterStore* store) const {
+  EnsureBuffer(store, kMomentumSumBuffer);
+}
+
+void DanaZeroRule::AddWorker(WorkerId worker, ParameterStore* store) const {
   store->AddBuffer(WorkerStateName(worker, kWorkerMomentum), DType::kFloat32);
 }
 
-void DanaRemoveWorker(WorkerId worker, ParameterStore* store) {
+void DanaZeroRule::RemoveWorker(WorkerId worker, ParameterStore* store) const {
   const std::string name = WorkerStateName(worker, kWorkerMomentum);
   FlatBuffer* vi = store->buffer(name);
   if (vi == nullptr) return;
@@ -38,29 +37,13 @@ void DanaRemoveWorker(WorkerId worker, ParameterStore* store) {
   store->RemoveBuffer(name);
 }
 
-void DanaWriteLookAhead(const RuleConfig& config, double learning_rate,
-                        const ParameterStore& store, float* __restrict out) {
+// out = θ − η·γ·S in one pass.
+void DanaZeroRule::WriteReply(WorkerId, double learning_rate, const ParameterStore& store,
+                              float* __restrict out) const {
   const float* __restrict theta = store.params();
   const float* __restrict s = store.buffer(kMomentumSumBuffer)->f32();
-  const float k = static_cast<float>(learning_rate) * config.momentum;
+  const float k = static_cast<float>(learning_rate) * config().momentum;
   for (size_t j = 0; j < store.size(); ++j) out[j] = theta[j] - k * s[j];
-}
-
-void DanaZeroRule::InitState(ParameterStore* store) const {
-  EnsureBuffer(store, kMomentumSumBuffer);
-}
-
-void DanaZeroRule::AddWorker(WorkerId worker, ParameterStore* store) const {
-  DanaAddWorker(worker, store);
-}
-
-void DanaZeroRule::RemoveWorker(WorkerId worker, ParameterStore* store) const {
-  DanaRemoveWorker(worker, store);
-}
-
-void DanaZeroRule::WriteReply(WorkerId, double learning_rate, const ParameterStore& store,
-                              float* out) const {
-  DanaWriteLookAhead(config(), learning_rate, store, out);
 }
 
 void DanaZeroRule::Apply(const PushContext& push, ParameterStore* store, ApplyStats* stats) {

@@ -7,7 +7,8 @@
 //
 // A worker that leaves takes its v⁽ⁱ⁾ out of S: left in, the momentum of a
 // worker that no longer pushes would keep dragging θ̂ forever.
-// Master memory: (N + 2)·P floats.
+// Master memory: (N + 2)·P floats. GA + DANA (gap_aware_dana_rule.h) is
+// this rule with its Apply penalised by the Gap.
 
 #ifndef GAPTRAIN_SERVICES_ENGINE_RULES_DANA_ZERO_RULE_H_
 #define GAPTRAIN_SERVICES_ENGINE_RULES_DANA_ZERO_RULE_H_
@@ -27,13 +28,6 @@ class DanaZeroRule : public UpdateRule {
                   float* out) const override;
   void Apply(const PushContext& push, ParameterStore* store, ApplyStats* stats) override;
 };
-
-// The DANA state helpers GA+DANA shares.
-void DanaAddWorker(WorkerId worker, ParameterStore* store);
-void DanaRemoveWorker(WorkerId worker, ParameterStore* store);
-// out = θ − η·γ·S in one pass.
-void DanaWriteLookAhead(const RuleConfig& config, double learning_rate,
-                        const ParameterStore& store, float* out);
 
 }  // namespace gaptrain
 

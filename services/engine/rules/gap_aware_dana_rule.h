@@ -14,19 +14,17 @@
 #ifndef GAPTRAIN_SERVICES_ENGINE_RULES_GAP_AWARE_DANA_RULE_H_
 #define GAPTRAIN_SERVICES_ENGINE_RULES_GAP_AWARE_DANA_RULE_H_
 
-#include "services/engine/rules/update_rule.h"
+#include "services/engine/rules/dana_zero_rule.h"
 
 namespace gaptrain {
 
-class GapAwareDanaRule : public UpdateRule {
+// DANA-Zero's workers, momenta and look-ahead replies; its own state (r)
+// and push.
+class GapAwareDanaRule : public DanaZeroRule {
  public:
-  explicit GapAwareDanaRule(const RuleConfig& config) : UpdateRule(config) {}
+  explicit GapAwareDanaRule(const RuleConfig& config) : DanaZeroRule(config) {}
 
   void InitState(ParameterStore* store) const override;
-  void AddWorker(WorkerId worker, ParameterStore* store) const override;
-  void RemoveWorker(WorkerId worker, ParameterStore* store) const override;
-  void WriteReply(WorkerId worker, double learning_rate, const ParameterStore& store,
-                  float* out) const override;
   void Apply(const PushContext& push, ParameterStore* store, ApplyStats* stats) override;
 };
 

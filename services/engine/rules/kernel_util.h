@@ -77,6 +77,20 @@ inline float MomentumStep(float d, float* v, float* theta, size_t j, float lr,
   }
 }
 
+// DANA-Zero's step for element j given d, on the pushing worker's momentum
+// v⁽ⁱ⁾ (vi) and the sum S of every worker's momentum (s):
+// v_new = γv⁽ⁱ⁾ + d; θ ← θ − η·v_new; S ← S + v_new − v⁽ⁱ⁾; v⁽ⁱ⁾ ← v_new.
+// Returns v_new.
+inline float DanaStep(float d, float* vi, float* s, float* theta, size_t j, float lr,
+                      float momentum) {
+  const float v_old = vi[j];
+  const float v_new = momentum * v_old + d;
+  theta[j] -= lr * v_new;
+  s[j] += v_new - v_old;
+  vi[j] = v_new;
+  return v_new;
+}
+
 // Calls fn(std::integral_constant<StepKind, K>{}) for the config's step.
 template <class Fn>
 void DispatchStep(StepKind kind, Fn&& fn) {
