@@ -5,49 +5,43 @@
 
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
+#include "operator/trainingjob/object_fields.h"
+#include "services/base/backoff.h"
 
 namespace gaptrain {
 namespace {
 
 using nlohmann::json;
-
-std::string StringAt(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
+using trainingjob::ArrayAt;
+using trainingjob::StringAt;
 
 // How the error tells the user out.
-constexpr char kWayOut[] =
-    "; pass --image=IMAGE to choose the job pods' image instead";
+constexpr char kWayOut[] = "; pass --image=IMAGE to choose the job pods' image instead";
 
 }  // namespace
 
 Status OperatorContainerImage(const json& pod, std::string* image, std::string* container) {
-  const json spec = pod.is_object() ? pod.value("spec", json::object()) : json::object();
-  const json containers = spec.is_object() ? spec.value("containers", json::array()) : json();
-  if (!containers.is_array() || containers.empty()) {
-    return Status::FailedPrecondition("it has no containers");
-  }
+  const json& containers = ArrayAt(pod, {"spec", "containers"});
+  if (containers.empty()) return Status::FailedPrecondition("it has no containers");
   const json* chosen = nullptr;
   for (const json& c : containers) {
-    if (StringAt(c, "name") == kOperatorContainerName) chosen = &c;
+    if (StringAt(c, {"name"}) == kOperatorContainerName) chosen = &c;
   }
   if (chosen == nullptr && containers.size() == 1) chosen = &containers[0];
   if (chosen == nullptr) {
     std::string names;
-    for (const json& c : containers) names += (names.empty() ? "" : ", ") + StringAt(c, "name");
+    for (const json& c : containers) names += (names.empty() ? "" : ", ") + StringAt(c, {"name"});
     return Status::FailedPrecondition("none of its " + std::to_string(containers.size()) +
                                       " containers (" + names + ") is named \"" +
                                       kOperatorContainerName + "\"");
   }
-  const std::string found = StringAt(*chosen, "image");
+  const std::string found = StringAt(*chosen, {"image"});
   if (found.empty()) {
-    return Status::FailedPrecondition("its container \"" + StringAt(*chosen, "name") +
+    return Status::FailedPrecondition("its container \"" + StringAt(*chosen, {"name"}) +
                                       "\" names no image");
   }
   *image = found;
-  *container = StringAt(*chosen, "name");
+  *container = StringAt(*chosen, {"name"});
   return Status::OK();
 }
 
@@ -62,27 +56,33 @@ Status ChooseJobImage(const OperatorOptions& options, kube::Client* client, JobI
     return Status::OK();
   }
   if (client == nullptr) return Status::Internal("ChooseJobImage: no client to read the pod");
-  const std::string ns = options.own_pod_namespace.empty() ? client->default_namespace()
-                                                           : options.own_pod_namespace;
+  const std::string ns =
+      options.own_pod_namespace.empty() ? client->default_namespace() : options.own_pod_namespace;
   const std::string pod_name = ns + "/" + options.own_pod_name;
-  const std::string what = "job pods' image: --image is not given, so they get the image of "
-                           "this operator's own container, but its pod " + pod_name +
-                           " ($POD_NAMESPACE/$POD_NAME)";
+  const std::string what =
+      "job pods' image: --image is not given, so they get the image of "
+      "this operator's own container, but its pod " +
+      pod_name + " ($POD_NAMESPACE/$POD_NAME)";
   json pod;
   Status s;
   // A busy or restarting API server is waited for a little; a refusal or
   // a missing pod is final.
+  Backoff::Options retry;
+  retry.initial = std::chrono::milliseconds(250);
+  retry.max = std::chrono::seconds(2);
+  Backoff backoff(retry, /*seed=*/1);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (;;) {
     s = client->Get(kube::kPods, ns, options.own_pod_name, &pod);
     if (s.ok() || !kube::IsRetryable(s) || std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::this_thread::sleep_for(backoff.Next());
   }
   if (!s.ok()) {
     std::string hint;
     if (s.code() == Status::Code::kPermissionDenied) {
-      hint = " (the operator's ClusterRole must grant get on pods, as "
-             "deploy/rbac/cluster_role.yaml does)";
+      hint =
+          " (the operator's ClusterRole must grant get on pods, as "
+          "deploy/rbac/cluster_role.yaml does)";
     }
     return Status(s.code(), what + " cannot be read: " + s.message() + hint + kWayOut);
   }
