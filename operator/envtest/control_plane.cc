@@ -34,8 +34,7 @@ using SteadyClock = std::chrono::steady_clock;
 
 // Controllers a test cluster runs: all but those that need a cloud, node
 // heartbeats (a test node sends none) or a service proxy.
-constexpr char kControllers[] =
-    "*,-nodelifecycle,-cloud-node-lifecycle,-service,-route,-nodeipam";
+constexpr char kControllers[] = "*,-nodelifecycle,-cloud-node-lifecycle,-service,-route,-nodeipam";
 
 // A port nothing listens on now, on 127.0.0.1 or every interface. Another
 // process may take it before the component binds it; Start() then fails
@@ -171,15 +170,15 @@ Status ControlPlane::Launch() {
   const std::string& etcd_url = etcd_url_;
 
   admin_token_ = RandomToken();
-  GAPTRAIN_RETURN_IF_ERROR(WriteText(pki_dir_ + "/tokens.csv",
-                                     admin_token_ + ",envtest-admin,envtest-admin,\"system:masters\"\n"));
+  GAPTRAIN_RETURN_IF_ERROR(
+      WriteText(pki_dir_ + "/tokens.csv",
+                admin_token_ + ",envtest-admin,envtest-admin,\"system:masters\"\n"));
   admin_kubeconfig_file_ = options_.work_dir + "/admin.kubeconfig";
   GAPTRAIN_RETURN_IF_ERROR(WriteText(admin_kubeconfig_file_, Kubeconfig(admin_token_)));
 
   GAPTRAIN_RETURN_IF_ERROR(StartComponent(
-      "etcd", {"--data-dir", etcd_dir_, "--listen-client-urls", etcd_url,
-               "--advertise-client-urls", etcd_url, "--listen-peer-urls",
-               "http://127.0.0.1:" + std::to_string(etcd_peer)}));
+      "etcd", {"--data-dir", etcd_dir_, "--listen-client-urls", etcd_url, "--advertise-client-urls",
+               etcd_url, "--listen-peer-urls", "http://127.0.0.1:" + std::to_string(etcd_peer)}));
 
   std::vector<std::string> apiserver = {
       "--etcd-servers=" + etcd_url,
@@ -242,8 +241,7 @@ Status ControlPlane::Launch() {
     GAPTRAIN_RETURN_IF_ERROR(Kubectl({"apply", "-f", crd}));
   }
   if (!options_.crd_files.empty()) {
-    GAPTRAIN_RETURN_IF_ERROR(Kubectl({"wait", "--for=condition=Established", "--timeout=60s",
-                                      "customresourcedefinitions", "--all"}));
+    GAPTRAIN_RETURN_IF_ERROR(WaitCrdsEstablished());
   }
 
   const std::vector<std::string> common = {
@@ -259,8 +257,7 @@ Status ControlPlane::Launch() {
     std::vector<std::string> args = common;
     args.insert(args.end(), {"--secure-port=" + std::to_string(port),
                              "--service-account-private-key-file=" + pki_dir_ + "/sa.key",
-                             "--root-ca-file=" + ca_file_,
-                             "--use-service-account-credentials=true",
+                             "--root-ca-file=" + ca_file_, "--use-service-account-credentials=true",
                              std::string("--controllers=") + kControllers});
     GAPTRAIN_RETURN_IF_ERROR(StartComponent("kube-controller-manager", args));
   }
@@ -369,6 +366,35 @@ Status ControlPlane::WaitReady() {
   }
 }
 
+// Polls rather than `kubectl wait --for=condition=Established`: kubectl
+// fails outright ("accessor error: <nil>") on a CRD whose status has no
+// conditions yet, which a CRD applied a moment ago may not have.
+Status ControlPlane::WaitCrdsEstablished() {
+  static constexpr kube::Resource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                        "CustomResourceDefinition", false};
+  const SteadyClock::time_point deadline = SteadyClock::now() + seconds(60);
+  for (;;) {
+    kube::ObjectList crds;
+    Status s = admin_->List(kCrds, "", kube::ListOptions(), &crds);
+    std::string waiting;
+    for (const nlohmann::json& crd : crds.items) {
+      bool established = false;
+      const nlohmann::json status = crd.value("status", nlohmann::json::object());
+      for (const nlohmann::json& c : status.value("conditions", nlohmann::json::array())) {
+        established |= c.value("type", "") == "Established" && c.value("status", "") == "True";
+      }
+      if (!established)
+        waiting = crd.value("metadata", nlohmann::json::object()).value("name", "?");
+    }
+    if (s.ok() && waiting.empty()) return Status::OK();
+    if (SteadyClock::now() > deadline) {
+      return Status::Unavailable("CustomResourceDefinitions not Established within 60 s: " +
+                                 (s.ok() ? waiting : s.ToString()));
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
 Status ControlPlane::ComponentFailed(const std::string& component, const std::string& why) const {
   for (const auto& [name, process] : processes_) {
     if (name == component && process->wait_status() != -1) {
@@ -450,11 +476,10 @@ Status ControlPlane::Kubectl(const std::vector<std::string>& args, std::string* 
 
 Status ControlPlane::CreateNamespace(const std::string& name) const {
   kube::ApiError error;
-  Status s = admin_->Create(kNamespaces, "",
-                            {{"apiVersion", "v1"},
-                             {"kind", "Namespace"},
-                             {"metadata", {{"name", name}}}},
-                            nullptr, &error);
+  Status s =
+      admin_->Create(kNamespaces, "",
+                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}},
+                     nullptr, &error);
   if (!s.ok() && !kube::IsAlreadyExists(s)) return s;
   if (options_.controller_manager) return Status::OK();
   s = admin_->Create(kServiceAccounts, name,
@@ -514,7 +539,6 @@ Status ControlPlane::CompactEtcd(int64_t* revision) const {
   if (revision != nullptr) *revision = std::stoll(current);
   return Status::OK();
 }
-
 
 Status ControlPlane::AuditLog(std::vector<AuditRecord>* records) const {
   records->clear();

@@ -173,6 +173,7 @@ class ControlPlane {
   Status MakeCertificates();
   Status StartComponent(const std::string& component, const std::vector<std::string>& args);
   Status WaitReady();
+  Status WaitCrdsEstablished();
   // What went wrong with `component`, with its log's tail.
   Status ComponentFailed(const std::string& component, const std::string& why) const;
 
@@ -188,7 +189,7 @@ class ControlPlane {
   std::string audit_file_;
   // The audit log as read so far: bytes consumed and their records.
   mutable std::mutex audit_mu_;
-  mutable uint64_t audit_read_ = 0;                  // guarded by audit_mu_
+  mutable uint64_t audit_read_ = 0;                 // guarded by audit_mu_
   mutable std::vector<AuditRecord> audit_records_;  // guarded by audit_mu_
   std::string url_;
   std::string etcd_url_;  // "http://127.0.0.1:PORT"

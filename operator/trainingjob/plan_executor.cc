@@ -18,8 +18,8 @@ using nlohmann::json;
 // A child write the API server refused: retrying the same object cannot
 // succeed until someone changes the job, the namespace or its policies.
 struct Refusal {
-  std::string reason;  // FailedCreate | FailedUpdate | FailedDelete
-  std::string action;  // Create | Update | Delete
+  std::string reason;   // FailedCreate | FailedUpdate | FailedDelete
+  std::string action;   // Create | Update | Delete
   std::string message;  // the API's own
 };
 
@@ -48,13 +48,25 @@ class Executor {
       json updated;
       Status s = client_->MergePatch(kube::kTrainingJobs, ns_, name_, patch, &updated);
       if (!s.ok()) {
-        return Status(s.code(), "write the pod ledger of trainingjob " + ns_ + "/" + name_ +
-                                    ": " + s.message());
+        return Status(s.code(), "write the pod ledger of trainingjob " + ns_ + "/" + name_ + ": " +
+                                    s.message());
       }
       ++report_->writes;
       resource_version_ = StringAt(updated, {"metadata", "resourceVersion"}, resource_version_);
       ledger_written_ = true;
       report_->ledger_written = true;
+    }
+
+    // A phase that ends the job is stored before the deletes it causes:
+    // they remove what the verdict was read from (the coordinator), so a
+    // verdict not yet stored, say after a 409 Conflict, would be lost with
+    // them and the next reconcile would start the job again.
+    const json& observed_status = ObjectAt(job_, {"status"});
+    json stored_status = observed_status;
+    if (plan.status && Finished(*plan.status) && !Finished(observed_status)) {
+      Status s = WriteStatus(stored_status, *plan.status);
+      if (!s.ok()) return s;
+      stored_status = *plan.status;
     }
 
     for (const ChildDelete& d : plan.deletes) {
@@ -83,30 +95,19 @@ class Executor {
 
     // The plan's status (or the observed one), with ReplicaFailure as the
     // child writes went.
-    const json& observed_status = ObjectAt(job_, {"status"});
     json status = plan.status ? *plan.status : observed_status;
     const bool failure_news = ReportChildWrites(plan, &status);
     bool status_ok = true;
-    if (plan.status || status != observed_status) {
-      const json patch = {{"metadata", {{"resourceVersion", resource_version_}}},
-                          {"status", MergePatch(observed_status, status)}};
-      Status s = client_->MergePatch(kube::kTrainingJobs.Subresource("status"), ns_, name_,
-                                     patch, nullptr);
+    if ((plan.status && !report_->status_written) || status != stored_status) {
+      Status s = WriteStatus(stored_status, status);
       status_ok = s.ok();
-      if (!s.ok()) {
-        Fail(Status(s.code(), "write the status of trainingjob " + ns_ + "/" + name_ + ": " +
-                                  s.message()));
-      } else {
-        ++report_->writes;
-        report_->status_written = true;
-      }
+      if (!s.ok()) Fail(s);
     }
 
     for (const PlannedEvent& e : plan.events) {
-      const bool happened =
-          e.after == PlannedEvent::After::kLedger ? ledger_written_
-          : e.after == PlannedEvent::After::kChild ? done_.count(e.child) > 0
-                                                   : status_ok;
+      const bool happened = e.after == PlannedEvent::After::kLedger  ? ledger_written_
+                            : e.after == PlannedEvent::After::kChild ? done_.count(e.child) > 0
+                                                                     : status_ok;
       if (happened) RecordEvent(e);
     }
     // Once the condition holds it, so a failed status write brings the
@@ -159,6 +160,29 @@ class Executor {
     if (action == "Create") return "Error creating";
     if (action == "Delete") return "Error deleting";
     return "Error updating";
+  }
+
+  static bool Finished(const json& status) {
+    const std::string phase = StringAt(status, {"phase"});
+    return phase == "Succeeded" || phase == "Failed";
+  }
+
+  // A merge patch of the status subresource from `from` to `to`, carrying
+  // the resourceVersion (409 Conflict when the job changed since).
+  Status WriteStatus(const json& from, const json& to) {
+    const json patch = {{"metadata", {{"resourceVersion", resource_version_}}},
+                        {"status", MergePatch(from, to)}};
+    json updated;
+    Status s =
+        client_->MergePatch(kube::kTrainingJobs.Subresource("status"), ns_, name_, patch, &updated);
+    if (!s.ok()) {
+      return Status(s.code(),
+                    "write the status of trainingjob " + ns_ + "/" + name_ + ": " + s.message());
+    }
+    ++report_->writes;
+    report_->status_written = true;
+    resource_version_ = StringAt(updated, {"metadata", "resourceVersion"}, resource_version_);
+    return Status::OK();
   }
 
   // Sets ReplicaFailure in *status from this plan's child writes; returns
@@ -221,8 +245,7 @@ class Executor {
 Status ExecutePlan(kube::Client* client, const json& job, const ReconcilePlan& plan,
                    const std::string& reporting_instance, ExecutionReport* report) {
   ExecutionReport ignored;
-  return Executor(client, job, reporting_instance, report != nullptr ? report : &ignored)
-      .Run(plan);
+  return Executor(client, job, reporting_instance, report != nullptr ? report : &ignored).Run(plan);
 }
 
 }  // namespace trainingjob

@@ -4,6 +4,9 @@
 //   1. the pod ledger: a JSON merge patch of the job's annotation carrying
 //      the resourceVersion the plan was made from; on any error nothing
 //      else is done (409 Conflict: the plan was made from a stale job);
+//   1a. a phase that ends the job (Succeeded, Failed) goes to the status
+//      now, as in step 4, before the deletes it causes remove what it was
+//      read from; on any error nothing else is done;
 //   2. deletes, with the pod's uid as a precondition, Background
 //      propagation and the plan's grace period (404, and 409 from the uid
 //      precondition, mean it is already gone: fine);

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "operator/kube/api_error.h"
 #include "operator/testing/scripted_server.h"
 #include "operator/trainingjob/object_fields.h"
@@ -37,8 +39,12 @@ ScriptedReply Reply(int status, const json& body) {
 }
 
 ScriptedReply Error(int status, const char* reason, const char* message) {
-  return Reply(status, {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
-                        {"reason", reason}, {"message", message}, {"code", status}});
+  return Reply(status, {{"kind", "Status"},
+                        {"apiVersion", "v1"},
+                        {"status", "Failure"},
+                        {"reason", reason},
+                        {"message", message},
+                        {"code", status}});
 }
 
 // A plan with one of everything.
@@ -50,20 +56,17 @@ ReconcilePlan FullPlan() {
   plan.ledger = ledger;
   plan.deletes.push_back(
       ChildDelete{kube::kPods, "mnist-trainer-1", "pod-uid-1", 0, "replacing trainer"});
-  plan.applies.push_back(ChildApply{
-      kube::kSecrets,
-      json::parse(R"j({"apiVersion": "v1", "kind": "Secret",
+  plan.applies.push_back(ChildApply{kube::kSecrets,
+                                    json::parse(R"j({"apiVersion": "v1", "kind": "Secret",
                        "metadata": {"name": "mnist-token", "namespace": "default"},
                        "stringData": {"token": "ab"}})j"),
-      true, true});
-  plan.applies.push_back(ChildApply{
-      kube::kPods,
-      json::parse(R"j({"apiVersion": "v1", "kind": "Pod",
+                                    true, true});
+  plan.applies.push_back(ChildApply{kube::kPods, json::parse(R"j({"apiVersion": "v1", "kind": "Pod",
                        "metadata": {"name": "mnist-trainer-0", "namespace": "default"},
                        "spec": {"restartPolicy": "Never"}})j"),
-      false, true});
-  plan.status = json::parse(
-      R"j({"phase": "Running", "preemptions": 1, "workers": {"active": 1}})j");
+                                    false, true});
+  plan.status =
+      json::parse(R"j({"phase": "Running", "preemptions": 1, "workers": {"active": 1}})j");
   plan.events = {
       {"Normal", "WorkerPreempted", "Recreate", "trainer was preempted",
        PlannedEvent::After::kLedger, ""},
@@ -127,13 +130,13 @@ TEST_F(PlanExecutorTest, SendsEveryStepInOrder) {
   const Status s = ExecutePlan(client_.get(), Job(), plan, "gaptrain-operator-0", &report);
   ASSERT_TRUE(s.ok()) << s.ToString();
   const std::string events = "POST /apis/events.k8s.io/v1/namespaces/default/events";
-  EXPECT_EQ(Calls(), (std::vector<std::string>{
-                         std::string("PATCH ") + kJobPath,
-                         "DELETE /api/v1/namespaces/default/pods/mnist-trainer-1",
-                         "POST /api/v1/namespaces/default/secrets",
-                         "PATCH /api/v1/namespaces/default/pods/mnist-trainer-0",
-                         std::string("PATCH ") + kJobPath + "/status", events, events, events,
-                         events, std::string("DELETE ") + kJobPath}));
+  EXPECT_EQ(Calls(),
+            (std::vector<std::string>{std::string("PATCH ") + kJobPath,
+                                      "DELETE /api/v1/namespaces/default/pods/mnist-trainer-1",
+                                      "POST /api/v1/namespaces/default/secrets",
+                                      "PATCH /api/v1/namespaces/default/pods/mnist-trainer-0",
+                                      std::string("PATCH ") + kJobPath + "/status", events, events,
+                                      events, events, std::string("DELETE ") + kJobPath}));
   EXPECT_EQ(report.writes, 6);
   EXPECT_EQ(report.events, 4);
   EXPECT_TRUE(report.ledger_written);
@@ -160,8 +163,7 @@ TEST_F(PlanExecutorTest, SendsEveryStepInOrder) {
   // The status: the merge patch from the observed status, with the
   // resourceVersion the ledger write returned.
   EXPECT_EQ(r[4].headers.at("content-type"), "application/merge-patch+json");
-  EXPECT_EQ(json::parse(r[4].body),
-            json::parse(R"j({"metadata": {"resourceVersion": "101"},
+  EXPECT_EQ(json::parse(r[4].body), json::parse(R"j({"metadata": {"resourceVersion": "101"},
                              "status": {"preemptions": 1, "workers": {"active": 1}}})j"));
   // Events about the job.
   const json event = json::parse(r[5].body);
@@ -211,6 +213,41 @@ TEST_F(PlanExecutorTest, AStatusConflictMeansReconcileAgain) {
   // the phase change's is not.
   EXPECT_EQ(EventReasons(), (std::vector<std::string>{"WorkerPreempted", "SuccessfulDeletePod",
                                                       "SuccessfulCreatePod"}));
+}
+
+// The deletes of a finished job remove what the verdict was read from (the
+// coordinator's pod): the phase is stored first, and a conflict there stops
+// the plan before any delete, so the next reconcile still sees the verdict.
+TEST_F(PlanExecutorTest, AFinishingPhaseIsStoredBeforeItsDeletes) {
+  ReconcilePlan plan = FullPlan();
+  plan.status = json::parse(R"j({"phase": "Succeeded", "workers": {"active": 0}})j");
+  Answer([](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
+    if (r.path == std::string(kJobPath) + "/status") {
+      return Error(409, "Conflict", "the object has been modified");
+    }
+    return std::nullopt;
+  });
+  ExecutionReport report;
+  Status s = ExecutePlan(client_.get(), Job(), plan, "op", &report);
+  EXPECT_TRUE(kube::IsConflict(s)) << s.ToString();
+  EXPECT_EQ(Calls(), (std::vector<std::string>{std::string("PATCH ") + kJobPath,
+                                               std::string("PATCH ") + kJobPath + "/status"}));
+  EXPECT_FALSE(report.status_written);
+
+  // Written: then the deletes and applies, and no second status write
+  // when the children changed nothing in it.
+  const size_t before = server_->requests().size();
+  Answer([](const ReceivedRequest&) { return std::nullopt; });
+  s = ExecutePlan(client_.get(), Job(), plan, "op", &report);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::vector<std::string> all = Calls();
+  const std::vector<std::string> calls(all.begin() + before, all.end());
+  ASSERT_GE(calls.size(), 3u);
+  EXPECT_EQ(calls[1], std::string("PATCH ") + kJobPath + "/status");
+  EXPECT_EQ(calls[2], "DELETE /api/v1/namespaces/default/pods/mnist-trainer-1");
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), std::string("PATCH ") + kJobPath + "/status"),
+            1);
+  EXPECT_EQ(json::parse(server_->requests()[before + 1].body)["status"]["phase"], "Succeeded");
 }
 
 TEST_F(PlanExecutorTest, GoneReplacedOrExistingObjectsAreFine) {
@@ -266,8 +303,8 @@ TEST_F(PlanExecutorTest, AFailedChildIsReportedAndTheRestStillHappens) {
   }
   EXPECT_TRUE(status_written);
   // Only the events of what succeeded, and the refusal's Warning.
-  EXPECT_EQ(EventReasons(), (std::vector<std::string>{"WorkerPreempted", "TrainingJobRunning",
-                                                      "FailedCreate"}));
+  EXPECT_EQ(EventReasons(),
+            (std::vector<std::string>{"WorkerPreempted", "TrainingJobRunning", "FailedCreate"}));
 }
 
 // What kube-apiserver v1.26's PodSecurity admission answers for a pod that
@@ -297,11 +334,9 @@ std::vector<json> StatusPatches(const std::vector<ReceivedRequest>& requests) {
 // A plan that only creates trainer 0, made at 06:00:00 on 2026-11-23.
 ReconcilePlan CreateTrainerPlan() {
   ReconcilePlan plan;
-  plan.applies.push_back(ChildApply{
-      kube::kPods,
-      json::parse(R"j({"apiVersion": "v1", "kind": "Pod",
+  plan.applies.push_back(ChildApply{kube::kPods, json::parse(R"j({"apiVersion": "v1", "kind": "Pod",
                        "metadata": {"name": "mnist-trainer-0", "namespace": "default"}})j"),
-      false, true});
+                                    false, true});
   plan.events.push_back({"Normal", "SuccessfulCreatePod", "Create", "created pod mnist-trainer-0",
                          PlannedEvent::After::kChild, "Pod/mnist-trainer-0"});
   plan.now = std::chrono::system_clock::from_time_t(1795413600);
@@ -417,11 +452,10 @@ TEST_F(PlanExecutorTest, ARefusedUpdateIsFailedUpdate) {
     return std::nullopt;
   });
   ReconcilePlan plan;
-  plan.applies.push_back(ChildApply{
-      kube::kServices,
-      json::parse(R"j({"apiVersion": "v1", "kind": "Service",
+  plan.applies.push_back(ChildApply{kube::kServices,
+                                    json::parse(R"j({"apiVersion": "v1", "kind": "Service",
                        "metadata": {"name": "mnist-master", "namespace": "default"}})j"),
-      false, false});
+                                    false, false});
   plan.status = json::parse(R"j({"phase": "Running", "preemptions": 1})j");
   ExecutionReport report;
   EXPECT_TRUE(kube::IsInvalid(ExecutePlan(client_.get(), Job(), plan, "op", &report)));
