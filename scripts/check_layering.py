@@ -12,6 +12,7 @@ The arrows that may exist (services/*/README.md says the same in words):
   net      -> base                    (HTTP, metrics, TLS, tokens, gRPC channels)
   plot     -> base                    (gnuplot)
   engine   -> base, numeric, api      (no network, no wire format, no LibTorch)
+  autoscale -> api, base              (a pure policy: no network, no engine)
   learn    -> engine, base, numeric, api   (never a service, no network)
   master, coordinator, worker -> base, numeric, api, net, engine, learn, and
            another service only through the headers of that service's targets
@@ -19,8 +20,8 @@ The arrows that may exist (services/*/README.md says the same in words):
            query visible`)
   testing  -> anything public; included only by tests (*_test.cc) and other
               test-only folders (*/testing/, operator/envtest/)
-  operator -> base, api, net          (it runs the services' binaries, it does
-                                       not link them)
+  operator -> base, api, net, autoscale   (it runs the services' binaries, it
+                                       does not link them)
 
 Each #include "services/..." in services/ and operator/ is checked. A
 violation prints the file, the line and the rule.
@@ -70,20 +71,22 @@ SERVICES_PREFIXES = ["services/engine/", "services/learn/", "services/master/",
 LIBTORCH = ["torch/", "ATen/", "c10/"]
 GRPC = ["grpcpp/", "grpc/"]
 FORBIDDEN = {
-    "services/base": ["services/api/", "services/net/", "services/numeric/",
+    "services/base": ["services/autoscale/", "services/api/", "services/net/", "services/numeric/",
                       "services/plot/", "proto/"] + SERVICES_PREFIXES + GRPC + LIBTORCH,
-    "services/numeric": ["services/base/", "services/api/", "services/net/",
+    "services/numeric": ["services/autoscale/", "services/base/", "services/api/", "services/net/",
                          "services/plot/"] + SERVICES_PREFIXES + GRPC + LIBTORCH,
-    "services/api": ["services/net/", "services/numeric/", "services/plot/", "proto/",
+    "services/api": ["services/autoscale/", "services/net/", "services/numeric/", "services/plot/", "proto/",
                      "boost/", "prometheus/"] + SERVICES_PREFIXES + GRPC + LIBTORCH,
-    "services/net": ["services/api/", "services/numeric/", "services/plot/",
+    "services/net": ["services/autoscale/", "services/api/", "services/numeric/", "services/plot/",
                      "proto/"] + SERVICES_PREFIXES + LIBTORCH,
-    "services/plot": ["services/api/", "services/net/", "services/numeric/",
+    "services/plot": ["services/autoscale/", "services/api/", "services/net/", "services/numeric/",
                       "proto/"] + SERVICES_PREFIXES + GRPC + LIBTORCH,
-    "services/engine": ["services/learn/", "services/master/", "services/worker/",
+    "services/engine": ["services/autoscale/", "services/learn/", "services/master/", "services/worker/",
                         "services/coordinator/", "services/net/", "services/plot/",
                         "proto/"] + GRPC + LIBTORCH,
-    "services/learn": ["services/master/", "services/worker/", "services/coordinator/",
+    "services/autoscale": ["services/net/", "services/numeric/", "services/plot/", "proto/",
+                           "boost/", "prometheus/"] + SERVICES_PREFIXES + GRPC + LIBTORCH,
+    "services/learn": ["services/autoscale/", "services/master/", "services/worker/", "services/coordinator/",
                        "services/net/", "services/plot/", "proto/", "grpcpp/"],
     "operator": ["services/numeric/", "services/plot/"] + SERVICES_PREFIXES +
                 ["torch/", "ATen/"],

@@ -248,6 +248,10 @@ std::vector<CrdValidationRule> TrainingJobValidationRules() {
   for (const char* rule : kDanaRules) {
     dana += (dana.empty() ? "'" : ", '") + std::string(rule) + "'";
   }
+  std::string gap_aware;
+  for (const char* rule : kGapAwareRules) {
+    gap_aware += (gap_aware.empty() ? "'" : ", '") + std::string(rule) + "'";
+  }
   // Each rule sits on the smallest node that holds every field it reads, so
   // the API server's error names that node. The API server applies defaults
   // before it validates a job (an absent section becomes {} and gets its
@@ -284,6 +288,16 @@ std::vector<CrdValidationRule> TrainingJobValidationRules() {
       {"spec.training.optimizer.decay.atFractions",
        "self.isSorted() && self.all(x, self.exists_one(y, y == x))",
        kRuleDecayFractionsIncrease.Text()},
+      {"spec.workers",
+       "!has(self.autoscale) || !has(self.autoscale.enabled) || !self.autoscale.enabled || "
+       "(has(self.maxReplicas) && self.maxReplicas > (has(self.minReplicas) && "
+       "self.minReplicas > 0 ? self.minReplicas : self.replicas))",
+       kRuleAutoscaleRange.Text()},
+      {"spec",
+       "!has(self.workers.autoscale) || !has(self.workers.autoscale.enabled) || "
+       "!self.workers.autoscale.enabled || (self.training.mode == 'async' && "
+       "self.training.staleness.rule in [" + gap_aware + "])",
+       kRuleAutoscaleGap.Text()},
       {"spec.workers", "!has(self.minReplicas) || self.minReplicas <= self.replicas",
        kRuleMinReplicas.Text()},
       {"spec.workers",

@@ -186,6 +186,14 @@ std::vector<Broken> BrokenJobs() {
       {"maxReplicas below replicas", "max-below",
        "{data: {path: /data}, training: {epochs: 1}, workers: {replicas: 4, maxReplicas: 2}}",
        kRuleMaxReplicas},
+      {"autoscaling without a range", "autoscale-no-range",
+       "{data: {path: /data}, training: {epochs: 1}, workers: {replicas: 4, autoscale: {enabled: "
+       "true}}}",
+       kRuleAutoscaleRange},
+      {"autoscaling a rule without a Gap", "autoscale-no-gap",
+       "{data: {path: /data}, training: {epochs: 1, staleness: {rule: dana-zero}}, workers: "
+       "{replicas: 4, maxReplicas: 8, autoscale: {enabled: true}}}",
+       kRuleAutoscaleGap},
       {"a claim for the model without a path", "output-no-path",
        "{data: {path: /data}, training: {epochs: 1}, output: {claimName: models}}",
        kRuleOutputClaimAndPath},

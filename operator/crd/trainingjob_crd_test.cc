@@ -176,7 +176,8 @@ TEST(TrainingJobCrdTest, EveryRuleBetweenFieldsIsACelRuleWithTheParsersMessage) 
                            kRuleDecayFractionsIncrease, kRuleNoNesterovWithDana,
                            kRuleMinReplicas,        kRuleMaxReplicas,
                            kRuleBackupWorkers,      kRuleClusterJobName,
-                           kRuleClaimPathAbsolute,  kRuleOutputClaimAndPath};
+                           kRuleClaimPathAbsolute,  kRuleOutputClaimAndPath,
+                           kRuleAutoscaleRange,     kRuleAutoscaleGap};
   std::map<std::string, int> stated;
   const YAML::Node root = RootSchema();
   for (const CrdValidationRule& r : TrainingJobValidationRules()) {

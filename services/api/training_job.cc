@@ -33,6 +33,13 @@ void Validate(const TrainingJob& job, Status* status) {
   const std::string replicas = " (" + std::to_string(w.replicas) + ")";
   require(w.min_replicas <= w.replicas, kRuleMinReplicas, replicas);
   require(w.max_replicas == 0 || w.max_replicas >= w.replicas, kRuleMaxReplicas, replicas);
+  if (w.autoscale.enabled) {
+    require(w.Ceiling() > w.Floor(), kRuleAutoscaleRange,
+            " (" + std::to_string(w.Floor()) + ", " + std::to_string(w.Ceiling()) + ")");
+    bool gap = false;
+    for (const char* rule : kGapAwareRules) gap |= t.staleness.rule == rule;
+    require(t.mode == "async" && gap, kRuleAutoscaleGap);
+  }
   if (t.mode == "sync") {
     require(t.sync.backup_workers < w.replicas, kRuleBackupWorkers, replicas);
   }

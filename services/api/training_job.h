@@ -72,6 +72,13 @@ inline constexpr JobRule kRuleNoNesterovWithDana{
     "spec.training.optimizer.nesterov", "DANA rules are already look-ahead; set nesterov: false"};
 inline constexpr JobRule kRuleMinReplicas{"spec.workers.minReplicas", "must be <= replicas"};
 inline constexpr JobRule kRuleMaxReplicas{"spec.workers.maxReplicas", "must be >= replicas"};
+inline constexpr JobRule kRuleAutoscaleRange{
+    "spec.workers.autoscale",
+    "needs maxReplicas above minReplicas (0: replicas): the range it chooses N in"};
+inline constexpr JobRule kRuleAutoscaleGap{
+    "spec.workers.autoscale",
+    "needs async training with a Gap-Aware rule (gap-aware or gap-aware-dana): it scales on "
+    "the Gap"};
 inline constexpr JobRule kRuleBackupWorkers{"spec.training.sync.backupWorkers",
                                             "must be < workers.replicas"};
 // On a cluster: NAME-coordinator names a Service, whose name is a DNS-1035
@@ -90,6 +97,9 @@ inline constexpr JobRule kRuleClaimPathAbsolute{
 // make the operator pick a file name, a path without a claim names nothing.
 inline constexpr JobRule kRuleOutputClaimAndPath{"spec.output",
                                                  "set both claimName and path, or neither"};
+
+// The update rules that measure a Gap (kRuleAutoscaleGap).
+inline constexpr const char* kGapAwareRules[] = {"gap-aware", "gap-aware-dana"};
 
 // The update rules that look ahead already (kRuleNoNesterovWithDana).
 inline constexpr const char* kDanaRules[] = {"dana-zero", "dana-slim", "gap-aware-dana"};
@@ -280,6 +290,39 @@ inline const FieldSectionOf<TrainingSpec>& TrainingFields() {
   return fields;
 }
 
+// `spec.workers.autoscale`: the job chooses its own number of trainers in
+// [minReplicas, maxReplicas] from the Gap it measures (docs/operator.md,
+// "Autoscaling"; services/autoscale applies it).
+struct AutoscaleSpec {
+  bool enabled = false;
+  double max_gap = 1.5;            // the mean Gap of recent pushes N is kept under
+  double min_gain = 0.5;           // an added trainer must add this share of a trainer's updates/s
+  double interval_seconds = 60;    // between decisions; the window rates and Gaps are averaged over
+};
+
+inline const FieldSectionOf<AutoscaleSpec>& AutoscaleFields() {
+  using S = AutoscaleSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Flag("enabled", &S::enabled,
+              "choose the number of trainers in [minReplicas, maxReplicas] from the Gap"),
+      F::Number("maxGap", &S::max_gap,
+                "grow while the mean Gap of recent pushes stays under this; shrink above it")
+          .Above(1)
+          .Limit(1e6, "a Gap is 1 + |Δ|/C: a bound of a million never binds"),
+      F::Number("minGain", &S::min_gain,
+                "keep a growth only if each added trainer added this share of one trainer's "
+                "updates/s")
+          .AtLeast(0)
+          .AtMost(1),
+      F::Number("intervalSeconds", &S::interval_seconds,
+                "seconds between decisions, the window rates and Gaps are measured over")
+          .AtLeast(1)
+          .Limit(86400, "a day between decisions is no autoscaling"),
+  });
+  return fields;
+}
+
 struct WorkersSpec {
   uint32_t replicas = 1;
   uint32_t min_replicas = 0;    // 0 = replicas
@@ -287,6 +330,12 @@ struct WorkersSpec {
   bool preemptible = false;
   std::string restart_policy = "OnFailure";
   std::string template_yaml;    // PodTemplateSpec, passed through
+  AutoscaleSpec autoscale;
+
+  // The range the number of trainers may take: [minReplicas, maxReplicas],
+  // each 0 meaning replicas.
+  uint32_t Floor() const { return min_replicas == 0 ? replicas : min_replicas; }
+  uint32_t Ceiling() const { return max_replicas == 0 ? replicas : max_replicas; }
 };
 
 inline const FieldSectionOf<WorkersSpec>& WorkersFields() {
@@ -303,6 +352,8 @@ inline const FieldSectionOf<WorkersSpec>& WorkersFields() {
       F::Text("restartPolicy", &S::restart_policy, "when a trainer's pod is restarted")
           .OneOf({"Always", "OnFailure", "Never", "ExitCode"}),
       F::Object("template", &S::template_yaml, "the trainers' PodTemplateSpec"),
+      F::Section("autoscale", &S::autoscale, AutoscaleFields(),
+                 "Gap-aware autoscaling of the trainers"),
   });
   return fields;
 }

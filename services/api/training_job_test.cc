@@ -229,6 +229,36 @@ TEST(TrainingJobTest, SyncBackupsMustLeaveAWorker) {
             std::string::npos);
 }
 
+TEST(TrainingJobTest, AutoscaleNeedsARangeAndAGapAwareAsyncRule) {
+  const std::string on = "restartPolicy: OnFailure\n    autoscale: {enabled: true, maxGap: 1.3, "
+                         "minGain: 0.25, intervalSeconds: 30}";
+  TrainingJob job;
+  ASSERT_TRUE(Parse(WithLine("restartPolicy: OnFailure", on), &job).ok());
+  EXPECT_TRUE(job.workers.autoscale.enabled);
+  EXPECT_DOUBLE_EQ(job.workers.autoscale.max_gap, 1.3);
+  EXPECT_DOUBLE_EQ(job.workers.autoscale.min_gain, 0.25);
+  EXPECT_DOUBLE_EQ(job.workers.autoscale.interval_seconds, 30);
+  EXPECT_EQ(job.workers.Floor(), 2u);
+  EXPECT_EQ(job.workers.Ceiling(), 16u);
+
+  std::string text = WithLine("restartPolicy: OnFailure", on);
+  text.replace(text.find("minReplicas: 2"), 14, "minReplicas: 8");
+  text.replace(text.find("maxReplicas: 16"), 15, "maxReplicas: 0");
+  EXPECT_NE(ErrorOf(text).find("spec.workers.autoscale: needs maxReplicas above minReplicas "
+                               "(0: replicas): the range it chooses N in (8, 8)"),
+            std::string::npos);
+  text = WithLine("restartPolicy: OnFailure", on);
+  text.replace(text.find("rule: gap-aware"), 15, "rule: dana-zero");
+  EXPECT_NE(ErrorOf(text).find(kRuleAutoscaleGap.Text()), std::string::npos);
+  text = WithLine("restartPolicy: OnFailure", on);
+  text.replace(text.find("mode: async"), 11, "mode: sync");
+  EXPECT_NE(ErrorOf(text).find(kRuleAutoscaleGap.Text()), std::string::npos);
+  EXPECT_NE(ErrorOf(WithLine("restartPolicy: OnFailure",
+                             "autoscale: {enabled: true, maxGap: 1}"))
+                .find("spec.workers.autoscale.maxGap"),
+            std::string::npos);
+}
+
 TEST(TrainingJobTest, LoadReportsMissingFile) {
   TrainingJob job;
   Status s = LoadTrainingJob("/nonexistent/job.yaml", &job);
