@@ -99,11 +99,12 @@ controller::Result JobReconciler::Reconcile(const std::string& key) {
   if (!plan.WritesNothing()) {
     const std::string new_phase =
         plan.status ? trainingjob::StringAt(*plan.status, {"phase"}) : old_phase;
-    spdlog::info("job={} plan: phase {}{}, {} deletes, {} applies{}{}{}", key,
+    spdlog::info("job={} plan: phase {}{}, {} deletes, {} applies{}{}{}{}", key,
                  old_phase.empty() ? "(none)" : old_phase,
                  new_phase != old_phase ? " -> " + new_phase : "", plan.deletes.size(),
-                 plan.applies.size(), plan.ledger ? ", ledger" : "",
-                 plan.status ? ", status" : "", plan.delete_job ? ", delete the job" : "");
+                 plan.applies.size(), plan.ledger ? ", ledger" : "", plan.status ? ", status" : "",
+                 plan.scale_to ? ", scale to " + std::to_string(*plan.scale_to) + " trainers" : "",
+                 plan.delete_job ? ", delete the job" : "");
   }
   trainingjob::ExecutionReport report;
   s = trainingjob::ExecutePlan(client_, observed.job, plan, config_.reporting_instance, &report);

@@ -21,7 +21,9 @@ struct Uses {
 //   informers      list, watch: TrainingJobs and the children (selected by
 //                  the gaptrain.io/job-name label)
 //   ExecutePlan    trainingjobs: patch (the pod ledger), delete (TTL);
-//                  trainingjobs/status: patch; pods: apply, delete;
+//                  trainingjobs/status: patch; trainingjobs/scale: patch
+//                  (Gap-aware autoscaling, as `kubectl scale` writes it);
+//                  pods: apply, delete;
 //                  services, configmaps, PVCs: apply; secrets: create;
 //                  events: create
 //   LeaderElector  leases: get, create, update
@@ -34,6 +36,7 @@ const std::vector<Uses>& OperatorCalls() {
   static const std::vector<Uses> uses = {
       {kube::kTrainingJobs, {Call::kList, Call::kWatch, Call::kMergePatch, Call::kDelete}},
       {kube::kTrainingJobs.Subresource("status"), {Call::kMergePatch}},
+      {kube::kTrainingJobs.Subresource("scale"), {Call::kMergePatch}},
       {kube::kPods, {Call::kGet, Call::kList, Call::kWatch, Call::kApply, Call::kDelete}},
       {kube::kServices, {Call::kList, Call::kWatch, Call::kApply}},
       {kube::kSecrets, {Call::kList, Call::kWatch, Call::kCreate}},

@@ -18,6 +18,8 @@
 // example job's pods, and a pod it refuses is a FailedCreate Warning; and
 // a job that succeeds exports its model to spec.output's claim (the
 // coordinator's /status served by the test from a pod network namespace).
+// Issue 31: a job with Gap-aware autoscaling grows and shrinks through the
+// scale subresource on the Gap of a fake master's /metrics.
 // Issue 29: the API server runs the OwnerReferencesPermissionEnforcement
 // admission plugin (OpenShift's default), so every job here is run by an
 // operator whose children's blockOwnerDeletion needs `update` on
@@ -36,11 +38,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -57,6 +61,7 @@
 #include "operator/testing/coordinator_status_examples.h"
 #include "operator/testing/pod_network.h"
 #include "operator/trainingjob/desired_children.h"
+#include "services/api/master_metric_names.h"
 #include "services/net/http_server.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/status_assertions.h"
@@ -262,6 +267,40 @@ class OperatorProcessTest : public ::testing::Test {
   }
 
   // The pod runs, ready, at `ip`.
+  // The coordinator's and the master's HTTP endpoints of a job, served by
+  // the test on their real ports at a pod's IP. The pods' fixed ports are
+  // served in a network namespace of their own, as on a node: a test
+  // elsewhere on this machine listening on 0.0.0.0 at the same port cannot
+  // take them.
+  struct JobEndpoints {
+    std::unique_ptr<kube_testing::PodNetwork> network;
+    std::string ip;
+    std::unique_ptr<HttpServer> coordinator, master;
+  };
+  // The coordinator answers GET /status with `coordinator_status`; the
+  // test adds the master's /metrics. Skips (fails in CI) where network
+  // namespaces cannot be made.
+  void ServeJobEndpoints(const std::string& coordinator_status, JobEndpoints* endpoints) {
+    Status s = kube_testing::PodNetwork::Create(dir_, &endpoints->network);
+    if (s.code() == Status::Code::kPermissionDenied) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    kube_testing::PodNetwork::PodInterface pod_interface;
+    ASSERT_OK(endpoints->network->AddPod(&pod_interface));
+    endpoints->ip = pod_interface.ip;
+    ASSERT_OK(InNetworkNamespace(pod_interface.namespace_path, [&] {
+      Status started = HttpServer::Start(endpoints->ip, trainingjob::kCoordinatorHttpPort,
+                                         &endpoints->coordinator);
+      if (!started.ok()) return started;
+      return HttpServer::Start(endpoints->ip, trainingjob::kMasterHttpPort, &endpoints->master);
+    }));
+    endpoints->coordinator->Handle("/status", [coordinator_status](const HttpRequest&) {
+      HttpResponse r;
+      r.content_type = "application/json";
+      r.body = coordinator_status;
+      return r;
+    });
+  }
+
   void MarkRunning(const std::string& ns, const std::string& name, const std::string& ip) {
     WriteStatus(ns, name, [&](json* status) {
       (*status)["phase"] = "Running";
@@ -647,8 +686,13 @@ TEST_F(OperatorProcessTest, AJobsLifeNeedsExactlyTheShippedPermissions) {
     EXPECT_EQ(used.count(p), 0u) << p.resource << " " << p.verb << " was a request";
     created_by_apply.insert(p);
   }
+  // Gap-aware autoscaling's scale needs a master's Gap, which this job's
+  // life has not (no master runs): AnAutoscaledJobGrowsAndShrinksThrough...
+  // checks that request is made and allowed.
+  const kube::RbacPermission autoscaler_scale{"gaptrain.io", "trainingjobs/scale", "patch"};
+  EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), autoscaler_scale));
   for (const kube::RbacPermission& p : allowed) {
-    if (created_by_apply.count(p) > 0) continue;
+    if (created_by_apply.count(p) > 0 || p == autoscaler_scale) continue;
     EXPECT_EQ(used.count(p), 1u) << "declared but never used: " << p.group << "/" << p.resource
                                  << " " << p.verb;
   }
@@ -1054,29 +1098,12 @@ TEST_F(OperatorProcessTest, AChildRefusedByAdmissionIsAFailedCreateWarning) {
 // with condition and Event ModelExported, and the job stays Succeeded.
 TEST_F(OperatorProcessTest, ASucceededJobExportsItsModelToTheOutputClaim) {
   const std::string ns = "exports";
-  // The pods' fixed ports are served in a network namespace of their own,
-  // as on a node: a test elsewhere on this machine listening on 0.0.0.0
-  // at the same port cannot take them.
-  std::unique_ptr<kube_testing::PodNetwork> network;
-  Status s = kube_testing::PodNetwork::Create(dir_, &network);
-  if (s.code() == Status::Code::kPermissionDenied) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  kube_testing::PodNetwork::PodInterface pod_interface;
-  ASSERT_OK(network->AddPod(&pod_interface));
-  const std::string ip = pod_interface.ip;
-  std::unique_ptr<HttpServer> coordinator, master;
-  ASSERT_OK(InNetworkNamespace(pod_interface.namespace_path, [&] {
-    Status started = HttpServer::Start(ip, trainingjob::kCoordinatorHttpPort, &coordinator);
-    if (!started.ok()) return started;
-    return HttpServer::Start(ip, trainingjob::kMasterHttpPort, &master);
-  }));
-  coordinator->Handle("/status", [](const HttpRequest&) {
-    HttpResponse r;
-    r.content_type = "application/json";
-    // Succeeded with accuracy 0.9871 (services/coordinator/status_examples.cc).
-    r.body = coordinator_status_examples::kSucceeded;
-    return r;
-  });
+  JobEndpoints endpoints;
+  // Succeeded with accuracy 0.9871 (services/coordinator/status_examples.cc).
+  ASSERT_NO_FATAL_FAILURE(ServeJobEndpoints(coordinator_status_examples::kSucceeded, &endpoints));
+  if (IsSkipped()) return;
+  const std::string ip = endpoints.ip;
+  std::unique_ptr<HttpServer>& master = endpoints.master;
   master->Handle("/metrics", [](const HttpRequest&) {
     HttpResponse r;
     r.body = "gaptrain_master_model_version 938\n";
@@ -1167,6 +1194,221 @@ TEST_F(OperatorProcessTest, ASucceededJobExportsItsModelToTheOutputClaim) {
   }
   // No TTL: the finished job stays.
   EXPECT_TRUE(Get(kube::kTrainingJobs, ns, "mnist").is_object());
+}
+
+// The master's /metrics as the test wants them: a fake. A real master
+// cannot be made to give a Gap on demand (its Gap is the model's own), and
+// the autoscaler decides on nothing else. It applies `rate` updates per
+// second, each push of mean Gap `gap`; its totals grow with the wall clock
+// between reads, as a real master's do.
+class FakeMasterMetrics {
+ public:
+  FakeMasterMetrics(double rate, double gap) : rate_(rate), gap_(gap), last_(Clock::now()) {}
+
+  void Set(double rate, double gap) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Advance();
+    rate_ = rate;
+    gap_ = gap;
+  }
+
+  // The model version now: a later read of /metrics is larger.
+  double Version() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Advance();
+    return version_;
+  }
+
+  // The Prometheus text, by services/api/master_metric_names.h's names.
+  std::string Text() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Advance();
+    char text[512];
+    std::snprintf(text, sizeof text, "%s %.3f\n%s %.6f\n%s %.3f\n", master_metric::kModelVersion,
+                  version_, master_metric::HistogramSum(master_metric::kGap).c_str(), gap_sum_,
+                  master_metric::HistogramCount(master_metric::kGap).c_str(), gap_count_);
+    return text;
+  }
+
+ private:
+  void Advance() {
+    const Clock::time_point now = Clock::now();
+    const double pushes = rate_ * std::chrono::duration<double>(now - last_).count();
+    version_ += pushes;
+    gap_sum_ += gap_ * pushes;
+    gap_count_ += pushes;
+    last_ = now;
+  }
+
+  std::mutex mu_;
+  double rate_, gap_;
+  Clock::time_point last_;
+  double version_ = 0, gap_sum_ = 0, gap_count_ = 0;
+};
+
+// Issue 31: Gap-aware autoscaling through the scale subresource, on a real
+// API server, the test as the kubelet, the coordinator's /status and the
+// master's /metrics (a fake the test drives, above) served from a pod
+// network namespace. A low Gap and rising updates grow the job 2 -> 4
+// through trainingjobs/scale (trainer pods appear, as after `kubectl
+// scale`); a trainer preempted during the resize is replaced and the job
+// stays Running, the windows that saw it holding; once the growth has
+// paid, a Gap above maxGap shrinks it. `kubectl describe tj` shows the
+// ScaledUp and ScaledDown Events with the policy's messages and
+// status.autoscale; no request of the operator was refused, the scale
+// among them.
+TEST_F(OperatorProcessTest, AnAutoscaledJobGrowsAndShrinksThroughTheScaleSubresource) {
+  const std::string ns = "autoscale";
+  JobEndpoints endpoints;
+  ASSERT_NO_FATAL_FAILURE(ServeJobEndpoints(coordinator_status_examples::kRunning, &endpoints));
+  if (IsSkipped()) return;
+  const std::string ip = endpoints.ip;
+  std::unique_ptr<HttpServer>& master = endpoints.master;
+  // 100 updates/s at Gap 1.1: room under maxGap 1.5 (projected 1.30 at 4).
+  FakeMasterMetrics metrics(100, 1.1);
+  master->Handle("/metrics", [&metrics](const HttpRequest&) {
+    HttpResponse r;
+    r.body = metrics.Text();
+    return r;
+  });
+
+  CreateNamespace(ns);
+  std::unique_ptr<RunningOperator> op = StartOperator("op", {"--leader-elect=false"});
+  ASSERT_NE(op, nullptr);
+  CreateJob(Job(ns, "mnist",
+                {{"workers",
+                  {{"replicas", 2},
+                   {"minReplicas", 1},
+                   {"maxReplicas", 8},
+                   {"autoscale", {{"enabled", true}, {"maxGap", 1.5}, {"intervalSeconds", 1}}}}}}));
+  ASSERT_TRUE(Eventually([&] { return Pods(ns, "mnist").size() == 5; }, seconds(30)))
+      << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
+  for (const json& pod : Pods(ns, "mnist")) {
+    const std::string name = pod["metadata"]["name"];
+    if (name == "mnist-coordinator" || name == "mnist-master") continue;
+    MarkRunning(ns, name, "10.0.2." + std::to_string(next_ip_++));
+  }
+  MarkRunning(ns, "mnist-master", ip);
+  MarkRunning(ns, "mnist-coordinator", ip);
+  const auto replicas = [](const json& j) { return j["spec"]["workers"].value("replicas", 0); };
+  const auto last_decision = [](const json& j) {
+    return j.value("status", json::object())
+        .value("autoscale", json::object())
+        .value("lastDecision", json::object());
+  };
+
+  // It grows, through the scale subresource.
+  ASSERT_TRUE(WaitForJob(ns, "mnist", [&](const json& j) { return replicas(j) == 4; }))
+      << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
+  json job = Get(kube::kTrainingJobs, ns, "mnist");
+  EXPECT_EQ(Phase(job), "Running");
+  EXPECT_EQ(job["metadata"]["generation"], 2);
+  // The growth pays from now on: 200 updates/s, and the Gap near maxGap
+  // (projected 1.45 at 5), so it grows no further. A window begun after
+  // this change is waited for: one that mixed both would judge the growth
+  // on a rate in between.
+  metrics.Set(200, 1.4);
+  const double switched_at = metrics.Version();
+  ASSERT_TRUE(WaitForJob(ns, "mnist",
+                         [&](const json& j) {
+                           const json window = j.value("status", json::object())
+                                                   .value("autoscale", json::object())
+                                                   .value("window", json::object());
+                           return window.value("modelVersion", 0.0) > switched_at;
+                         }))
+      << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
+  ASSERT_TRUE(Eventually([&] {
+    return Get(kube::kPods, ns, "mnist-trainer-2").is_object() &&
+           Get(kube::kPods, ns, "mnist-trainer-3").is_object();
+  })) << op->Log();
+  EXPECT_TRUE(Eventually([&] { return CountEvents(ns, "mnist", "TrainingJobScaled") == 1; }));
+
+  // During the resize a spot reclaim takes trainer 0: it is replaced, the
+  // job stays Running and holds at 4 (the new trainers not yet running).
+  const std::string old_uid = Get(kube::kPods, ns, "mnist-trainer-0")["metadata"]["uid"];
+  WriteStatus(ns, "mnist-trainer-0", [](json* status) {
+    (*status)["conditions"].push_back({{"type", "DisruptionTarget"},
+                                       {"status", "True"},
+                                       {"reason", "TerminationByKubelet"},
+                                       {"message",
+                                        "Pod was terminated in response to "
+                                        "imminent node shutdown."}});
+  });
+  ASSERT_TRUE(WaitForJob(ns, "mnist", [](const json& j) {
+    return j["status"].value("preemptions", 0) == 1;
+  })) << op->Log();
+  ASSERT_TRUE(Eventually([&] {
+    const json replacement = Get(kube::kPods, ns, "mnist-trainer-0");
+    return replacement.is_object() && replacement["metadata"]["uid"] != old_uid;
+  })) << op->Log();
+  EXPECT_EQ(Phase(Get(kube::kTrainingJobs, ns, "mnist")), "Running");
+  RunAllPods(ns, "mnist");
+  // With all four running a window judges the growth (it paid: grownFrom
+  // back to 0) and holds near maxGap.
+  ASSERT_TRUE(WaitForJob(ns, "mnist",
+                         [&](const json& j) {
+                           const json last = last_decision(j);
+                           return last.value("reason", "") == "Holding" &&
+                                  last.value("message", "").find("near maxGap") !=
+                                      std::string::npos;
+                         }))
+      << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
+  job = Get(kube::kTrainingJobs, ns, "mnist");
+  EXPECT_EQ(Phase(job), "Running");
+  EXPECT_EQ(replicas(job), 4);
+  EXPECT_EQ(job["status"]["autoscale"]["grownFrom"], 0);
+  EXPECT_EQ(last_decision(job)["message"], "Gap 1.40 is near maxGap 1.50: holding at 4 trainers");
+  EXPECT_EQ(job["status"]["workers"]["summary"], "4/4");
+  EXPECT_EQ(CountEvents(ns, "mnist", "ScaledUp"), 1);  // holds are no Events
+  EXPECT_EQ(CountEvents(ns, "mnist", "ScaledDown"), 0);
+
+  // Too stale: it shrinks, and the highest trainers go.
+  metrics.Set(200, 1.8);
+  ASSERT_TRUE(WaitForJob(ns, "mnist", [&](const json& j) { return replicas(j) < 4; }))
+      << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
+  EXPECT_TRUE(Eventually([&] { return !Get(kube::kPods, ns, "mnist-trainer-3").is_object(); }))
+      << op->Log();
+  std::string grew, shrank;
+  ASSERT_TRUE(Eventually([&] {
+    for (const json& e : JobEvents(ns, "mnist")) {
+      if (e.value("type", "") != "Normal") continue;
+      const std::string reason = e.value("reason", "");
+      if (reason == "ScaledUp" && grew.empty()) grew = e.value("note", "");
+      if (reason == "ScaledDown" && shrank.empty()) shrank = e.value("note", "");
+    }
+    return !grew.empty() && !shrank.empty();
+  })) << op->Log();
+  EXPECT_EQ(grew.rfind("Gap 1.10 leaves room under maxGap 1.50 (projected 1.30 at 4) at ", 0), 0u)
+      << grew;
+  EXPECT_NE(grew.find(" updates/s: 2 -> 4 trainers"), std::string::npos) << grew;
+  EXPECT_NE(shrank.find(" is above maxGap 1.50 (projected "), std::string::npos) << shrank;
+  EXPECT_NE(shrank.find(": 4 -> "), std::string::npos) << shrank;
+
+  // kubectl describe: the decisions as Events, and status.autoscale.
+  std::string described;
+  const Status s =
+      cluster_->Kubectl({"describe", "trainingjob", "mnist", "--namespace", ns}, &described);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::printf("kubectl describe tj mnist, autoscaled:\n%s\n",
+              described.substr(std::min(described.size(), described.find("\nStatus:"))).c_str());
+  for (const std::string& expected :
+       {std::string("ScaledUp"), grew, std::string("ScaledDown"), shrank, std::string("Autoscale:"),
+        std::string("Last Decision:"), std::string("Window:")}) {
+    EXPECT_NE(described.find(expected), std::string::npos) << expected << "\n" << described;
+  }
+
+  // The scale went through trainingjobs/scale, allowed; nothing was refused.
+  int scales = 0;
+  for (const AuditRecord& r : OperatorRequests()) {
+    if (r.ns != ns) continue;
+    EXPECT_NE(r.code, 403) << r.verb << " " << r.uri;
+    if (r.resource == "trainingjobs" && r.subresource == "scale") {
+      EXPECT_EQ(r.verb, "patch") << r.uri;
+      scales += r.code == 200;  // or 409, the job changed since: decided again
+    }
+  }
+  EXPECT_GE(scales, 2);
+  EXPECT_EQ(CountEvents(ns, "mnist", "FailedCreate"), 0);
 }
 
 // Issue 29: without --image, in a cluster, the job pods' image is the

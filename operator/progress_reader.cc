@@ -98,6 +98,7 @@ void ProgressReader::Read(const std::string& job_key, trainingjob::ObservedJob* 
   const bool same_job = previous != previous_.end() && previous->second.job_uid == job_uid;
   observed->master =
       trainingjob::ProgressBetween(same_job ? &previous->second.scrape : nullptr, scrape);
+  observed->master_scrape = scrape;
   // Reconciles that follow each other closely (pod events) measure against
   // the same earlier reading, so the rate is never over a sliver of time.
   if (!same_job || scrape.at - previous->second.scrape.at >= kMinimumWindow) {

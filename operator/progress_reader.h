@@ -7,8 +7,9 @@
 // ProgressBetween).
 //
 // What callers may rely on:
-//   - Read() fills observed->coordinator and observed->master from the
-//     pods in observed->pods: the job's (controlled by its uid) running
+//   - Read() fills observed->coordinator, observed->master and
+//     observed->master_scrape (the master's totals as read, with the time
+//     of the read) from the pods in observed->pods: the job's (controlled by its uid) running
 //     NAME-coordinator and NAME-master with a status.podIP. A pod that is
 //     missing, not running, unreachable within the timeout, or answering
 //     something that does not parse leaves its reading absent; the reason

@@ -93,6 +93,11 @@ TEST_F(ProgressReaderTest, ReadsBothAndMeasuresAgainstThePreviousScrape) {
   EXPECT_EQ(first.master->model_version, 900u);
   EXPECT_DOUBLE_EQ(*first.master->mean_gap, 1.5);  // everything since the master started
   EXPECT_FALSE(first.master->updates_per_second.has_value());
+  // The totals as read, for the autoscaler's window.
+  ASSERT_TRUE(first.master_scrape.has_value());
+  EXPECT_EQ(first.master_scrape->model_version, 900);
+  EXPECT_EQ(first.master_scrape->gap_sum, 300);
+  EXPECT_EQ(first.master_scrape->gap_count, 200);
 
   // The next reading measures the pushes since the first one.
   metrics_body_ = Metrics(1000, 400, 250);
@@ -131,6 +136,7 @@ TEST_F(ProgressReaderTest, MissingReadingsAreAbsentWithTheReason) {
   reader_->Read("default/mnist", &garbled, &problems);
   EXPECT_FALSE(garbled.coordinator.has_value());
   EXPECT_FALSE(garbled.master.has_value());
+  EXPECT_FALSE(garbled.master_scrape.has_value());
   EXPECT_EQ(problems.size(), 2u);
 
   // Nobody listening: unreachable, quickly.

@@ -16,6 +16,11 @@ namespace gaptrain {
 std::string WriteJobFile(const std::string& dir, const E2eJob& job) {
   const std::string data = SharedDataDir();
   const std::string path = dir + "/" + job.name + ".yaml";
+  std::string workers = "{replicas: " + std::to_string(job.replicas) +
+                        ", minReplicas: " + std::to_string(job.min_replicas);
+  if (job.max_replicas > 0) workers += ", maxReplicas: " + std::to_string(job.max_replicas);
+  if (!job.autoscale.empty()) workers += ", autoscale: " + job.autoscale;
+  workers += "}";
   std::ofstream(path) << "apiVersion: gaptrain.io/v1alpha1\n"
                       << "kind: TrainingJob\n"
                       << "metadata: {name: " << job.name << "}\n"
@@ -35,8 +40,7 @@ std::string WriteJobFile(const std::string& dir, const E2eJob& job) {
                       << "    mode: " << job.mode << "\n"
                       << "    sync: {backupWorkers: " << job.backup_workers << "}\n"
                       << "    staleness: {rule: " << job.rule << "}\n"
-                      << "  workers: {replicas: " << job.replicas
-                      << ", minReplicas: " << job.min_replicas << "}\n"
+                      << "  workers: " << workers << "\n"
                       << "  master:\n"
                       << "    checkpoint: {intervalSeconds: " << job.checkpoint_seconds
                       << ", keep: 3}\n"

@@ -29,6 +29,8 @@ struct E2eJob {
   uint32_t backup_workers = 0;  // sync
   uint32_t replicas = 4;
   uint32_t min_replicas = 2;  // the job trains on while chaos has trainers down
+  uint32_t max_replicas = 0;  // 0: not written (replicas)
+  std::string autoscale;      // spec.workers.autoscale as a YAML flow map; empty: none
   double epochs = 4;
   uint32_t batch_size = 64;
   double learning_rate = 0.03;  // as examples/mnist-gap-aware.yaml: 0.05 collapsed some runs

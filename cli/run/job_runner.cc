@@ -33,13 +33,42 @@ JobRunner::JobRunner(const TrainingJob& job, RunDir* run_dir, LocalJob::Options 
       out_(out),
       local_(std::move(local)),
       monkey_(options.chaos),
-      trainer_down_by_chaos_(local_.trainer_count(), false),
-      trainer_ids_above_(local_.trainer_count(), 0) {}
+      trainer_slots_(local_.trainer_count()) {
+  if (job_.workers.autoscale.enabled) autoscaler_ = std::make_unique<LocalAutoscaler>(job_.workers);
+}
 
 uint32_t JobRunner::HighestWorkerId() const {
   uint32_t highest = 0;
   for (const auto& w : status_.workers()) highest = std::max(highest, w.worker_id());
   return highest;
+}
+
+bool JobRunner::TrainerRegistered(size_t index) const {
+  for (const auto& w : status_.workers()) {
+    if (w.host() == LocalJob::TrainerName(index) &&
+        w.worker_id() > trainer_slots_[index].registered_above) {
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t JobRunner::RunningTrainers() {
+  if (!coordinator_reachable_) return 0;  // registered or not, nobody can tell
+  uint32_t running = 0;
+  for (size_t i = 0; i < local_.trainer_count(); ++i) {
+    const TrainerSlot& slot = trainer_slots_[i];
+    Process* trainer = local_.trainer(i);
+    if (trainer != nullptr && trainer->Running() && !slot.down_by_chaos && !slot.scaled_away &&
+        TrainerRegistered(i)) {
+      ++running;
+    }
+  }
+  return running;
+}
+
+uint32_t JobRunner::WantedTrainers() const {
+  return autoscaler_ != nullptr ? autoscaler_->replicas() : job_.workers.replicas;
 }
 
 double JobRunner::Elapsed() const {
@@ -56,14 +85,19 @@ void JobRunner::Say(const std::string& line) {
 void JobRunner::Observe() {
   proto::CoordinatorStatusResponse status;
   coordinator_reachable_ = coordinator_ != nullptr && coordinator_->GetStatus(&status).ok();
-  if (coordinator_reachable_) status_ = status;
+  if (coordinator_reachable_) {
+    status_ = status;
+    max_live_trainers_ = std::max(max_live_trainers_, status_.live_trainers());
+  }
   master_reachable_ = false;
   if (local_.master() != nullptr && local_.master()->Running()) {
     HttpClientResponse response;
     if (HttpGet("127.0.0.1", local_.master_http_port(), "/metrics", 2, &response).ok() &&
         response.status == 200) {
       master_reachable_ = true;
-      totals_.Observe(ParseMetricsText(response.body));
+      const MetricsSample metrics = ParseMetricsText(response.body);
+      totals_.Observe(metrics);
+      master_counters_ = ReadMasterCounters(metrics);
     }
   }
 }
@@ -93,7 +127,7 @@ bool JobRunner::RestartTrainerAfterFailure(size_t index) {
         local_.LogFile(name));
     return true;  // the job goes on with fewer trainers, as on a cluster
   }
-  trainer_ids_above_[index] = HighestWorkerId();
+  trainer_slots_[index].registered_above = HighestWorkerId();
   Status s = local_.StartTrainer(index);
   if (!s.ok()) {
     error_ = "cannot restart " + name + ": " + s.ToString();
@@ -128,7 +162,8 @@ bool JobRunner::Supervise() {
     changed = true;
   }
   // A worker that exits 0 has left (the job ended); one that crashed is
-  // restarted per restartPolicy, unless the job is over.
+  // restarted per restartPolicy, unless the job is over. A trainer the
+  // autoscaler stopped is not restarted, however it ended.
   const bool over = Terminal(status_.phase());
   if (!over && !local_.evaluator()->Running() &&
       !ExitedCleanly(local_.evaluator()->wait_status())) {
@@ -139,11 +174,13 @@ bool JobRunner::Supervise() {
   }
   for (size_t i = 0; i < local_.trainer_count(); ++i) {
     Process* trainer = local_.trainer(i);
-    if (over || trainer_down_by_chaos_[i] || trainer->Running() ||
+    if (over || trainer == nullptr || trainer_slots_[i].down_by_chaos ||
+        trainer_slots_[i].scaled_away || trainer->Running() ||
         ExitedCleanly(trainer->wait_status())) {
       continue;
     }
     Say(LocalJob::TrainerName(i) + " exited (" + DescribeWaitStatus(trainer->wait_status()) + ")");
+    ++trainers_lost_;
     if (!local_.TrainerReported(i)) return StartupFailed(LocalJob::TrainerName(i), trainer);
     if (!RestartTrainerAfterFailure(i)) return false;
     changed = true;
@@ -163,13 +200,12 @@ void JobRunner::ApplyChaos() {
   // the job ends may leave as finished rather than preempted.
   std::vector<size_t> killable;
   for (size_t i = 0; i < local_.trainer_count() && status_.progress() < 0.95; ++i) {
-    if (trainer_down_by_chaos_[i] || !local_.trainer(i)->Running()) continue;
-    for (const auto& w : status_.workers()) {
-      if (w.host() == LocalJob::TrainerName(i) && w.worker_id() > trainer_ids_above_[i]) {
-        killable.push_back(i);
-        break;
-      }
+    const TrainerSlot& slot = trainer_slots_[i];
+    Process* trainer = local_.trainer(i);
+    if (slot.down_by_chaos || slot.scaled_away || trainer == nullptr || !trainer->Running()) {
+      continue;
     }
+    if (TrainerRegistered(i)) killable.push_back(i);
   }
   bool changed = false;
   for (const ChaosAction& a : monkey_.Due(Elapsed(), status_.progress(), killable)) {
@@ -177,17 +213,26 @@ void JobRunner::ApplyChaos() {
       case ChaosAction::Kind::kKillTrainer: {
         const std::string name = LocalJob::TrainerName(a.trainer);
         Say("chaos: " + std::string(a.signal == SIGTERM ? "SIGTERM" : "SIGKILL") + " to " + name);
-        trainer_down_by_chaos_[a.trainer] = true;
+        trainer_slots_[a.trainer].down_by_chaos = true;
+        ++trainers_lost_;
         local_.trainer(a.trainer)->Signal(a.signal);
         break;
       }
       case ChaosAction::Kind::kRestartTrainer: {
         const std::string name = LocalJob::TrainerName(a.trainer);
+        TrainerSlot& slot = trainer_slots_[a.trainer];
+        if (!slot.down_by_chaos || slot.scaled_away) {
+          // Meanwhile the autoscaler started it again, or stopped its slot.
+          slot.down_by_chaos = false;
+          Say("chaos: " + name + " not restarted: the autoscaler " +
+              (slot.scaled_away ? "stopped it" : "restarted it"));
+          break;
+        }
         Process* trainer = local_.trainer(a.trainer);
         // A SIGTERM'd trainer may still be finishing its batch.
         if (!trainer->WaitExit(std::chrono::seconds(30))) trainer->Stop(std::chrono::seconds(1));
-        trainer_down_by_chaos_[a.trainer] = false;
-        trainer_ids_above_[a.trainer] = HighestWorkerId();
+        slot.down_by_chaos = false;
+        slot.registered_above = HighestWorkerId();
         Status s = local_.StartTrainer(a.trainer);
         Say("chaos: restarted " + name + (s.ok() ? "" : ": " + s.ToString()));
         changed = true;
@@ -213,6 +258,58 @@ void JobRunner::ApplyChaos() {
   if (changed) run_dir_->WriteEndpoints(job_.name, &local_, getpid());
 }
 
+bool JobRunner::StartScaledTrainer(size_t slot) {
+  local_.EnsureTrainerSlots(slot + 1);
+  if (trainer_slots_.size() < slot + 1) trainer_slots_.resize(slot + 1);
+  Process* leaving = local_.trainer(slot);
+  if (leaving != nullptr && leaving->Running()) {
+    // SIGTERM'd by an earlier shrink (or by chaos): it leaves within its
+    // grace, or is SIGKILLed.
+    leaving->Stop(std::chrono::milliseconds(
+        static_cast<int64_t>(1000 * local_.options().worker_grace_seconds)));
+  }
+  TrainerSlot& t = trainer_slots_[slot];
+  t.scaled_away = false;
+  t.down_by_chaos = false;
+  t.registered_above = HighestWorkerId();
+  Status s = local_.StartTrainer(slot);
+  if (!s.ok()) {
+    error_ = "autoscale: cannot start " + LocalJob::TrainerName(slot) + ": " + s.ToString();
+    return false;
+  }
+  return true;
+}
+
+void JobRunner::StopScaledTrainer(size_t slot) {
+  trainer_slots_[slot].scaled_away = true;
+  // A preemption notice: it hands its task back and leaves within its
+  // grace. Supervise() and Finish() reap it.
+  Process* trainer = local_.trainer(slot);
+  if (trainer != nullptr) trainer->Signal(SIGTERM);
+}
+
+void JobRunner::Autoscale() {
+  if (autoscaler_ == nullptr || Terminal(status_.phase())) return;
+  AutoscaleObservation o;
+  o.seconds = Elapsed();
+  o.master_reachable = master_reachable_;
+  o.master = master_counters_;
+  o.running = RunningTrainers();
+  o.trainers_lost = trainers_lost_;
+  const uint32_t from = autoscaler_->replicas();
+  AutoscaleDecision decision;
+  if (!autoscaler_->Observe(o, &decision) || decision.replicas == from) return;
+  Say(std::string("autoscale: ") + decision.Reason() + ": " + decision.message);
+  for (size_t slot : TrainerSlotsToChange(from, decision.replicas)) {
+    if (decision.replicas < from) {
+      StopScaledTrainer(slot);
+    } else if (!StartScaledTrainer(slot)) {
+      break;
+    }
+  }
+  run_dir_->WriteEndpoints(job_.name, &local_, getpid());
+}
+
 void JobRunner::PrintProgress(bool force) {
   const double now = Elapsed();
   const double period = options_.live_line ? 0 : options_.print_every_seconds;
@@ -235,7 +332,11 @@ void JobRunner::PrintProgress(bool force) {
   last_rate_version_ = version;
   last_gap_sum_ = totals_.gap_sum();
   last_gap_count_ = totals_.gap_count();
-  in.trainers = static_cast<uint32_t>(local_.trainer_count());
+  in.trainers = WantedTrainers();
+  if (autoscaler_ != nullptr) {
+    in.autoscale_floor = job_.workers.Floor();
+    in.autoscale_ceiling = job_.workers.Ceiling();
+  }
   in.lease_seconds = job_.coordinator.lease_seconds;
   in.chaos_kills = monkey_.trainer_sigterms() + monkey_.trainer_sigkills() + monkey_.master_kills();
   const std::string line = ProgressLine(in);
@@ -251,7 +352,7 @@ void JobRunner::PrintProgress(bool force) {
 bool JobRunner::WorkersGone() {
   if (local_.evaluator()->Running()) return false;
   for (size_t i = 0; i < local_.trainer_count(); ++i) {
-    if (local_.trainer(i)->Running()) return false;
+    if (local_.trainer(i) != nullptr && local_.trainer(i)->Running()) return false;
   }
   return true;
 }
@@ -273,8 +374,12 @@ int JobRunner::Run(RunSummary* summary) {
       grpc::CreateChannel(local_.coordinator_address(), grpc::InsecureChannelCredentials()),
       client_options);
 
+  const std::string autoscaled =
+      autoscaler_ == nullptr ? ""
+                             : " (autoscale: " + std::to_string(job_.workers.Floor()) + " to " +
+                                   std::to_string(job_.workers.Ceiling()) + " trainers)";
   Say("job " + job_.name + ": " + std::to_string(local_.trainer_count()) +
-      " trainers and an evaluator; run directory " + run_dir_->path());
+      " trainers and an evaluator" + autoscaled + "; run directory " + run_dir_->path());
   Say("  master      " + local_.master_address() + "  metrics http://127.0.0.1:" +
       std::to_string(local_.master_http_port()) + "/metrics");
   Say("  coordinator " + local_.coordinator_address() + "  status  http://127.0.0.1:" +
@@ -299,6 +404,8 @@ int JobRunner::Run(RunSummary* summary) {
     Observe();
     if (!Supervise() || !error_.empty()) break;
     ApplyChaos();
+    Autoscale();
+    if (!error_.empty()) break;
     PrintProgress(false);
     if (Terminal(status_.phase())) {
       if (terminal_since < 0) terminal_since = Elapsed();
@@ -379,6 +486,14 @@ void JobRunner::Finish(bool interrupted, RunSummary* summary) {
   s.master_restarts = master_restarts_;
   s.worker_restarts = worker_restarts_;
   s.chaos_started_at = monkey_.started_at();
+  if (autoscaler_ != nullptr) {
+    s.autoscaled = true;
+    s.autoscale_floor = job_.workers.Floor();
+    s.autoscale_ceiling = job_.workers.Ceiling();
+    s.trainers_at_end = autoscaler_->replicas();
+    s.max_live_trainers = max_live_trainers_;
+    s.autoscale_changes = autoscaler_->changes();
+  }
   for (const ChaosEvent& e : monkey_.events()) {
     s.chaos_faults.push_back({e.at, ChaosFaultName(e.action), ChaosTargetName(e.action)});
   }

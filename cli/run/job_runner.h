@@ -4,7 +4,11 @@
 // restartPolicy and backoffLimit; a worker that dies during start-up ends
 // the run), carries out the chaos monkey's faults (its clock starts at the
 // first trainer's registration; summary.json lists each fault with its
-// time), and ends the run:
+// time), scales the trainers as spec.workers.autoscale decides
+// (LocalAutoscaler: new trainers start as trainer-N, N the next slot; a
+// shrink sends SIGTERM to the highest-numbered ones, which hand their
+// tasks back and leave: neither restarted nor counted as failures; each
+// change is printed and listed in the summary), and ends the run:
 //   - when the job succeeds or fails: it waits for the workers to leave
 //     (the evaluator scores the final model first);
 //   - on SIGINT or SIGTERM: the workers are stopped with SIGTERM (they
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "cli/run/chaos_monkey.h"
+#include "cli/run/local_autoscaler.h"
 #include "cli/run/local_job.h"
 #include "cli/run/run_dir.h"
 #include "cli/run/run_report.h"
@@ -56,6 +61,19 @@ class JobRunner {
   // Restarts crashed processes; false when the restart budget is spent.
   bool Supervise();
   void ApplyChaos();
+  // Feeds the autoscaler this tick's observation and applies its decision.
+  void Autoscale();
+  // Starts trainer `slot` for a growth (after the SIGTERM'd process there
+  // left, if one is still leaving); stops it for a shrink.
+  bool StartScaledTrainer(size_t slot);
+  void StopScaledTrainer(size_t slot);
+  // Whether the coordinator lists trainer `index`'s current process.
+  bool TrainerRegistered(size_t index) const;
+  // Trainers alive, registered, and neither killed by chaos nor stopped by
+  // the autoscaler.
+  uint32_t RunningTrainers();
+  // The trainers the job wants now: replicas, or the autoscaler's N.
+  uint32_t WantedTrainers() const;
   void PrintProgress(bool force);
   bool WorkersGone();
   // Stops everything in order and fills *summary.
@@ -82,11 +100,19 @@ class JobRunner {
   bool coordinator_reachable_ = false;
   bool master_reachable_ = false;
   MasterTotals totals_;
+  MasterCounters master_counters_;  // the last scrape's, when master_reachable_
 
-  std::vector<bool> trainer_down_by_chaos_;
-  // A trainer's current process registered once the coordinator lists its
-  // host with an id above this (the highest id seen when it was started).
-  std::vector<uint32_t> trainer_ids_above_;
+  struct TrainerSlot {
+    bool down_by_chaos = false;
+    bool scaled_away = false;  // stopped by the autoscaler: not restarted
+    // Its current process registered once the coordinator lists its host
+    // with an id above this (the highest id seen when it was started).
+    uint32_t registered_above = 0;
+  };
+  std::vector<TrainerSlot> trainer_slots_;       // one per LocalJob trainer
+  std::unique_ptr<LocalAutoscaler> autoscaler_;  // null unless autoscale is enabled
+  uint64_t trainers_lost_ = 0;                   // killed by chaos or crashed
+  uint32_t max_live_trainers_ = 0;               // the coordinator's count, over the run
   bool master_down_by_chaos_ = false;
   uint64_t failures_ = 0;  // crashes, against backoffLimit
   uint64_t master_restarts_ = 0;

@@ -62,12 +62,12 @@ MachineCapacity ThisMachine() {
   return m;
 }
 
-Status CheckLocalCapacity(uint32_t trainers, uint64_t dataset_bytes,
-                          const MachineCapacity& machine) {
+Status CheckLocalCapacity(uint32_t trainers, uint64_t dataset_bytes, const MachineCapacity& machine,
+                          const std::string& field) {
   const uint64_t max_trainers = uint64_t{kTrainersPerCpu} * std::max(1, machine.cpus);
   if (trainers > max_trainers) {
     return Status::FailedPrecondition(
-        "spec.workers.replicas: " + std::to_string(trainers) + " trainers are too many for " +
+        field + ": " + std::to_string(trainers) + " trainers are too many for " +
         "this machine's " + std::to_string(machine.cpus) + " CPUs: gaptrain run starts each " +
         "as a process and allows " + std::to_string(kTrainersPerCpu) + " per CPU (" +
         std::to_string(max_trainers) + " here)" + kElsewhere);
@@ -77,11 +77,11 @@ Status CheckLocalCapacity(uint32_t trainers, uint64_t dataset_bytes,
   const uint64_t needed = (uint64_t{trainers} + 1) * per_worker + kServicesBytes;
   if (needed > machine.available_bytes) {
     return Status::FailedPrecondition(
-        "spec.workers.replicas: " + std::to_string(trainers) + " trainers and the evaluator " +
-        "need about " + Size(needed) + " of memory (" + Size(kWorkerRuntimeBytes) +
-        " of runtime and " + Size(dataset_bytes) + " of dataset each, and " +
-        Size(kServicesBytes) + " for the master and coordinator), more than the " +
-        Size(machine.available_bytes) + " this machine has available" + kElsewhere);
+        field + ": " + std::to_string(trainers) + " trainers and the evaluator need about " +
+        Size(needed) + " of memory (" + Size(kWorkerRuntimeBytes) + " of runtime and " +
+        Size(dataset_bytes) + " of dataset each, and " + Size(kServicesBytes) +
+        " for the master and coordinator), more than the " + Size(machine.available_bytes) +
+        " this machine has available" + kElsewhere);
   }
   return Status::OK();
 }

@@ -13,6 +13,7 @@
 #define GAPTRAIN_CLI_RUN_LOCAL_CAPACITY_H_
 
 #include <cstdint>
+#include <string>
 
 #include "services/base/status.h"
 
@@ -36,9 +37,10 @@ MachineCapacity ThisMachine();
 
 // OK when `trainers` trainers and the evaluator, each holding
 // `dataset_bytes`, fit on `machine` with the master and coordinator; else
-// FAILED_PRECONDITION naming spec.workers.replicas and what it exceeds.
-Status CheckLocalCapacity(uint32_t trainers, uint64_t dataset_bytes,
-                          const MachineCapacity& machine);
+// FAILED_PRECONDITION naming `field` (the one that set `trainers`) and what
+// it exceeds.
+Status CheckLocalCapacity(uint32_t trainers, uint64_t dataset_bytes, const MachineCapacity& machine,
+                          const std::string& field = "spec.workers.replicas");
 
 }  // namespace gaptrain
 

@@ -21,6 +21,13 @@ TEST(LocalCapacityTest, TrainersPerCpu) {
             "job on a cluster (kubectl apply -f)");
 }
 
+// An autoscaled job is checked at its maxReplicas, and the error says so.
+TEST(LocalCapacityTest, NamesTheFieldThatSetTheTrainers) {
+  const Status s = CheckLocalCapacity(17, kMnistBytes, {2, 64 * kGiB}, "spec.workers.maxReplicas");
+  EXPECT_EQ(s.message().rfind("spec.workers.maxReplicas: 17 trainers are too many", 0), 0u)
+      << s.message();
+}
+
 TEST(LocalCapacityTest, Memory) {
   // 4 trainers + the evaluator at 255 MiB each, and 256 MiB: 1531 MiB.
   const uint64_t needed = 5 * ((200ull << 20) + kMnistBytes) + (256ull << 20);

@@ -112,6 +112,12 @@ Status LocalJob::StartTrainer(size_t index) {
                 &trainers_[index], &trainer_ports_[index]);
 }
 
+void LocalJob::EnsureTrainerSlots(size_t count) {
+  if (count <= trainers_.size()) return;
+  trainers_.resize(count);
+  trainer_ports_.resize(count, {0});
+}
+
 bool LocalJob::RefreshWorkerPorts() {
   bool learned = false;
   auto refresh = [&](const std::string& service, const std::unique_ptr<Process>& process,

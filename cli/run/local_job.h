@@ -85,12 +85,19 @@ class LocalJob {
   bool EvaluatorReported() const { return evaluator_ports_[0] != 0; }
   bool TrainerReported(size_t index) const { return trainer_ports_[index][0] != 0; }
 
-  // (Re)start one process. A process still running is an error.
+  // (Re)start one process. A process still running is an error; so is a
+  // trainer index at or above trainer_count().
   Status StartMaster();
   Status StartCoordinator();
   Status StartEvaluator();
   Status StartTrainer(size_t index);
 
+  // Makes room for trainers up to trainer-(count - 1), not started (a job
+  // that autoscales grows); never removes any. Each new one gets its own
+  // log and ports file, as the first `trainers` do.
+  void EnsureTrainerSlots(size_t count);
+  // Trainers started or with room made for them; trainer(i) is null until
+  // started.
   size_t trainer_count() const { return trainers_.size(); }
   static std::string TrainerName(size_t index) { return "trainer-" + std::to_string(index); }
 

@@ -30,7 +30,8 @@ constexpr char kUsage[] =
     "  --run-dir DIR           logs, state, checkpoints and summary [runs/<metadata.name>];\n"
     "                          an earlier run there is moved aside, unless --resume\n"
     "  --resume                continue the run in --run-dir (after Ctrl-C or a crash)\n"
-    "  --threads-per-worker N  compute threads of each worker [cores / (replicas + 1), >= 1]\n"
+    "  --threads-per-worker N  compute threads of each worker [cores / (replicas + 1), >= 1;\n"
+    "                          maxReplicas in place of replicas when autoscaled]\n"
     "  --data-cache DIR|none   inflated copies of the gzip'd data files, made by the first\n"
     "                          worker and read by the others and by later runs\n"
     "                          [$XDG_CACHE_HOME/gaptrain/data, else ~/.cache/gaptrain/data]\n"
@@ -62,7 +63,14 @@ Status CheckInputs(const TrainingJob& job) {
     dataset_bytes += shape.samples * (shape.channels * shape.height * shape.width + 1);
   }
   GAPTRAIN_RETURN_IF_ERROR(CheckJobAgainstData(job, train_samples));
-  GAPTRAIN_RETURN_IF_ERROR(CheckLocalCapacity(job.workers.replicas, dataset_bytes, ThisMachine()));
+  // An autoscaled job may grow to maxReplicas trainers.
+  if (job.workers.autoscale.enabled) {
+    GAPTRAIN_RETURN_IF_ERROR(CheckLocalCapacity(job.workers.Ceiling(), dataset_bytes, ThisMachine(),
+                                                "spec.workers.maxReplicas"));
+  } else {
+    GAPTRAIN_RETURN_IF_ERROR(
+        CheckLocalCapacity(job.workers.replicas, dataset_bytes, ThisMachine()));
+  }
   if (!job.model.torchscript.empty() && access(job.model.torchscript.c_str(), R_OK) != 0) {
     return Status::NotFound("spec.model.torchscript: cannot read " + job.model.torchscript);
   }
@@ -127,8 +135,10 @@ int RunCommand(const std::vector<std::string>& args) {
                                   dir->path());
   local.trainers = job.workers.replicas;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  local.threads_per_worker =
-      threads > 0 ? threads : std::max(1u, cores / (job.workers.replicas + 1));
+  // An autoscaled job is sized for its most trainers.
+  const uint32_t most_trainers =
+      job.workers.autoscale.enabled ? job.workers.Ceiling() : job.workers.replicas;
+  local.threads_per_worker = threads > 0 ? threads : std::max(1u, cores / (most_trainers + 1));
   runner_options.live_line = isatty(STDOUT_FILENO) != 0;
 
   JobRunner runner(job, dir.get(), local, runner_options, stdout);

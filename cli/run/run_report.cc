@@ -36,17 +36,28 @@ void MasterTotals::Counter::Observe(double value) {
   last = value;
 }
 
-void MasterTotals::Observe(const MetricsSample& m) {
+MasterCounters ReadMasterCounters(const MetricsSample& m) {
   namespace names = master_metric;
-  pushes_.Observe(
+  MasterCounters c;
+  c.pushes_accepted =
       MetricValue(m, names::Series(names::kPushesTotal, names::kOutcome, names::kApplied)) +
-      MetricValue(m, names::Series(names::kPushesTotal, names::kOutcome, names::kAccumulated)));
-  staleness_sum_.Observe(MetricValue(m, names::HistogramSum(names::kStaleness)));
-  staleness_count_.Observe(MetricValue(m, names::HistogramCount(names::kStaleness)));
-  gap_sum_.Observe(MetricValue(m, names::HistogramSum(names::kGap)));
-  gap_count_.Observe(MetricValue(m, names::HistogramCount(names::kGap)));
-  const double version = MetricValue(m, names::kModelVersion, -1);
-  if (version >= 0) version_ = static_cast<uint64_t>(version);
+      MetricValue(m, names::Series(names::kPushesTotal, names::kOutcome, names::kAccumulated));
+  c.staleness_sum = MetricValue(m, names::HistogramSum(names::kStaleness));
+  c.staleness_count = MetricValue(m, names::HistogramCount(names::kStaleness));
+  c.gap_sum = MetricValue(m, names::HistogramSum(names::kGap));
+  c.gap_count = MetricValue(m, names::HistogramCount(names::kGap));
+  c.model_version = MetricValue(m, names::kModelVersion, -1);
+  return c;
+}
+
+void MasterTotals::Observe(const MetricsSample& m) {
+  const MasterCounters c = ReadMasterCounters(m);
+  pushes_.Observe(c.pushes_accepted);
+  staleness_sum_.Observe(c.staleness_sum);
+  staleness_count_.Observe(c.staleness_count);
+  gap_sum_.Observe(c.gap_sum);
+  gap_count_.Observe(c.gap_count);
+  if (c.model_version >= 0) version_ = static_cast<uint64_t>(c.model_version);
 }
 
 double MasterTotals::mean_staleness() const {
@@ -121,6 +132,10 @@ std::string ProgressLine(const ProgressInput& in) {
   line += " | trainers " + std::to_string(st.live_trainers() - silent) + "/" +
           std::to_string(in.trainers);
   if (silent > 0) line += " (+" + std::to_string(silent) + " silent)";
+  if (in.autoscale_ceiling > 0) {
+    line += " (autoscale " + std::to_string(in.autoscale_floor) + "-" +
+            std::to_string(in.autoscale_ceiling) + ")";
+  }
   if (!in.master_reachable) line += " | master down";
   if (in.chaos_kills > 0) line += " | chaos kills " + std::to_string(in.chaos_kills);
   return line;
@@ -156,6 +171,21 @@ std::string SummaryText(const RunSummary& s) {
             std::to_string(s.chaos_sigkills) + " SIGKILL of trainers, " +
             std::to_string(s.master_restarts) + " master restart(s), " +
             std::to_string(s.worker_restarts) + " worker crash restart(s)\n";
+  }
+  if (s.autoscaled) {
+    if (s.autoscale_changes.empty()) {
+      text += "  autoscale: stayed at " + std::to_string(s.trainers_at_end) + " trainers";
+    } else {
+      text += "  autoscale: " + std::to_string(s.autoscale_changes.front().from) + " -> " +
+              std::to_string(s.trainers_at_end) + " trainers in " +
+              std::to_string(s.autoscale_changes.size()) + " decision(s)";
+    }
+    text += " (range " + std::to_string(s.autoscale_floor) + "-" +
+            std::to_string(s.autoscale_ceiling) + "), at most " +
+            std::to_string(s.max_live_trainers) + " live at once\n";
+    for (const AutoscaleChange& c : s.autoscale_changes) {
+      text += "    [" + FormatDuration(c.at_seconds) + "] " + c.reason + ": " + c.message + "\n";
+    }
   }
   if (s.ledger_updates_lost > 0 || s.samples_retrained > 0) {
     text += "  master restores lost " + std::to_string(s.ledger_updates_lost) + " updates; " +
@@ -207,6 +237,20 @@ std::string SummaryJson(const RunSummary& s) {
                              : nlohmann::json(nullptr);
   j["retrained"] = {{"tasks", s.tasks_retrained}, {"samples", s.samples_retrained}};
   j["workerRestarts"] = s.worker_restarts;
+  nlohmann::json decisions = nlohmann::json::array();
+  for (const AutoscaleChange& c : s.autoscale_changes) {
+    decisions.push_back({{"atSeconds", c.at_seconds},
+                         {"reason", c.reason},
+                         {"from", c.from},
+                         {"to", c.to},
+                         {"message", c.message}});
+  }
+  j["autoscale"] = s.autoscaled ? nlohmann::json{{"minReplicas", s.autoscale_floor},
+                                                 {"maxReplicas", s.autoscale_ceiling},
+                                                 {"trainers", s.trainers_at_end},
+                                                 {"maxLiveTrainers", s.max_live_trainers},
+                                                 {"decisions", decisions}}
+                                : nlohmann::json(nullptr);
   j["checkpoint"] = s.checkpoint;
   j["runDir"] = s.run_dir;
   return j.dump(2) + "\n";

@@ -15,6 +15,20 @@
 
 namespace gaptrain {
 
+// The master's cumulative counters as one scrape of its /metrics shows
+// them. A restarted master's start again from zero (its version from the
+// checkpoint it restored).
+struct MasterCounters {
+  double pushes_accepted = 0;  // applied or accumulated
+  double staleness_sum = 0, staleness_count = 0;
+  double gap_sum = 0, gap_count = 0;  // 0 under rules that compute no Gap
+  double model_version = -1;          // -1: the page has none
+};
+
+// A series the page lacks reads as 0; values are as the page wrote them
+// (NaN included).
+MasterCounters ReadMasterCounters(const MetricsSample& master_metrics);
+
 // The master's counters over the whole run. A restarted master's counters
 // start again from zero; a drop is taken as a restart and what was seen
 // before it is kept.
@@ -51,7 +65,9 @@ struct ProgressInput {
   uint64_t master_version = 0;  // from the master's metrics, when reachable
   double updates_per_second = 0;
   double recent_gap = 0;  // mean Gap of the pushes since the last line; NaN: none
-  uint32_t trainers = 0;  // the job's replicas
+  uint32_t trainers = 0;  // the job's replicas; with autoscale, the current N
+  // spec.workers.autoscale: the range N moves in; both 0: not autoscaled.
+  uint32_t autoscale_floor = 0, autoscale_ceiling = 0;
   // A trainer silent for more than half its lease is shown apart: its
   // process is gone (killed, preempted) and its lease not yet expired. 0:
   // every live trainer counts.
@@ -61,7 +77,7 @@ struct ProgressInput {
 
 // "[1m05s] epoch 2/3 61% | v4210 62 upd/s | loss 0.081 | acc 98.02% |
 //  gap 1.31 | trainers 4/4", and "trainers 4/4 (+1 silent)" while a killed
-//  trainer's lease runs out
+//  trainer's lease runs out; autoscaled, "trainers 2/2 (autoscale 1-4)"
 std::string ProgressLine(const ProgressInput& input);
 
 // One fault `gaptrain run --chaos` injected, or a restart it made.
@@ -69,6 +85,14 @@ struct ChaosFault {
   double at_seconds = 0;  // since the run started
   std::string fault;      // SIGTERM | SIGKILL | restart
   std::string target;     // trainer-N | master
+};
+
+// A decision of spec.workers.autoscale that changed the number of trainers.
+struct AutoscaleChange {
+  double at_seconds = 0;  // since the run started
+  std::string reason;     // ScaledUp | ScaledDown
+  uint32_t from = 0, to = 0;
+  std::string message;  // DecideTrainers's sentence, naming the measurements
 };
 
 struct RunSummary {
@@ -95,6 +119,14 @@ struct RunSummary {
   // Work a master restore lost, done again (the coordinator's counts).
   uint64_t tasks_retrained = 0, samples_retrained = 0;
   uint64_t worker_restarts = 0;  // after crashes (restartPolicy)
+  // spec.workers.autoscale (the rest unset when not enabled): its range
+  // [minReplicas, maxReplicas], N when the run ended, the most trainers the
+  // coordinator listed live at once, and the changes in order.
+  bool autoscaled = false;
+  uint32_t autoscale_floor = 0, autoscale_ceiling = 0;
+  uint32_t trainers_at_end = 0;
+  uint32_t max_live_trainers = 0;
+  std::vector<AutoscaleChange> autoscale_changes;
   std::string checkpoint;        // the final checkpoint's path; "" if none
   std::string run_dir;
 };

@@ -1,8 +1,8 @@
 // Tests what `gaptrain run` prints: MasterTotals across a simulated master
 // restart (counters that drop keep the totals seen before) and its NaN
-// means before any observation; the progress line's content; the text and
-// JSON summaries (the JSON parsed back, NaN written as null);
-// FormatDuration and PhaseName.
+// means before any observation; one scrape's MasterCounters; the progress
+// line's content; the text and JSON summaries (the JSON parsed back, NaN
+// written as null; autoscale decisions); FormatDuration and PhaseName.
 
 #include "cli/run/run_report.h"
 
@@ -122,6 +122,23 @@ TEST(MasterTotalsTest, NonFiniteValuesAreIgnored) {
   EXPECT_EQ(totals.staleness_count(), 10);
 }
 
+TEST(MasterCountersTest, OneScrapeAsThePageHasIt) {
+  const MasterCounters c = ReadMasterCounters(MasterPage(100, 10, 330, 110, 55, 110, 100));
+  EXPECT_EQ(c.pushes_accepted, 110);
+  EXPECT_EQ(c.staleness_sum, 330);
+  EXPECT_EQ(c.staleness_count, 110);
+  EXPECT_EQ(c.gap_sum, 55);
+  EXPECT_EQ(c.gap_count, 110);
+  EXPECT_EQ(c.model_version, 100);
+  // A restarted master's page is read as it is, not as a total.
+  const MasterCounters restarted = ReadMasterCounters(MasterPage(5, 0, 10, 5, 2, 5, 145));
+  EXPECT_EQ(restarted.gap_count, 5);
+  EXPECT_EQ(restarted.model_version, 145);
+  const MasterCounters empty = ReadMasterCounters(ParseMetricsText(""));
+  EXPECT_EQ(empty.model_version, -1);
+  EXPECT_EQ(empty.gap_count, 0);
+}
+
 // ---- ProgressLine ----
 
 proto::LiveWorker* AddWorker(proto::CoordinatorStatusResponse* st, uint32_t id,
@@ -206,6 +223,16 @@ TEST(ProgressLineTest, SilentTrainersAreShownApart) {
   in.lease_seconds = 0;  // unknown: every live trainer counts
   EXPECT_TRUE(Contains(ProgressLine(in), "| trainers 5/4")) << ProgressLine(in);
   EXPECT_FALSE(Contains(ProgressLine(in), "silent")) << ProgressLine(in);
+}
+
+TEST(ProgressLineTest, AutoscaledJobShowsItsRange) {
+  ProgressInput in = RunningInput();
+  in.status.set_live_trainers(1);
+  in.trainers = 2;  // the autoscaler's N
+  in.autoscale_floor = 1;
+  in.autoscale_ceiling = 4;
+  EXPECT_TRUE(Contains(ProgressLine(in), "| trainers 1/2 (autoscale 1-4)")) << ProgressLine(in);
+  EXPECT_FALSE(Contains(ProgressLine(RunningInput()), "autoscale")) << ProgressLine(in);
 }
 
 TEST(ProgressLineTest, NoChaosNoMention) {
@@ -333,6 +360,54 @@ TEST(SummaryTextTest, AModelAtChanceLevelGetsAdvice) {
   EXPECT_FALSE(Contains(SummaryText(FullSummary()), "chance")) << SummaryText(FullSummary());
   s.eval_version = 0;
   EXPECT_FALSE(Contains(SummaryText(s), "chance")) << SummaryText(s);
+}
+
+RunSummary AutoscaledSummary() {
+  RunSummary s = FullSummary();
+  s.autoscaled = true;
+  s.autoscale_floor = 1;
+  s.autoscale_ceiling = 4;
+  s.trainers_at_end = 4;
+  s.max_live_trainers = 4;
+  s.autoscale_changes = {{4.2, "ScaledUp", 1, 2, "Gap 1.00 leaves room: 1 -> 2 trainers"},
+                         {9.5, "ScaledUp", 2, 4, "Gap 1.20 leaves room: 2 -> 4 trainers"}};
+  return s;
+}
+
+TEST(SummaryTextTest, AutoscaleDecisionsWithTheirTimes) {
+  const std::string text = SummaryText(AutoscaledSummary());
+  EXPECT_TRUE(Contains(text,
+                       "  autoscale: 1 -> 4 trainers in 2 decision(s) (range 1-4), at most 4 live "
+                       "at once\n"
+                       "    [4s] ScaledUp: Gap 1.00 leaves room: 1 -> 2 trainers\n"
+                       "    [10s] ScaledUp: Gap 1.20 leaves room: 2 -> 4 trainers\n"))
+      << text;
+  RunSummary held = AutoscaledSummary();
+  held.autoscale_changes.clear();
+  held.trainers_at_end = 1;
+  held.max_live_trainers = 1;
+  EXPECT_TRUE(Contains(SummaryText(held),
+                       "  autoscale: stayed at 1 trainers (range 1-4), at most 1 live at once\n"))
+      << SummaryText(held);
+  EXPECT_FALSE(Contains(SummaryText(FullSummary()), "autoscale")) << SummaryText(FullSummary());
+}
+
+TEST(SummaryJsonTest, AutoscaleDecisions) {
+  const nlohmann::json j = nlohmann::json::parse(SummaryJson(AutoscaledSummary()));
+  const nlohmann::json& a = j["autoscale"];
+  EXPECT_EQ(a["minReplicas"].get<uint32_t>(), 1u);
+  EXPECT_EQ(a["maxReplicas"].get<uint32_t>(), 4u);
+  EXPECT_EQ(a["trainers"].get<uint32_t>(), 4u);
+  EXPECT_EQ(a["maxLiveTrainers"].get<uint32_t>(), 4u);
+  ASSERT_EQ(a["decisions"].size(), 2u) << j.dump(2);
+  EXPECT_EQ(a["decisions"][0]["atSeconds"].get<double>(), 4.2);
+  EXPECT_EQ(a["decisions"][0]["reason"], "ScaledUp");
+  EXPECT_EQ(a["decisions"][0]["from"].get<uint32_t>(), 1u);
+  EXPECT_EQ(a["decisions"][0]["to"].get<uint32_t>(), 2u);
+  EXPECT_EQ(a["decisions"][0]["message"], "Gap 1.00 leaves room: 1 -> 2 trainers");
+  EXPECT_EQ(a["decisions"][1]["from"].get<uint32_t>(), 2u);
+  EXPECT_EQ(a["decisions"][1]["to"].get<uint32_t>(), 4u);
+  EXPECT_TRUE(nlohmann::json::parse(SummaryJson(FullSummary()))["autoscale"].is_null());
 }
 
 TEST(SummaryJsonTest, Fields) {

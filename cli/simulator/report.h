@@ -15,7 +15,7 @@ namespace gaptrain {
 
 // Header: rule,workers,learning_rate,momentum,backup_workers,seed,diverged,
 // virtual_time,updates,epoch,test_accuracy,test_loss,mean_staleness,
-// mean_gap,mean_penalty.
+// mean_gap,mean_penalty,live_workers (workers 0: the autoscaled run).
 Status WriteResultsCsv(const std::string& path, const std::vector<RunResult>& results);
 
 // Reads a results.csv written by WriteResultsCsv back into runs (with
@@ -26,8 +26,21 @@ Status ReadResultsCsv(const std::string& path, std::vector<RunResult>* results);
 // final accuracy in percent, "mean ± std" over seeds, or "diverged (k/n)".
 std::string SummaryTable(const std::vector<RunResult>& results);
 
+// Rows and columns as SummaryTable's; a cell is the virtual time at the
+// first evaluation with test accuracy >= `target` (a fraction), "mean ±
+// std" over seeds, or "never (k/n)" when k seeds never reached it. Starts
+// with a line saying so.
+std::string TimeToTargetTable(const std::vector<RunResult>& results, double target);
+
+// The autoscaled runs' changes of N, one Markdown list item per run with
+// one sub-item per change: virtual time and the policy's message. Empty
+// without autoscaled runs. (Not in results.csv.)
+std::string ScaleChangesText(const std::vector<RunResult>& results);
+
 // One PNG per N, `<dir>/accuracy_N<n>.png`: test accuracy against epoch
 // and against virtual time, a line per configuration (mean over seeds).
+// With autoscaled runs, also `<dir>/autoscale_<configuration>.png`: accuracy
+// against virtual time for every N and auto, and auto's N over time.
 // Needs gnuplot on PATH; the error says how to install it.
 Status PlotResults(const std::string& dir, const std::vector<RunResult>& results);
 

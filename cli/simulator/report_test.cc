@@ -58,6 +58,36 @@ TEST(ReportTest, CsvRoundTripsAndTheTableSummarisesSeeds) {
   EXPECT_NE(table.find("| none lr=0.05 m=0.9 | diverged (1/2) |"), std::string::npos) << table;
 }
 
+// The autoscaled run (workers 0) is the column N=auto, after every fixed
+// N; its live workers round-trip; the time-to-target table says when each
+// configuration first reached the target, or that it never did.
+TEST(ReportTest, AutoscaledRunsTimeToTargetAndScaleChanges) {
+  RunResult fixed = MakeResult("gap-aware-dana", 4, 1, 0.9, false);
+  RunResult autoscaled = MakeResult("gap-aware-dana", 0, 1, 0.6, false);
+  autoscaled.points[2].live_workers = 16;
+  autoscaled.scale_changes = {{10, 4, 8, "Gap 1.10 leaves room: 4 -> 8 trainers"}};
+  const std::string path = TempPath("auto.csv");
+  ASSERT_TRUE(WriteResultsCsv(path, {fixed, autoscaled}).ok());
+  std::vector<RunResult> back;
+  ASSERT_TRUE(ReadResultsCsv(path, &back).ok());
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_TRUE(back[1].run.autoscale());
+  EXPECT_EQ(back[1].points[2].live_workers, 16u);
+
+  const std::string table = SummaryTable(back);
+  EXPECT_NE(table.find("| configuration | N=4 | N=auto |"), std::string::npos) << table;
+  // Accuracy 0.3, 0.6, 0.9 at times 10.5, 21, 31.5 (fixed); auto ends at 0.6.
+  const std::string times = TimeToTargetTable(back, 0.55);
+  EXPECT_NE(times.find("Virtual time to reach 55.00% test accuracy"), std::string::npos);
+  EXPECT_NE(times.find("| gap-aware-dana lr=0.05 m=0.9 | 21 ± 0 | 32 ± 0 |"), std::string::npos)
+      << times;
+  EXPECT_NE(TimeToTargetTable(back, 0.7).find("| 32 ± 0 | never (1/1) |"), std::string::npos);
+  EXPECT_EQ(ScaleChangesText({autoscaled}),
+            "- gap-aware-dana N=auto lr=0.05 m=0.9 seed=1: 1 changes\n"
+            "  - t=10: Gap 1.10 leaves room: 4 -> 8 trainers\n");
+  EXPECT_EQ(ScaleChangesText({fixed}), "");
+}
+
 TEST(ReportTest, MalformedCsvIsAClearError) {
   const std::string path = TempPath("bad.csv");
   std::ofstream(path) << "header\ngap-aware,8,0.05\n";

@@ -1,5 +1,6 @@
 #include "cli/simulator/simulate_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,15 +16,37 @@ namespace gaptrain {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: gaptrain simulate -f JOB.yaml [--output DIR] [--parallel K]\n"
-    "       gaptrain simulate --replot DIR   (redraw DIR's summary and plots from its results.csv)\n"
+    "usage: gaptrain simulate -f JOB.yaml [--output DIR] [--parallel K] [--target-accuracy F]\n"
+    "       gaptrain simulate --replot DIR [--target-accuracy F]\n"
+    "         (redraw DIR's summary and plots from its results.csv)\n"
     "  Runs spec.simulation of the TrainingJob: N virtual workers per run,\n"
     "  real gradients, the real update rules. Writes DIR/results.csv,\n"
-    "  DIR/summary.md and DIR/accuracy_N<n>.png.\n";
+    "  DIR/summary.md and DIR/accuracy_N<n>.png (autoscaled runs: N=auto,\n"
+    "  and DIR/autoscale_<configuration>.png). --target-accuracy (a fraction;\n"
+    "  spec.simulation.targetAccuracy) adds the table of virtual time to reach it.\n";
 
 int Fail(const std::string& message, int code) {
   std::fprintf(stderr, "gaptrain simulate: %s\n", message.c_str());
   return code;
+}
+
+bool ParseFraction(const std::string& text, double* out) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v >= 0 && v <= 1)) return false;
+  *out = v;
+  return true;
+}
+
+// The summary: final accuracy, then the time to the target and the
+// autoscaled runs' changes of N when there are any.
+std::string Summary(const std::string& name, const std::vector<RunResult>& results,
+                    double target_accuracy) {
+  std::string text = "# " + name + ": final test accuracy (%)\n\n" + SummaryTable(results);
+  if (target_accuracy > 0) text += "\n" + TimeToTargetTable(results, target_accuracy);
+  const std::string changes = ScaleChangesText(results);
+  if (!changes.empty()) text += "\nThe autoscaled runs' changes of N:\n\n" + changes;
+  return text;
 }
 
 bool ParseCount(const std::string& text, uint32_t* out) {
@@ -39,6 +62,7 @@ bool ParseCount(const std::string& text, uint32_t* out) {
 int SimulateCommand(const std::vector<std::string>& args) {
   std::string job_path, output, replot;
   uint32_t parallel = 0;
+  double target_accuracy = -1;  // -1: spec.simulation's
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool has_value = i + 1 < args.size();
@@ -49,6 +73,10 @@ int SimulateCommand(const std::vector<std::string>& args) {
       job_path = args[++i];
     } else if (a == "--replot" && has_value) {
       replot = args[++i];
+    } else if (a == "--target-accuracy" && has_value) {
+      if (!ParseFraction(args[++i], &target_accuracy)) {
+        return Fail("--target-accuracy: must be a fraction in [0, 1], got '" + args[i] + "'", 2);
+      }
     } else if (a == "--output" && has_value) {
       output = args[++i];
     } else if (a == "--parallel" && has_value) {
@@ -65,7 +93,7 @@ int SimulateCommand(const std::vector<std::string>& args) {
     if (!s.ok()) return Fail(s.message(), 2);
     s = PlotResults(replot, results);
     if (!s.ok()) return Fail(s.message(), 1);
-    const std::string table = SummaryTable(results);
+    const std::string table = Summary(replot, results, std::max(target_accuracy, 0.0));
     std::printf("%s\nRedrew %s/accuracy_N*.png from %zu runs\n", table.c_str(), replot.c_str(),
                 results.size());
     return 0;
@@ -80,6 +108,7 @@ int SimulateCommand(const std::vector<std::string>& args) {
   if (!s.ok()) return Fail(job_path + ": " + s.message(), 2);
   if (!output.empty()) spec.output = output;
   if (parallel > 0) spec.parallel = parallel;
+  if (target_accuracy >= 0) spec.target_accuracy = target_accuracy;
 
   SimulationData data;
   s = LoadSimulationData(job, spec, &data);
@@ -98,11 +127,10 @@ int SimulateCommand(const std::vector<std::string>& args) {
   if (!s.ok()) std::fprintf(stderr, "gaptrain simulate: no plots: %s\n", s.message().c_str());
   Status csv = WriteResultsCsv(spec.output + "/results.csv", results);
   if (!csv.ok()) return Fail(csv.message(), 1);
-  std::string table = SummaryTable(results);
-  std::ofstream(spec.output + "/summary.md")
-      << "# " << job.name << ": final test accuracy (%)\n\n" << table;
+  const std::string summary = Summary(job.name, results, spec.target_accuracy);
+  std::ofstream(spec.output + "/summary.md") << summary;
 
-  std::printf("\nFinal test accuracy (%%, mean ± std over seeds):\n\n%s\n", table.c_str());
+  std::printf("\n%s\n", summary.c_str());
   std::printf("%zu runs in %.0f s. Results: %s/results.csv, %s/summary.md%s\n", runs.size(),
               seconds, spec.output.c_str(), spec.output.c_str(),
               s.ok() ? (", plots " + spec.output + "/accuracy_N*.png").c_str() : "");

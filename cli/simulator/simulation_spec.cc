@@ -24,6 +24,8 @@ Status ParseSimulationSpec(const TrainingJob& job, SimulationSpec* spec) {
   f.Read("momentum", &s.momenta);
   f.Read("seeds", &s.seeds);
   f.Read("backupWorkers", &s.backup_workers);
+  f.Read("autoscale", &s.autoscale);
+  f.Read("targetAccuracy", &s.target_accuracy);
   YamlFields time(f.Map("time"), path + ".time", &status);
   time.Read("shape", &s.time_shape);
   time.Read("meanBatchTime", &s.mean_batch_time);
@@ -83,15 +85,28 @@ Status ParseSimulationSpec(const TrainingJob& job, SimulationSpec* spec) {
     for (uint64_t n : s.workers) {
       bool sync = false;
       for (const std::string& r : s.rules) sync = sync || r == "sync";
-      c.Require(!sync || b < n, path + ".backupWorkers",
-                "must be < every workers value (" + std::to_string(b) + " >= " +
-                    std::to_string(n) + ")");
+      c.Require(
+          !sync || b < n, path + ".backupWorkers",
+          "must be < every workers value (" + std::to_string(b) + " >= " + std::to_string(n) + ")");
     }
   }
+  if (s.autoscale) {
+    for (const std::string& r : s.rules) {
+      bool gap = false;
+      for (const char* rule : kGapAwareRules) gap |= r == rule;
+      c.Require(
+          gap, path + ".autoscale",
+          "needs Gap-Aware rules (gap-aware, gap-aware-dana): it scales on the Gap, got " + r);
+    }
+    c.Require(job.workers.Ceiling() > job.workers.Floor(), path + ".autoscale",
+              "needs spec.workers.maxReplicas above minReplicas (0: replicas)");
+  }
+  c.Require(s.target_accuracy >= 0 && s.target_accuracy <= 1, path + ".targetAccuracy",
+            "must be a fraction in [0, 1]");
   c.Require(s.time_shape > 0, path + ".time.shape", "must be > 0");
   c.Require(s.mean_batch_time > 0, path + ".time.meanBatchTime", "must be > 0");
-  c.Require(s.straggler_fraction >= 0 && s.straggler_fraction <= 1,
-            path + ".stragglers.fraction", "must be in [0, 1]");
+  c.Require(s.straggler_fraction >= 0 && s.straggler_fraction <= 1, path + ".stragglers.fraction",
+            "must be in [0, 1]");
   c.Require(s.straggler_slowdown >= 1, path + ".stragglers.slowdown", "must be >= 1");
   c.Require(s.preemption_rate >= 0, path + ".preemptions.rate", "must be >= 0");
   c.Require(s.rejoin_after >= 0, path + ".preemptions.rejoinAfter", "must be >= 0");

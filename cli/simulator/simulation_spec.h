@@ -27,12 +27,20 @@ struct ScheduledPreemption {
 
 struct SimulationSpec {
   // The sweep. Every combination is one run.
-  std::vector<uint64_t> workers;              // N values [the job's replicas]
-  std::vector<std::string> rules;             // rule names or "sync" [the job's]
-  std::vector<double> learning_rates;         // [the job's]
-  std::vector<double> momenta;                // [the job's]
+  std::vector<uint64_t> workers;       // N values [the job's replicas]
+  std::vector<std::string> rules;      // rule names or "sync" [the job's]
+  std::vector<double> learning_rates;  // [the job's]
+  std::vector<double> momenta;         // [the job's]
   std::vector<uint64_t> seeds = {1};
-  std::vector<uint64_t> backup_workers;       // sync runs only [the job's]
+  std::vector<uint64_t> backup_workers;  // sync runs only [the job's]
+  // Also run every combination but N once autoscaled: from the job's
+  // replicas within [minReplicas, maxReplicas], by spec.workers.autoscale's
+  // policy (services/autoscale), deciding every intervalSeconds of virtual
+  // time.
+  bool autoscale = false;
+  // The summary's table of virtual time to reach this test accuracy
+  // (a fraction); 0: no such table.
+  double target_accuracy = 0;
 
   // Batch times: X ~ Gamma(shape, mean/shape) per batch, times `slowdown`
   // for stragglers.
@@ -48,10 +56,10 @@ struct SimulationSpec {
   double preemption_rate = 0;
   double rejoin_after = 0;
 
-  double eval_every_epochs = 0.5;  // evaluation period, in epochs
-  uint64_t eval_samples = 0;  // test samples per evaluation; 0 = all
+  double eval_every_epochs = 0.5;      // evaluation period, in epochs
+  uint64_t eval_samples = 0;           // test samples per evaluation; 0 = all
   std::string output = "sim-results";  // directory for CSV, table, plot
-  uint32_t parallel = 0;      // runs at once; 0 = available CPUs
+  uint32_t parallel = 0;               // runs at once; 0 = available CPUs
 };
 
 // Parses job.simulation_yaml (may be empty: all defaults) and fills the

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/simulator/batch_time.h"
+#include "services/autoscale/autoscale_policy.h"
 #include "services/engine/job_config.h"
 #include "services/engine/rules/dana_slim_worker.h"
 #include "services/engine/update_engine.h"
@@ -69,22 +70,20 @@ class BatchStream {
 struct VirtualWorker {
   WorkerId id = 0;
   bool live = false;
-  uint64_t generation = 0;     // bumps on leave: drops its pending finish
+  uint64_t generation = 0;  // bumps on leave: drops its pending finish
   double slowdown = 1.0;
-  std::vector<float> copy;     // θ⁽ⁱ⁾: what it computes its gradient on
-  uint64_t version = 0;        // the version `copy` belongs to
-  std::vector<float> velocity; // dana-slim's worker momentum
+  std::vector<float> copy;      // θ⁽ⁱ⁾: what it computes its gradient on
+  uint64_t version = 0;         // the version `copy` belongs to
+  std::vector<float> velocity;  // dana-slim's worker momentum
 };
 
 struct Event {
-  enum Kind { kFinish, kLeave, kJoin };
+  enum Kind { kFinish, kLeave, kJoin, kDecide };
   double time;
   Kind kind;
   size_t slot;
   uint64_t generation;
-  bool operator>(const Event& o) const {
-    return time != o.time ? time > o.time : slot > o.slot;
-  }
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : slot > o.slot; }
 };
 
 // Means of staleness, Gap and penalty over the pushes since the last point.
@@ -134,7 +133,12 @@ class Simulation {
   Status Init() {
     result_->run = run_;
     TrainingJob job = job_;
-    job.workers.replicas = run_.workers;
+    if (!run_.autoscale()) job.workers.replicas = run_.workers;
+    const uint32_t start_workers = job.workers.replicas;
+    if (run_.autoscale() && !KnowsGap(run_.rule)) {
+      return Status::InvalidArgument("spec.simulation.autoscale: needs a Gap-Aware rule, got " +
+                                     run_.rule);
+    }
     job.training.optimizer.learning_rate = run_.learning_rate;
     job.training.optimizer.momentum = run_.momentum;
     sync_ = run_.rule == "sync";
@@ -147,8 +151,8 @@ class Simulation {
     }
     // DANA is already look-ahead; a sweep over rules keeps nesterov for the
     // others only. Nesterov needs momentum.
-    bool dana = run_.rule == "dana-zero" || run_.rule == "dana-slim" ||
-                run_.rule == "gap-aware-dana";
+    bool dana =
+        run_.rule == "dana-zero" || run_.rule == "dana-slim" || run_.rule == "gap-aware-dana";
     if (dana || run_.momentum == 0) job.training.optimizer.nesterov = false;
 
     RuleConfig rule;
@@ -161,7 +165,7 @@ class Simulation {
 
     const double samples = static_cast<double>(data_.train.size());
     const double batch = job.training.batch_size;
-    const uint32_t per_step = sync_ ? run_.workers - run_.backup_workers : 1;
+    const uint32_t per_step = sync_ ? start_workers - run_.backup_workers : 1;
     const double updates_per_epoch = samples / (batch * per_step);
     total_updates_ = TotalUpdates(job, updates_per_epoch);
 
@@ -172,7 +176,7 @@ class Simulation {
     } else {
       GAPTRAIN_RETURN_IF_ERROR(Model::CreateBuiltin(job.model.builtin, input, run_.seed, &model_));
     }
-    UpdateEngine::Options options{rule, ScheduleFromJob(job, updates_per_epoch, run_.workers)};
+    UpdateEngine::Options options{rule, ScheduleFromJob(job, updates_per_epoch, start_workers)};
     GAPTRAIN_RETURN_IF_ERROR(UpdateEngine::Create(model_->layout(), options, &engine_));
     p_ = model_->layout().size();
     std::memcpy(engine_->mutable_store()->params(), model_->parameters(), p_ * sizeof(float));
@@ -185,13 +189,20 @@ class Simulation {
     if (dana_slim_) scratch_.resize(p_);
     if (echo_ && echo_bf16_) echo_buffer_.resize(p_);
 
-    // Workers, their straggler factors, and the preemption schedule.
-    workers_.resize(run_.workers);
-    const uint32_t slow = static_cast<uint32_t>(std::lround(spec_.straggler_fraction * run_.workers));
-    std::vector<uint32_t> order = EpochPermutation(run_.seed, 7919, run_.workers);
+    // Workers, their straggler factors, and the preemption schedule. An
+    // autoscaled run has a slot for every N it may reach; N of them live.
+    workers_spec_ = job.workers;
+    wanted_ = start_workers;
+    const uint32_t slots = run_.autoscale() ? job.workers.Ceiling() : start_workers;
+    workers_.resize(slots);
+    const uint32_t slow = static_cast<uint32_t>(std::lround(spec_.straggler_fraction * slots));
+    std::vector<uint32_t> order = EpochPermutation(run_.seed, 7919, slots);
     for (uint32_t i = 0; i < slow; ++i) workers_[order[i]].slowdown = spec_.straggler_slowdown;
-    for (size_t slot = 0; slot < workers_.size(); ++slot) {
+    for (size_t slot = 0; slot < wanted_; ++slot) {
       GAPTRAIN_RETURN_IF_ERROR(Join(slot, 0.0));
+    }
+    if (run_.autoscale()) {
+      events_.push({job.workers.autoscale.interval_seconds, Event::kDecide, 0, 0});
     }
     for (const ScheduledPreemption& p : spec_.preemptions) {
       if (p.worker < workers_.size()) events_.push({p.at, Event::kLeave, p.worker, 0});
@@ -204,10 +215,24 @@ class Simulation {
     return Status::OK();
   }
 
+  static bool KnowsGap(const std::string& rule) {
+    for (const char* r : kGapAwareRules) {
+      if (rule == r) return true;
+    }
+    return false;
+  }
+
+  size_t LiveWorkers() const {
+    size_t live = 0;
+    for (const VirtualWorker& w : workers_) live += w.live;
+    return live;
+  }
+
   // Adds worker `slot` (a fresh id) and, in async mode, starts its batch.
+  // A replacement arriving after the autoscaler shrank N is not wanted.
   Status Join(size_t slot, double now) {
     VirtualWorker& w = workers_[slot];
-    if (w.live) return Status::OK();
+    if (w.live || LiveWorkers() >= wanted_) return Status::OK();
     w.id = next_id_++;
     w.live = true;
     ++w.generation;
@@ -219,13 +244,46 @@ class Simulation {
     return Status::OK();
   }
 
-  Status Leave(size_t slot) {
+  // A preemption, or the autoscaler's shrinking (not a preemption).
+  Status Leave(size_t slot, bool preempted = true) {
     VirtualWorker& w = workers_[slot];
     if (!w.live) return Status::OK();
     w.live = false;
     ++w.generation;
-    ++result_->preemptions;
+    if (preempted) ++result_->preemptions;
     return engine_->Leave(w.id, &stats_);
+  }
+
+  // Every intervalSeconds of virtual time: the policy the operator and
+  // `gaptrain run` use decides N from what this window measured.
+  Status Decide() {
+    const AutoscaleSpec& autoscale = workers_spec_.autoscale;
+    AutoscaleWindow window;
+    window.replicas = wanted_;
+    window.running = static_cast<uint32_t>(LiveWorkers());
+    window.preemptions = static_cast<uint32_t>(result_->preemptions - scale_window_.preemptions);
+    window.seconds = now_ - scale_window_.start;
+    window.updates = static_cast<double>(engine_->version() - scale_window_.version);
+    window.gap_sum = scale_window_.pushes.gap;
+    window.gap_count = static_cast<double>(scale_window_.pushes.gap_pushes);
+    const AutoscaleDecision d = DecideTrainers(workers_spec_, window, &scale_memory_);
+    if (d.replicas != wanted_) {
+      result_->scale_changes.push_back(ScaleChange{now_, wanted_, d.replicas, d.message});
+      const uint32_t from = wanted_;
+      wanted_ = d.replicas;
+      if (wanted_ > from) {
+        for (size_t slot = 0; slot < workers_.size() && LiveWorkers() < wanted_; ++slot) {
+          GAPTRAIN_RETURN_IF_ERROR(Join(slot, now_));
+        }
+      } else {
+        for (size_t slot = workers_.size(); slot-- > 0 && LiveWorkers() > wanted_;) {
+          GAPTRAIN_RETURN_IF_ERROR(Leave(slot, /*preempted=*/false));
+        }
+      }
+    }
+    scale_window_ = ScaleWindow{now_, engine_->version(), result_->preemptions, PushWindow()};
+    events_.push({now_ + autoscale.interval_seconds, Event::kDecide, 0, 0});
+    return Status::OK();
   }
 
   void ScheduleRandomPreemption(double now) {
@@ -236,6 +294,7 @@ class Simulation {
   }
 
   Status HandleMembership(const Event& e) {
+    if (e.kind == Event::kDecide) return Decide();
     if (e.kind == Event::kJoin) return Join(e.slot, e.time);
     size_t slot = e.slot;
     if (slot == kRandomSlot) {
@@ -258,8 +317,8 @@ class Simulation {
     Clock::time_point start = Clock::now();
     std::memcpy(model_->parameters(), params, p_ * sizeof(float));
     size_t count = stream_->Next(images_.data(), labels_.data());
-    float loss = model_->ComputeGradient(images_.data(), labels_.data(),
-                                         static_cast<int64_t>(count));
+    float loss =
+        model_->ComputeGradient(images_.data(), labels_.data(), static_cast<int64_t>(count));
     result_->seconds_gradient += SecondsSince(start);
     return std::isfinite(loss);
   }
@@ -294,6 +353,7 @@ class Simulation {
     }
     GAPTRAIN_RETURN_IF_ERROR(s);
     window_.Add(stats_);
+    scale_window_.pushes.Add(stats_);
     return Status::OK();
   }
 
@@ -372,7 +432,8 @@ class Simulation {
   void AfterUpdate() {
     if (stream_->epochs_done() >= next_eval_epoch_) {
       Evaluate();
-      while (next_eval_epoch_ <= stream_->epochs_done()) next_eval_epoch_ += spec_.eval_every_epochs;
+      while (next_eval_epoch_ <= stream_->epochs_done())
+        next_eval_epoch_ += spec_.eval_every_epochs;
     }
     if (progress_ && (engine_->version() - last_progress_) * 100 >= total_updates_) {
       last_progress_ = engine_->version();
@@ -395,6 +456,7 @@ class Simulation {
     point.epoch = stream_->epochs_done();
     point.accuracy = s.ok() ? eval.accuracy : 0;
     point.loss = s.ok() ? eval.loss : NAN;
+    point.live_workers = static_cast<uint32_t>(LiveWorkers());
     if (window_.pushes > 0) {
       point.mean_staleness = window_.staleness / window_.pushes;
       point.mean_penalty = window_.penalty / window_.pushes;
@@ -427,6 +489,18 @@ class Simulation {
   ApplyStats stats_;
   PushWindow window_;
 
+  // Autoscaled runs: what the policy sees since its last decision.
+  struct ScaleWindow {
+    double start = 0;
+    uint64_t version = 0;
+    uint64_t preemptions = 0;
+    PushWindow pushes;
+  };
+  WorkersSpec workers_spec_;
+  uint32_t wanted_ = 0;  // N: the workers the run wants live
+  ScaleWindow scale_window_;
+  AutoscaleMemory scale_memory_;
+
   bool sync_ = false;
   bool dana_slim_ = false;
   bool echo_ = false;
@@ -445,8 +519,8 @@ class Simulation {
 
 std::string SimulationRun::Label() const {
   std::ostringstream s;
-  s << rule << " N=" << workers << " lr=" << learning_rate << " m=" << momentum
-    << " seed=" << seed;
+  s << rule << " N=" << (autoscale() ? std::string("auto") : std::to_string(workers))
+    << " lr=" << learning_rate << " m=" << momentum << " seed=" << seed;
   if (rule == "sync") s << " b=" << backup_workers;
   return s.str();
 }
@@ -470,10 +544,9 @@ uint64_t SimulationShuffleSeed(const TrainingJob& job, const SimulationRun& run)
   return job.data.shuffle_seed + run.seed;
 }
 
-Status RunSimulation(const TrainingJob& job, const SimulationSpec& spec,
-                     const SimulationRun& run, const SimulationData& data,
-                     const ProgressCallback& progress, RunResult* result,
-                     std::vector<float>* final_parameters) {
+Status RunSimulation(const TrainingJob& job, const SimulationSpec& spec, const SimulationRun& run,
+                     const SimulationData& data, const ProgressCallback& progress,
+                     RunResult* result, std::vector<float>* final_parameters) {
   *result = RunResult();
   Simulation simulation(job, spec, run, data, progress, result);
   return simulation.Run(final_parameters);

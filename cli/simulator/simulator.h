@@ -28,26 +28,39 @@ namespace gaptrain {
 // One cell of the sweep.
 struct SimulationRun {
   std::string rule;  // a staleness rule name, or "sync"
+  // N; 0 for the autoscaled run, which starts at the job's replicas and
+  // chooses N in [minReplicas, maxReplicas] (spec.workers.autoscale).
   uint32_t workers = 1;
   double learning_rate = 0.1;
   double momentum = 0.9;
   uint64_t seed = 1;
   uint32_t backup_workers = 0;  // sync only
 
-  // "gap-aware N=16 lr=0.1 m=0.9 seed=1" (sync adds "b=2").
+  bool autoscale() const { return workers == 0; }
+
+  // "gap-aware N=16 lr=0.1 m=0.9 seed=1" (sync adds "b=2"; autoscaled:
+  // "N=auto").
   std::string Label() const;
 };
 
 struct EvalPoint {
   double virtual_time = 0;
-  uint64_t updates = 0;   // master version
-  double epoch = 0;       // training samples consumed / training set size
+  uint64_t updates = 0;  // master version
+  double epoch = 0;      // training samples consumed / training set size
   double accuracy = 0;
   double loss = 0;
   // Means over the pushes since the previous point.
   double mean_staleness = 0;
   double mean_gap = 1;
   double mean_penalty = 1;
+  uint32_t live_workers = 0;  // at this point
+};
+
+// A change of N by the autoscaler (spec.workers.autoscale), at virtual time.
+struct ScaleChange {
+  double virtual_time = 0;
+  uint32_t from = 0, to = 0;
+  std::string message;  // the policy's: what it measured and why
 };
 
 struct RunResult {
@@ -55,11 +68,12 @@ struct RunResult {
   std::vector<EvalPoint> points;  // the last one is the final evaluation
   bool diverged = false;          // a non-finite gradient or loss appeared
   uint64_t pushes = 0;
-  uint64_t late_gradients = 0;    // sync: gradients a step did not wait for
+  uint64_t late_gradients = 0;  // sync: gradients a step did not wait for
   uint64_t preemptions = 0;
+  std::vector<ScaleChange> scale_changes;  // autoscaled runs
   // Wall-clock split of the run (seconds).
-  double seconds_gradient = 0;    // LibTorch forward/backward
-  double seconds_update = 0;      // UpdateEngine push + pull
+  double seconds_gradient = 0;  // LibTorch forward/backward
+  double seconds_update = 0;    // UpdateEngine push + pull
   double seconds_eval = 0;
   double seconds_total = 0;
 };
@@ -71,8 +85,7 @@ struct SimulationData {
 };
 
 // Loads the job's train and test splits.
-Status LoadSimulationData(const TrainingJob& job, const SimulationSpec& spec,
-                          SimulationData* data);
+Status LoadSimulationData(const TrainingJob& job, const SimulationSpec& spec, SimulationData* data);
 
 struct SimulationProgress {
   double fraction = 0;  // of the run's updates
@@ -85,10 +98,9 @@ using ProgressCallback = std::function<void(const SimulationProgress&)>;
 // overrides rule, N, learning rate, momentum and seed. Thread-safe across
 // concurrent calls (one Model per call). `progress` may be empty. With
 // `final_parameters`, it receives the master's θ at the end.
-Status RunSimulation(const TrainingJob& job, const SimulationSpec& spec,
-                     const SimulationRun& run, const SimulationData& data,
-                     const ProgressCallback& progress, RunResult* result,
-                     std::vector<float>* final_parameters = nullptr);
+Status RunSimulation(const TrainingJob& job, const SimulationSpec& spec, const SimulationRun& run,
+                     const SimulationData& data, const ProgressCallback& progress,
+                     RunResult* result, std::vector<float>* final_parameters = nullptr);
 
 // The training order the simulator uses: minibatches of `batch_size` from
 // EpochPermutation(job.data.shuffle_seed + run.seed, epoch), consumed in

@@ -25,7 +25,8 @@ kind: TrainingJob
 metadata: {name: sim-test}
 spec:
   model: {builtin: mlp}
-  data: {format: mnist-idx, path: )" + data_dir + R"(/mnist}
+  data: {format: mnist-idx, path: )" +
+                     data_dir + R"(/mnist}
   training:
     batchSize: 64
     maxUpdates: 40
@@ -200,6 +201,59 @@ TEST_F(SimulatorTest, PreemptedWorkersLeaveAndReplacementsJoin) {
   EXPECT_EQ(random.points.back().updates, 120u);
 }
 
+// The autoscaled run uses the operator's policy: on MNIST with GA+DANA
+// the Gap leaves room, so N doubles from the job's replicas up to
+// maxReplicas, every change recorded with the policy's message; the slots
+// above N stay idle, shrinking is no preemption, and the run is the same
+// for a seed.
+TEST_F(SimulatorTest, AnAutoscaledRunChoosesNWithTheSharedPolicy) {
+  TrainingJob job = MnistJob(data_dir_);
+  job.training.max_updates = 300;
+  job.training.staleness.rule = "gap-aware-dana";
+  job.workers.replicas = 2;
+  job.workers.min_replicas = 1;
+  job.workers.max_replicas = 8;
+  job.workers.autoscale.enabled = true;
+  job.workers.autoscale.max_gap = 1000;
+  job.workers.autoscale.interval_seconds = 10;
+  SimulationSpec spec;
+  ASSERT_TRUE(ParseSimulationSpec(job, &spec).ok());
+  RunResult r = Simulate(job, MakeRun("gap-aware-dana", 0), nullptr, &spec);
+  EXPECT_FALSE(r.diverged);
+  EXPECT_EQ(r.points.back().updates, 300u);
+  ASSERT_EQ(r.scale_changes.size(), 2u);
+  EXPECT_EQ(r.scale_changes[0].from, 2u);
+  EXPECT_EQ(r.scale_changes[0].to, 4u);
+  EXPECT_DOUBLE_EQ(r.scale_changes[0].virtual_time, 10);
+  EXPECT_EQ(r.scale_changes[1].to, 8u);
+  EXPECT_NE(r.scale_changes[0].message.find("leaves room under maxGap 1000.00"), std::string::npos)
+      << r.scale_changes[0].message;
+  EXPECT_EQ(r.points.back().live_workers, 8u);
+  EXPECT_EQ(r.preemptions, 0u);
+  // Past about 20 virtual seconds 8 workers push: 300 updates take far
+  // less than 300 / 2 = 150.
+  EXPECT_LT(r.points.back().virtual_time, 60);
+  EXPECT_EQ(MakeRun("gap-aware-dana", 0).Label(), "gap-aware-dana N=auto lr=0.05 m=0.9 seed=3");
+
+  // A Gap bound the pushes exceed: it only shrinks, and that is no preemption.
+  job.workers.autoscale.max_gap = 1.0001;
+  job.workers.replicas = 4;
+  RunResult shrunk = Simulate(job, MakeRun("gap-aware-dana", 0), nullptr, &spec);
+  ASSERT_FALSE(shrunk.scale_changes.empty());
+  EXPECT_EQ(shrunk.scale_changes[0].from, 4u);
+  EXPECT_LT(shrunk.scale_changes[0].to, 4u);
+  EXPECT_NE(shrunk.scale_changes[0].message.find("is above maxGap 1.00"), std::string::npos)
+      << shrunk.scale_changes[0].message;
+  for (const ScaleChange& c : shrunk.scale_changes) EXPECT_LT(c.to, c.from) << c.message;
+  EXPECT_EQ(shrunk.points.back().live_workers, shrunk.scale_changes.back().to);
+  EXPECT_EQ(shrunk.preemptions, 0u);
+
+  // Deterministic for a seed.
+  RunResult again = Simulate(job, MakeRun("gap-aware-dana", 0), nullptr, &spec);
+  ASSERT_EQ(again.scale_changes.size(), shrunk.scale_changes.size());
+  EXPECT_EQ(again.points.back().accuracy, shrunk.points.back().accuracy);
+}
+
 TEST(BatchTimeSamplerTest, GammaMeanAndSpread) {
   BatchTimeSampler sampler(/*shape=*/100, /*mean=*/2.0, /*seed=*/5);
   const int n = 200000;
@@ -244,6 +298,17 @@ TEST(SimulationSpecTest, ErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(error("seeds: []").find("spec.simulation.seeds"), std::string::npos);
   EXPECT_NE(error("workerz: [3]").find("spec.simulation.workerz: unknown field"),
+            std::string::npos);
+  EXPECT_NE(error("targetAccuracy: 90").find("spec.simulation.targetAccuracy"), std::string::npos);
+  job.workers.max_replicas = 8;
+  EXPECT_NE(error("autoscale: true\nrules: [gap-aware, dana-zero]")
+                .find("spec.simulation.autoscale: needs Gap-Aware rules (gap-aware, "
+                      "gap-aware-dana): it scales on the Gap, got dana-zero"),
+            std::string::npos);
+  job.workers.max_replicas = 0;
+  EXPECT_NE(error("autoscale: true")
+                .find("spec.simulation.autoscale: needs "
+                      "spec.workers.maxReplicas above minReplicas"),
             std::string::npos);
 
   job.simulation_yaml = "";

@@ -15,12 +15,15 @@ namespace gaptrain {
 
 std::vector<SimulationRun> ExpandSweep(const SimulationSpec& spec) {
   std::vector<SimulationRun> runs;
+  // 0 stands for the autoscaled run (SimulationRun::autoscale), after the fixed ones.
+  std::vector<uint64_t> worker_counts = spec.workers;
+  if (spec.autoscale) worker_counts.push_back(0);
   for (const std::string& rule : spec.rules) {
-    for (uint64_t n : spec.workers) {
+    for (uint64_t n : worker_counts) {
       for (double lr : spec.learning_rates) {
         for (double m : spec.momenta) {
-          std::vector<uint64_t> backups = rule == "sync" ? spec.backup_workers
-                                                         : std::vector<uint64_t>{0};
+          std::vector<uint64_t> backups =
+              rule == "sync" ? spec.backup_workers : std::vector<uint64_t>{0};
           for (uint64_t b : backups) {
             for (uint64_t seed : spec.seeds) {
               SimulationRun r;
@@ -110,8 +113,8 @@ Status RunSweep(const TrainingJob& job, const SimulationSpec& spec, const Simula
     for (size_t i = next++; i < runs.size(); i = next++) {
       const SimulationRun& run = runs[i];
       ProgressCallback callback = [&](const SimulationProgress& p) {
-        progress.Update(slot, run.Label() + " " + std::to_string(int(p.fraction * 100)) +
-                                  "% acc " + Percent(p.last_accuracy));
+        progress.Update(slot, run.Label() + " " + std::to_string(int(p.fraction * 100)) + "% acc " +
+                                  Percent(p.last_accuracy));
       };
       statuses[i] = RunSimulation(job, spec, run, data, callback, &(*results)[i]);
       const RunResult& r = (*results)[i];

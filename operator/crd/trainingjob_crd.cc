@@ -169,6 +169,44 @@ Json StatusSchema() {
         {"completionTime", Timestamp("when the export succeeded or failed")}}}};
   Json observed = Typed("integer", "the metadata.generation this status describes");
   observed["format"] = "int64";
+  Json decision_reason = Typed("string", "what it decided");
+  decision_reason["enum"] = {"ScaledUp", "ScaledDown", "Holding"};
+  Json decided_at = Typed("integer",
+                          "the metadata.generation it was decided at: a growth or shrink is "
+                          "written to spec.workers.replicas while the spec is still that one");
+  decided_at["format"] = "int64";
+  Json autoscale{
+      {"description",
+       "Gap-aware autoscaling (spec.workers.autoscale): its window, what it keeps between "
+       "decisions, its last decision"},
+      {"type", "object"},
+      {"properties",
+       {{"window",
+         {{"description",
+           "where the current measurement began (the master's totals since it "
+           "started, as its /metrics gave them)"},
+          {"type", "object"},
+          {"properties",
+           {{"startTime", Timestamp("when the master was read, to the microsecond")},
+            {"modelVersion", Typed("number", "the master's model version")},
+            {"gapSum", Typed("number", "the sum of the pushes' mean Gaps")},
+            {"gapCount", Typed("number", "the pushes that measured a Gap")},
+            {"preemptions", Typed("integer", "status.preemptions")}}}}},
+        {"grownFrom",
+         Typed("integer", "trainers before the last growth, until it is judged; 0: none")},
+        {"rateBefore", Typed("number", "updates per second measured at grownFrom")},
+        {"unprofitable",
+         Typed("integer", "the fewest trainers a growth to did not pay for; 0: none")},
+        {"lastDecision",
+         {{"description", "the last decision: a growth, a shrink or a hold"},
+          {"type", "object"},
+          {"properties",
+           {{"time", Timestamp("when it was made")},
+            {"reason", decision_reason},
+            {"fromReplicas", Typed("integer", "the trainers it was made at")},
+            {"replicas", Typed("integer", "the trainers it chose")},
+            {"message", Typed("string", "why, with the measurements")},
+            {"observedGeneration", decided_at}}}}}}}};
   return Json{
       {"description", "written by the operator"},
       {"type", "object"},
@@ -222,7 +260,8 @@ Json StatusSchema() {
             {"gap", Typed("string", "mean gap of recent pushes, e.g. 2.17")},
             {"updatesPerSecond",
              Typed("string", "master updates per second while Running, e.g. 270")}}}}},
-        {"output", output}}}};
+        {"output", output},
+        {"autoscale", autoscale}}}};
 }
 
 // The node at dotted `path` ("" is the root) of a schema built above.

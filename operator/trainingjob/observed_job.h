@@ -94,6 +94,9 @@ struct ObservedJob {
 
   std::optional<CoordinatorStatus> coordinator;  // absent: not running or unreachable
   std::optional<MasterProgress> master;          // absent: not running or unreachable
+  // The master's totals as read now (what `master` was measured from), for
+  // Gap-aware autoscaling's window (job_autoscale.h); absent as `master` is.
+  std::optional<MasterScrape> master_scrape;
 
   std::chrono::system_clock::time_point now;
   // Random bytes for the job token; used only when the Secret is missing.

@@ -104,10 +104,17 @@ class Executor {
       if (!s.ok()) Fail(s);
     }
 
+    // The autoscaler's decision is in the status now: carry it out.
+    if (plan.scale_to && status_ok) {
+      Status s = Scale(*plan.scale_to);
+      if (!s.ok()) Fail(s);
+    }
+
     for (const PlannedEvent& e : plan.events) {
-      const bool happened = e.after == PlannedEvent::After::kLedger  ? ledger_written_
-                            : e.after == PlannedEvent::After::kChild ? done_.count(e.child) > 0
-                                                                     : status_ok;
+      bool happened = status_ok;
+      if (e.after == PlannedEvent::After::kLedger) happened = ledger_written_;
+      if (e.after == PlannedEvent::After::kChild) happened = done_.count(e.child) > 0;
+      if (e.after == PlannedEvent::After::kScale) happened = report_->scaled;
       if (happened) RecordEvent(e);
     }
     // Once the condition holds it, so a failed status write brings the
@@ -181,6 +188,25 @@ class Executor {
     }
     ++report_->writes;
     report_->status_written = true;
+    resource_version_ = StringAt(updated, {"metadata", "resourceVersion"}, resource_version_);
+    return Status::OK();
+  }
+
+  // spec.workers.replicas through the scale subresource, as `kubectl
+  // scale` writes it, carrying the resourceVersion (409 Conflict when the
+  // job changed since).
+  Status Scale(uint32_t replicas) {
+    const json patch = {{"metadata", {{"resourceVersion", resource_version_}}},
+                        {"spec", {{"replicas", replicas}}}};
+    json updated;
+    Status s =
+        client_->MergePatch(kube::kTrainingJobs.Subresource("scale"), ns_, name_, patch, &updated);
+    if (!s.ok()) {
+      return Status(s.code(), "scale trainingjob " + ns_ + "/" + name_ + " to " +
+                                  std::to_string(replicas) + " trainers: " + s.message());
+    }
+    ++report_->writes;
+    report_->scaled = true;
     resource_version_ = StringAt(updated, {"metadata", "resourceVersion"}, resource_version_);
     return Status::OK();
   }

@@ -25,8 +25,21 @@
 //      message>") is recorded only when the condition becomes True or its
 //      message changes, so a refusal retried with backoff for hours is one
 //      Event, not one per retry;
+//   4a. Gap-aware autoscaling's growth or shrink (plan.scale_to), only
+//      once the status is written (or needed no write): a merge patch of
+//      the scale subresource, {"spec": {"replicas": N}} as `kubectl scale`
+//      sends, carrying the resourceVersion the status write returned, so
+//      it applies to the job the decision was made from or not at all
+//      (409 Conflict: the job changed since; reconcile again). The status
+//      goes first because it records the decision and starts the next
+//      window: a status write that fails scales nothing (the next
+//      reconcile decides again, from the same window), and a scale that
+//      fails after it is carried out by a later reconcile from
+//      status.autoscale.lastDecision while the spec is unchanged
+//      (job_autoscale.h). So a decision is neither lost nor applied twice;
 //   5. Events, each only if the step it reports succeeded (best effort:
-//      a failed Event is reported, not retried);
+//      a failed Event is reported, not retried); ScaledUp and ScaledDown
+//      only once the scale was written;
 //   6. the job's own deletion (ttlSecondsAfterFinished), Foreground.
 //
 // What callers may rely on: the returned Status is OK when every write
@@ -58,6 +71,7 @@ struct ExecutionReport {
   // effect, for the operator's metrics.
   bool ledger_written = false;
   bool status_written = false;
+  bool scaled = false;  // plan.scale_to was written through the scale subresource
 };
 
 // `job` is the object the plan was computed from (its name, namespace,

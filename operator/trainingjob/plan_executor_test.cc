@@ -2,7 +2,8 @@
 // paths, queries, content types, bodies) and their order; the errors that
 // are fine (gone, replaced, already there), the ones that stop the plan
 // (the ledger) or are reported (a child, the status), and Events only for
-// steps that succeeded.
+// steps that succeeded; the autoscaler's scale after the status that
+// records it, with its resourceVersion.
 
 #include "operator/trainingjob/plan_executor.h"
 
@@ -480,6 +481,103 @@ TEST_F(PlanExecutorTest, FailedEventsAreReportedNotReturned) {
   EXPECT_EQ(report.events, 0);
   ASSERT_EQ(report.event_errors.size(), 4u);
   EXPECT_NE(report.event_errors[0].find("WorkerPreempted"), std::string::npos);
+}
+
+// --- Gap-aware autoscaling's scale ------------------------------------------------
+
+// A growth: its status (the decision, the next window), then the scale.
+ReconcilePlan GrowthPlan() {
+  ReconcilePlan plan;
+  plan.status = json::parse(R"j({"phase": "Running", "preemptions": 0, "workers": {"active": 2},
+      "autoscale": {"lastDecision": {"reason": "ScaledUp", "replicas": 4}}})j");
+  plan.scale_to = 4;
+  plan.events = {
+      {"Normal", "ScaledUp", "Scale", "Gap 1.10 leaves room: 2 -> 4 trainers",
+       PlannedEvent::After::kScale, ""},
+      {"Normal", "TrainingJobRunning", "Run", "running", PlannedEvent::After::kStatus, ""},
+  };
+  return plan;
+}
+
+const std::string kScalePath = std::string(kJobPath) + "/scale";
+const std::string kStatusPath = std::string(kJobPath) + "/status";
+
+// The status write answers resourceVersion 101, the scale 102.
+std::optional<ScriptedReply> Versions(const ReceivedRequest& r) {
+  if (r.method == "PATCH" && r.path == kStatusPath) {
+    return Reply(200, {{"metadata", {{"resourceVersion", "101"}}}});
+  }
+  if (r.method == "PATCH" && r.path == kScalePath) {
+    return Reply(200, {{"apiVersion", "autoscaling/v1"},
+                       {"kind", "Scale"},
+                       {"metadata", {{"resourceVersion", "102"}}},
+                       {"spec", {{"replicas", 4}}}});
+  }
+  return std::nullopt;
+}
+
+TEST_F(PlanExecutorTest, AScaleFollowsTheStatusThatRecordsIt) {
+  Answer(Versions);
+  ExecutionReport report;
+  const Status s = ExecutePlan(client_.get(), Job(), GrowthPlan(), "op", &report);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::string events = "POST /apis/events.k8s.io/v1/namespaces/default/events";
+  EXPECT_EQ(Calls(), (std::vector<std::string>{"PATCH " + kStatusPath, "PATCH " + kScalePath,
+                                               events, events}));
+  const std::vector<ReceivedRequest> r = server_->requests();
+  // As `kubectl scale` sends it, with the resourceVersion the status
+  // write returned: the job the decision was made from, or nothing.
+  EXPECT_EQ(r[1].headers.at("content-type"), "application/merge-patch+json");
+  EXPECT_EQ(json::parse(r[1].body),
+            json::parse(R"j({"metadata": {"resourceVersion": "101"}, "spec": {"replicas": 4}})j"));
+  EXPECT_EQ(EventReasons(), (std::vector<std::string>{"ScaledUp", "TrainingJobRunning"}));
+  EXPECT_EQ(json::parse(r[2].body)["note"], "Gap 1.10 leaves room: 2 -> 4 trainers");
+  EXPECT_TRUE(report.status_written);
+  EXPECT_TRUE(report.scaled);
+  EXPECT_EQ(report.writes, 2);
+
+  // A decision recorded earlier (no status to write) carries the
+  // resourceVersion it was observed with.
+  ReconcilePlan again;
+  again.scale_to = 4;
+  const size_t before = server_->requests().size();
+  ASSERT_TRUE(ExecutePlan(client_.get(), Job(), again, "op").ok());
+  ASSERT_EQ(server_->requests().size(), before + 1);
+  EXPECT_EQ(server_->requests()[before].path, kScalePath);
+  EXPECT_EQ(json::parse(server_->requests()[before].body)["metadata"]["resourceVersion"], "100");
+}
+
+// The decision was not stored: nothing is scaled (the next reconcile
+// decides again from the same window), no ScaledUp.
+TEST_F(PlanExecutorTest, AStatusConflictScalesNothing) {
+  Answer([](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
+    if (r.path == kStatusPath) return Error(409, "Conflict", "the object has been modified");
+    return Versions(r);
+  });
+  ExecutionReport report;
+  const Status s = ExecutePlan(client_.get(), Job(), GrowthPlan(), "op", &report);
+  EXPECT_TRUE(kube::IsConflict(s)) << s.ToString();
+  EXPECT_EQ(Calls(), (std::vector<std::string>{"PATCH " + kStatusPath}));
+  EXPECT_FALSE(report.scaled);
+  EXPECT_TRUE(EventReasons().empty());
+}
+
+// The decision is stored, the scale refused (the job changed since): the
+// error says so, no ScaledUp is recorded; the status's decision is carried
+// out later (job_autoscale.h).
+TEST_F(PlanExecutorTest, AScaleConflictIsReturnedWithoutItsEvent) {
+  Answer([](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
+    if (r.path == kScalePath) return Error(409, "Conflict", "the object has been modified");
+    return Versions(r);
+  });
+  ExecutionReport report;
+  const Status s = ExecutePlan(client_.get(), Job(), GrowthPlan(), "op", &report);
+  EXPECT_TRUE(kube::IsConflict(s)) << s.ToString();
+  EXPECT_NE(s.message().find("scale trainingjob default/mnist to 4 trainers: "), std::string::npos)
+      << s.message();
+  EXPECT_TRUE(report.status_written);
+  EXPECT_FALSE(report.scaled);
+  EXPECT_EQ(EventReasons(), (std::vector<std::string>{"TrainingJobRunning"}));
 }
 
 TEST_F(PlanExecutorTest, AnEmptyPlanSendsNothing) {

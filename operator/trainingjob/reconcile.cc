@@ -7,6 +7,7 @@
 #include <set>
 
 #include "operator/trainingjob/desired_children.h"
+#include "operator/trainingjob/job_autoscale.h"
 #include "operator/trainingjob/job_conditions.h"
 #include "operator/trainingjob/json_diff.h"
 #include "operator/trainingjob/object_fields.h"
@@ -106,7 +107,11 @@ class Reconciler {
         old_status_(ObjectAt(observed.job, {"status"})),
         ledger_before_(ReadPodLedger(observed.job)),
         ledger_(ledger_before_),
-        conditions_(ArrayAt(old_status_, {"conditions"}), now_text_) {}
+        conditions_(ArrayAt(old_status_, {"conditions"}), now_text_),
+        autoscale_(ObjectAt(old_status_, {"autoscale"})) {
+    // Unless a running job measures anew (Active), no window goes on.
+    autoscale_.erase("window");
+  }
 
   ReconcilePlan Run() {
     plan_.now = o_.now;
@@ -384,10 +389,12 @@ class Reconciler {
     const bool restarting =
         !control_ready && (restarted_now_ || has_run || conditions_.IsTrue("Restarting"));
     uint32_t ready_trainers = 0;
+    uint32_t working_trainers = 0;  // ready and not lost: what the autoscaler counts as running
     for (const ObservedPod& p : pods_) {
       if (p.state.type == ReplicaType::kTrainer && p.state.running() && p.state.ready &&
           desired_types.count(p.state.name) > 0) {
         ++ready_trainers;
+        if (p.state.loss == PodLoss::kNone) ++working_trainers;
       }
     }
     const bool running =
@@ -436,6 +443,32 @@ class Reconciler {
             *start + std::chrono::seconds(spec.run_policy.active_deadline_seconds);
         plan_.requeue_after = std::min(*plan_.requeue_after, CeilSeconds(deadline - o_.now));
       }
+    }
+    PlanAutoscaling(working_trainers);
+  }
+
+  // Gap-aware autoscaling (job_autoscale.h): status.autoscale, and a
+  // growth or shrink through the scale subresource with its Event once
+  // that write succeeded. Holding decisions are in the status only.
+  void PlanAutoscaling(uint32_t working_trainers) {
+    AutoscaleObservation a;
+    a.workers = o_.spec.workers;
+    a.job_running = phase_ == "Running";
+    a.generation = IntegerAt(job_, {"metadata", "generation"}).value_or(0);
+    a.status = ObjectAt(old_status_, {"autoscale"});
+    a.master = o_.master_scrape;
+    a.running_trainers = working_trainers;
+    a.preemptions = ledger_.preemptions;
+    a.now = o_.now;
+    AutoscalePlan autoscale = PlanAutoscale(a);
+    autoscale_ = std::move(autoscale.status);
+    if (autoscale.scale_to) {
+      plan_.scale_to = autoscale.scale_to;
+      Event("Normal", autoscale.reason, "Scale", autoscale.message, PlannedEvent::After::kScale);
+    }
+    if (autoscale.next_check) {
+      const std::chrono::seconds next = CeilSeconds(*autoscale.next_check);
+      plan_.requeue_after = plan_.requeue_after ? std::min(*plan_.requeue_after, next) : next;
     }
   }
 
@@ -868,6 +901,7 @@ class Reconciler {
         ProgressDisplay(progress, o_.parse_status.ok() ? o_.spec.training.epochs : 0, phase_);
     if (!display.empty()) status["display"] = display;
     if (!output_.empty()) status["output"] = output_;
+    if (!autoscale_.empty()) status["autoscale"] = autoscale_;
     return status;
   }
 
@@ -918,6 +952,7 @@ class Reconciler {
   bool terminal_ = false;
   bool progress_final_ = false;  // finished before this reconcile: keep its progress
   json output_ = json::object();  // status.output; empty: none
+  json autoscale_;                // status.autoscale; empty: none
 
   std::string phase_;
   std::string start_time_;

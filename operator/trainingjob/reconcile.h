@@ -48,6 +48,14 @@
 //     and creates the missing ones; suspend deletes every pod and keeps the
 //     volumes, resume starts again (startTime restarts with it, so
 //     activeDeadlineSeconds counts running time since the last resume).
+//   - Gap-aware autoscaling (spec.workers.autoscale, job_autoscale.h):
+//     while the job is Running, at most once per intervalSeconds, the
+//     window since the last decision (the master's updates and Gap, the
+//     trainers running, the preemptions) goes to DecideTrainers; the
+//     decision and the next window go to status.autoscale, and a growth or
+//     a shrink to spec.workers.replicas through the scale subresource
+//     (scale_to), with a Normal Event ScaledUp or ScaledDown. The next
+//     reconcile scales the pods as for `kubectl scale`.
 //   - Pods the scheduler cannot place (PodScheduled=False, Unschedulable)
 //     make condition PodsUnschedulable True with their count and the
 //     scheduler's own message, and a Warning Event FailedScheduling when
@@ -100,6 +108,7 @@ struct PlannedEvent {
     kLedger,  // the counts were written (preemptions, failures, restarts)
     kChild,   // the apply or delete of `child` succeeded
     kStatus,  // the status was written (or needed no write): phase changes
+    kScale,   // spec.workers.replicas was written through the scale subresource
   };
   std::string type;    // "Normal" | "Warning"
   std::string reason;  // "WorkerPreempted"
@@ -117,6 +126,10 @@ struct ReconcilePlan {
   // The whole new status; unset when equal to the observed one.
   std::optional<nlohmann::json> status;
   std::vector<PlannedEvent> events;
+  // Gap-aware autoscaling's growth or shrink (job_autoscale.h): the
+  // trainers to write to spec.workers.replicas through the scale
+  // subresource, once the status that records the decision is written.
+  std::optional<uint32_t> scale_to;
   bool delete_job = false;  // ttlSecondsAfterFinished has passed
   // Reconcile again after this long even if nothing changes: progress
   // polling while the job runs, its deadline, its TTL.
@@ -128,7 +141,7 @@ struct ReconcilePlan {
   // Whether carrying the plan out writes nothing to the API server
   // (events aside, which only come with writes).
   bool WritesNothing() const {
-    return !ledger && deletes.empty() && applies.empty() && !status && !delete_job;
+    return !ledger && deletes.empty() && applies.empty() && !status && !scale_to && !delete_job;
   }
 };
 

@@ -53,6 +53,7 @@ class Cluster {
   Clock::time_point now = kStart;
   std::optional<CoordinatorStatus> coordinator;
   std::optional<MasterProgress> master;
+  std::optional<MasterScrape> master_scrape;
 
   ObservedJob Observe() const {
     ObservedJob o = ObserveJob(job_);
@@ -63,6 +64,7 @@ class Cluster {
     o.persistent_volume_claims = claims_;
     o.coordinator = coordinator;
     o.master = master;
+    o.master_scrape = master_scrape;
     o.now = now;
     for (size_t i = 0; i < o.token_bytes.size(); ++i) o.token_bytes[i] = static_cast<uint8_t>(i);
     return o;
@@ -106,6 +108,10 @@ class Cluster {
       }
     }
     if (plan.status) job_["status"] = *plan.status;
+    if (plan.scale_to) {  // the scale subresource: the spec changes, and its generation
+      job_["spec"]["workers"]["replicas"] = *plan.scale_to;
+      job_["metadata"]["generation"] = job_["metadata"].value("generation", 0) + 1;
+    }
     if (plan.delete_job) job_deleted = true;
     job_["metadata"]["resourceVersion"] =
         std::to_string(std::stoi(job_["metadata"]["resourceVersion"].get<std::string>()) + 1);
@@ -704,6 +710,219 @@ TEST(ReconcileTest, ScalesUpAndDownByTheHighestIndices) {
   EXPECT_EQ(c.status()["preemptions"], 0);
   EXPECT_NE(c.Pod("mnist-trainer-2"), nullptr);
   EXPECT_EQ(c.Pod("mnist-trainer-3"), nullptr);
+}
+
+// --- Gap-aware autoscaling ----------------------------------------------------
+
+json AutoscaledJob() {
+  json job = BaseJob();
+  job["spec"]["workers"] = json::parse(R"j({"replicas": 2, "minReplicas": 1, "maxReplicas": 8,
+      "autoscale": {"enabled": true, "maxGap": 1.5, "intervalSeconds": 60}})j");
+  return job;
+}
+
+// The master read at the cluster's time: `updates` more than before, each
+// push of Gap `gap`.
+void MasterPushes(Cluster* c, double updates, double gap) {
+  MasterScrape m = c->master_scrape.value_or(MasterScrape());
+  m.at = c->now;
+  m.model_version += updates;
+  m.gap_sum += gap * updates;
+  m.gap_count += updates;
+  c->master_scrape = m;
+}
+
+std::vector<std::string> TrainerNames(Cluster* c) {
+  std::vector<std::string> names;
+  for (const json& p : c->pods()) {
+    if (StringAt(p, {"metadata", "labels", kReplicaTypeLabel}) == "trainer") {
+      names.push_back(NameOf(p));
+    }
+  }
+  return names;
+}
+
+// Running, the master read: the window begins; an interval later, a low Gap
+// grows the job through the scale subresource, with an Event once that is
+// written; the next reconcile scales the pods as for `kubectl scale`.
+TEST(ReconcileTest, AutoscalingGrowsThroughTheScaleSubresourceOncePerInterval) {
+  Cluster c = RunningCluster(AutoscaledJob());
+  EXPECT_FALSE(c.status().contains("autoscale"));  // nothing read yet
+  MasterPushes(&c, 1000, 1.1);
+  ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["autoscale"]["window"]["startTime"], "2026-11-23T06:00:00.000000Z");
+  EXPECT_FALSE(plan.scale_to.has_value());
+  EXPECT_EQ(plan.requeue_after, seconds(15));  // polling comes first
+  c.Carry(plan);
+
+  // Before the interval has passed: nothing to write, a look at its end.
+  c.now += seconds(50);
+  MasterPushes(&c, 5000, 1.1);
+  plan = c.Plan();
+  EXPECT_TRUE(plan.WritesNothing());
+  EXPECT_EQ(plan.requeue_after, seconds(10));
+
+  c.now += seconds(10);
+  MasterPushes(&c, 1000, 1.1);
+  plan = c.Plan();
+  ASSERT_EQ(plan.scale_to, 4u);
+  const PlannedEvent* up = EventWith(plan, "ScaledUp");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->type, "Normal");
+  EXPECT_EQ(up->after, PlannedEvent::After::kScale);
+  EXPECT_EQ(up->note,
+            "Gap 1.10 leaves room under maxGap 1.50 (projected 1.30 at 4) at 100.0 updates/s: "
+            "2 -> 4 trainers");
+  const json& last = (*plan.status)["autoscale"]["lastDecision"];
+  EXPECT_EQ(last["reason"], "ScaledUp");
+  EXPECT_EQ(last["replicas"], 4);
+  EXPECT_EQ(last["message"], up->note);
+  EXPECT_EQ(last["observedGeneration"], 1);
+  EXPECT_EQ((*plan.status)["autoscale"]["window"]["startTime"], "2026-11-23T06:01:00.000000Z");
+  EXPECT_TRUE(plan.applies.empty());  // the pods follow the spec, next time
+  c.Carry(plan);
+
+  plan = c.Plan();
+  std::vector<std::string> created;
+  for (const ChildApply& a : plan.applies) created.push_back(NameOf(a.object));
+  EXPECT_EQ(created, (std::vector<std::string>{"mnist-job", "mnist-trainer-2", "mnist-trainer-3"}));
+  EXPECT_EQ(EventWith(plan, "TrainingJobScaled")->note, "trainers: 2 -> 4");
+  EXPECT_FALSE(plan.scale_to.has_value());
+  EXPECT_FALSE(HasReason(plan, "ScaledUp"));
+  c.Settle();
+  EXPECT_EQ(TrainerNames(&c).size(), 4u);
+}
+
+// Holding decisions are in status.autoscale.lastDecision only: no Event,
+// no scale. The new trainers Pending, then a preemption, hold the job.
+TEST(ReconcileTest, AutoscalingHoldsWhileTrainersArePendingOrPreempted) {
+  json job = AutoscaledJob();
+  job["spec"]["workers"]["replicas"] = 4;
+  Cluster c = RunningCluster(job);
+  MasterPushes(&c, 1000, 1.1);
+  c.Settle();
+  c.SetPodStatus("mnist-trainer-3", json::parse(R"j({"phase": "Pending"})j"));
+  c.now += seconds(60);
+  MasterPushes(&c, 6000, 1.1);
+  ReconcilePlan plan = c.Plan();
+  EXPECT_FALSE(plan.scale_to.has_value());
+  EXPECT_TRUE(plan.events.empty());
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["autoscale"]["lastDecision"]["reason"], "Holding");
+  EXPECT_EQ((*plan.status)["autoscale"]["lastDecision"]["message"],
+            "1 of 4 trainers not running (Pending or being replaced): holding at 4 trainers");
+  c.Carry(plan);
+
+  // Running again; trainer 0 preempted and replaced within the window.
+  c.RunAll();
+  c.SetPodStatus("mnist-trainer-0", json::parse(R"j({"phase": "Failed", "reason": "Evicted"})j"));
+  c.Settle();
+  c.RunAll();
+  EXPECT_EQ(c.status()["preemptions"], 1);
+  c.now += seconds(60);
+  MasterPushes(&c, 6000, 1.1);
+  plan = c.Plan();
+  EXPECT_FALSE(plan.scale_to.has_value());
+  EXPECT_FALSE(HasReason(plan, "ScaledUp"));
+  EXPECT_EQ((*plan.status)["autoscale"]["lastDecision"]["message"],
+            "1 trainer preempted in the window: holding at 4 trainers");
+  EXPECT_EQ((*plan.status)["phase"], "Running");
+}
+
+// Above maxGap the job shrinks; the highest trainers go, gracefully.
+TEST(ReconcileTest, AutoscalingShrinksAboveMaxGap) {
+  json job = AutoscaledJob();
+  job["spec"]["workers"]["replicas"] = 4;
+  Cluster c = RunningCluster(job);
+  MasterPushes(&c, 1000, 1.8);
+  c.Settle();
+  c.now += seconds(60);
+  MasterPushes(&c, 6000, 1.8);
+  ReconcilePlan plan = c.Plan();
+  ASSERT_EQ(plan.scale_to, 2u);
+  EXPECT_EQ(EventWith(plan, "ScaledDown")->note,
+            "Gap 1.80 is above maxGap 1.50 (projected 1.27 at 2): 4 -> 2 trainers");
+  EXPECT_EQ(EventWith(plan, "ScaledDown")->after, PlannedEvent::After::kScale);
+  c.Carry(plan);
+  plan = c.Plan();
+  std::set<std::string> deleted;
+  for (const ChildDelete& d : plan.deletes) {
+    deleted.insert(d.name);
+    EXPECT_FALSE(d.grace_period_seconds.has_value());
+  }
+  EXPECT_EQ(deleted, (std::set<std::string>{"mnist-trainer-2", "mnist-trainer-3"}));
+}
+
+// No read of the master, a job not Running, or autoscale off: no decision.
+// A restarted master begins a new window. The state is the status's alone:
+// the same observation plans the same, whoever reconciles.
+TEST(ReconcileTest, AutoscalingDecidesOnlyFromAReadOfARunningJob) {
+  Cluster c = RunningCluster(AutoscaledJob());
+  MasterPushes(&c, 1000, 1.1);
+  c.Settle();
+  const json window = c.status()["autoscale"]["window"];
+
+  c.now += seconds(120);
+  c.master_scrape.reset();  // unreachable
+  ReconcilePlan plan = c.Plan();
+  EXPECT_TRUE(plan.WritesNothing());
+  EXPECT_EQ(plan.requeue_after, seconds(15));
+
+  // The master restarted: its totals went down.
+  MasterScrape restarted;
+  restarted.at = c.now;
+  restarted.model_version = 900;
+  restarted.gap_sum = 11;
+  restarted.gap_count = 10;
+  c.master_scrape = restarted;
+  plan = c.Plan();
+  EXPECT_FALSE(plan.scale_to.has_value());
+  EXPECT_FALSE((*plan.status)["autoscale"].contains("lastDecision"));
+  EXPECT_NE((*plan.status)["autoscale"]["window"], window);
+  EXPECT_EQ(c.Plan().status, plan.status);  // pure: the same again
+  c.Carry(plan);
+
+  // The master's pod lost: Restarting, the window dropped.
+  c.now += seconds(120);
+  MasterPushes(&c, 12000, 1.1);
+  c.SetPodStatus("mnist-master", json::parse(R"j({"phase": "Failed", "reason": "Evicted"})j"));
+  plan = c.Plan();
+  EXPECT_EQ((*plan.status)["phase"], "Restarting");
+  EXPECT_FALSE(plan.scale_to.has_value());
+  EXPECT_FALSE((*plan.status).contains("autoscale"));
+
+  // Autoscale off: nothing is measured.
+  Cluster off = RunningCluster();
+  MasterPushes(&off, 1000, 1.1);
+  EXPECT_TRUE(off.Plan().WritesNothing());
+  ExpectQuietLater(&off);
+}
+
+// The scale write failed after the status recorded a growth: a later
+// reconcile carries it out, once, and not after the spec changed.
+TEST(ReconcileTest, AutoscalingCarriesOutARecordedDecisionOnce) {
+  Cluster c = RunningCluster(AutoscaledJob());
+  MasterPushes(&c, 1000, 1.1);
+  c.Settle();
+  c.now += seconds(60);
+  MasterPushes(&c, 6000, 1.1);
+  ReconcilePlan grow = c.Plan();
+  ASSERT_EQ(grow.scale_to, 4u);
+  grow.scale_to.reset();  // the status written, not the scale
+  c.Carry(grow);
+
+  c.now += seconds(5);
+  ReconcilePlan again = c.Plan();
+  EXPECT_EQ(again.scale_to, 4u);
+  EXPECT_FALSE(again.status.has_value());
+  ASSERT_NE(EventWith(again, "ScaledUp"), nullptr);
+  EXPECT_EQ(EventWith(again, "ScaledUp")->after, PlannedEvent::After::kScale);
+  c.Carry(again);
+  EXPECT_EQ(c.job()["spec"]["workers"]["replicas"], 4);
+  ReconcilePlan after = c.Plan();
+  EXPECT_FALSE(after.scale_to.has_value());
+  EXPECT_FALSE(HasReason(after, "ScaledUp"));
 }
 
 // --- waiting for nodes --------------------------------------------------------

@@ -125,8 +125,13 @@ AutoscaleDecision DecideTrainers(const WorkersSpec& workers, const AutoscaleWind
   const double aim = 1 + kGrowthMargin * (spec.max_gap - 1);
   uint32_t to = n;
   std::string projection;
-  if (n == 1 || gap <= 1) {
-    to = std::max(limit, n);  // no staleness measured: nothing to project from
+  if (n == 1) {
+    // No staleness at one trainer: a Gap above 1 comes from the rule itself
+    // (GA+DANA measures Δ against its look-ahead point). Nothing to project
+    // from, so it doubles while that Gap is under the aim.
+    if (gap <= aim) to = std::max(limit, n);
+  } else if (gap <= 1) {
+    to = std::max(limit, n);
   } else {
     to = std::max(n, std::min(limit, LargestUnder(aim, gap, n)));
     projection =
@@ -146,7 +151,9 @@ AutoscaleDecision DecideTrainers(const WorkersSpec& workers, const AutoscaleWind
   } else if (memory->unprofitable > 0 && n + 1 >= memory->unprofitable) {
     why = std::to_string(memory->unprofitable) + " trainers did not add enough updates/s";
   } else {
-    why = measured + " is near maxGap " + Fixed(spec.max_gap, 2);
+    why = measured + (gap > spec.max_gap ? " is above maxGap " + Fixed(spec.max_gap, 2) +
+                                               " at minReplicas " + std::to_string(floor)
+                                         : " is near maxGap " + Fixed(spec.max_gap, 2));
   }
   return Decide(Action::kHold, n, why + ": holding at " + std::to_string(n) + " trainers");
 }

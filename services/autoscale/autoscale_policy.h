@@ -7,11 +7,12 @@
 // Why the Gap: one more asynchronous worker adds updates/s but makes every
 // push staler. Gap-Aware measures what that staleness costs, as the mean
 // per-parameter Gap G = 1 + |Δ|/C of recent pushes (docs/algorithms.md):
-// G − 1 grows about in proportion to N − 1, and falls when the learning
-// rate decays. The policy keeps the projected Gap under maxGap and keeps a
-// growth only while the added trainers still add updates/s (a master or a
-// network that saturates), in the spirit of Pollux's goodput, for
-// asynchronous training.
+// it grows with N − 1 and falls when the learning rate decays. The policy
+// projects G − 1 in proportion to N − 1, which overestimates the growth
+// when G is above 1 already at one trainer (GA+DANA measures Δ against its
+// look-ahead point): conservative for growing. The policy keeps the projected Gap under maxGap and
+// keeps a growth only while the added trainers still add updates/s (a master or a network that
+// saturates), in the spirit of Pollux's goodput, for asynchronous training.
 //
 // The rules, in order (docs/operator.md, "Autoscaling"):
 //   1. no push measured in the window: hold;
@@ -24,7 +25,8 @@
 //      trainer's updates/s per added trainer: back to n, and never N again;
 //   5. room under maxGap: grow, at most doubling, to the largest N whose
 //      projected Gap stays under 1 + 0.9 (maxGap − 1) (a margin, so a
-//      growth is not undone by noise);
+//      growth is not undone by noise); from one trainer, where there is no
+//      staleness to project from, double while the Gap is under that;
 //   6. otherwise hold.
 // Every result lies in [spec.Floor(), spec.Ceiling()]. What the caller
 // must keep between decisions is AutoscaleMemory (the operator keeps it in

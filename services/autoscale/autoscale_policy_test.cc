@@ -43,10 +43,14 @@ TEST(AutoscalePolicyTest, GrowsByDoublingWhileTheProjectedGapHasRoom) {
             "4 -> 8 trainers");
   EXPECT_EQ(memory.grown_from, 4u);
   EXPECT_DOUBLE_EQ(memory.rate_before, 40);
-  // One trainer: no staleness to project from, so it doubles.
+  // One trainer: no staleness to project from, so it doubles while the
+  // Gap (GA+DANA's, against its look-ahead point) is under the aim, 1.45.
   AutoscaleMemory fresh;
-  d = DecideTrainers(Workers(1, 1, 64), Window(1, 1.0, 10), &fresh);
+  d = DecideTrainers(Workers(1, 1, 64), Window(1, 1.3, 10), &fresh);
   EXPECT_EQ(d.replicas, 2u);
+  d = DecideTrainers(Workers(1, 1, 64), Window(1, 1.8, 10), &fresh);
+  EXPECT_EQ(d.action, Action::kHold);
+  EXPECT_EQ(d.message, "Gap 1.80 is above maxGap 1.50 at minReplicas 1: holding at 1 trainers");
 }
 
 TEST(AutoscalePolicyTest, GrowsOnlyAsFarAsTheGapAllows) {
