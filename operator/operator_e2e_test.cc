@@ -16,7 +16,9 @@
 // failures 0, with the replacements run, Events recorded, no request of
 // the operator refused, nothing used outside its declared permissions (the
 // audit log), a reconcile that finds nothing to change writing nothing,
-// and nothing left behind by the node. Prints the times it measured.
+// and nothing left behind by the node. Prints the times it measured. A
+// third test autoscales the same job (spec.workers.autoscale) through a
+// preemption during a resize.
 //
 // Needs root (network namespaces) and the envtest binaries: skips without
 // them, fails instead when CI=true.
@@ -611,6 +613,119 @@ TEST_F(OperatorE2eTest, RestartedMasterAndCoordinatorAreReachedWithinSeconds) {
       JobStatus(job).value("restarts", -1), JobStatus(job).value("failures", -1));
   EXPECT_LT(master_first_update, 10.0);
   EXPECT_LT(coordinator_reached, 10.0);
+}
+
+// Issue 31 on the test node, with real trainers: the example job with
+// Gap-aware autoscaling (N in [1, 4], starting at 2, decisions every 2 s).
+// With maxGap 1000 the first decision doubles it to 4 through the scale
+// subresource; a trainer is preempted (node shutdown) while the new ones
+// start, and is replaced; then a user tightens maxGap to 1.0001, which
+// every asynchronous push exceeds, and the job shrinks, still training.
+// The decisions show in `kubectl describe tj` as Events and in
+// status.autoscale, and no request of the operator is refused.
+TEST_F(OperatorE2eTest, AnAutoscaledJobGrowsShrinksAndSurvivesAPreemptionDuringAResize) {
+  if (!StartCluster(Install::kDeploy)) return;
+  json job_object;
+  Status s = bed_->ReadJob(kJobFile, &job_object);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  json& workers = job_object["spec"]["workers"];
+  workers["replicas"] = 2;
+  workers["minReplicas"] = 1;
+  workers["maxReplicas"] = 4;
+  workers["autoscale"] = {
+      {"enabled", true}, {"maxGap", 1000}, {"minGain", 0}, {"intervalSeconds", 2}};
+  job_object["spec"]["training"]["epochs"] = 20;  // deleted long before it ends
+  s = admin()->Create(kube::kTrainingJobs, kNs, job_object, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::string trainers =
+      std::string("gaptrain.io/job-name=") + kJob + ",gaptrain.io/replica-type=trainer";
+  const auto replicas = [](const json& j) { return j["spec"]["workers"].value("replicas", 0); };
+
+  // It grows to 4, through trainingjobs/scale.
+  json job;
+  ASSERT_TRUE(WaitJob([&](const json& j) { return replicas(j) == 4; }, seconds(120), &job))
+      << Diagnostics();
+  const Clock::time_point grown = Clock::now();
+
+  // A node shutdown takes trainer-0 while trainers 2 and 3 start.
+  const std::string victim = std::string(kJob) + "-trainer-0";
+  const std::string old_uid = Get(kube::kPods, kNs, victim)["metadata"]["uid"];
+  s = node()->Preempt(kNs, victim, LocalNode::Disruption::kNodeShutdown);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json pod = Get(kube::kPods, kNs, victim);
+        return pod.is_object() && pod["metadata"]["uid"] != old_uid && PodReady(pod);
+      },
+      seconds(90)))
+      << victim << " was not replaced\n"
+      << Diagnostics();
+  ASSERT_TRUE(WaitJob(
+      [](const json& j) {
+        return JobStatus(j).value("preemptions", 0) == 1 &&
+               JobStatus(j).value("phase", "") == "Running";
+      },
+      seconds(60), &job))
+      << Diagnostics();
+  const Clock::time_point replaced = Clock::now();
+
+  // The bound tightened: it shrinks, and training goes on.
+  s = admin()->MergePatch(kube::kTrainingJobs, kNs, kJob,
+                          {{"spec", {{"workers", {{"autoscale", {{"maxGap", 1.0001}}}}}}}},
+                          nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // (An Event, not status.autoscale.lastDecision, which the next hold
+  // replaces within a window.)
+  const auto shrunk_by_gap = [&] {
+    kube::ObjectList events;
+    EXPECT_TRUE(admin()->List(kube::kEvents, kNs, kube::ListOptions(), &events).ok());
+    for (const json& e : events.items) {
+      if (e.value("reason", "") == "ScaledDown" &&
+          e.value("note", "").find("is above maxGap 1.00") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(Eventually(shrunk_by_gap, seconds(120))) << Diagnostics();
+  const Clock::time_point shrunk = Clock::now();
+  job = Job();
+  EXPECT_LT(replicas(job), 4) << job.dump(2);
+  const auto version = [&] {
+    return MetricValue(bed_->PodMetrics(kNs, std::string(kJob) + "-master"),
+                       "gaptrain_master_model_version", -1);
+  };
+  const double at_shrink = version();
+  EXPECT_TRUE(Eventually([&] { return version() > at_shrink + 50; }, seconds(60))) << Diagnostics();
+  ASSERT_TRUE(
+      WaitJob([&](const json& j) { return Pods(kNs, trainers).size() == size_t(replicas(j)); },
+              seconds(60), &job))
+      << Diagnostics();
+  EXPECT_EQ(JobStatus(job).value("phase", ""), "Running") << job.dump(2);
+  EXPECT_EQ(JobStatus(job).value("failures", -1), 0) << job.dump(2);
+
+  const std::multiset<std::string> reasons = EventReasons();
+  EXPECT_GE(reasons.count("ScaledUp"), 1u);
+  EXPECT_GE(reasons.count("ScaledDown"), 1u);
+  EXPECT_EQ(reasons.count("WorkerPreempted"), 1u);
+  std::string described;
+  s = bed_->cluster()->Kubectl({"describe", "trainingjob", kJob, "--namespace", kNs}, &described);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NE(described.find("ScaledUp"), std::string::npos) << described;
+  EXPECT_NE(described.find("2 -> 4 trainers"), std::string::npos) << described;
+  EXPECT_NE(described.find("ScaledDown"), std::string::npos) << described;
+  EXPECT_NE(described.find("Last Decision"), std::string::npos) << described;
+  for (const AuditRecord& r : OperatorRequests()) {
+    EXPECT_NE(r.code, 403) << r.verb << " " << r.uri;
+  }
+  const size_t events_at = described.find("\nEvents:");
+  std::printf(
+      "operator e2e autoscale: grown to 4; a trainer preempted during the resize was replaced "
+      "%.1f s later; shrunk to %d trainers %.1f s after maxGap was tightened; the events:\n%s\n",
+      Seconds(replaced - grown), replicas(job), Seconds(shrunk - replaced),
+      events_at == std::string::npos ? "" : described.substr(events_at).c_str());
+  s = admin()->Delete(kube::kTrainingJobs, kNs, kJob, kube::DeleteOptions());
+  EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
 }  // namespace
