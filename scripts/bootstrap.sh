@@ -18,6 +18,8 @@ PACKAGES=(
   gnuplot-nox
   # Tests and benchmarks (python3-torch scripts the TorchScript test model)
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
+  # The Python trainer SDK (python/) and its tests
+  python3-grpcio python3-protobuf python3-yaml
   # A real Prometheus server scrapes /metrics in tests; openssl makes TLS
   # test certificates
   prometheus openssl

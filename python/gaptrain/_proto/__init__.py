@@ -1,0 +1,1 @@
+"""Generated from proto/gaptrain.proto by python/generate_protos.sh; do not edit."""

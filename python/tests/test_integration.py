@@ -1,0 +1,274 @@
+"""A Python trainer against the real C++ master and coordinator on loopback:
+it trains the Fashion-MNIST MLP of examples/fashion_mnist_mlp.py (the job's
+model is `builtin: mlp`, whose flat layout that module has), is preempted
+with SIGTERM mid-task and leaves within its grace period, and a second one
+finishes the job.
+
+Binaries: $GAPTRAIN_MASTER_BIN and $GAPTRAIN_COORDINATOR_BIN, else the
+checkout's bazel-bin (bazel build //services/master:gaptrain-master
+//services/coordinator:gaptrain-coordinator). Data: $GAPTRAIN_DATA_DIR,
+else ../shared/data next to the checkout. Missing binaries or data fail the
+test, never skip it."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.abspath(os.path.join(HERE, ".."))
+REPO = os.path.abspath(os.path.join(PYTHON_DIR, ".."))
+sys.path.insert(0, PYTHON_DIR)
+
+import grpc  # noqa: E402
+
+from gaptrain._proto import gaptrain_pb2 as pb  # noqa: E402
+from gaptrain._proto import gaptrain_pb2_grpc as pb_grpc  # noqa: E402
+
+TOKEN = "0123456789abcdef0123456789abcdef"
+EXAMPLE = os.path.join(PYTHON_DIR, "examples", "fashion_mnist_mlp.py")
+
+
+def binary(env, relative):
+    path = os.environ.get(env) or os.path.join(REPO, "bazel-bin", relative)
+    if not os.access(path, os.X_OK):
+        raise AssertionError("%s not found (build it, or set $%s)" % (path, env))
+    return path
+
+
+def data_dir():
+    d = os.path.join(os.environ.get("GAPTRAIN_DATA_DIR") or os.path.join(REPO, "..", "shared",
+                                                                         "data"),
+                     "fashion-mnist")
+    if not os.path.exists(os.path.join(d, "train-images-idx3-ubyte.gz")):
+        raise AssertionError("Fashion-MNIST not found in %s (set $GAPTRAIN_DATA_DIR)" % d)
+    return os.path.abspath(d)
+
+
+JOB = """apiVersion: gaptrain.io/v1alpha1
+kind: TrainingJob
+metadata:
+  name: python-sdk-{wire}
+spec:
+  model: {model}
+  data: {{format: mnist-idx, path: {data}, shuffleSeed: 3}}
+  training:
+    batchSize: 32
+    maxUpdates: {updates}
+    evalEveryUpdates: 100000
+    wireType: {wire}
+    optimizer:
+      learningRate: 0.05
+      momentum: 0.9
+      weightDecay: 1.0e-4
+      decay: {{type: none}}
+    staleness: {{rule: gap-aware, gapSource: {gap_source}}}
+  workers: {{replicas: 1, minReplicas: 1}}
+  master:
+    checkpoint: {{intervalSeconds: 3600, keep: 2, path: {run}/checkpoints}}
+  coordinator: {{leaseSeconds: 3}}
+"""
+
+
+class Job:
+    """The master and the coordinator of one job, as cli/run/local_job.cc
+    starts them."""
+
+    def __init__(self, run_dir, wire, updates, gap_source="snapshot", model="{builtin: mlp}"):
+        self.run = run_dir
+        self.job = os.path.join(run_dir, "job.yaml")
+        with open(self.job, "w") as f:
+            f.write(JOB.format(wire=wire, data=data_dir(), updates=updates, run=run_dir,
+                               gap_source=gap_source, model=model))
+        self.env = dict(os.environ, GAPTRAIN_TOKEN=TOKEN)
+        self.processes = []
+        master_port = self._start("master", binary(
+            "GAPTRAIN_MASTER_BIN", "services/master/gaptrain-master"),
+            ["--checkpoint-dir", os.path.join(run_dir, "checkpoints")])
+        self.master = "127.0.0.1:%d" % master_port
+        coordinator_port = self._start("coordinator", binary(
+            "GAPTRAIN_COORDINATOR_BIN", "services/coordinator/gaptrain-coordinator"),
+            ["--state-dir", os.path.join(run_dir, "coordinator"), "--master", self.master,
+             "--task-batches", "20"])
+        self.coordinator = "127.0.0.1:%d" % coordinator_port
+        md = (("authorization", "Bearer " + TOKEN),)
+        self._channels = [grpc.insecure_channel(self.coordinator),
+                          grpc.insecure_channel(self.master)]
+        self._coordinator = pb_grpc.CoordinatorStub(self._channels[0])
+        self._master = pb_grpc.MasterStub(self._channels[1])
+        self._md = md
+
+    def _start(self, name, path, args):
+        ports = os.path.join(self.run, name + ".ports")
+        with open(os.path.join(self.run, name + ".log"), "w") as log:
+            p = subprocess.Popen([path, "--job", self.job, "--listen", "127.0.0.1:0",
+                                  "--http-address", "127.0.0.1", "--http-port", "0",
+                                  "--ports-file", ports] + args,
+                                 env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        self.processes.append(p)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if p.poll() is not None:
+                raise AssertionError("%s exited with %d: %s" % (name, p.returncode,
+                                                                self.log(name)))
+            try:
+                with open(ports) as f:
+                    words = f.read().split()
+                if len(words) >= 2:
+                    return int(words[0])
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError("%s did not start within 60 s" % name)
+
+    def log(self, name):
+        with open(os.path.join(self.run, name + ".log")) as f:
+            return f.read()[-3000:]
+
+    def trainer(self, name, grace=5, model="mlp"):
+        result = os.path.join(self.run, name + ".json")
+        env = dict(self.env, PYTHONPATH=PYTHON_DIR)
+        with open(os.path.join(self.run, name + ".log"), "w") as log:
+            p = subprocess.Popen([sys.executable, EXAMPLE, "--data", data_dir(), "--result",
+                                  result, "--job", self.job, "--coordinator", self.coordinator,
+                                  "--host-name", name, "--grace-seconds", str(grace),
+                                  "--threads", "1", "--model", model],
+                                 env=env, stdout=log, stderr=subprocess.STDOUT)
+        self.processes.append(p)
+        return p, result
+
+    def _call(self, method, request):
+        # A connection the server closed while idle fails one call
+        # (UNAVAILABLE, "Socket closed"); the next one reconnects.
+        for attempt in range(20):
+            try:
+                return method(request, timeout=5, metadata=self._md)
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.UNAVAILABLE or attempt == 19:
+                    raise
+                time.sleep(0.25)
+
+    def status(self):
+        return self._call(self._coordinator.Status, pb.CoordinatorStatusRequest())
+
+    def master_version(self):
+        return self._call(self._master.Describe, pb.DescribeRequest()).version
+
+    def close(self):
+        for c in getattr(self, "_channels", []):
+            c.close()
+        for p in reversed(self.processes):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def read_result(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def mean(xs):
+    return sum(xs) / len(xs)
+
+
+class PythonTrainerTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory(prefix="gaptrain-python-")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_trains_is_preempted_and_a_second_trainer_finishes(self):
+        job = Job(self.dir.name, "fp32", updates=300)
+        try:
+            first, first_result = job.trainer("py-trainer-1")
+            deadline = time.monotonic() + 120
+            while job.master_version() < 70:  # mid-task (tasks of 20 batches)
+                self.assertIsNone(first.poll(), job.log("py-trainer-1"))
+                self.assertLess(time.monotonic(), deadline, job.log("py-trainer-1"))
+                time.sleep(0.05)
+            self.assertGreater(job.status().tasks_done, 0, "20-batch tasks completed by now")
+            signalled = time.monotonic()
+            first.send_signal(signal.SIGTERM)
+            self.assertEqual(first.wait(timeout=10), 0, job.log("py-trainer-1"))
+            left_after = time.monotonic() - signalled
+            self.assertLess(left_after, 5.0, "left within its 5 s grace period")
+            r1 = read_result(first_result)
+            self.assertEqual(r1["reason"], "preempted")
+            status = job.status()
+            self.assertEqual(status.preempted, 1, status)
+            self.assertEqual(status.failed, 0, status)
+            # Its task in hand went back, unless the signal came between tasks.
+            if r1["batches"] != 20 * r1["tasks"]:
+                self.assertIn("handed back task", job.log("py-trainer-1"))
+
+            second, second_result = job.trainer("py-trainer-2")
+            self.assertEqual(second.wait(timeout=240), 0, job.log("py-trainer-2"))
+            r2 = read_result(second_result)
+            self.assertEqual(r2["reason"], "finished")
+            status = job.status()
+            self.assertEqual(status.phase, pb.JOB_PHASE_SUCCEEDED, status)
+            self.assertEqual((status.failed, status.expired), (0, 0), status)
+            self.assertGreaterEqual(job.master_version(), 300)
+            self.assertGreaterEqual(r1["tasks"] + r2["tasks"], 10)
+            self.assertGreaterEqual(r1["batches"] + r2["batches"], 300)
+            first_losses, last_losses = r1["losses"][:20], r2["losses"][-20:]
+            print("\nFIGURE python trainer: left %.2f s after SIGTERM; loss %.3f -> %.3f over "
+                  "%d + %d pushes" % (left_after, mean(first_losses), mean(last_losses),
+                                      r1["batches"], r2["batches"]), file=sys.stderr)
+            self.assertLess(mean(last_losses), 0.6 * mean(first_losses))
+        finally:
+            job.close()
+
+    def test_bf16_wire_with_echoes(self):
+        job = Job(self.dir.name, "bf16", updates=200, gap_source="echo")
+        try:
+            trainer, result = job.trainer("py-trainer-bf16")
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-trainer-bf16"))
+            r = read_result(result)
+            self.assertEqual((r["reason"], r["skipped"]), ("finished", 0))
+            self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
+            self.assertGreaterEqual(job.master_version(), 200)
+            self.assertLess(mean(r["losses"][-20:]), 0.6 * mean(r["losses"][:20]))
+        finally:
+            job.close()
+
+    def test_a_model_of_its_own_through_torchscript(self):
+        # The master learns the layout of a model that is none of the
+        # built-ins from its TorchScript; the trainer runs the Python module.
+        sys.path.insert(0, os.path.join(PYTHON_DIR, "examples"))
+        import torch
+        from fashion_mnist_mlp import SmallCNN
+        scripted = os.path.join(self.dir.name, "small_cnn.pt")
+        torch.jit.script(SmallCNN()).save(scripted)
+        job = Job(self.dir.name, "fp32", updates=150, model="{torchscript: %s}" % scripted)
+        try:
+            trainer, result = job.trainer("py-trainer-cnn", model="cnn")
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-trainer-cnn"))
+            r = read_result(result)
+            self.assertEqual((r["reason"], r["skipped"]), ("finished", 0))
+            self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
+            self.assertGreaterEqual(job.master_version(), 150)
+            self.assertLess(mean(r["losses"][-20:]), 0.8 * mean(r["losses"][:20]))
+        finally:
+            job.close()
+
+    def test_a_master_with_another_model_is_refused(self):
+        job = Job(self.dir.name, "fp32", updates=100)  # builtin mlp
+        try:
+            trainer, _ = job.trainer("py-trainer-wrong", model="cnn")
+            self.assertEqual(trainer.wait(timeout=60), 1)
+            log = job.log("py-trainer-wrong")
+            self.assertIn("the master holds another model", log)
+            self.assertEqual(job.status().failed, 1)
+        finally:
+            job.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
