@@ -8,7 +8,9 @@
 // mount, the job file is the ConfigMap's and parses as a TrainingJob, the
 // state directories are the claims' mounts, the addresses are the
 // Services'. The container runs as the kubelet would start it: command
-// then args, $(VAR) expanded from the container's env.
+// then args, $(VAR) expanded from the container's env. A worker's settings
+// are in its env too (GAPTRAIN_JOB, ...), for a template's own trainer
+// command: they parse as the same flags.
 
 #include <gtest/gtest.h>
 
@@ -96,44 +98,56 @@ json JobWithEverything() {
 // replaced by the container's env as the kubelet does ($$ is a literal $;
 // an unknown $(NAME) stays as written). Env from the Downward API:
 // metadata.name and metadata.namespace; other sources read as unknown.
-std::vector<std::string> ContainerArgv(const json& pod) {
+// Env values are expanded likewise, from the variables defined before
+// them.
+std::string ExpandVars(const std::map<std::string, std::string>& env, const std::string& in);
+
+std::map<std::string, std::string> ContainerEnv(const json& pod) {
   const json& c = pod["spec"]["containers"][0];
   std::map<std::string, std::string> env;
   for (const json& e : c.value("env", json::array())) {
     if (e.contains("value")) {
-      env[e["name"]] = e["value"];
+      env[e["name"]] = ExpandVars(env, e["value"]);
     } else if (e.contains("valueFrom") && e["valueFrom"].contains("fieldRef")) {
       const std::string field = e["valueFrom"]["fieldRef"]["fieldPath"];
       if (field == "metadata.name") env[e["name"]] = pod["metadata"]["name"];
       if (field == "metadata.namespace") env[e["name"]] = pod["metadata"]["namespace"];
     }
   }
-  auto expand = [&env](const std::string& in) {
-    std::string out;
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (in[i] == '$' && i + 1 < in.size() && in[i + 1] == '$') {
-        out += '$';
-        ++i;
-        continue;
-      }
-      const size_t close = in.find(')', i);
-      if (in.compare(i, 2, "$(") == 0 && close != std::string::npos) {
-        auto found = env.find(in.substr(i + 2, close - i - 2));
-        if (found != env.end()) {
-          out += found->second;
-          i = close;
-          continue;
-        }
-      }
-      out += in[i];
-    }
-    return out;
-  };
+  return env;
+}
+
+std::vector<std::string> ContainerArgv(const json& pod) {
+  const json& c = pod["spec"]["containers"][0];
+  const std::map<std::string, std::string> env = ContainerEnv(pod);
+  auto expand = [&env](const std::string& in) { return ExpandVars(env, in); };
   std::vector<std::string> argv;
   for (const char* key : {"command", "args"}) {
     for (const json& a : c.value(key, json::array())) argv.push_back(expand(a));
   }
   return argv;
+}
+
+std::string ExpandVars(const std::map<std::string, std::string>& env, const std::string& in) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '$' && i + 1 < in.size() && in[i + 1] == '$') {
+      out += '$';
+      ++i;
+      continue;
+    }
+    const size_t close = in.find(')', i);
+    if (in.compare(i, 2, "$(") == 0 && close != std::string::npos) {
+      auto found = env.find(in.substr(i + 2, close - i - 2));
+      if (found != env.end()) {
+        out += found->second;
+        i = close;
+        continue;
+      }
+    }
+    out += in[i];
+  }
+  return out;
 }
 
 // The pod's volumes as the test "mounts" them: the keys of the job's
@@ -310,10 +324,52 @@ void CheckCoordinator(const json& pod, const Built& b, const Mounts& mounts) {
   EXPECT_EQ(o.state_dir, mounts.MountOf(volume)) << "state not on its claim";
 }
 
-void CheckWorker(const json& pod, const Built& b, const Mounts& mounts, bool evaluator) {
+// gaptrain-worker's flags from the worker's settings in the container's
+// environment (GAPTRAIN_JOB, ...), which a user's trainer command (the
+// Python SDK) reads in their place; a variable missing is left out.
+std::vector<std::string> FlagsOfEnv(const json& pod, const Mounts& mounts) {
+  const std::map<std::string, std::string> env = ContainerEnv(pod);
+  std::vector<std::string> flags;
+  for (const auto& [flag, var] : std::vector<std::pair<std::string, std::string>>{
+           {"--job", "GAPTRAIN_JOB"},
+           {"--role", "GAPTRAIN_ROLE"},
+           {"--coordinator", "GAPTRAIN_COORDINATOR"},
+           {"--token-file", "GAPTRAIN_TOKEN_FILE"},
+           {"--http-port", "GAPTRAIN_HTTP_PORT"},
+           {"--host-name", "GAPTRAIN_HOST_NAME"},
+           {"--grace-seconds", "GAPTRAIN_GRACE_SECONDS"}}) {
+    auto found = env.find(var);
+    EXPECT_NE(found, env.end()) << var;
+    if (found != env.end()) flags.insert(flags.end(), {flag, found->second});
+  }
+  return mounts.Rewrite(flags);
+}
+
+void ExpectWorkerOptions(const WorkerOptions& o, const json& pod, const Built& b,
+                         const Mounts& mounts, bool evaluator);
+
+// A worker pod runs gaptrain-worker with its flags, or the template's own
+// command as given (`user_command`); either way its environment holds the
+// same settings.
+void CheckWorker(const json& pod, const Built& b, const Mounts& mounts, bool evaluator,
+                 const json& user_command = nullptr) {
+  if (user_command.is_null()) {
+    WorkerOptions o;
+    const Status s = ParseWorkerFlags(FlagsOf(pod, mounts, {"gaptrain-worker"}), &o);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ExpectWorkerOptions(o, pod, b, mounts, evaluator);
+  } else {
+    EXPECT_EQ(pod["spec"]["containers"][0]["command"], user_command);
+  }
+  SCOPED_TRACE("from the environment: " + Joined(FlagsOfEnv(pod, mounts)));
   WorkerOptions o;
-  const Status s = ParseWorkerFlags(FlagsOf(pod, mounts, {"gaptrain-worker"}), &o);
+  const Status s = ParseWorkerFlags(FlagsOfEnv(pod, mounts), &o);
   ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectWorkerOptions(o, pod, b, mounts, evaluator);
+}
+
+void ExpectWorkerOptions(const WorkerOptions& o, const json& pod, const Built& b,
+                         const Mounts& mounts, bool evaluator) {
   EXPECT_EQ(o.token, b.token);
   ExpectJobFile(mounts, o.job_file, b.spec);
   EXPECT_EQ(o.evaluator, evaluator);
@@ -329,7 +385,8 @@ void CheckWorker(const json& pod, const Built& b, const Mounts& mounts, bool eva
   EXPECT_LT(o.grace_seconds, grace_period);
 }
 
-void CheckChildren(const json& job) {
+// `trainer_command`: the command of the workers' template, when it sets one.
+void CheckChildren(const json& job, const json& trainer_command = nullptr) {
   const Built b = BuildChildren(job);
   ASSERT_TRUE(b.ok);
   const std::string dir = TestDir("pod_commands");
@@ -352,7 +409,7 @@ void CheckChildren(const json& job) {
     } else {
       ++trainers;
       EXPECT_EQ(type, "trainer");
-      CheckWorker(pod, b, mounts, /*evaluator=*/false);
+      CheckWorker(pod, b, mounts, /*evaluator=*/false, trainer_command);
     }
   }
   EXPECT_EQ(masters, 1);
@@ -411,6 +468,19 @@ TEST(PodCommandsTest, WorkersWithAVeryLongGracePeriod) {
   job["spec"]["workers"]["template"] = {{"spec", {{"terminationGracePeriodSeconds", 90000}}}};
   job["spec"]["evaluator"]["template"] = {{"spec", {{"terminationGracePeriodSeconds", 200000}}}};
   CheckChildren(job);
+}
+
+// A trainer template with its own command (the Python SDK's script) runs
+// it as given; its settings are in the environment, as gaptrain-worker's
+// flags would give them.
+TEST(PodCommandsTest, TrainersRunningTheTemplatesCommand) {
+  json job = JobWithEverything();
+  const json command = json::array({"python3", "/app/train.py"});
+  job["spec"]["workers"]["template"]["spec"]["containers"] =
+      json::array({{{"image", "registry.example.com/trainer:1"},
+                    {"command", command},
+                    {"args", json::array({"--result", "/tmp/result.json"})}}});
+  CheckChildren(job, command);
 }
 
 }  // namespace

@@ -181,7 +181,11 @@ bool JobRunner::Supervise() {
     }
     Say(LocalJob::TrainerName(i) + " exited (" + DescribeWaitStatus(trainer->wait_status()) + ")");
     ++trainers_lost_;
-    if (!local_.TrainerReported(i)) return StartupFailed(LocalJob::TrainerName(i), trainer);
+    // A user's trainer command writes no ports file: it got through
+    // start-up once the coordinator listed it.
+    const bool started = local_.TrainerReported(i) ||
+                         (local_.TemplateTrainer(i) && TrainerRegistered(i));
+    if (!started) return StartupFailed(LocalJob::TrainerName(i), trainer);
     if (!RestartTrainerAfterFailure(i)) return false;
     changed = true;
   }

@@ -15,6 +15,12 @@ constexpr auto kStartTimeout = std::chrono::seconds(120);
 
 std::string Loopback(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
+std::string FormatSeconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
+}
+
 }  // namespace
 
 LocalJob::LocalJob(Options options) : options_(std::move(options)) {
@@ -40,18 +46,23 @@ std::string LocalJob::PortsFile(const std::string& service) const {
 
 Status LocalJob::Launch(const std::string& service, const std::string& binary,
                         std::vector<std::string> args, int port_count, bool wait,
-                        std::unique_ptr<Process>* process, std::vector<uint16_t>* ports) {
+                        std::unique_ptr<Process>* process, std::vector<uint16_t>* ports,
+                        std::vector<std::pair<std::string, std::string>> extra_env,
+                        bool ports_file_flag) {
   if (*process && (*process)->Running()) {
     return Status::FailedPrecondition(service + " is already running");
   }
   const std::string ports_file = PortsFile(service);
   std::remove(ports_file.c_str());
-  args.insert(args.end(), {"--ports-file", ports_file});
+  if (ports_file_flag) args.insert(args.end(), {"--ports-file", ports_file});
   Process::Spec spec;
   spec.binary = binary;
   spec.args = std::move(args);
   spec.env = BlasStartEnvironment();  // for the master and the workers, which load LibTorch
   spec.env.emplace_back("GAPTRAIN_TOKEN", options_.token);
+  for (auto& e : extra_env) spec.env.push_back(std::move(e));
+  // A user's command gets no flags: the Python SDK reads this instead.
+  if (!ports_file_flag) spec.env.emplace_back("GAPTRAIN_PORTS_FILE", ports_file);
   spec.log_file = LogFile(service);
   process->reset();
   GAPTRAIN_RETURN_IF_ERROR(Process::Start(spec, process));
@@ -83,8 +94,7 @@ Status LocalJob::StartCoordinator() {
 }
 
 std::vector<std::string> LocalJob::WorkerArgs(const std::string& name) const {
-  char grace[32];
-  std::snprintf(grace, sizeof grace, "%g", options_.worker_grace_seconds);
+  const std::string grace = FormatSeconds(options_.worker_grace_seconds);
   std::vector<std::string> args = {"--job",          options_.job_file,
                                    "--coordinator",  coordinator_address(),
                                    "--threads",      std::to_string(options_.threads_per_worker),
@@ -96,11 +106,21 @@ std::vector<std::string> LocalJob::WorkerArgs(const std::string& name) const {
   return args;
 }
 
+std::vector<std::pair<std::string, std::string>> LocalJob::WorkerEnv(
+    const std::string& name, const std::string& role) const {
+  return {{"GAPTRAIN_JOB", options_.job_file},
+          {"GAPTRAIN_ROLE", role},
+          {"GAPTRAIN_COORDINATOR", coordinator_address()},
+          {"GAPTRAIN_HTTP_PORT", "0"},
+          {"GAPTRAIN_HOST_NAME", name},
+          {"GAPTRAIN_GRACE_SECONDS", FormatSeconds(options_.worker_grace_seconds)}};
+}
+
 Status LocalJob::StartEvaluator() {
   std::vector<std::string> args = WorkerArgs("evaluator");
   args.insert(args.end(), {"--role", "evaluator"});
   return Launch("evaluator", options_.binaries.worker, args, 1, /*wait=*/false, &evaluator_,
-                &evaluator_ports_);
+                &evaluator_ports_, WorkerEnv("evaluator", "evaluator"));
 }
 
 Status LocalJob::StartTrainer(size_t index) {
@@ -108,8 +128,18 @@ Status LocalJob::StartTrainer(size_t index) {
     return Status::OutOfRange("no trainer " + std::to_string(index));
   }
   const std::string name = TrainerName(index);
+  auto env = WorkerEnv(name, "trainer");
+  if (TemplateTrainer(index)) {
+    // The user's command as given: its settings come from the environment.
+    const TrainerCommand& command = options_.trainer_command;
+    for (const auto& e : command.env) env.push_back(e);
+    return Launch(name, command.argv[0],
+                  std::vector<std::string>(command.argv.begin() + 1, command.argv.end()), 1,
+                  /*wait=*/false, &trainers_[index], &trainer_ports_[index], std::move(env),
+                  /*ports_file=*/false);
+  }
   return Launch(name, options_.binaries.worker, WorkerArgs(name), 1, /*wait=*/false,
-                &trainers_[index], &trainer_ports_[index]);
+                &trainers_[index], &trainer_ports_[index], std::move(env));
 }
 
 void LocalJob::EnsureTrainerSlots(size_t count) {

@@ -25,6 +25,18 @@
 //     each on a small machine): the workers start in parallel, and a
 //     supervisor that restarts one is not held up. Their metrics ports are
 //     known once RefreshWorkerPorts() has read their ports files.
+//   - A job whose spec.workers.template sets a command (trainer_command)
+//     runs its first `template_trainers` trainers as that command, the
+//     rest as gaptrain-worker; the user's command gets no flags, only the
+//     environment below plus GAPTRAIN_PORTS_FILE (its ports file: the
+//     Python SDK writes it, and TrainerReported() and targets() follow;
+//     a command that does not is known started once the coordinator lists
+//     it, job_runner.h), and is supervised as gaptrain-worker is.
+//   - Every worker process gets its settings in the environment too, as
+//     the operator's pods do: GAPTRAIN_JOB, GAPTRAIN_ROLE,
+//     GAPTRAIN_COORDINATOR, GAPTRAIN_HTTP_PORT (0), GAPTRAIN_HOST_NAME
+//     (trainer-N, evaluator) and GAPTRAIN_GRACE_SECONDS (the token is
+//     $GAPTRAIN_TOKEN, so there is no GAPTRAIN_TOKEN_FILE).
 //   - The destructor SIGKILLs whatever still runs (see Process).
 // Not thread-safe; use it from the main thread (see Process).
 
@@ -37,6 +49,7 @@
 #include <vector>
 
 #include "cli/run/service_binaries.h"
+#include "cli/run/trainer_command.h"
 #include "services/base/process.h"
 #include "services/base/status.h"
 
@@ -56,6 +69,11 @@ class LocalJob {
     double worker_grace_seconds = 10;  // a trainer's --grace-seconds
     std::string data_cache;            // the workers' --data-cache; empty: none
     ServiceBinaries binaries;
+    // The template's command (trainer_command.h); empty argv: none.
+    TrainerCommand trainer_command;
+    // Trainers 0 .. template_trainers - 1 run trainer_command (when it has
+    // one); the others gaptrain-worker.
+    uint32_t template_trainers = UINT32_MAX;
   };
 
   // A /metrics endpoint: "master", "coordinator", "evaluator", "trainer-3".
@@ -100,6 +118,10 @@ class LocalJob {
   // started.
   size_t trainer_count() const { return trainers_.size(); }
   static std::string TrainerName(size_t index) { return "trainer-" + std::to_string(index); }
+  // Whether trainer `index` runs the template's command.
+  bool TemplateTrainer(size_t index) const {
+    return !options_.trainer_command.argv.empty() && index < options_.template_trainers;
+  }
 
   // Null until started.
   Process* master() { return master_.get(); }
@@ -121,11 +143,17 @@ class LocalJob {
  private:
   // Starts `binary` as `service`; with `wait`, reads `port_count` ports
   // from its ports file into *ports, else sets them to 0 (unknown).
+  // `ports_file`: whether the process is told --ports-file (a user's
+  // command is not).
   Status Launch(const std::string& service, const std::string& binary,
                 std::vector<std::string> args, int port_count, bool wait,
-                std::unique_ptr<Process>* process, std::vector<uint16_t>* ports);
+                std::unique_ptr<Process>* process, std::vector<uint16_t>* ports,
+                std::vector<std::pair<std::string, std::string>> extra_env = {},
+                bool ports_file = true);
   std::string PortsFile(const std::string& service) const;
   std::vector<std::string> WorkerArgs(const std::string& name) const;
+  std::vector<std::pair<std::string, std::string>> WorkerEnv(const std::string& name,
+                                                             const std::string& role) const;
 
   Options options_;
   std::unique_ptr<Process> master_, coordinator_, evaluator_;

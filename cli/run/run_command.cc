@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstdio>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "cli/run/local_capacity.h"
 #include "cli/run/run_dir.h"
 #include "cli/run/service_binaries.h"
+#include "cli/run/trainer_command.h"
 #include "services/api/training_job.h"
 #include "services/base/file_contents.h"
 #include "services/base/flag_values.h"
@@ -24,6 +26,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: gaptrain run -f JOB.yaml [--run-dir DIR] [--resume] [--threads-per-worker N]\n"
     "                    [--data-cache DIR|none] [--chaos every=20s,restart=5s,master=60s]\n"
+    "                    [--template-trainers K]\n"
     "Runs the job's coordinator, master, evaluator and spec.workers.replicas trainers\n"
     "as processes on this machine (loopback), shows progress, and ends with a summary.\n"
     "  -f JOB.yaml             the TrainingJob manifest (docs/trainingjob.md)\n"
@@ -40,7 +43,10 @@ constexpr char kUsage[] =
     "                          (SIGTERM and SIGKILL in turn), restart it restart=S\n"
     "                          later, SIGKILL the master at master=S or master=P%\n"
     "                          (repeat the key for more); seed=N picks the trainers.\n"
-    "                          summary.json lists each fault with its time\n";
+    "                          summary.json lists each fault with its time\n"
+    "  --template-trainers K   when spec.workers.template's first container sets a\n"
+    "                          command, only trainers 0..K-1 run it (the others run\n"
+    "                          gaptrain-worker) [all]\n";
 
 int Fail(const std::string& message, int code) {
   std::fprintf(stderr, "gaptrain run: %s\n", message.c_str());
@@ -92,6 +98,7 @@ int RunCommand(const std::vector<std::string>& args) {
   std::string job_path, run_dir, chaos, data_cache;
   bool resume = false;
   uint32_t threads = 0;
+  uint32_t template_trainers = UINT32_MAX;
   FlagSet flags;
   flags.String("-f", &job_path);
   flags.String("--run-dir", &run_dir);
@@ -99,6 +106,7 @@ int RunCommand(const std::vector<std::string>& args) {
   flags.Unsigned("--threads-per-worker", 1, 256, &threads);
   flags.String("--chaos", &chaos);
   flags.String("--data-cache", &data_cache);
+  flags.Unsigned("--template-trainers", 0, UINT32_MAX, &template_trainers);
   Status s = flags.Parse(args);
   if (!s.ok()) return Fail(s.message() + "\n" + kUsage, 2);
   if (job_path.empty()) return Fail(std::string("-f: the job file is required\n") + kUsage, 2);
@@ -114,9 +122,18 @@ int RunCommand(const std::vector<std::string>& args) {
   if (!s.ok()) s = Status(s.code(), "-f: " + s.message());
   if (s.ok()) s = ParseTrainingJob(yaml, job_path, &job);
   if (s.ok()) s = CheckInputs(job);
-  if (!s.ok()) return Fail(s.message() + "\nnothing was started", 2);
-
   LocalJob::Options local;
+  if (s.ok()) {
+    const char* path_env = std::getenv("PATH");
+    s = TemplateTrainerCommand(job, JobFileDir(job_path), path_env != nullptr ? path_env : "",
+                               &local.trainer_command);
+  }
+  if (!s.ok()) return Fail(s.message() + "\nnothing was started", 2);
+  local.template_trainers = template_trainers;
+  if (template_trainers != UINT32_MAX && local.trainer_command.argv.empty()) {
+    return Fail("--template-trainers: spec.workers.template sets no command\nnothing was started",
+                2);
+  }
   s = FindServiceBinaries(&local.binaries);
   if (!s.ok()) return Fail(s.message(), 1);
   if (run_dir.empty()) run_dir = "runs/" + job.name;
@@ -140,6 +157,17 @@ int RunCommand(const std::vector<std::string>& args) {
       job.workers.autoscale.enabled ? job.workers.Ceiling() : job.workers.replicas;
   local.threads_per_worker = threads > 0 ? threads : std::max(1u, cores / (most_trainers + 1));
   runner_options.live_line = isatty(STDOUT_FILENO) != 0;
+  if (!local.trainer_command.argv.empty() && template_trainers > 0) {
+    std::string argv;
+    for (const std::string& word : local.trainer_command.argv) argv += " " + word;
+    const uint32_t k = std::min(template_trainers, job.workers.replicas);
+    std::printf("trainers run the template's command%s:%s\n",
+                template_trainers == UINT32_MAX ? ""
+                                                : (" (trainer-0 .. trainer-" +
+                                                   std::to_string(k == 0 ? 0 : k - 1) + ")")
+                                                      .c_str(),
+                argv.c_str());
+  }
 
   JobRunner runner(job, dir.get(), local, runner_options, stdout);
   RunSummary summary;

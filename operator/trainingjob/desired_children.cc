@@ -234,13 +234,25 @@ class PodBuilder {
         // day): a template's longer grace period must not stop it starting.
         const int64_t grace =
             std::clamp<int64_t>(parts.termination_grace_period_seconds - 5, 1, 86400);
+        const std::string coordinator = ReplicaName(name_, ReplicaType::kCoordinator) +
+                                        service_suffix + std::to_string(kCoordinatorGrpcPort);
         parts.command = {
             "gaptrain-worker", "--job", kJobFile, "--role", ReplicaTypeLabelValue(type),
-            "--coordinator",
-            ReplicaName(name_, ReplicaType::kCoordinator) + service_suffix +
-                std::to_string(kCoordinatorGrpcPort),
+            "--coordinator", coordinator,
             "--token-file", kTokenFile, "--http-port", std::to_string(http_port),
             "--host-name", "$(POD_NAME)", "--grace-seconds", std::to_string(grace)};
+        // The same settings for a user's trainer command, which the
+        // template's first container may set (run as given, no flags
+        // added): the Python SDK reads them (docs/worker.md). After
+        // POD_NAME, so that $(POD_NAME) expands.
+        parts.keep_command = true;
+        parts.own_env = json::array({
+            json{{"name", "GAPTRAIN_JOB"}, {"value", kJobFile}},
+            json{{"name", "GAPTRAIN_ROLE"}, {"value", ReplicaTypeLabelValue(type)}},
+            json{{"name", "GAPTRAIN_COORDINATOR"}, {"value", coordinator}},
+            json{{"name", "GAPTRAIN_HTTP_PORT"}, {"value", std::to_string(http_port)}},
+            json{{"name", "GAPTRAIN_HOST_NAME"}, {"value", "$(POD_NAME)"}},
+            json{{"name", "GAPTRAIN_GRACE_SECONDS"}, {"value", std::to_string(grace)}}});
         parts.ports = json::array({Port("metrics", http_port)});
         if (spec_.workers.preemptible) {
           parts.tolerations = config_.spot.tolerations;

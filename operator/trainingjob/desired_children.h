@@ -17,7 +17,9 @@
 // Every child is labelled gaptrain.io/job-name=NAME and has a controller
 // ownerReference to the job (PVCs only with volumeRetentionPolicy Delete).
 // Pods merge the replica's template (pod_template.h) with gaptrain's
-// container, env, volumes, probes, ports and labels; spot tolerations and
+// container, env, volumes, probes, ports and labels (a worker template whose
+// first container sets `command` runs it as given, its settings in the
+// GAPTRAIN_* env, which gaptrain-worker's containers get too); spot tolerations and
 // affinity follow spot_scheduling.h. Pods meet PodSecurity "restricted"
 // unless their template asks otherwise: they run as the image's user
 // (kImageUser, non-root), its group owns their volumes (fsGroup, so the

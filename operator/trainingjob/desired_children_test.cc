@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "operator/testing/kube_test_support.h"
@@ -88,7 +89,13 @@ TEST(DesiredChildrenTest, GoldenTrainerPod) {
                 {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
                 {"name": "GAPTRAIN_CPU_REQUEST_MILLICORES",
                  "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1m"}}},
-                {"name": "GAPTRAIN_TOKEN_FILE", "value": "/var/run/gaptrain/token"}],
+                {"name": "GAPTRAIN_TOKEN_FILE", "value": "/var/run/gaptrain/token"},
+                {"name": "GAPTRAIN_JOB", "value": "/etc/gaptrain/job.yaml"},
+                {"name": "GAPTRAIN_ROLE", "value": "trainer"},
+                {"name": "GAPTRAIN_COORDINATOR", "value": "mnist-coordinator.team-a.svc:7071"},
+                {"name": "GAPTRAIN_HTTP_PORT", "value": "9092"},
+                {"name": "GAPTRAIN_HOST_NAME", "value": "$(POD_NAME)"},
+                {"name": "GAPTRAIN_GRACE_SECONDS", "value": "25"}],
         "ports": [{"name": "metrics", "containerPort": 9092, "protocol": "TCP"}],
         "volumeMounts": [{"name": "gaptrain-token", "mountPath": "/var/run/gaptrain",
                           "readOnly": true},
@@ -247,7 +254,6 @@ TEST(DesiredChildrenTest, TemplateMergeKeepsTheUsersFields) {
       "containers": [
         {"name": "worker", "image": "registry.example.com/gaptrain:1.2",
          "args": ["--device", "cuda"],
-         "command": ["sleep"],
          "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "4Gi"}},
          "env": [{"name": "OMP_NUM_THREADS", "value": "4"},
                  {"name": "POD_NAME", "value": "spoofed"}],
@@ -280,8 +286,8 @@ TEST(DesiredChildrenTest, TemplateMergeKeepsTheUsersFields) {
   EXPECT_EQ(c["command"].back(), "55");  // grace 60 - 5
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], 1);
   EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.name");
-  EXPECT_EQ(c["env"].size(), 6u);  // gaptrain's five, then OMP_NUM_THREADS
-  EXPECT_EQ(c["env"][5]["name"], "OMP_NUM_THREADS");
+  EXPECT_EQ(c["env"].size(), 12u);  // gaptrain's five, the worker's six, OMP_NUM_THREADS
+  EXPECT_EQ(c["env"][11]["name"], "OMP_NUM_THREADS");
   EXPECT_EQ(c["ports"], json::parse(R"j([{"name": "metrics", "containerPort": 9092, "protocol": "TCP"},
                                         {"name": "debug", "containerPort": 6060}])j"));
   EXPECT_EQ(c["volumeMounts"].size(), 3u);
@@ -317,6 +323,96 @@ TEST(DesiredChildrenTest, TemplateMergeKeepsTheUsersFields) {
 // a template overrides field by field, and what it asks for that the API
 // would refuse beside a default (privileged or SYS_ADMIN with
 // allowPrivilegeEscalation false, uid 0 with runAsNonRoot) is left to it.
+// A worker template whose first container sets `command` runs it as given
+// (a user's trainer, e.g. the Python SDK): command, args and image are the
+// user's; gaptrain still adds the env with the worker's settings, the
+// token and job volumes, the data claim, ports, probes and security
+// context.
+TEST(DesiredChildrenTest, TemplateCommandRunsAsGiven) {
+  json job = BaseJob();
+  job["spec"]["data"] = json::parse(
+      R"j({"format": "mnist-idx", "path": "/data/fashion-mnist", "claimName": "datasets"})j");
+  job["spec"]["workers"]["template"] = json::parse(R"j({
+    "spec": {"terminationGracePeriodSeconds": 40,
+             "containers": [{"image": "registry.example.com/my-trainer:1",
+                             "command": ["python3", "/app/train.py"],
+                             "args": ["--epochs-hint", "4"],
+                             "env": [{"name": "GAPTRAIN_ROLE", "value": "spoofed"},
+                                     {"name": "PYTHONUNBUFFERED", "value": "1"}]}]}})j");
+  const Built b = Build(job);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  const json& pod = PodNamed(b, "mnist-trainer-1");
+  const json& c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["name"], "gaptrain");
+  EXPECT_EQ(c["image"], "registry.example.com/my-trainer:1");
+  EXPECT_EQ(c["command"], json::parse(R"j(["python3", "/app/train.py"])j"));
+  EXPECT_EQ(c["args"], json::parse(R"j(["--epochs-hint", "4"])j"));
+  std::map<std::string, json> env;
+  for (const json& e : c["env"]) {
+    EXPECT_EQ(env.count(e["name"].get<std::string>()), 0u) << e.dump();
+    env[e["name"].get<std::string>()] = e.contains("value") ? e["value"] : e["valueFrom"];
+  }
+  EXPECT_EQ(env["GAPTRAIN_JOB"], "/etc/gaptrain/job.yaml");
+  EXPECT_EQ(env["GAPTRAIN_ROLE"], "trainer");  // gaptrain's wins
+  EXPECT_EQ(env["GAPTRAIN_COORDINATOR"], "mnist-coordinator.team-a.svc:7071");
+  EXPECT_EQ(env["GAPTRAIN_TOKEN_FILE"], "/var/run/gaptrain/token");
+  EXPECT_EQ(env["GAPTRAIN_HTTP_PORT"], "9092");
+  EXPECT_EQ(env["GAPTRAIN_HOST_NAME"], "$(POD_NAME)");
+  EXPECT_EQ(env["GAPTRAIN_GRACE_SECONDS"], "35");  // 40 - 5
+  EXPECT_EQ(env["PYTHONUNBUFFERED"], "1");
+  // $(POD_NAME) expands only from a variable defined before it.
+  size_t pod_name = 0, host_name = 0;
+  for (size_t i = 0; i < c["env"].size(); ++i) {
+    if (c["env"][i]["name"] == "POD_NAME") pod_name = i;
+    if (c["env"][i]["name"] == "GAPTRAIN_HOST_NAME") host_name = i;
+  }
+  EXPECT_LT(pod_name, host_name);
+  EXPECT_EQ(c["ports"], json::parse(R"j([{"name": "metrics", "containerPort": 9092,
+                                          "protocol": "TCP"}])j"));
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["port"], 9092);
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+  EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(pod["spec"]["securityContext"]["runAsNonRoot"], true);
+  std::set<std::string> mounts;
+  for (const json& m : c["volumeMounts"]) mounts.insert(m["mountPath"].get<std::string>());
+  EXPECT_EQ(mounts, (std::set<std::string>{"/var/run/gaptrain", "/etc/gaptrain",
+                                           "/data/fashion-mnist"}));
+  EXPECT_EQ(pod["spec"]["volumes"].size(), 3u);
+
+  // The other pods are gaptrain's as ever; so is the evaluator without a
+  // command of its own.
+  EXPECT_EQ(PodNamed(b, "mnist-evaluator")["spec"]["containers"][0]["command"][0],
+            "gaptrain-worker");
+  EXPECT_EQ(PodNamed(b, "mnist-master")["spec"]["containers"][0]["command"][0],
+            "gaptrain-master");
+
+  // An empty command is no command: gaptrain-worker, the args appended.
+  job["spec"]["workers"]["template"]["spec"]["containers"][0]["command"] = json::array();
+  const Built plain = Build(job);
+  ASSERT_TRUE(plain.status.ok()) << plain.status.ToString();
+  const json& p = PodNamed(plain, "mnist-trainer-0")["spec"]["containers"][0];
+  EXPECT_EQ(p["command"][0], "gaptrain-worker");
+  EXPECT_EQ(p["args"], json::parse(R"j(["--epochs-hint", "4"])j"));
+}
+
+// The evaluator's settings, for an evaluator template with a command.
+TEST(DesiredChildrenTest, EvaluatorTemplateCommandGetsTheEvaluatorsSettings) {
+  json job = BaseJob();
+  job["spec"]["evaluator"]["template"] = json::parse(
+      R"j({"spec": {"containers": [{"command": ["python3", "/app/evaluate.py"]}]}})j");
+  const Built b = Build(job);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  const json& c = PodNamed(b, "mnist-evaluator")["spec"]["containers"][0];
+  EXPECT_EQ(c["command"], json::parse(R"j(["python3", "/app/evaluate.py"])j"));
+  bool role = false;
+  for (const json& e : c["env"]) {
+    if (e["name"] == "GAPTRAIN_ROLE") role = e["value"] == "evaluator";
+  }
+  EXPECT_TRUE(role);
+  EXPECT_EQ(PodNamed(b, "mnist-trainer-0")["spec"]["containers"][0]["command"][0],
+            "gaptrain-worker");
+}
+
 TEST(DesiredChildrenTest, PodsAreRestrictedUnlessTheTemplateSaysOtherwise) {
   const json pod_defaults = json::parse(R"j({"runAsNonRoot": true, "runAsUser": 65532,
       "runAsGroup": 65532, "fsGroup": 65532, "fsGroupChangePolicy": "OnRootMismatch",

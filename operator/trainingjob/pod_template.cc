@@ -229,6 +229,11 @@ Status CheckPodTemplate(const json& pod_template, const std::string& path) {
   return Status::OK();
 }
 
+bool TemplateSetsCommand(const json& pod_template) {
+  const json& containers = ArrayAt(pod_template, {"spec", "containers"});
+  return !containers.empty() && !ArrayAt(containers[0], {"command"}).empty();
+}
+
 std::optional<int64_t> TemplateGracePeriod(const json& pod_template) {
   const std::optional<int64_t> v =
       IntegerAt(pod_template, {"spec", "terminationGracePeriodSeconds"});
@@ -257,12 +262,16 @@ Status MergePodTemplate(const json& pod_template, const std::string& template_pa
   json containers = json::array();
   for (size_t i = 0; i < std::max<size_t>(1, user_containers.size()); ++i) {
     json c = i < user_containers.size() ? user_containers[i] : json::object();
-    c["env"] = MergeList(ArrayAt(c, {"env"}), parts.env, {"name"});
+    json ours = parts.env;
+    if (i == 0) {
+      for (const json& e : parts.own_env) ours.push_back(e);
+    }
+    c["env"] = MergeList(ArrayAt(c, {"env"}), ours, {"name"});
     json mounts = parts.shared_mounts;
     if (i == 0) {
       c["name"] = kContainerName;
       if (StringAt(c, {"image"}).empty()) c["image"] = parts.default_image;
-      c["command"] = parts.command;
+      if (!(parts.keep_command && !ArrayAt(c, {"command"}).empty())) c["command"] = parts.command;
       c["ports"] = MergeList(ArrayAt(c, {"ports"}), parts.ports, {"name", "containerPort"});
       for (const json& m : parts.own_mounts) mounts.push_back(m);
       if (!c.contains("readinessProbe") && !parts.readiness_probe.is_null()) {

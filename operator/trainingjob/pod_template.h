@@ -9,7 +9,9 @@
 //   restartPolicy Never; terminationGracePeriodSeconds as given
 //   containers   the template's first container becomes gaptrain's (named
 //                "gaptrain"): its image (else the default), args,
-//                resources, ... are kept; command is gaptrain's; env,
+//                resources, ... are kept; command is gaptrain's, unless
+//                parts.keep_command and the container sets one (then its
+//                command and args run as given: a user's trainer); env,
 //                ports and volumeMounts are the template's with gaptrain's
 //                replacing entries of the same name (or port, or mount
 //                path); its probes are kept when set, else gaptrain's.
@@ -54,6 +56,9 @@ struct GaptrainPodParts {
   std::string default_image;
   nlohmann::json command = nlohmann::json::array();
   nlohmann::json env = nlohmann::json::array();            // for every container
+  nlohmann::json own_env = nlohmann::json::array();        // gaptrain's container, after env
+  // A first container that sets `command` keeps it (and its args).
+  bool keep_command = false;
   nlohmann::json ports = nlohmann::json::array();          // gaptrain's container
   nlohmann::json shared_mounts = nlohmann::json::array();  // every container
   nlohmann::json own_mounts = nlohmann::json::array();     // gaptrain's container only
@@ -76,6 +81,9 @@ Status CheckPodTemplate(const nlohmann::json& pod_template, const std::string& t
 // terminationGracePeriodSeconds of the template's pod spec, when it sets a
 // non-negative integer.
 std::optional<int64_t> TemplateGracePeriod(const nlohmann::json& pod_template);
+
+// Whether the first container of `pod_template` sets a non-empty command.
+bool TemplateSetsCommand(const nlohmann::json& pod_template);
 
 // The Pod for `parts` merged into `pod_template`. `job_labels` are the
 // job's metadata.labels.

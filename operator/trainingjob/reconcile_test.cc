@@ -519,6 +519,34 @@ TEST(ReconcileTest, FailuresUnderEachRestartPolicy) {
   }
 }
 
+// A user's trainer command (spec.workers.template's command): its pods
+// are created with it, a failure counts and is recreated by restartPolicy
+// as gaptrain-worker's, and the replacement runs the same command.
+TEST(ReconcileTest, TrainersRunningTheTemplatesCommandAreSupervisedAlike) {
+  json job = BaseJob();
+  job["spec"]["workers"]["template"] = json::parse(R"j({"spec": {"containers": [
+      {"image": "registry.example.com/trainer:1", "command": ["python3", "/app/train.py"]}]}})j");
+  Cluster c = RunningCluster(job);
+  const json expected = json::parse(R"j(["python3", "/app/train.py"])j");
+  EXPECT_EQ((*c.Pod("mnist-trainer-1"))["spec"]["containers"][0]["command"], expected);
+  EXPECT_EQ((*c.Pod("mnist-evaluator"))["spec"]["containers"][0]["command"][0],
+            "gaptrain-worker");
+  const std::string old_uid = UidOf(*c.Pod("mnist-trainer-1"));
+  c.SetPodStatus("mnist-trainer-1", FailedWith(1));
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.ledger.has_value());
+  EXPECT_EQ(plan.ledger->failures, 1u);
+  EXPECT_EQ(plan.deletes.size(), 1u);  // OnFailure: recreated
+  c.Settle();
+  c.RunAll();
+  c.Settle();
+  EXPECT_NE(UidOf(*c.Pod("mnist-trainer-1")), old_uid);
+  EXPECT_EQ((*c.Pod("mnist-trainer-1"))["spec"]["containers"][0]["command"], expected);
+  EXPECT_EQ(c.status()["failures"], 1);
+  EXPECT_EQ(c.status()["phase"], "Running");
+  ExpectQuietLater(&c);
+}
+
 TEST(ReconcileTest, BackoffLimitExceededFailsTheJob) {
   json job = BaseJob();
   job["spec"]["runPolicy"] = {{"backoffLimit", 1}};

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A user's own PyTorch code as a gaptrain trainer: an MLP written as a plain
-nn.Module, Fashion-MNIST read from its IDX gzip files without torchvision,
-cross-entropy. Nothing gaptrain-specific is inside the model or dataset.
+nn.Module, Fashion-MNIST read from its IDX gzip files without torchvision
+(examples/python/dataset.py), cross-entropy. Nothing gaptrain-specific is inside the model or dataset.
 
 Run it where gaptrain-worker would run, with the same flags:
   GAPTRAIN_TOKEN=... python3 fashion_mnist_mlp.py --job job.yaml \\
@@ -12,10 +12,9 @@ With `--model mlp` (the default) the job's model is `builtin: mlp`
 is the TorchScript of SmallCNN (python/README.md, "Models")."""
 
 import argparse
-import gzip
 import json
 import logging
-import struct
+import os
 import sys
 
 import torch
@@ -23,32 +22,11 @@ from torch import nn
 
 import gaptrain
 
-
-def read_idx(path):
-    """An IDX file (gzip'd or not) as a uint8 tensor of its shape."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    zero, dtype, ndim = struct.unpack(">HBB", data[:4])
-    if zero != 0 or dtype != 0x08:
-        raise ValueError("%s: not an IDX file of unsigned bytes" % path)
-    shape = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return torch.frombuffer(bytearray(data[4 + 4 * ndim:]), dtype=torch.uint8).reshape(shape)
-
-
-class FashionMNIST(torch.utils.data.Dataset):
-    """(image as 1x28x28 float in [0, 1], label) pairs."""
-
-    def __init__(self, directory, split="train"):
-        prefix = "train" if split == "train" else "t10k"
-        self.images = read_idx("%s/%s-images-idx3-ubyte.gz" % (directory, prefix))
-        self.labels = read_idx("%s/%s-labels-idx1-ubyte.gz" % (directory, prefix)).long()
-
-    def __len__(self):
-        return len(self.labels)
-
-    def __getitem__(self, i):
-        return self.images[i].unsqueeze(0).float() / 255.0, self.labels[i]
+# The dataset is the repository example's (examples/python/dataset.py):
+# normalised as gaptrain's C++ loader does.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..",
+                                "examples", "python"))
+from dataset import FashionMNIST  # noqa: E402
 
 
 class MLP(nn.Module):
@@ -98,10 +76,7 @@ def main(argv):
     result = gaptrain.train(MODELS[args.model](), FashionMNIST(args.data), nn.CrossEntropyLoss(), argv=rest)
     if args.result:
         with open(args.result, "w") as f:
-            json.dump({"worker_id": result.worker_id, "batches": result.batches,
-                       "samples": result.samples, "skipped": result.skipped,
-                       "tasks": result.tasks, "losses": result.losses,
-                       "reason": result.reason, "master_version": result.master_version}, f)
+            json.dump(result.as_dict(), f)
     return 0
 
 

@@ -1,6 +1,8 @@
-"""The flags and environment a trainer starts with: the same as
-gaptrain-worker's (services/worker/worker_options.h), so the operator and
-`gaptrain run` can start a Python trainer as they start the C++ one."""
+"""The settings a trainer starts with: gaptrain-worker's flags
+(services/worker/worker_options.h) and, for a user's own command started
+"as given" by the operator or `gaptrain run`, the same settings as
+environment variables ($GAPTRAIN_JOB, $GAPTRAIN_COORDINATOR, ...). A flag
+wins over its variable."""
 
 import argparse
 import os
@@ -10,46 +12,62 @@ import yaml
 
 from gaptrain._proto import gaptrain_pb2 as pb
 
+DEFAULT_HTTP_PORT = 9092  # gaptrain-worker's --http-port
+DEFAULT_GRACE_SECONDS = 20.0
+
+# flag -> the environment variable that sets it when the flag is absent.
+ENVIRONMENT = {
+    "--job": "GAPTRAIN_JOB",
+    "--role": "GAPTRAIN_ROLE",
+    "--coordinator": "GAPTRAIN_COORDINATOR",
+    "--token-file": "GAPTRAIN_TOKEN_FILE",
+    "--http-port": "GAPTRAIN_HTTP_PORT",
+    "--host-name": "GAPTRAIN_HOST_NAME",
+    "--grace-seconds": "GAPTRAIN_GRACE_SECONDS",
+    "--ports-file": "GAPTRAIN_PORTS_FILE",
+}
+
 
 class OptionsError(ValueError):
-    """A bad flag or job file; the message names it."""
+    """A bad flag, environment variable or job file; the message names it."""
 
 
 class Options:
     def __init__(self):
         self.job_file = ""
+        self.role = "trainer"
         self.coordinator = ""
         self.token = ""
         self.allow_no_token = False
         self.coordinator_ca = ""
         self.master_ca = ""
         self.threads = 0
-        self.grace_seconds = 20.0
+        self.grace_seconds = DEFAULT_GRACE_SECONDS
         self.host_name = ""
+        self.http_address = "0.0.0.0"
+        self.http_port = DEFAULT_HTTP_PORT
+        self.ports_file = ""
+        self.data_dir = ""  # --data-dir: overrides spec.data.path
         # Read from the job file:
         self.job_name = ""
         self.wire_type = pb.FLOAT32
         self.mode = "async"
         self.rule = "gap-aware"
+        self.data_path = ""  # --data-dir, else spec.data.path
+        self.data_format = "mnist-idx"
+        self.model = {}  # spec.model as written
 
 
 def _parser():
     p = argparse.ArgumentParser(prog="gaptrain", add_help=False)
-    p.add_argument("--job", dest="job_file", default="")
-    p.add_argument("--coordinator", default="")
-    p.add_argument("--token-file", default="")
+    for flag in ("--job", "--coordinator", "--token-file", "--coordinator-ca", "--master-ca",
+                 "--role", "--threads", "--grace-seconds", "--host-name", "--http-address",
+                 "--http-port", "--ports-file", "--data-dir",
+                 # Accepted for gaptrain-worker's command line, not used: the
+                 # device and the data cache are the script's own business.
+                 "--device", "--data-cache"):
+        p.add_argument(flag, dest=flag[2:].replace("-", "_"), default=None)
     p.add_argument("--insecure-no-token", action="store_true")
-    p.add_argument("--coordinator-ca", default="")
-    p.add_argument("--master-ca", default="")
-    p.add_argument("--role", default="trainer")
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--grace-seconds", type=float, default=20.0)
-    p.add_argument("--host-name", default="")
-    # Accepted for the C++ worker's command line; not used by this increment
-    # (no /metrics server, no device choice, the user's dataset is their own).
-    for flag in ("--device", "--http-address", "--http-port", "--data-dir", "--data-cache",
-                 "--ports-file"):
-        p.add_argument(flag, default="")
     return p
 
 
@@ -61,14 +79,14 @@ def _get(tree, *path, default=None):
     return tree
 
 
-def read_job(options, job_file):
+def read_job(options, job_file, name="--job"):
     try:
         with open(job_file) as f:
             job = yaml.safe_load(f)
     except (OSError, yaml.YAMLError) as e:
-        raise OptionsError("--job %s: %s" % (job_file, e))
+        raise OptionsError("%s %s: %s" % (name, job_file, e))
     if not isinstance(job, dict):
-        raise OptionsError("--job %s: not a TrainingJob" % job_file)
+        raise OptionsError("%s %s: not a TrainingJob" % (name, job_file))
     options.job_name = str(_get(job, "metadata", "name", default=""))
     wire = _get(job, "spec", "training", "wireType", default="fp32")
     if wire not in ("fp32", "bf16"):
@@ -76,41 +94,91 @@ def read_job(options, job_file):
     options.wire_type = pb.BFLOAT16 if wire == "bf16" else pb.FLOAT32
     options.mode = _get(job, "spec", "training", "mode", default="async")
     options.rule = _get(job, "spec", "training", "staleness", "rule", default="gap-aware")
+    options.data_format = str(_get(job, "spec", "data", "format", default="mnist-idx"))
+    options.model = _get(job, "spec", "model", default={}) or {}
+    path = _get(job, "spec", "data", "path", default="")
+    options.data_path = options.data_dir or ("" if path is None else str(path))
+
+
+def _setting(args, environ, flag):
+    """(value, name): the flag's value, else its variable's, else (None, flag)."""
+    value = getattr(args, flag[2:].replace("-", "_"))
+    if value is not None:
+        return value, flag
+    var = ENVIRONMENT.get(flag)
+    if var is not None and environ.get(var, "") != "":
+        return environ[var], "$" + var
+    return None, flag
+
+
+def _number(text, name, kind, low, high, what):
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or value != value or not low <= value <= high:
+        raise OptionsError("%s: %r is not %s" % (name, text, what))
+    return value
 
 
 def parse(argv=None, environ=None):
-    """Options from flags (unknown ones are left to the user's script) and
-    the environment ($GAPTRAIN_TOKEN, $HOSTNAME)."""
+    """Options from flags (unknown ones are left to the user's script), else
+    the environment ($GAPTRAIN_JOB, $GAPTRAIN_ROLE, $GAPTRAIN_COORDINATOR,
+    $GAPTRAIN_TOKEN_FILE or $GAPTRAIN_TOKEN, $GAPTRAIN_HTTP_PORT,
+    $GAPTRAIN_HOST_NAME or $HOSTNAME, $GAPTRAIN_GRACE_SECONDS,
+    $GAPTRAIN_PORTS_FILE), and the job file."""
     environ = os.environ if environ is None else environ
     args, _ = _parser().parse_known_args(argv)
     o = Options()
-    if not args.job_file:
-        raise OptionsError("--job: required (the TrainingJob file)")
-    if not args.coordinator:
-        raise OptionsError("--coordinator: required (HOST:PORT)")
-    if args.role != "trainer":
-        raise OptionsError("--role: a Python trainer is a trainer, not %r" % args.role)
-    if args.grace_seconds <= 0 or args.grace_seconds > 86400:
-        raise OptionsError("--grace-seconds: must be in (0, 86400]")
-    if args.threads < 0:
-        raise OptionsError("--threads: must be >= 0")
-    o.job_file = args.job_file
-    o.coordinator = args.coordinator
+    job, job_name = _setting(args, environ, "--job")
+    if not job:
+        raise OptionsError("--job: required (the TrainingJob file; or $GAPTRAIN_JOB)")
+    coordinator, coordinator_name = _setting(args, environ, "--coordinator")
+    if not coordinator:
+        raise OptionsError("--coordinator: required (HOST:PORT; or $GAPTRAIN_COORDINATOR)")
+    host, _, port = coordinator.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise OptionsError("%s: must be HOST:PORT, got %r" % (coordinator_name, coordinator))
+    role, role_name = _setting(args, environ, "--role")
+    if role is not None and role != "trainer":
+        if role == "evaluator":
+            raise OptionsError("%s: evaluator: a Python trainer is a trainer; the job's "
+                               "evaluator is gaptrain-worker --role evaluator" % role_name)
+        raise OptionsError("%s: %r is not trainer" % (role_name, role))
+    grace, grace_name = _setting(args, environ, "--grace-seconds")
+    if grace is not None:
+        o.grace_seconds = _number(grace, grace_name, float, 1e-9, 86400,
+                                  "a number of seconds in (0, 86400]")
+    if args.threads is not None:
+        o.threads = _number(args.threads, "--threads", int, 0, 1024, "an integer in [0, 1024]")
+    http_port, http_port_name = _setting(args, environ, "--http-port")
+    if http_port is not None:
+        o.http_port = _number(http_port, http_port_name, int, 0, 65535,
+                              "a port in [0, 65535] (0 picks a free one)")
+    if args.http_address:
+        o.http_address = args.http_address
+    o.ports_file = _setting(args, environ, "--ports-file")[0] or ""
+    o.data_dir = args.data_dir or ""
+    o.job_file = job
+    o.coordinator = coordinator
     o.allow_no_token = args.insecure_no_token
-    o.coordinator_ca = args.coordinator_ca
-    o.master_ca = args.master_ca
-    o.threads = args.threads
-    o.grace_seconds = args.grace_seconds
-    if args.token_file:
+    o.coordinator_ca = args.coordinator_ca or ""
+    o.master_ca = args.master_ca or ""
+    token_file, token_file_name = _setting(args, environ, "--token-file")
+    if token_file:
         try:
-            with open(args.token_file) as f:
+            with open(token_file) as f:
                 o.token = f.read().strip()
         except OSError as e:
-            raise OptionsError("--token-file %s: %s" % (args.token_file, e))
+            raise OptionsError("%s %s: %s" % (token_file_name, token_file, e))
+        if not o.token:
+            raise OptionsError("%s %s: the file is empty" % (token_file_name, token_file))
     else:
         o.token = environ.get("GAPTRAIN_TOKEN", "").strip()
     if not o.token and not o.allow_no_token:
-        raise OptionsError("--token-file: no job token (set it, or $GAPTRAIN_TOKEN)")
-    o.host_name = args.host_name or environ.get("HOSTNAME", "") or socket.gethostname()
-    read_job(o, o.job_file)
+        raise OptionsError("--token-file: no job token (set it, $GAPTRAIN_TOKEN_FILE or "
+                           "$GAPTRAIN_TOKEN)")
+    o.host_name = (_setting(args, environ, "--host-name")[0] or environ.get("HOSTNAME", "") or
+                   socket.gethostname())
+    read_job(o, o.job_file, job_name)
     return o

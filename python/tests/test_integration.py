@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.abspath(os.path.join(HERE, ".."))
@@ -31,6 +33,63 @@ from gaptrain._proto import gaptrain_pb2_grpc as pb_grpc  # noqa: E402
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 EXAMPLE = os.path.join(PYTHON_DIR, "examples", "fashion_mnist_mlp.py")
+USER_EXAMPLE = os.path.join(REPO, "examples", "python")
+
+# gaptrain-worker's metrics a Python trainer serves (docs/metrics.md, "Worker").
+WORKER_METRICS = {
+    "gaptrain_worker_step_duration_seconds": "histogram",
+    "gaptrain_worker_samples_total": "counter",
+    "gaptrain_worker_samples_per_second": "gauge",
+    "gaptrain_worker_loss": "gauge",
+    "gaptrain_worker_reconnects_total": "counter",
+    "gaptrain_worker_pushes_rejected_total": "counter",
+    "gaptrain_worker_master_version": "gauge",
+    "gaptrain_worker_device_info": "gauge",
+    "gaptrain_worker_eval_accuracy": "gauge",
+    "gaptrain_worker_eval_loss": "gauge",
+    "gaptrain_worker_eval_version": "gauge",
+    "gaptrain_worker_eval_duration_seconds": "histogram",
+}
+
+
+def http_get(port, path):
+    """(status, body) of GET http://127.0.0.1:PORT/PATH."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def scrape(port):
+    """{series: value} and {name: type} of a /metrics page."""
+    status, body = http_get(port, "/metrics")
+    assert status == 200, (status, body)
+    series, types = {}, {}
+    for line in body.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            types[name] = kind
+        elif line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            series[key] = float(value)
+    return series, types
+
+
+def wait_for_port(path, process, log, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError("the trainer exited with %d: %s" % (process.returncode, log()))
+        try:
+            with open(path) as f:
+                words = f.read().split()
+            if words:
+                return int(words[0])
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("no ports file %s within %d s" % (path, timeout))
 
 
 def binary(env, relative):
@@ -130,14 +189,39 @@ class Job:
             return f.read()[-3000:]
 
     def trainer(self, name, grace=5, model="mlp"):
+        """python/examples/fashion_mnist_mlp.py started with gaptrain-worker's
+        flags; the trainer's HTTP port is in self.run/NAME.ports."""
         result = os.path.join(self.run, name + ".json")
         env = dict(self.env, PYTHONPATH=PYTHON_DIR)
         with open(os.path.join(self.run, name + ".log"), "w") as log:
             p = subprocess.Popen([sys.executable, EXAMPLE, "--data", data_dir(), "--result",
                                   result, "--job", self.job, "--coordinator", self.coordinator,
                                   "--host-name", name, "--grace-seconds", str(grace),
-                                  "--threads", "1", "--model", model],
+                                  "--threads", "1", "--model", model, "--http-address",
+                                  "127.0.0.1", "--http-port", "0", "--ports-file",
+                                  os.path.join(self.run, name + ".ports")],
                                  env=env, stdout=log, stderr=subprocess.STDOUT)
+        self.processes.append(p)
+        return p, result
+
+    def user_trainer(self, name):
+        """examples/python/train.py as the operator starts a user's command:
+        no flags, every setting in the environment."""
+        result = os.path.join(self.run, name + ".json")
+        token_file = os.path.join(self.run, "token")
+        with open(token_file, "w") as f:
+            f.write(TOKEN + "\n")
+        env = {k: v for k, v in self.env.items() if k != "GAPTRAIN_TOKEN"}
+        env.update(PYTHONPATH=PYTHON_DIR, GAPTRAIN_JOB=self.job, GAPTRAIN_ROLE="trainer",
+                   GAPTRAIN_COORDINATOR=self.coordinator, GAPTRAIN_TOKEN_FILE=token_file,
+                   GAPTRAIN_HTTP_PORT="0", GAPTRAIN_HOST_NAME=name,
+                   GAPTRAIN_GRACE_SECONDS="5",
+                   GAPTRAIN_PORTS_FILE=os.path.join(self.run, name + ".ports"),
+                   OMP_NUM_THREADS="1")
+        with open(os.path.join(self.run, name + ".log"), "w") as log:
+            p = subprocess.Popen([sys.executable, os.path.join(USER_EXAMPLE, "train.py"),
+                                  "--result", result], cwd=self.run, env=env, stdout=log,
+                                 stderr=subprocess.STDOUT)
         self.processes.append(p)
         return p, result
 
@@ -193,6 +277,34 @@ class PythonTrainerTest(unittest.TestCase):
                 self.assertLess(time.monotonic(), deadline, job.log("py-trainer-1"))
                 time.sleep(0.05)
             self.assertGreater(job.status().tasks_done, 0, "20-batch tasks completed by now")
+            port = wait_for_port(os.path.join(self.dir.name, "py-trainer-1.ports"), first,
+                                 lambda: job.log("py-trainer-1"))
+            self.assertEqual(http_get(port, "/healthz"), (200, "ok"))
+            self.assertEqual(http_get(port, "/nothing")[0], 404)
+            before, types = scrape(port)
+            for name, kind in WORKER_METRICS.items():
+                self.assertEqual(types.get(name), kind, name)
+            self.assertEqual(before['gaptrain_worker_device_info{device="cpu"}'], 1)
+            self.assertGreater(before["gaptrain_worker_samples_total"], 0)
+            self.assertGreater(before["gaptrain_worker_master_version"], 0)
+            for phase in ("pull", "compute", "push"):
+                self.assertGreater(before['gaptrain_worker_step_duration_seconds_count'
+                                          '{phase="%s"}' % phase], 0, phase)
+            self.assertEqual(before['gaptrain_worker_step_duration_seconds_bucket'
+                                    '{phase="compute",le="+Inf"}'],
+                             before['gaptrain_worker_step_duration_seconds_count'
+                                    '{phase="compute"}'])
+            self.assertIn('gaptrain_worker_reconnects_total{service="master"}', before)
+            time.sleep(0.5)
+            after, _ = scrape(port)
+            self.assertGreater(after["gaptrain_worker_samples_total"],
+                               before["gaptrain_worker_samples_total"])
+            self.assertGreater(after['gaptrain_worker_step_duration_seconds_count'
+                                     '{phase="push"}'],
+                               before['gaptrain_worker_step_duration_seconds_count'
+                                      '{phase="push"}'])
+            self.assertGreaterEqual(after["gaptrain_worker_master_version"],
+                                    before["gaptrain_worker_master_version"])
             signalled = time.monotonic()
             first.send_signal(signal.SIGTERM)
             self.assertEqual(first.wait(timeout=10), 0, job.log("py-trainer-1"))
@@ -238,22 +350,26 @@ class PythonTrainerTest(unittest.TestCase):
         finally:
             job.close()
 
-    def test_a_model_of_its_own_through_torchscript(self):
-        # The master learns the layout of a model that is none of the
-        # built-ins from its TorchScript; the trainer runs the Python module.
-        sys.path.insert(0, os.path.join(PYTHON_DIR, "examples"))
-        import torch
-        from fashion_mnist_mlp import SmallCNN
-        scripted = os.path.join(self.dir.name, "small_cnn.pt")
-        torch.jit.script(SmallCNN()).save(scripted)
+    def test_a_users_own_model_and_dataset_from_the_environment(self):
+        # examples/python: a CNN that is none of the built-ins (the master
+        # learns its layout from its TorchScript) on a Dataset of the user's
+        # own with augmentation, started with no flags: the settings come
+        # from $GAPTRAIN_*, the data from the job's spec.data.path.
+        scripted = os.path.join(self.dir.name, "fashion_cnn.pt")
+        subprocess.run([sys.executable, os.path.join(USER_EXAMPLE, "export_model.py"), scripted],
+                       check=True, stdout=subprocess.DEVNULL)
         job = Job(self.dir.name, "fp32", updates=150, model="{torchscript: %s}" % scripted)
         try:
-            trainer, result = job.trainer("py-trainer-cnn", model="cnn")
-            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-trainer-cnn"))
+            trainer, result = job.user_trainer("py-user-cnn")
+            port = wait_for_port(os.path.join(self.dir.name, "py-user-cnn.ports"), trainer,
+                                 lambda: job.log("py-user-cnn"))
+            self.assertEqual(http_get(port, "/healthz"), (200, "ok"))
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-user-cnn"))
             r = read_result(result)
             self.assertEqual((r["reason"], r["skipped"]), ("finished", 0))
             self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
             self.assertGreaterEqual(job.master_version(), 150)
+            self.assertIn("worker py-user-cnn (trainer)", job.log("py-user-cnn"))
             self.assertLess(mean(r["losses"][-20:]), 0.8 * mean(r["losses"][:20]))
         finally:
             job.close()

@@ -49,6 +49,71 @@ class OptionsTest(unittest.TestCase):
                 options.parse(argv, environ={})
             self.assertIn(flag, str(e.exception))
 
+    def env(self, **extra):
+        token = os.path.join(self.dir.name, "token")
+        with open(token, "w") as f:
+            f.write("from-file\n")
+        e = {"GAPTRAIN_JOB": self.job, "GAPTRAIN_ROLE": "trainer",
+             "GAPTRAIN_COORDINATOR": "coord:7071", "GAPTRAIN_TOKEN_FILE": token,
+             "GAPTRAIN_HTTP_PORT": "0", "GAPTRAIN_HOST_NAME": "pod-7",
+             "GAPTRAIN_GRACE_SECONDS": "12.5", "GAPTRAIN_TOKEN": "from-env", "HOSTNAME": "h"}
+        e.update(extra)
+        return e
+
+    def test_settings_from_the_environment(self):
+        # The operator starts a user's command as given: no flags at all.
+        o = options.parse([], environ=self.env())
+        self.assertEqual((o.job_file, o.coordinator, o.token, o.http_port, o.host_name,
+                          o.grace_seconds, o.role),
+                         (self.job, "coord:7071", "from-file", 0, "pod-7", 12.5, "trainer"))
+        self.assertEqual((o.job_name, o.wire_type), ("j", pb.BFLOAT16))
+
+    def test_flags_win_over_the_environment(self):
+        other = os.path.join(self.dir.name, "other.yaml")
+        with open(other, "w") as f:
+            f.write("metadata: {name: other}\nspec: {}\n")
+        o = options.parse(["--job", other, "--coordinator", "c:1", "--http-port", "9100",
+                           "--host-name", "flag-host", "--grace-seconds", "3"],
+                          environ=self.env())
+        self.assertEqual((o.job_name, o.coordinator, o.http_port, o.host_name, o.grace_seconds),
+                         ("other", "c:1", 9100, "flag-host", 3.0))
+
+    def test_defaults_without_the_environment(self):
+        o = options.parse(["--job", self.job, "--coordinator", "c:1"],
+                          environ={"GAPTRAIN_TOKEN": "t"})
+        self.assertEqual((o.http_port, o.http_address, o.ports_file, o.role),
+                         (9092, "0.0.0.0", "", "trainer"))
+
+    def test_bad_environment_values_are_named(self):
+        for var, value in [("GAPTRAIN_HTTP_PORT", "http"), ("GAPTRAIN_HTTP_PORT", "70000"),
+                           ("GAPTRAIN_HTTP_PORT", "-1"), ("GAPTRAIN_GRACE_SECONDS", "soon"),
+                           ("GAPTRAIN_GRACE_SECONDS", "0"), ("GAPTRAIN_GRACE_SECONDS", "nan"),
+                           ("GAPTRAIN_COORDINATOR", "no-port"), ("GAPTRAIN_ROLE", "judge"),
+                           ("GAPTRAIN_TOKEN_FILE", "/nonexistent/token"),
+                           ("GAPTRAIN_JOB", "/nonexistent/job.yaml")]:
+            with self.assertRaises(options.OptionsError, msg=var + "=" + value) as e:
+                options.parse([], environ=self.env(**{var: value}))
+            self.assertIn("$" + var, str(e.exception))
+            self.assertIn(value, str(e.exception))
+
+    def test_an_evaluator_is_a_clear_error(self):
+        for argv, env, name in [([], {"GAPTRAIN_ROLE": "evaluator"}, "$GAPTRAIN_ROLE"),
+                                (["--role", "evaluator"], {}, "--role")]:
+            with self.assertRaises(options.OptionsError) as e:
+                options.parse(argv, environ=self.env(**env))
+            self.assertIn(name, str(e.exception))
+            self.assertIn("gaptrain-worker --role evaluator", str(e.exception))
+
+    def test_the_data_path_from_the_job_or_data_dir(self):
+        with open(self.job, "w") as f:
+            f.write("spec: {data: {format: mnist-idx, path: /data/fashion}, "
+                    "model: {torchscript: m.pt}}\n")
+        o = options.parse([], environ=self.env())
+        self.assertEqual((o.data_path, o.data_format, o.model),
+                         ("/data/fashion", "mnist-idx", {"torchscript": "m.pt"}))
+        o = options.parse(["--data-dir", "/elsewhere"], environ=self.env())
+        self.assertEqual(o.data_path, "/elsewhere")
+
     def test_defaults_from_an_empty_job(self):
         with open(self.job, "w") as f:
             f.write("spec: {}\n")

@@ -1,0 +1,179 @@
+"""The trainer's side of the master (services/worker/master_link.cc):
+Describe and the layout check, Pull and PushPull (Push + Pull for an older
+master) in the job's wire type (gaptrain/wire.py), the parameters held in
+one flat buffer whose views are copied into the model, and a master
+restart noticed by its incarnation."""
+
+import logging
+
+import grpc
+import torch
+
+from gaptrain import rpc
+from gaptrain import wire
+from gaptrain._proto import gaptrain_pb2 as pb
+from gaptrain._proto import gaptrain_pb2_grpc as pb_grpc
+
+log = logging.getLogger("gaptrain")
+
+
+def _layout_of(params):
+    return [(name, tuple(p.shape)) for name, p in params]
+
+
+def check_layout(master_layout, model_params):
+    """Raises GaptrainError unless the master's tensors are the model's, in
+    order and shape (names may differ: only a warning)."""
+    theirs = [(t.name, tuple(t.shape)) for t in master_layout.tensors]
+    ours = _layout_of(model_params)
+    for i, ((tn, ts), (on, os_)) in enumerate(zip(theirs, ours)):
+        if ts != os_:
+            raise rpc.GaptrainError(
+                "the master holds another model: its tensor %d (%s) has shape %s, this model's "
+                "(%s) %s" % (i, tn, list(ts), on, list(os_)))
+        if tn != on:
+            log.warning("tensor %d is %s on the master and %s here (same shape %s)", i, tn, on,
+                        list(ts))
+    if len(theirs) != len(ours):
+        raise rpc.GaptrainError("the master holds another model: %d tensors, this model has %d" %
+                                (len(theirs), len(ours)))
+
+
+class MasterClient:
+    """One master at a time (`connect` again when the coordinator names
+    another). `flat` holds the pulled parameters; the model's own tensors
+    are updated from it after every pull that brought new values."""
+
+    def __init__(self, opts, stop, session, named_params):
+        self.opts = opts
+        self.stop = stop
+        self.session = session  # the master version reported in heartbeats
+        self._metadata = rpc.bearer(opts.token)
+        self._named = list(named_params)
+        self._params = [p for _, p in self._named]
+        for p in self._params:
+            if p.dtype != torch.float32:
+                raise rpc.GaptrainError("the model's parameters must be float32 (%s)" % p.dtype)
+        self.size = sum(p.numel() for p in self._params)
+        self.flat = torch.empty(self.size, dtype=torch.float32)
+        self._views = []
+        offset = 0
+        for p in self._params:
+            self._views.append(self.flat[offset:offset + p.numel()].view_as(p))
+            offset += p.numel()
+        self._channel = None
+        self._stub = None
+        self.address = ""
+        self.known_version = -1  # -1: pull a whole copy
+        self.base_version = 0
+        self.incarnation = 0
+        self.pulled_with_push = False  # the last push brought the next parameters
+        self._push_pull = True
+        self.echo = False
+        self.echo_type = pb.FLOAT32
+
+    def connect(self, address):
+        """Describe the master at `address` and check it holds this model;
+        False when stopped meanwhile."""
+        if self._channel is not None:
+            self._channel.close()
+        self._channel = rpc.channel(address, self.opts.master_ca)
+        self._stub = pb_grpc.MasterStub(self._channel)
+        self.address = address
+        backoff = rpc.Backoff(self.opts.host_name)
+        while True:
+            try:
+                d = self._stub.Describe(pb.DescribeRequest(), timeout=rpc.COORDINATOR_DEADLINE,
+                                        metadata=self._metadata)
+                break
+            except grpc.RpcError as e:
+                err = rpc.error(e)
+                if err.code not in rpc.TRANSIENT:
+                    raise rpc.GaptrainError("master %s: Describe: %s" % (address, err))
+                if not self.stop.sleep(backoff.next()):
+                    return False
+        check_layout(d.layout, self._named)
+        if d.rule == "sync":
+            raise rpc.GaptrainError("sync mode is not supported by Python trainers yet")
+        if d.rule == "dana-slim":
+            raise rpc.GaptrainError("dana-slim keeps momentum on the worker; Python trainers do "
+                                    "not support it yet")
+        self.echo = d.needs_echo
+        self.echo_type = d.echo_type
+        # Pulled over a bf16 wire, the copy holds bf16 values: send it as bf16.
+        if self.echo and self.opts.wire_type == pb.BFLOAT16:
+            self.echo_type = pb.BFLOAT16
+        self.incarnation = d.incarnation.id
+        self.known_version = -1
+        self.pulled_with_push = False
+        self.session.reset_master_version(d.version)
+        log.info("master %s: job %s, rule %s, version %d, %d parameters", address, d.job_name,
+                 d.rule, d.version, self.size)
+        return True
+
+    def note_incarnation(self, incarnation):
+        if incarnation and self.incarnation and incarnation != self.incarnation:
+            log.warning("master: a new run (%d); pulling a whole copy", incarnation)
+            self.known_version = -1
+            self.pulled_with_push = False
+            self.session.reset_master_version(0)
+        if incarnation:
+            self.incarnation = incarnation
+
+    def accept(self, pulled):
+        self.session.set_master_version(pulled.version)
+        self.note_incarnation(pulled.incarnation)
+        if pulled.modified:
+            with torch.no_grad():
+                for p, v in zip(self._params, self._views):
+                    p.copy_(v)
+        self.known_version = pulled.version
+        self.base_version = pulled.version
+
+    def pull(self):
+        """The newest parameters into the model; raises Error or GaptrainError."""
+        request = pb.PullRequest(worker_id=self.session.worker_id,
+                                 known_version=self.known_version,
+                                 wire_type=self.opts.wire_type)
+        try:
+            stream = self._stub.Pull(request, timeout=rpc.MASTER_DEADLINE,
+                                     metadata=self._metadata)
+            pulled = wire.read_parameter_chunks(stream, self.flat)
+        except wire.LayoutMismatch as e:
+            raise rpc.GaptrainError(str(e))
+        except (grpc.RpcError, wire.MalformedReply) as e:
+            self.known_version = -1  # the buffer may hold part of a reply
+            raise rpc.error(e)
+        self.accept(pulled)
+
+    def send(self, gradient, loss, echo):
+        """Pushes; (PushResponse, the pulled parameters or None). Raises
+        RpcError, MalformedReply or LayoutMismatch."""
+        chunks = wire.gradient_chunks(
+            gradient, worker_id=self.session.worker_id, base_version=self.base_version,
+            wire_type=self.opts.wire_type, loss=loss, echo=echo, echo_type=self.echo_type)
+        if self._push_pull:
+            try:
+                stream = self._stub.PushPull(iter(chunks), timeout=rpc.MASTER_DEADLINE,
+                                             metadata=self._metadata)
+                try:
+                    pulled = wire.read_parameter_chunks(stream, self.flat, expect_push=True)
+                except wire.MalformedReply as e:
+                    if e.push is None:
+                        raise
+                    # Applied, but the parameters did not all come: pull again.
+                    self.known_version = -1
+                    return e.push, None
+                return pulled.push, pulled
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                log.info("master: no PushPull (an older master); pushing and pulling in two calls")
+                self._push_pull = False
+        reply = self._stub.Push(iter(chunks), timeout=rpc.MASTER_DEADLINE,
+                                metadata=self._metadata)
+        return reply, None
+
+    def close(self):
+        if self._channel is not None:
+            self._channel.close()

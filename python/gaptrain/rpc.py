@@ -1,0 +1,114 @@
+"""What the coordinator's and the master's clients share: gRPC channels as
+gaptrain-worker makes them, which failures earn another attempt, the
+backoff between attempts, errors, and the stop flag every wait sleeps on."""
+
+import random
+import threading
+import time
+
+import grpc
+
+from gaptrain import wire
+
+# Failures that earn another attempt (services/worker/retry.cc, IsTransient).
+TRANSIENT = frozenset([
+    grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.ABORTED, grpc.StatusCode.DATA_LOSS, grpc.StatusCode.UNKNOWN,
+    grpc.StatusCode.INTERNAL,
+])
+# The coordinator no longer counts this worker: register again.
+LOST_MEMBERSHIP = frozenset([grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND])
+
+# The C++ worker's channels (services/net/grpc_keepalive.cc): reconnect
+# within 0.5 s, notice a silent peer within about 4 s.
+CHANNEL_OPTIONS = [
+    ("grpc.keepalive_time_ms", 2000),
+    ("grpc.keepalive_timeout_ms", 2000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 1000),
+    ("grpc.max_reconnect_backoff_ms", 500),
+    ("grpc.dns_min_time_between_resolutions_ms", 500),
+    ("grpc.max_receive_message_length", 64 << 20),
+    ("grpc.max_send_message_length", 64 << 20),
+]
+COORDINATOR_DEADLINE = 10.0
+MASTER_DEADLINE = 30.0
+
+
+class GaptrainError(RuntimeError):
+    """An error retrying cannot fix; the trainer left the job with FAILED."""
+
+
+class Error(Exception):
+    """An RPC's failure as (code, message)."""
+
+    def __init__(self, code, message):
+        super().__init__("%s: %s" % (code.name, message))
+        self.code = code
+
+
+def error(e):
+    """An RpcError or a malformed reply as an Error; anything else as is."""
+    if isinstance(e, grpc.RpcError):
+        return Error(e.code(), e.details() or "")
+    if isinstance(e, wire.MalformedReply):
+        return Error(grpc.StatusCode.DATA_LOSS, str(e))
+    return e
+
+
+class Stop:
+    """Set once: preempted (SIGTERM) or the job ended. Every wait sleeps on it."""
+
+    PREEMPTED = "preempted"
+    JOB_ENDED = "job ended"
+
+    def __init__(self):
+        self._event = threading.Event()
+        self.reason = None
+        self.time = None
+
+    def stop(self, reason):
+        if not self._event.is_set():
+            self.reason = reason
+            self.time = time.monotonic()
+            self._event.set()
+
+    @property
+    def stopped(self):
+        return self._event.is_set()
+
+    def sleep(self, seconds):
+        """False when stopped meanwhile."""
+        return not self._event.wait(seconds)
+
+
+class Backoff:
+    """100 ms doubling to 0.5 s, half of each delay random (docs/worker.md)."""
+
+    def __init__(self, seed, initial=0.1, cap=0.5):
+        self._rng = random.Random(seed)
+        self._initial, self._cap = initial, cap
+        self._next = initial
+
+    def reset(self):
+        self._next = self._initial
+
+    def next(self):
+        d = self._next
+        self._next = min(self._cap, self._next * 2)
+        return d / 2 + self._rng.random() * d / 2
+
+
+def channel(address, ca_file):
+    if ca_file:
+        with open(ca_file, "rb") as f:
+            creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+        return grpc.secure_channel(address, creds, options=CHANNEL_OPTIONS)
+    return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+
+
+def bearer(token):
+    """The call metadata carrying the job token."""
+    return (("authorization", "Bearer " + token),) if token else ()

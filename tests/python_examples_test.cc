@@ -1,0 +1,109 @@
+// The Python trainer example's jobs (examples/python/): job-local.yaml
+// parses, `gaptrain run` would run its trainers as `/usr/bin/python3
+// <examples/python>/train.py`, and its TorchScript and data are where its
+// paths say (from the checkout's root, as every example's); job-cluster.yaml
+// parses and the operator's trainer pods run the image's script as given,
+// with the data claim and the worker's settings in the environment.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <array>
+#include <map>
+#include <string>
+
+#include "cli/run/trainer_command.h"
+#include "operator/trainingjob/desired_children.h"
+#include "services/api/training_job.h"
+#include "services/testing/test_files.h"
+#include "services/testing/testdata_dir.h"
+#include "services/testing/yaml_to_json.h"
+
+namespace gaptrain {
+namespace {
+
+using nlohmann::json;
+
+// The checkout (the runfile README.md links into it).
+std::string Workspace() {
+  char buf[PATH_MAX];
+  if (::realpath("README.md", buf) == nullptr) return "";
+  const std::string path = buf;
+  return path.substr(0, path.rfind('/'));
+}
+
+TEST(PythonExamplesTest, LocalJobRunsTrainPyBesideIt) {
+  const std::string file = "examples/python/job-local.yaml";
+  TrainingJob job;
+  Status s = ParseTrainingJob(ReadRaw(file), file, &job);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // As `gaptrain run -f examples/python/job-local.yaml` in the checkout.
+  const std::string root = Workspace();
+  ASSERT_FALSE(root.empty());
+  TrainerCommand command;
+  s = TemplateTrainerCommand(job, root + "/" + JobFileDir(file), "/usr/bin:/bin", &command);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(command.argv.size(), 2u);
+  EXPECT_EQ(command.argv[0], "/usr/bin/python3");
+  EXPECT_EQ(command.argv[1], root + "/examples/python/train.py");
+  EXPECT_EQ(job.workers.replicas, 4u);
+  EXPECT_EQ(job.training.staleness.rule, "gap-aware-dana");
+  // The job's own paths are relative to the checkout's root, where
+  // `gaptrain run` is started.
+  EXPECT_EQ(job.model.torchscript, "examples/python/fashion_cnn.pt");
+  EXPECT_EQ(ReadRaw(root + "/" + job.model.torchscript).substr(0, 2), "PK")
+      << "python3 examples/python/export_model.py writes it";
+  std::string data;
+  ASSERT_TRUE(FindSharedDataDir(&data).ok());
+  EXPECT_EQ(job.data.path, "../shared/data/fashion-mnist");
+  EXPECT_EQ(access((root + "/" + job.data.path + "/train-images-idx3-ubyte.gz").c_str(), R_OK),
+            0);
+}
+
+TEST(PythonExamplesTest, ClusterJobRunsTheImagesScript) {
+  const std::string file = "examples/python/job-cluster.yaml";
+  const std::string text = ReadRaw(file);
+  TrainingJob spec;
+  Status s = ParseTrainingJob(text, file, &spec);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  json job;
+  s = kube_testing::YamlToJson(text, &job);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  job["metadata"]["namespace"] = "default";
+  job["metadata"]["uid"] = "5e0c9b7e-3d1f-4c55-9a0e-2f6d8b1c4a77";
+  trainingjob::DesiredChildren children;
+  s = trainingjob::BuildDesiredChildren(job, spec, trainingjob::OperatorConfig(),
+                                       std::array<uint8_t, 32>{}, &children);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  int trainers = 0;
+  for (const json& pod : children.pods) {
+    const json& c = pod["spec"]["containers"][0];
+    const std::string type = pod["metadata"]["labels"]["gaptrain.io/replica-type"];
+    // The model's TorchScript is in the image: every pod that loads it
+    // runs the user's image.
+    if (type != "coordinator") {
+      EXPECT_EQ(c["image"], "registry.example.com/gaptrain-fashion-cnn:0.1.0") << type;
+    }
+    if (type != "trainer") continue;
+    ++trainers;
+    EXPECT_EQ(c["command"], json::parse(R"j(["python3", "/app/train.py"])j"));
+    EXPECT_FALSE(c.contains("args"));
+    std::map<std::string, std::string> env;
+    for (const json& e : c["env"]) {
+      if (e.contains("value")) env[e["name"]] = e["value"];
+    }
+    EXPECT_EQ(env["GAPTRAIN_JOB"], "/etc/gaptrain/job.yaml");
+    EXPECT_EQ(env["GAPTRAIN_COORDINATOR"], "python-fashion-cnn-coordinator.default.svc:7071");
+    EXPECT_EQ(env["GAPTRAIN_HOST_NAME"], "$(POD_NAME)");
+    bool data_mounted = false;
+    for (const json& m : c["volumeMounts"]) data_mounted |= m["mountPath"] == spec.data.path;
+    EXPECT_TRUE(data_mounted);
+  }
+  EXPECT_EQ(trainers, 4);
+  EXPECT_EQ(spec.model.torchscript, "/app/fashion_cnn.pt");
+}
+
+}  // namespace
+}  // namespace gaptrain
