@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "deploy/manifest_checks.h"
 #include "helm/helm_template.h"
@@ -185,13 +186,18 @@ Status ClusterTestbed::FillDatasets() {
   GAPTRAIN_RETURN_IF_ERROR(cluster_->Kubectl({"wait", "--namespace", ns,
                                               "--for=condition=Ready", "pod/dataset-loader",
                                               "--timeout=60s"}));
-  std::string path;
-  GAPTRAIN_RETURN_IF_ERROR(node_->ClaimPath(ns, "mnist-data", &path));
-  for (const char* file : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
-    std::string bytes;
-    GAPTRAIN_RETURN_IF_ERROR(ReadFile(options_.mnist_dir + "/" + file, &bytes));
-    GAPTRAIN_RETURN_IF_ERROR(WriteFile(path + "/" + file, bytes));
+  for (const auto& [claim, dir] : {std::make_pair("mnist-data", options_.mnist_dir),
+                                    std::make_pair("fashion-mnist-data",
+                                                   options_.fashion_mnist_dir)}) {
+    if (dir.empty()) continue;
+    std::string path;
+    GAPTRAIN_RETURN_IF_ERROR(node_->ClaimPath(ns, claim, &path));
+    for (const char* file : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+      std::string bytes;
+      GAPTRAIN_RETURN_IF_ERROR(ReadFile(dir + "/" + file, &bytes));
+      GAPTRAIN_RETURN_IF_ERROR(WriteFile(path + "/" + file, bytes));
+    }
   }
   return cluster_->Kubectl({"delete", "--namespace", ns, "pod/dataset-loader", "--wait=false"});
 }

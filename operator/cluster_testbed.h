@@ -7,8 +7,8 @@
 // Deployment's two in-cluster pods) or from the Helm chart (helm-template,
 // with values a user tunes: workers, lease timings, extra args and env),
 // and a namespace for jobs that enforces PodSecurity `restricted`, with
-// the datasets' claims from examples/k8s/datasets.yaml filled with MNIST as
-// the example's `kubectl cp` would, and the models' claim
+// the datasets' claims from examples/k8s/datasets.yaml filled with MNIST
+// (and Fashion-MNIST, when given) as the example's `kubectl cp` would, and the models' claim
 // (examples/k8s/models.yaml) their spec.output writes to. Tests and benchmarks only (testonly);
 // declare //operator:cluster_testbed_data as data.
 //
@@ -52,6 +52,10 @@ class ClusterTestbed {
     // Required: the directory of MNIST's four *-ubyte.gz files, which go
     // into the claim mnist-data.
     std::string mnist_dir;
+    // Optional: Fashion-MNIST's four files, for the claim
+    // fashion-mnist-data (examples/python/job-cluster.yaml's); "" leaves
+    // that claim empty.
+    std::string fashion_mnist_dir;
   };
 
   // Command name -> runfiles path of the binaries the node runs.

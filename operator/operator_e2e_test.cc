@@ -18,7 +18,8 @@
 // audit log), a reconcile that finds nothing to change writing nothing,
 // and nothing left behind by the node. Prints the times it measured. A
 // third test autoscales the same job (spec.workers.autoscale) through a
-// preemption during a resize.
+// preemption during a resize; a fourth runs examples/python/job-cluster.yaml
+// (Python trainers, the user's train.py) through a preemption.
 //
 // Needs root (network namespaces) and the envtest binaries: skips without
 // them, fails instead when CI=true.
@@ -136,6 +137,7 @@ class OperatorE2eTest : public ::testing::Test {
     EXPECT_TRUE(found.ok()) << found.ToString();
     if (!found.ok()) return false;
     options.mnist_dir = data + "/mnist";
+    options.fashion_mnist_dir = data + "/fashion-mnist";
     const Status s = ClusterTestbed::Start(options, &bed_);
     if (s.code() == Status::Code::kNotFound || s.code() == Status::Code::kPermissionDenied) {
       [&] { GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message()); }();
@@ -154,7 +156,7 @@ class OperatorE2eTest : public ::testing::Test {
   std::vector<json> Pods(const std::string& ns, const std::string& selector) {
     return bed_->Pods(ns, selector);
   }
-  json Job() { return Get(kube::kTrainingJobs, kNs, kJob); }
+  json Job() { return Get(kube::kTrainingJobs, kNs, job_); }
 
   // Waits for the job to satisfy `predicate`; the job as last seen.
   bool WaitJob(const std::function<bool(const json&)>& predicate, milliseconds timeout,
@@ -165,6 +167,18 @@ class OperatorE2eTest : public ::testing::Test {
           return last->is_object() && predicate(*last);
         },
         timeout);
+  }
+
+  // Waits for the job to finish; fails unless it Succeeded.
+  void AwaitSucceeded(milliseconds timeout, json* job) {
+    ASSERT_TRUE(WaitJob(
+        [](const json& j) {
+          const std::string phase = JobStatus(j).value("phase", "");
+          return phase == "Succeeded" || phase == "Failed";
+        },
+        timeout, job))
+        << Diagnostics();
+    ASSERT_EQ(JobStatus(*job).value("phase", ""), "Succeeded") << Diagnostics();
   }
 
   std::string Diagnostics() {
@@ -179,7 +193,7 @@ class OperatorE2eTest : public ::testing::Test {
     const std::string log = bed_->OperatorLogs();
     out += log.size() > 6000 ? log.substr(log.size() - 6000) : log;
     for (const char* suffix : {"coordinator", "master", "evaluator", "trainer-0", "trainer-1"}) {
-      const std::string pod = std::string(kJob) + "-" + suffix;
+      const std::string pod = job_ + "-" + suffix;
       std::string text;
       if (node()->Logs(kNs, pod, &text).ok()) {
         out += "\n--- " + pod + " (tail):\n" +
@@ -194,7 +208,7 @@ class OperatorE2eTest : public ::testing::Test {
     EXPECT_TRUE(admin()->List(kube::kEvents, kNs, kube::ListOptions(), &events).ok());
     std::multiset<std::string> reasons;
     for (const json& e : events.items) {
-      if (e.value("regarding", json::object()).value("name", "") == kJob) {
+      if (e.value("regarding", json::object()).value("name", "") == job_) {
         reasons.insert(e.value("reason", ""));
       }
     }
@@ -207,6 +221,22 @@ class OperatorE2eTest : public ::testing::Test {
     const Status s = gaptrain::OperatorRequests(*bed_->cluster(), &records);
     EXPECT_TRUE(s.ok()) << s.ToString();
     return records;
+  }
+
+  // Not one request of the operator refused (audit log and its logs),
+  // nothing outside the declared permissions.
+  void ExpectOperatorWithinItsPermissions() {
+    const std::vector<kube::RbacPermission> allowed = OperatorPermissions();
+    size_t requests = 0;
+    for (const AuditRecord& r : OperatorRequests()) {
+      ++requests;
+      EXPECT_NE(r.code, 403) << r.verb << " " << r.uri;
+      const kube::RbacPermission p = RequestPermission(r.group, r.resource, r.subresource, r.verb);
+      EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), p)) << r.verb << " " << r.uri;
+    }
+    EXPECT_GT(requests, 0u) << "the audit log shows no request of " << kOperatorUser;
+    const std::string logs = bed_->OperatorLogs();
+    EXPECT_EQ(logs.find("Forbidden"), std::string::npos) << logs;
   }
 
   // Writes the operator sent, its Lease's aside; `detail` lists them.
@@ -225,6 +255,8 @@ class OperatorE2eTest : public ::testing::Test {
   void TrainThroughTwoPreemptions(Install install);
 
   std::string dir_;
+  // The job Job(), Diagnostics() and EventReasons() look at.
+  std::string job_ = kJob;
   std::unique_ptr<ClusterTestbed> bed_;
   std::set<std::string> binaries_;
 };
@@ -304,16 +336,9 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   }
   const Clock::time_point recovered = Clock::now();
 
-  ASSERT_TRUE(WaitJob(
-      [](const json& j) {
-        const std::string phase = JobStatus(j).value("phase", "");
-        return phase == "Succeeded" || phase == "Failed";
-      },
-      seconds(480), &job))
-      << Diagnostics();
+  ASSERT_NO_FATAL_FAILURE(AwaitSucceeded(seconds(480), &job));
   const Clock::time_point succeeded = Clock::now();
   const json& status = JobStatus(job);
-  ASSERT_EQ(status.value("phase", ""), "Succeeded") << Diagnostics();
   const double accuracy = Number(status, {"progress", "testAccuracy"});
   EXPECT_GE(accuracy, 0.97) << status.dump(2) << Diagnostics();
   EXPECT_EQ(status.value("preemptions", -1), 2) << status.dump(2);
@@ -434,19 +459,8 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   }
   EXPECT_TRUE(quiet_touch) << "every touch met a changing status\n" << Diagnostics();
 
-  // Not one request of the operator refused, nothing outside the declared
-  // permissions.
-  const std::vector<kube::RbacPermission> allowed = OperatorPermissions();
-  size_t requests = 0;
-  for (const AuditRecord& r : OperatorRequests()) {
-    ++requests;
-    EXPECT_NE(r.code, 403) << r.verb << " " << r.uri;
-    const kube::RbacPermission p = RequestPermission(r.group, r.resource, r.subresource, r.verb);
-    EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), p)) << r.verb << " " << r.uri;
-  }
-  EXPECT_GT(requests, 0u) << "the audit log shows no request of " << kOperatorUser;
+  ExpectOperatorWithinItsPermissions();
   const std::string logs = bed_->OperatorLogs();
-  EXPECT_EQ(logs.find("Forbidden"), std::string::npos) << logs;
   // The image is named once, in the Deployment's container "operator": each
   // replica read its own pod (in-cluster, POD_NAMESPACE/POD_NAME from the
   // downward API) and gives the job pods that image.
@@ -726,6 +740,164 @@ TEST_F(OperatorE2eTest, AnAutoscaledJobGrowsShrinksAndSurvivesAPreemptionDuringA
       events_at == std::string::npos ? "" : described.substr(events_at).c_str());
   s = admin()->Delete(kube::kTrainingJobs, kNs, kJob, kube::DeleteOptions());
   EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+// Issue 32: a user's own PyTorch trainer on the cluster. gaptrain installed
+// from deploy/, the datasets filled as the other tests fill them, and
+// examples/python/job-cluster.yaml (FashionCNN on Fashion-MNIST, 4 Python
+// trainers running train.py with the SDK, GA+DANA) applied with only what a
+// test node needs: its image, which would hold train.py, the SDK and
+// fashion_cnn.pt, is the one thing the node cannot provide, so the
+// trainers' command and spec.model.torchscript name the checkout's files
+// (the node runs each container's command on this machine); and 1 epoch,
+// not 4, to keep it short. Once training is under way one Python trainer
+// is preempted as a node shutdown does: it is replaced and ready (the
+// SDK's /healthz on port 9092 is its readiness probe), and the job reaches
+// Succeeded with preemptions 1, failures 0 and at least 80% test accuracy
+// (the C++ evaluator scores the TorchScript), the Python trainers' /metrics
+// served gaptrain_worker_samples_total, and no request of the operator was
+// refused. Prints the times it measured.
+TEST_F(OperatorE2eTest, APythonTrainerJobRunsThroughAPreemption) {
+  const Clock::time_point installing = Clock::now();
+  if (!StartCluster(Install::kDeploy)) return;
+  const Clock::time_point installed = Clock::now();
+  // The checkout: README.md's runfile leads back to it (as
+  // FindSharedDataDir finds the data).
+  const std::string readme = AbsolutePath("README.md");
+  ASSERT_EQ(readme.front(), '/') << readme;
+  const std::string checkout = readme.substr(0, readme.rfind('/'));
+  const std::string example = checkout + "/examples/python";
+
+  job_ = "python-fashion-cnn";
+  json job_object;
+  Status s = bed_->ReadJob(example + "/job-cluster.yaml", &job_object);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(job_object["metadata"].value("name", ""), job_);
+  // The image's files, on this machine: the container's command runs here
+  // (python3 is the host's, /usr/bin/python3, with torch, grpcio, protobuf
+  // and yaml; train.py finds the SDK in the checkout's python/ next to it,
+  // where the image has it installed, so no PYTHONPATH is needed), and the
+  // master and the evaluator read the model's TorchScript from this path.
+  json& spec = job_object["spec"];
+  ASSERT_EQ(spec["model"].value("torchscript", ""), "/app/fashion_cnn.pt");
+  spec["model"]["torchscript"] = example + "/fashion_cnn.pt";
+  json& command = spec["workers"]["template"]["spec"]["containers"][0]["command"];
+  ASSERT_EQ(command, json({"python3", "/app/train.py"}));
+  command[1] = example + "/train.py";
+  spec["training"]["epochs"] = 1;  // short: the accuracy bar is 80%, not the example's
+  ASSERT_EQ(spec["data"].value("claimName", ""), "fashion-mnist-data");
+
+  const Clock::time_point applied = Clock::now();
+  s = admin()->Create(kube::kTrainingJobs, kNs, job_object, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  json job;
+  ASSERT_TRUE(WaitJob([](const json& j) { return JobStatus(j).value("phase", "") == "Running"; },
+                      seconds(90), &job))
+      << Diagnostics();
+  const Clock::time_point running = Clock::now();
+
+  // Training is under way: the 4 Python trainers ready (their /healthz),
+  // serving their samples on /metrics, and the master updating.
+  const std::string trainers =
+      "gaptrain.io/job-name=" + job_ + ",gaptrain.io/replica-type=trainer";
+  const std::string master = job_ + "-master";
+  std::map<std::string, double> samples;  // trainer pod -> gaptrain_worker_samples_total
+  ASSERT_TRUE(Eventually(
+      [&] {
+        size_t ready = 0;
+        for (const json& pod : Pods(kNs, trainers)) {
+          if (!PodReady(pod)) continue;
+          ++ready;
+          const std::string name = pod["metadata"]["name"];
+          samples[name] = MetricValue(bed_->PodMetrics(kNs, name),
+                                      "gaptrain_worker_samples_total", -1);
+        }
+        return ready == 4 &&
+               MetricValue(bed_->PodMetrics(kNs, master), "gaptrain_master_model_version", 0) >=
+                   100;
+      },
+      seconds(90)))
+      << Diagnostics();
+  const Clock::time_point training = Clock::now();
+  for (const json& pod : Pods(kNs, trainers)) {
+    const json& container = pod["spec"]["containers"][0];
+    EXPECT_EQ(container["command"], json({"python3", example + "/train.py"}))
+        << "the operator runs the template's command as given: " << container.dump(2);
+    EXPECT_EQ(NamedPort(pod, "metrics"), 9092) << container.dump(2);
+  }
+  ASSERT_TRUE(Eventually(
+      [&] {
+        bool all = samples.size() == 4;
+        for (auto& [name, n] : samples) {
+          if (n <= 0) {
+            n = MetricValue(bed_->PodMetrics(kNs, name), "gaptrain_worker_samples_total", -1);
+          }
+          all = all && n > 0;
+        }
+        return all;
+      },
+      seconds(30)))
+      << ::testing::PrintToString(samples) << Diagnostics();
+
+  // A node shutdown takes one Python trainer.
+  const std::string victim = job_ + "-trainer-1";
+  const json victim_pod = Get(kube::kPods, kNs, victim);
+  ASSERT_TRUE(victim_pod.is_object()) << victim;
+  const std::string old_uid = victim_pod["metadata"]["uid"];
+  s = node()->Preempt(kNs, victim, LocalNode::Disruption::kNodeShutdown);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const Clock::time_point preempted = Clock::now();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json pod = Get(kube::kPods, kNs, victim);
+        return pod.is_object() && pod["metadata"]["uid"] != old_uid && PodReady(pod);
+      },
+      seconds(90)))
+      << victim << " was not replaced\n"
+      << Diagnostics();
+  const Clock::time_point replaced = Clock::now();
+  // The replacement trains: its /metrics counts its own samples (unless
+  // the job ended first).
+  double replacement_samples = -1;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        replacement_samples =
+            MetricValue(bed_->PodMetrics(kNs, victim), "gaptrain_worker_samples_total", -1);
+        return replacement_samples > 0 ||
+               JobStatus(Job()).value("phase", "") == "Succeeded";
+      },
+      seconds(60)))
+      << Diagnostics();
+
+  ASSERT_NO_FATAL_FAILURE(AwaitSucceeded(seconds(240), &job));
+  const Clock::time_point succeeded = Clock::now();
+  const json& status = JobStatus(job);
+  const double accuracy = Number(status, {"progress", "testAccuracy"});
+  EXPECT_GE(accuracy, 0.80) << status.dump(2) << Diagnostics();
+  EXPECT_EQ(status.value("preemptions", -1), 1) << status.dump(2);
+  EXPECT_EQ(status.value("failures", -1), 0) << status.dump(2);
+
+  // The replacement is a new pod that ran train.py.
+  const std::string log_path = node()->LogPath(kNs, victim);
+  EXPECT_EQ(log_path.find(old_uid), std::string::npos) << log_path;
+  EXPECT_FALSE(ReadRaw(log_path).empty()) << log_path;
+  const std::multiset<std::string> reasons = EventReasons();
+  EXPECT_EQ(reasons.count("WorkerPreempted"), 1u);
+
+  ExpectOperatorWithinItsPermissions();
+
+  double total_samples = 0;
+  for (const auto& [name, n] : samples) total_samples += n;
+  std::printf(
+      "operator e2e python: control plane, node and operator pods ready %.1f s after the start; "
+      "job Running %.1f s after apply, 4 Python trainers ready and the master at version 100 "
+      "%.1f s after apply (their /metrics: %.0f samples); 1 trainer preempted at %.1f s, "
+      "replaced and ready %.1f s later (its /metrics: %.0f samples); Succeeded %.1f s after "
+      "apply; accuracy %.2f%%, preemptions %d, failures %d\n",
+      Seconds(installed - installing), Seconds(running - applied), Seconds(training - applied),
+      total_samples, Seconds(preempted - applied), Seconds(replaced - preempted),
+      replacement_samples, Seconds(succeeded - applied), 100 * accuracy,
+      status.value("preemptions", -1), status.value("failures", -1));
 }
 
 }  // namespace

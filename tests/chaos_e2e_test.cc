@@ -40,6 +40,7 @@
 #include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
 #include "services/master/push_ledger.h"
+#include "tests/push_accounting.h"
 #include "services/testing/testdata_dir.h"
 #include "tests/gaptrain_run_fixture.h"
 
@@ -139,35 +140,8 @@ TEST(ChaosAcceptanceTest, KilledTrainersAndTwoKilledMastersLoseNoTraining) {
   EXPECT_EQ(chaos["workerRestarts"], 0) << "a worker crashed";
 
   // Every push accounted for, across the master's three runs.
-  PushLedger::Totals ledger;
-  Status read = PushLedger::Read(chaos_dir + "/checkpoints/" + PushLedger::kFileName, &ledger);
-  ASSERT_TRUE(read.ok()) << read.ToString();
-  const uint64_t version = chaos["version"];
-  std::printf(
-      "FIGURE ledger: %llu pushes, %llu rejected, %llu updates applied, %llu lost in %llu "
-      "restores; final version %llu; retrained %llu tasks, %llu samples\n",
-      static_cast<unsigned long long>(ledger.pushes),
-      static_cast<unsigned long long>(ledger.rejected),
-      static_cast<unsigned long long>(ledger.updates),
-      static_cast<unsigned long long>(ledger.updates_lost),
-      static_cast<unsigned long long>(ledger.restores), static_cast<unsigned long long>(version),
-      chaos["retrained"]["tasks"].get<unsigned long long>(),
-      chaos["retrained"]["samples"].get<unsigned long long>());
-  EXPECT_EQ(ledger.restores, 2u);
-  EXPECT_EQ(ledger.updates, ledger.pushes - ledger.rejected) << "asynchronous: a push, an update";
-  EXPECT_EQ(version, ledger.updates - ledger.updates_lost);
-  EXPECT_EQ(chaos["ledger"]["updatesLost"].get<uint64_t>(), ledger.updates_lost);
-  // A lost update is a batch whose samples are trained again: a task
-  // completed behind the restored checkpoint is re-queued whole, a task in
-  // hand is rewound by its worker.
-  if (ledger.updates_lost > 0) {
-    EXPECT_GE(chaos["retrained"]["tasks"].get<uint64_t>() +
-                  chaos["workers"]["tasksReassigned"].get<uint64_t>(),
-              1u)
-        << chaos.dump(2);
-    EXPECT_GE(chaos["retrained"]["samples"].get<uint64_t>(), ledger.updates_lost)
-        << chaos.dump(2);
-  }
+  ExpectEveryPushAccountedFor(chaos_dir, chaos, 2);
+
   // The calm run: nothing lost, one update per push.
   PushLedger::Totals calm_ledger;
   ASSERT_TRUE(
@@ -197,7 +171,7 @@ TEST(ChaosAcceptanceTest, KilledTrainersAndTwoKilledMastersLoseNoTraining) {
     EXPECT_TRUE(s.ok()) << s.ToString();
     if (s.ok()) newest = std::max(newest, store->version());
   }
-  EXPECT_EQ(newest, version);
+  EXPECT_EQ(newest, chaos["version"].get<uint64_t>());
   EXPECT_EQ(chaos["checkpoint"], files.back());
 }
 

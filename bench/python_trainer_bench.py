@@ -1,0 +1,203 @@
+#!/usr/bin/python3
+"""A Python trainer's steps per second (issue 32): the SDK's
+python/examples/fashion_mnist_mlp.py in a real job under `gaptrain run`,
+beside a plain PyTorch loop of the same model (the MLP, 784-256-128-10),
+data (Fashion-MNIST through examples/python/dataset.py) and batch size
+(128), and the C++ worker (gaptrain-worker) in the same job. One compute
+thread each (torch.set_num_threads(1); `--threads 1` for the Python
+trainer, `--threads-per-worker 1` for the C++ one). All three are measured
+in the same run, so the ratios hold on a shared machine; target: Python
+trainer / plain loop >= 0.8.
+
+  bazel build -c opt //cli:gaptrain
+  /usr/bin/python3 bench/python_trainer_bench.py [--data ../shared/data/fashion-mnist]
+
+The job's rate is the master's gaptrain_master_pushes_total (one push per
+step; one trainer, asynchronous) sampled every 0.25 s from its /metrics,
+between the 50th push and the last sample before the job's end: process
+start-up (importing torch, loading the data) is left out, as it is from the
+plain loop. The plain loop is torch.utils.data.DataLoader(shuffle=True) and
+SGD with momentum: the baseline a user would write, which does what the SDK
+does per step except the pull and the push. The job has one trainer, the
+master, the coordinator and an evaluator (evaluating every 100000 updates:
+once, at the end) on the machine; docs/worker.md records the results.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "python", "examples"))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from fashion_mnist_mlp import MLP, FashionMNIST  # noqa: E402
+
+BATCH = 128
+PUSHES = re.compile(r"^gaptrain_master_pushes_total(?:\{[^}]*\})? ([0-9.e+]+)$", re.M)
+
+
+def plain_loop(data, steps, warmup=50):
+    """Steps per second of a plain PyTorch training loop, one thread."""
+    torch.set_num_threads(1)
+    torch.manual_seed(1)
+    model = MLP()
+    loss_fn = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+    loader = torch.utils.data.DataLoader(FashionMNIST(data), batch_size=BATCH, shuffle=True,
+                                         drop_last=True)
+    done, start = 0, None
+    while done < steps + warmup:
+        for x, y in loader:
+            if done == warmup:
+                start = time.monotonic()
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+            done += 1
+            if done == steps + warmup:
+                break
+    return steps / (time.monotonic() - start)
+
+
+def write_job(path, data, epochs, profile=""):
+    command = ["/usr/bin/python3"] + (["-m", "cProfile", "-o", profile] if profile else [])
+    command.append(os.path.join(ROOT, "python", "examples", "fashion_mnist_mlp.py"))
+    with open(path, "w") as f:
+        f.write("""apiVersion: gaptrain.io/v1alpha1
+kind: TrainingJob
+metadata: {name: pybench}
+spec:
+  model: {builtin: mlp}
+  data: {format: mnist-idx, path: %(data)s, shuffleSeed: 1}
+  training:
+    batchSize: %(batch)d
+    epochs: %(epochs)s
+    evalEveryUpdates: 100000
+    optimizer: {learningRate: 0.05, momentum: 0.9, weightDecay: 1.0e-4}
+    staleness: {rule: gap-aware-dana}
+  workers:
+    replicas: 1
+    template:
+      spec:
+        containers:
+        - command: [%(command)s]
+          args: [--data, %(data)s, --threads, "1"]
+          env:
+          - {name: PYTHONPATH, value: %(python)s}
+""" % {"data": data, "batch": BATCH, "epochs": epochs,
+       "command": ", ".join(command),
+       "python": os.path.join(ROOT, "python")})
+
+
+def master_pushes(url):
+    try:
+        with urllib.request.urlopen(url, timeout=1) as r:
+            values = PUSHES.findall(r.read().decode())  # one line per outcome
+    except OSError:
+        return None
+    return sum(float(v) for v in values) if values else None
+
+
+def job_rate(gaptrain, job, run_dir, template_trainers, skip=50):
+    """Steps per second of the job's one trainer, from the master's pushes."""
+    out = open(run_dir + ".out", "w")
+    proc = subprocess.Popen([gaptrain, "run", "-f", job, "--run-dir", run_dir,
+                             "--template-trainers", str(template_trainers),
+                             "--threads-per-worker", "1"], stdout=out, stderr=subprocess.STDOUT)
+    url, samples = None, []
+    while proc.poll() is None:
+        if url is None:
+            try:
+                with open(os.path.join(run_dir, "endpoints.json")) as f:
+                    url = json.load(f)["metrics"]["master"]
+            except (OSError, ValueError, KeyError):
+                pass
+        if url is not None:
+            pushes = master_pushes(url)
+            if pushes is not None:
+                samples.append((time.monotonic(), pushes))
+        time.sleep(0.25)
+    out.close()
+    with open(run_dir + ".out") as f:
+        output = f.read()
+    if proc.returncode != 0:
+        sys.exit("gaptrain run failed (%d):\n%s" % (proc.returncode, output))
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        summary = json.load(f)
+    final = max(p for _, p in samples) if samples else 0
+    window = [(t, p) for t, p in samples if skip <= p < final]
+    if len(window) < 2 or window[-1][1] == window[0][1]:
+        sys.exit("too few samples of the master's pushes (%d in the window):\n%s"
+                 % (len(window), output))
+    (t0, p0), (t1, p1) = window[0], window[-1]
+    return (p1 - p0) / (t1 - t0), summary
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data",
+                                                       "fashion-mnist"))
+    parser.add_argument("--gaptrain", default=os.path.join(ROOT, "bazel-bin", "cli", "gaptrain"))
+    parser.add_argument("--epochs", default="2", help="of each job [2]")
+    parser.add_argument("--steps", type=int, default=1000, help="of the plain loop [1000]")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="of the three, interleaved; the best of each counts [2]")
+    parser.add_argument("--profile", action="store_true",
+                        help="instead: one job with the Python trainer under cProfile, and "
+                             "where its time goes")
+    args = parser.parse_args(argv)
+    data = os.path.realpath(args.data)
+    tmp = tempfile.mkdtemp(prefix="python_trainer_bench.")
+    job = os.path.join(tmp, "job.yaml")
+    if args.profile:
+        import pstats
+        profile = os.path.join(tmp, "trainer.prof")
+        write_job(job, data, args.epochs, profile)
+        python, _ = job_rate(args.gaptrain, job, os.path.join(tmp, "python"), 1)
+        print("Python trainer under cProfile: %.1f steps/s" % python)
+        stats = pstats.Stats(profile)
+        stats.sort_stats("tottime").print_stats(25)
+        stats.sort_stats("cumulative").print_stats(40)
+        return 0
+    write_job(job, data, args.epochs)
+
+    # Interleaved rounds, the best of each: the machine may be shared, and
+    # another process's burst slows whichever runs then.
+    plain, python, cpp = [], [], []
+    for r in range(args.rounds):
+        plain.append(plain_loop(data, args.steps))
+        print("round %d: plain PyTorch loop:   %7.1f steps/s (%d steps, batch %d, 1 thread)"
+              % (r + 1, plain[-1], args.steps, BATCH), flush=True)
+        rate, summary = job_rate(args.gaptrain, job, os.path.join(tmp, "python%d" % r), 1)
+        python.append(rate)
+        print("round %d: Python trainer (SDK): %7.1f steps/s (gaptrain run, %s epochs: %s, "
+              "%d updates)" % (r + 1, rate, args.epochs, summary["outcome"], summary["version"]),
+              flush=True)
+        rate, summary = job_rate(args.gaptrain, job, os.path.join(tmp, "cpp%d" % r), 0)
+        cpp.append(rate)
+        print("round %d: C++ gaptrain-worker:  %7.1f steps/s (gaptrain run, %s epochs: %s, "
+              "%d updates)" % (r + 1, rate, args.epochs, summary["outcome"], summary["version"]),
+              flush=True)
+    plain, python, cpp = max(plain), max(python), max(cpp)
+    print("best: plain loop %.1f, Python trainer %.1f, C++ worker %.1f steps/s"
+          % (plain, python, cpp))
+    print("Python trainer / plain loop: %.2f (target >= 0.8)" % (python / plain))
+    print("Python trainer / C++ worker: %.2f" % (python / cpp))
+    print("C++ worker / plain loop:     %.2f" % (cpp / plain))
+    print("runs in %s" % tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
