@@ -169,6 +169,18 @@ class OperatorE2eTest : public ::testing::Test {
         timeout);
   }
 
+  // Waits until pod `name` is a new pod (not `old_uid`) and ready.
+  void AwaitReplaced(const std::string& name, const std::string& old_uid) {
+    ASSERT_TRUE(Eventually(
+        [&] {
+          const json pod = Get(kube::kPods, kNs, name);
+          return pod.is_object() && pod["metadata"]["uid"] != old_uid && PodReady(pod);
+        },
+        seconds(90)))
+        << name << " was not replaced\n"
+        << Diagnostics();
+  }
+
   // Waits for the job to finish; fails unless it Succeeded.
   void AwaitSucceeded(milliseconds timeout, json* job) {
     ASSERT_TRUE(WaitJob(
@@ -325,14 +337,7 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   }
   const Clock::time_point preempted = Clock::now();
   for (const auto& [name, old_uid] : old_uids) {
-    ASSERT_TRUE(Eventually(
-        [&, old = old_uid] {
-          const json pod = Get(kube::kPods, kNs, name);
-          return pod.is_object() && pod["metadata"]["uid"] != old && PodReady(pod);
-        },
-        seconds(90)))
-        << name << " was not replaced\n"
-        << Diagnostics();
+    ASSERT_NO_FATAL_FAILURE(AwaitReplaced(name, old_uid));
   }
   const Clock::time_point recovered = Clock::now();
 
@@ -666,14 +671,7 @@ TEST_F(OperatorE2eTest, AnAutoscaledJobGrowsShrinksAndSurvivesAPreemptionDuringA
   const std::string old_uid = Get(kube::kPods, kNs, victim)["metadata"]["uid"];
   s = node()->Preempt(kNs, victim, LocalNode::Disruption::kNodeShutdown);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  ASSERT_TRUE(Eventually(
-      [&] {
-        const json pod = Get(kube::kPods, kNs, victim);
-        return pod.is_object() && pod["metadata"]["uid"] != old_uid && PodReady(pod);
-      },
-      seconds(90)))
-      << victim << " was not replaced\n"
-      << Diagnostics();
+  ASSERT_NO_FATAL_FAILURE(AwaitReplaced(victim, old_uid));
   ASSERT_TRUE(WaitJob(
       [](const json& j) {
         return JobStatus(j).value("preemptions", 0) == 1 &&
@@ -847,14 +845,7 @@ TEST_F(OperatorE2eTest, APythonTrainerJobRunsThroughAPreemption) {
   s = node()->Preempt(kNs, victim, LocalNode::Disruption::kNodeShutdown);
   ASSERT_TRUE(s.ok()) << s.ToString();
   const Clock::time_point preempted = Clock::now();
-  ASSERT_TRUE(Eventually(
-      [&] {
-        const json pod = Get(kube::kPods, kNs, victim);
-        return pod.is_object() && pod["metadata"]["uid"] != old_uid && PodReady(pod);
-      },
-      seconds(90)))
-      << victim << " was not replaced\n"
-      << Diagnostics();
+  ASSERT_NO_FATAL_FAILURE(AwaitReplaced(victim, old_uid));
   const Clock::time_point replaced = Clock::now();
   // The replacement trains: its /metrics counts its own samples (unless
   // the job ended first).

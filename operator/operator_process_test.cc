@@ -301,6 +301,21 @@ class OperatorProcessTest : public ::testing::Test {
     });
   }
 
+  // Every pod of job `name` Running: the workers first, at addresses in
+  // `worker_subnet` ("10.0.1."), then the master and the coordinator at
+  // `endpoints_ip`, where the test serves their HTTP endpoints.
+  void MarkJobRunning(const std::string& ns, const std::string& name,
+                      const std::string& endpoints_ip, const std::string& worker_subnet) {
+    const std::string master = name + "-master", coordinator = name + "-coordinator";
+    for (const json& pod : Pods(ns, name)) {
+      const std::string pod_name = pod["metadata"]["name"];
+      if (pod_name == coordinator || pod_name == master) continue;
+      MarkRunning(ns, pod_name, worker_subnet + std::to_string(next_ip_++));
+    }
+    MarkRunning(ns, master, endpoints_ip);
+    MarkRunning(ns, coordinator, endpoints_ip);
+  }
+
   void MarkRunning(const std::string& ns, const std::string& name, const std::string& ip) {
     WriteStatus(ns, name, [&](json* status) {
       (*status)["phase"] = "Running";
@@ -1119,13 +1134,7 @@ TEST_F(OperatorProcessTest, ASucceededJobExportsItsModelToTheOutputClaim) {
       << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
   // The workers first: once the coordinator runs, the job is Succeeded and
   // the operator deletes what still runs.
-  for (const json& pod : Pods(ns, "mnist")) {
-    const std::string name = pod["metadata"]["name"];
-    if (name == "mnist-coordinator" || name == "mnist-master") continue;
-    MarkRunning(ns, name, "10.0.1." + std::to_string(next_ip_++));
-  }
-  MarkRunning(ns, "mnist-master", ip);
-  MarkRunning(ns, "mnist-coordinator", ip);
+  MarkJobRunning(ns, "mnist", ip, "10.0.1.");
   ASSERT_TRUE(WaitForJob(ns, "mnist", [](const json& j) { return Phase(j) == "Succeeded"; }))
       << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
 
@@ -1283,13 +1292,7 @@ TEST_F(OperatorProcessTest, AnAutoscaledJobGrowsAndShrinksThroughTheScaleSubreso
                    {"autoscale", {{"enabled", true}, {"maxGap", 1.5}, {"intervalSeconds", 1}}}}}}));
   ASSERT_TRUE(Eventually([&] { return Pods(ns, "mnist").size() == 5; }, seconds(30)))
       << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
-  for (const json& pod : Pods(ns, "mnist")) {
-    const std::string name = pod["metadata"]["name"];
-    if (name == "mnist-coordinator" || name == "mnist-master") continue;
-    MarkRunning(ns, name, "10.0.2." + std::to_string(next_ip_++));
-  }
-  MarkRunning(ns, "mnist-master", ip);
-  MarkRunning(ns, "mnist-coordinator", ip);
+  MarkJobRunning(ns, "mnist", ip, "10.0.2.");
   const auto replicas = [](const json& j) { return j["spec"]["workers"].value("replicas", 0); };
   const auto last_decision = [](const json& j) {
     return j.value("status", json::object())

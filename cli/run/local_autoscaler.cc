@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace gaptrain {
 namespace {
@@ -13,10 +12,9 @@ bool HasCounters(const AutoscaleObservation& o) {
          std::isfinite(o.master.gap_count);
 }
 
-// A counter of the master went down: it restarted.
-bool MasterRestarted(const MasterCounters& before, const MasterCounters& now) {
-  return now.model_version < before.model_version || now.gap_sum < before.gap_sum ||
-         now.gap_count < before.gap_count;
+AutoscaleReading ReadingOf(const AutoscaleObservation& o) {
+  return {o.seconds, o.master.model_version, o.master.gap_sum, o.master.gap_count,
+          o.trainers_lost};
 }
 
 }  // namespace
@@ -37,23 +35,13 @@ bool LocalAutoscaler::Observe(const AutoscaleObservation& o, AutoscaleDecision* 
   }
   fewest_running_ = std::min(fewest_running_, o.running);
   if (!HasCounters(o)) return false;
-  const AutoscaleObservation& start = window_start_;
-  if (MasterRestarted(start.master, o.master)) {
-    BeginWindow(o);
+  AutoscaleWindow window;
+  if (!MeasureWindow(ReadingOf(window_start_), ReadingOf(o), replicas_, fewest_running_,
+                     &window)) {
+    BeginWindow(o);  // the master restarted
     return false;
   }
-  if (o.seconds - start.seconds < workers_.autoscale.interval_seconds) return false;
-
-  AutoscaleWindow window;
-  window.replicas = replicas_;
-  window.running = fewest_running_;
-  const uint64_t lost = o.trainers_lost - std::min(o.trainers_lost, start.trainers_lost);
-  window.preemptions =
-      static_cast<uint32_t>(std::min<uint64_t>(lost, std::numeric_limits<uint32_t>::max()));
-  window.seconds = o.seconds - start.seconds;
-  window.updates = o.master.model_version - start.master.model_version;
-  window.gap_sum = o.master.gap_sum - start.master.gap_sum;
-  window.gap_count = o.master.gap_count - start.master.gap_count;
+  if (window.seconds < workers_.autoscale.interval_seconds) return false;
   *decision = DecideTrainers(workers_, window, &memory_);
   if (decision->replicas != replicas_) {
     changes_.push_back(

@@ -36,11 +36,6 @@ struct LeaseRecord {
 Status ParseLeaseRecord(const nlohmann::json& lease, LeaseRecord* out);
 void SetLeaseRecord(const LeaseRecord& record, nlohmann::json* lease);
 
-// RFC 3339 as the API server writes Time and MicroTime:
-// "2026-11-23T06:00:00Z", "2026-11-23T06:00:00.123456Z", or with a
-// "+02:00"-style offset. False for anything else.
-bool ParseRfc3339(const std::string& text, std::chrono::system_clock::time_point* out);
-
 }  // namespace controller
 }  // namespace gaptrain
 

@@ -1,5 +1,7 @@
 #include "operator/kube/event.h"
 
+#include "operator/kube/api_time.h"
+
 #include <cstdio>
 #include <ctime>
 
@@ -45,23 +47,6 @@ std::string CutUtf8(const std::string& text, size_t limit) {
 }
 
 }  // namespace
-
-std::string FormatMicroTime(std::chrono::system_clock::time_point time) {
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count();
-  std::time_t seconds = static_cast<std::time_t>(micros / 1000000);
-  long fraction = static_cast<long>(micros % 1000000);
-  if (fraction < 0) {
-    fraction += 1000000;
-    --seconds;
-  }
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, fraction);
-  return buf;
-}
 
 Status BuildEvent(const EventSpec& spec, nlohmann::json* event, std::string* ns) {
   auto bad = [](const std::string& field, const std::string& why) {

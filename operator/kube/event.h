@@ -36,9 +36,6 @@ struct EventSpec {
   std::chrono::system_clock::time_point event_time;  // the epoch means now
 };
 
-// "2026-11-23T06:06:00.000000Z" (UTC, microseconds).
-std::string FormatMicroTime(std::chrono::system_clock::time_point time);
-
 // The Event object for `spec`, and the namespace to create it in.
 Status BuildEvent(const EventSpec& spec, nlohmann::json* event, std::string* ns);
 

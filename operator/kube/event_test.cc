@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "operator/kube/api_time.h"
 #include "operator/kube/json_text.h"
 #include "operator/kube/resource.h"
 #include "operator/testing/scripted_server.h"

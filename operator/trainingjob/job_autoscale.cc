@@ -1,12 +1,9 @@
 #include "operator/trainingjob/job_autoscale.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cinttypes>
 #include <cmath>
-#include <cstdio>
-#include <ctime>
 
+#include "operator/kube/api_time.h"
 #include "operator/trainingjob/job_conditions.h"
 #include "operator/trainingjob/object_fields.h"
 #include "services/autoscale/autoscale_policy.h"
@@ -18,20 +15,23 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::system_clock;
 
-// Where the current measurement began.
-struct Window {
-  Clock::time_point start;
-  double model_version = 0;
-  double gap_sum = 0;
-  double gap_count = 0;
-  uint64_t preemptions = 0;
-};
-
 bool Total(const std::optional<double>& v) { return v && std::isfinite(*v) && *v >= 0; }
 
-std::optional<Window> ReadWindow(const json& autoscale) {
+double SecondsOf(Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+// A reading at the master's read time, as a window's ends are.
+AutoscaleReading ReadingAt(const MasterScrape& master, uint64_t preemptions) {
+  return {SecondsOf(master.at), master.model_version, master.gap_sum, master.gap_count,
+          preemptions};
+}
+
+// Where the current measurement began (status.autoscale.window).
+std::optional<AutoscaleReading> ReadWindow(const json& autoscale) {
   const json& w = ObjectAt(autoscale, {"window"});
-  const std::optional<Clock::time_point> start = ParseMicroTime(StringAt(w, {"startTime"}));
+  Clock::time_point start_time;
+  const bool start = kube::ParseRfc3339(StringAt(w, {"startTime"}), &start_time);
   const std::optional<double> version = NumberAt(w, {"modelVersion"});
   const std::optional<double> gap_sum = NumberAt(w, {"gapSum"});
   const std::optional<double> gap_count = NumberAt(w, {"gapCount"});
@@ -40,11 +40,12 @@ std::optional<Window> ReadWindow(const json& autoscale) {
       *preemptions < 0) {
     return std::nullopt;
   }
-  return Window{*start, *version, *gap_sum, *gap_count, static_cast<uint64_t>(*preemptions)};
+  return AutoscaleReading{SecondsOf(start_time), *version, *gap_sum, *gap_count,
+                          static_cast<uint64_t>(*preemptions)};
 }
 
 json WindowAt(const MasterScrape& master, uint64_t preemptions) {
-  return {{"startTime", FormatMicroTime(master.at)},
+  return {{"startTime", kube::FormatMicroTime(master.at)},
           {"modelVersion", master.model_version},
           {"gapSum", master.gap_sum},
           {"gapCount", master.gap_count},
@@ -86,42 +87,6 @@ std::optional<uint32_t> WaitingScale(const AutoscaleObservation& o, const json& 
 
 }  // namespace
 
-std::string FormatMicroTime(Clock::time_point time) {
-  const int64_t micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count();
-  int64_t seconds = micros / 1000000;
-  int64_t fraction = micros % 1000000;
-  if (fraction < 0) {
-    fraction += 1000000;
-    --seconds;
-  }
-  const std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  char whole[32];
-  std::strftime(whole, sizeof whole, "%Y-%m-%dT%H:%M:%S", &utc);
-  char text[48];
-  std::snprintf(text, sizeof text, "%s.%06" PRId64 "Z", whole, fraction);
-  return text;
-}
-
-std::optional<Clock::time_point> ParseMicroTime(const std::string& text) {
-  const std::optional<Clock::time_point> whole = ParseTime(text);
-  if (!whole) return std::nullopt;
-  int64_t micros = 0;
-  int digits = 0;
-  constexpr size_t kFraction = 19;  // "2026-11-23T06:00:00" then "." or "Z"
-  if (text.size() > kFraction && text[kFraction] == '.') {
-    for (size_t i = kFraction + 1;
-         i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && digits < 6;
-         ++i, ++digits) {
-      micros = micros * 10 + (text[i] - '0');
-    }
-  }
-  for (; digits < 6; ++digits) micros *= 10;
-  return *whole + std::chrono::duration_cast<Clock::duration>(std::chrono::microseconds(micros));
-}
-
 AutoscalePlan PlanAutoscale(const AutoscaleObservation& o) {
   AutoscalePlan plan;
   static const json* const kNone = new json(json::object());
@@ -151,29 +116,21 @@ AutoscalePlan PlanAutoscale(const AutoscaleObservation& o) {
     return plan;
   }
   const MasterScrape& now = *o.master;
-  const std::optional<Window> window = ReadWindow(old);
-  if (!window || now.at < window->start || now.model_version < window->model_version ||
-      now.gap_sum < window->gap_sum || now.gap_count < window->gap_count) {
+  const std::optional<AutoscaleReading> start = ReadWindow(old);
+  AutoscaleWindow measured;
+  if (!start || !MeasureWindow(*start, ReadingAt(now, o.preemptions), o.workers.replicas,
+                               o.running_trainers, &measured)) {
     plan.status["window"] = WindowAt(now, o.preemptions);
     plan.next_check = interval;
     return plan;
   }
-  const Clock::time_point due = window->start + interval;
-  if (now.at < due) {
-    plan.next_check = due - o.now;
+  if (measured.seconds < spec.interval_seconds) {
+    const auto left = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(spec.interval_seconds - measured.seconds));
+    plan.next_check = now.at + left - o.now;
     return plan;
   }
 
-  AutoscaleWindow measured;
-  measured.replicas = o.workers.replicas;
-  measured.running = std::min(o.running_trainers, o.workers.replicas);
-  measured.preemptions = o.preemptions > window->preemptions
-                             ? static_cast<uint32_t>(o.preemptions - window->preemptions)
-                             : 0;
-  measured.seconds = std::chrono::duration<double>(now.at - window->start).count();
-  measured.updates = now.model_version - window->model_version;
-  measured.gap_sum = now.gap_sum - window->gap_sum;
-  measured.gap_count = now.gap_count - window->gap_count;
   AutoscaleMemory memory = ReadMemory(old);
   const AutoscaleDecision decision = DecideTrainers(o.workers, measured, &memory);
 

@@ -81,11 +81,6 @@ struct AutoscalePlan {
 
 AutoscalePlan PlanAutoscale(const AutoscaleObservation& observed);
 
-// "2026-11-23T06:00:00.250000Z" (RFC 3339 with microseconds), and back;
-// ParseMicroTime also reads FormatTime's whole seconds, nullopt otherwise.
-std::string FormatMicroTime(std::chrono::system_clock::time_point time);
-std::optional<std::chrono::system_clock::time_point> ParseMicroTime(const std::string& text);
-
 }  // namespace trainingjob
 }  // namespace gaptrain
 

@@ -60,17 +60,6 @@ AutoscaleObservation Later(AutoscaleObservation o, const AutoscalePlan& plan, do
   return o;
 }
 
-TEST(JobAutoscaleTest, MicroTimesRoundTrip) {
-  const Clock::time_point t = kStart + milliseconds(250) + std::chrono::microseconds(7);
-  EXPECT_EQ(FormatMicroTime(t), "2026-11-23T06:00:00.250007Z");
-  EXPECT_EQ(ParseMicroTime(FormatMicroTime(t)), t);
-  EXPECT_EQ(ParseMicroTime("2026-11-23T06:00:00Z"), kStart);
-  EXPECT_EQ(ParseMicroTime("2026-11-23T06:00:00.5Z"), kStart + milliseconds(500));
-  for (const char* bad : {"", "yesterday", "2026-11-23T06:00:00.5", "2026-11-23 06:00:00Z"}) {
-    EXPECT_FALSE(ParseMicroTime(bad).has_value()) << bad;
-  }
-}
-
 TEST(JobAutoscaleTest, AReadBeginsTheWindowAndTheIntervalEndsIt) {
   const AutoscalePlan first = PlanAutoscale(Running());
   EXPECT_EQ(first.status, json::parse(R"j({"window": {"startTime": "2026-11-23T06:00:00.000000Z",

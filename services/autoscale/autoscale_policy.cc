@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 namespace gaptrain {
@@ -53,6 +54,23 @@ const char* AutoscaleDecision::Reason() const {
       break;
   }
   return "Holding";
+}
+
+bool MeasureWindow(const AutoscaleReading& start, const AutoscaleReading& now, uint32_t replicas,
+                   uint32_t running, AutoscaleWindow* window) {
+  if (now.seconds < start.seconds || now.model_version < start.model_version ||
+      now.gap_sum < start.gap_sum || now.gap_count < start.gap_count) {
+    return false;
+  }
+  window->replicas = replicas;
+  window->running = std::min(running, replicas);
+  const uint64_t preempted = now.preemptions - std::min(now.preemptions, start.preemptions);
+  window->preemptions = static_cast<uint32_t>(std::min<uint64_t>(preempted, UINT32_MAX));
+  window->seconds = now.seconds - start.seconds;
+  window->updates = now.model_version - start.model_version;
+  window->gap_sum = now.gap_sum - start.gap_sum;
+  window->gap_count = now.gap_count - start.gap_count;
+  return true;
 }
 
 AutoscaleDecision DecideTrainers(const WorkersSpec& workers, const AutoscaleWindow& window,

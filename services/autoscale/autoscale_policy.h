@@ -56,6 +56,23 @@ struct AutoscaleWindow {
   double MeanGap() const { return gap_count > 0 ? gap_sum / gap_count : 1; }
 };
 
+// Cumulative counts read at one moment; a window is the difference of two
+// readings.
+struct AutoscaleReading {
+  double seconds = 0;        // when, on any clock the two readings share
+  double model_version = 0;  // the master's updates so far
+  double gap_sum = 0;        // the master's Gap histogram so far
+  double gap_count = 0;
+  uint64_t preemptions = 0;  // trainers preempted so far
+};
+
+// The window from `start` to `now`, `replicas` wanted and `running` of them
+// running. False, leaving *window alone, when `now` is earlier or a master
+// counter went down (the master restarted and restored a checkpoint): the
+// caller begins a new window at `now`, without a decision.
+bool MeasureWindow(const AutoscaleReading& start, const AutoscaleReading& now, uint32_t replicas,
+                   uint32_t running, AutoscaleWindow* window);
+
 // Kept from one decision to the next.
 struct AutoscaleMemory {
   uint32_t grown_from = 0;    // N before the last decision, when it grew; else 0
