@@ -630,8 +630,11 @@ TEST_F(OperatorE2eTest, RestartedMasterAndCoordinatorAreReachedWithinSeconds) {
       JobStatus(job).value("phase", "").c_str(),
       100 * Number(JobStatus(job), {"progress", "testAccuracy"}),
       JobStatus(job).value("restarts", -1), JobStatus(job).value("failures", -1));
-  EXPECT_LT(master_first_update, 10.0);
-  EXPECT_LT(coordinator_reached, 10.0);
+  // Issue 28's target is 2 s (measured here 0.2-0.9 s): 5 s leaves room for
+  // a loaded CI machine and the scrapes between polls, and still fails on
+  // the 23-33 s it took before clients re-resolved.
+  EXPECT_LT(master_first_update, 5.0);
+  EXPECT_LT(coordinator_reached, 5.0);
 }
 
 // Issue 31 on the test node, with real trainers: the example job with

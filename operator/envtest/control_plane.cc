@@ -19,6 +19,7 @@
 #include "operator/envtest/api_resources.h"
 #include "operator/envtest/envtest_assets.h"
 #include "operator/envtest/test_certificates.h"
+#include "operator/kube/api_time.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/transport.h"
 #include "services/base/atomic_file.h"
@@ -102,6 +103,7 @@ Status ParseAuditEvent(const nlohmann::json& event, AuditRecord* out) {
   if (user != event.end()) record.user = Field(*user, "username");
   record.verb = Field(event, "verb");
   record.uri = Field(event, "requestURI");
+  kube::ParseRfc3339(Field(event, "requestReceivedTimestamp"), &record.received);
   const auto ref = event.find("objectRef");
   if (ref != event.end()) {
     record.group = Field(*ref, "apiGroup");

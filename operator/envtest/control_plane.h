@@ -41,6 +41,7 @@
 #ifndef GAPTRAIN_OPERATOR_ENVTEST_CONTROL_PLANE_H_
 #define GAPTRAIN_OPERATOR_ENVTEST_CONTROL_PLANE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -71,6 +72,8 @@ struct AuditRecord {
   std::string name;
   std::string uri;  // "/api/v1/namespaces/default/pods?..."
   int code = 0;     // the response's HTTP status
+  // When the API server received the request (requestReceivedTimestamp).
+  std::chrono::system_clock::time_point received;
 };
 
 class ControlPlane {
