@@ -399,6 +399,7 @@ TEST_F(GaptrainChartTest, SchemaRefusesWrongValues) {
        {"monitoring.podMonitor: Additional property enable is not allowed"}},
       {{{"image", {{"digest", "latest"}}}}, {"image.digest"}},
       {{{"workers", 0}}, {"workers: Must be greater than or equal to 1"}},
+      {{{"jobPodIds", "openshift"}}, {"jobPodIds: jobPodIds must be one of the following"}},
   };
   for (const auto& [overrides, named] : cases) {
     const std::string refusal = Refusal(overrides);
@@ -550,10 +551,12 @@ TEST_F(GaptrainChartTest, OperatorFlagsFromValues) {
        {"leaderElection",
         {{"leaseDurationSeconds", 30}, {"renewDeadlineSeconds", 20}, {"retryPeriodSeconds", 2.5}}},
        {"ports", {{"metrics", 9090}, {"health", 9091}}},
+       {"jobPodIds", "cluster"},
        {"extraArgs", {"--progress-poll-seconds=45", "--metrics-address=0.0.0.0"}}});
   EXPECT_EQ(ProblemLines(OperatorDeploymentProblems(objects)), "");
   const OperatorOptions o = ParsedArgs(OperatorContainer(objects));
   EXPECT_EQ(o.workers, 8);
+  EXPECT_EQ(o.pod_ids, "cluster");
   EXPECT_EQ(o.job.progress_poll_interval, std::chrono::seconds(45));
   EXPECT_EQ(o.lease_duration, std::chrono::seconds(30));
   EXPECT_EQ(o.renew_deadline, std::chrono::seconds(20));

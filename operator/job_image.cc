@@ -1,12 +1,11 @@
 #include "operator/job_image.h"
 
 #include <chrono>
-#include <thread>
 
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
+#include "operator/kube/retry_busy.h"
 #include "operator/trainingjob/object_fields.h"
-#include "services/base/backoff.h"
 
 namespace gaptrain {
 namespace {
@@ -64,19 +63,11 @@ Status ChooseJobImage(const OperatorOptions& options, kube::Client* client, JobI
       "this operator's own container, but its pod " +
       pod_name + " ($POD_NAMESPACE/$POD_NAME)";
   json pod;
-  Status s;
   // A busy or restarting API server is waited for a little; a refusal or
   // a missing pod is final.
-  Backoff::Options retry;
-  retry.initial = std::chrono::milliseconds(250);
-  retry.max = std::chrono::seconds(2);
-  Backoff backoff(retry, /*seed=*/1);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (;;) {
-    s = client->Get(kube::kPods, ns, options.own_pod_name, &pod);
-    if (s.ok() || !kube::IsRetryable(s) || std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(backoff.Next());
-  }
+  Status s = kube::RetryWhileBusy(
+      [&] { return client->Get(kube::kPods, ns, options.own_pod_name, &pod); },
+      std::chrono::seconds(10));
   if (!s.ok()) {
     std::string hint;
     if (s.code() == Status::Code::kPermissionDenied) {

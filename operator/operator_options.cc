@@ -71,6 +71,13 @@ std::string OperatorUsage() {
          "  --spot-preset P          spot nodes of preemptible workers: gke, eks, aks,\n"
          "                           none, or JSON {\"tolerations\": [...],\n"
          "                           \"spotNodeSelector\": [...]} [none]\n"
+         "  --pod-ids auto|image|cluster   who sets job pods' user and group ids:\n"
+         "                           image: runAsUser, runAsGroup and fsGroup 65532,\n"
+         "                           the image's user; cluster: none, the cluster\n"
+         "                           assigns them (OpenShift's SCCs, which refuse\n"
+         "                           ids outside the namespace's range); auto:\n"
+         "                           cluster where the API serves\n"
+         "                           security.openshift.io, else image [auto]\n"
          "  --progress-poll-seconds N   how often a running job's progress is read\n"
          "                           [15]\n"
          "  --workers N              jobs reconciled at once [2]\n"
@@ -119,6 +126,7 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
   flags.String("--namespace", &o.watch_namespace);
   flags.String("--image", &image);
   flags.String("--spot-preset", &spot_preset);
+  flags.OneOf("--pod-ids", {"auto", "image", "cluster"}, &o.pod_ids);
   flags.Unsigned("--progress-poll-seconds", 1, 3600, &poll_seconds);
   flags.Unsigned("--workers", 1, 64, &o.workers);
   flags.OneOf("--leader-elect", {"true", "false"}, &leader_elect);

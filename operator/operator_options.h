@@ -30,6 +30,9 @@ struct OperatorOptions {
   // operator's own container (job_image.h).
   trainingjob::OperatorConfig job;
   bool image_given = false;  // --image was given: it wins
+  // --pod-ids: "image", "cluster" or "auto"; OperatorProcess::Start sets
+  // job.fixed_pod_ids from it (job_pod_ids.h).
+  std::string pod_ids = "auto";
 
   // The operator's own pod, from the downward API: $POD_NAMESPACE and
   // $POD_NAME ("" out of a cluster; --pod-name does not change them).

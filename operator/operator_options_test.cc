@@ -40,6 +40,7 @@ TEST(OperatorOptionsTest, DefaultsAreControllerRuntimes) {
   EXPECT_EQ(o.own_pod_name, "");
   EXPECT_EQ(o.own_pod_namespace, "");
   EXPECT_EQ(o.job.spot.name, "none");
+  EXPECT_EQ(o.pod_ids, "auto");
   EXPECT_EQ(o.job.progress_poll_interval, std::chrono::seconds(15));
   EXPECT_EQ(o.workers, 2);
   EXPECT_TRUE(o.leader_elect);
@@ -59,7 +60,7 @@ TEST(OperatorOptionsTest, EveryFlagInBothSpellings) {
   const OperatorOptions o =
       Parse({"--kubeconfig", "/k/config", "--context=kind", "--namespace", "team-a",
              "--image=registry.example.com/gaptrain:1.2", "--spot-preset", "gke",
-             "--progress-poll-seconds=5", "--workers", "4", "--leader-elect=false",
+             "--pod-ids=cluster", "--progress-poll-seconds=5", "--workers", "4", "--leader-elect=false",
              "--leader-election-namespace", "gaptrain-system", "--lease-name=op.gaptrain.io",
              "--lease-duration-seconds", "4", "--renew-deadline-seconds=2.5",
              "--retry-period-seconds", "0.5", "--metrics-address", "127.0.0.1",
@@ -72,6 +73,7 @@ TEST(OperatorOptionsTest, EveryFlagInBothSpellings) {
   EXPECT_EQ(o.job.image, "registry.example.com/gaptrain:1.2");
   EXPECT_TRUE(o.image_given);
   EXPECT_EQ(o.job.spot.name, "gke");
+  EXPECT_EQ(o.pod_ids, "cluster");
   EXPECT_FALSE(o.job.spot.tolerations.empty());
   EXPECT_EQ(o.job.progress_poll_interval, std::chrono::seconds(5));
   EXPECT_EQ(o.workers, 4);
@@ -136,6 +138,8 @@ TEST(OperatorOptionsTest, BadValuesNameTheFlag) {
             "--image: must be an image reference without spaces, got 'a b'");
   EXPECT_EQ(Error({"--image="}), "--image: must be an image reference without spaces, got ''");
   EXPECT_EQ(Error({"--spot-preset", "gcp"}).rfind("--spot-preset", 0), 0u);
+  EXPECT_EQ(Error({"--pod-ids", "openshift"}),
+            "--pod-ids: must be auto, image or cluster, got 'openshift'");
   EXPECT_EQ(Error({"--progress-poll-seconds", "0"}),
             "--progress-poll-seconds: must be an integer in [1, 3600], got '0'");
   EXPECT_EQ(Error({"--lease-duration-seconds", "5", "--renew-deadline-seconds", "5"}),

@@ -5,6 +5,8 @@
 #include <set>
 #include <utility>
 
+#include "operator/job_pod_ids.h"
+
 namespace gaptrain {
 namespace {
 
@@ -49,6 +51,10 @@ const std::vector<Uses>& OperatorCalls() {
 }
 
 }  // namespace
+
+std::vector<std::string> OperatorDiscoveryPaths() {
+  return {std::string("/apis/") + kOpenShiftSecurityGroup};
+}
 
 std::vector<kube::RbacPermission> OperatorAdmissionPermissions() {
   // Every child's ownerReference to its TrainingJob sets blockOwnerDeletion

@@ -35,6 +35,12 @@ std::vector<kube::RbacPermission> OperatorPermissions();
 // log never shows them as requests.
 std::vector<kube::RbacPermission> OperatorAdmissionPermissions();
 
+// The non-resource paths the operator GETs: discovery of the API group
+// whose presence means OpenShift (job_pod_ids.h). The built-in ClusterRole
+// system:discovery grants them to every authenticated user, so no rule of
+// the operator's own names them.
+std::vector<std::string> OperatorDiscoveryPaths();
+
 // `permissions` as rbac.authorization.k8s.io/v1 PolicyRules (a JSON array).
 nlohmann::json PolicyRules(const std::vector<kube::RbacPermission>& permissions);
 

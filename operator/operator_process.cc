@@ -7,6 +7,7 @@
 
 #include "operator/controller/enqueue.h"
 #include "operator/job_image.h"
+#include "operator/job_pod_ids.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/resource.h"
 #include "operator/trainingjob/job_changes.h"
@@ -58,6 +59,12 @@ Status OperatorProcess::Start(const OperatorOptions& options,
     chosen.job.image = image.image;
     spdlog::info("job pods' image, where their template names none: {} ({})", image.image,
                  image.source);
+    JobPodIdsChoice ids;
+    GAPTRAIN_RETURN_IF_ERROR(ChooseJobPodIds(options.pod_ids, client.get(), &ids));
+    chosen.job.fixed_pod_ids = ids.fixed;
+    spdlog::info("job pods' user and group ids: {} ({})",
+                 ids.fixed ? "runAsUser, runAsGroup and fsGroup 65532" : "assigned by the cluster",
+                 ids.source);
   }
 
   std::unique_ptr<OperatorProcess> p(new OperatorProcess(chosen));

@@ -179,6 +179,14 @@ Status Client::Get(const Resource& resource, const std::string& ns, const std::s
   return Send(what, {"GET", resource.ObjectPath(ns_used, name), "", ""}, nullptr, out, error);
 }
 
+Status Client::GetApiGroup(const std::string& group, nlohmann::json* out, ApiError* error) {
+  const std::string what = "get API group " + group;
+  if (!ValidPathSegment(group)) {
+    return Status::InvalidArgument(what + ": '" + group + "' is not a valid group name");
+  }
+  return Send(what, {"GET", "/apis/" + group, "", ""}, nullptr, out, error);
+}
+
 Status Client::ListOnce(const Resource& resource, const std::string& ns, const std::string& what,
                         const ListOptions& options, int64_t page_size, ObjectList* out,
                         ApiError* error) {

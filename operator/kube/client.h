@@ -169,6 +169,11 @@ class Client {
   Status Watch(const Resource& resource, const std::string& ns, const WatchOptions& options,
                std::unique_ptr<WatchStream>* stream, ApiError* error = nullptr);
 
+  // Discovery: GET /apis/GROUP, the APIGroup the server serves under that
+  // name (its versions). NOT_FOUND (IsNotFound) when it serves no such
+  // group; INVALID_ARGUMENT for a name that cannot be a group.
+  Status GetApiGroup(const std::string& group, nlohmann::json* out, ApiError* error = nullptr);
+
   void Shutdown() { transport_->Shutdown(); }
 
  private:

@@ -751,6 +751,20 @@ TEST_F(ClientApiTest, TheScaleSubresourceIsSpecWorkersReplicas) {
 
 // ---- watches --------------------------------------------------------------
 
+TEST_F(ClientApiTest, DiscoveryNamesTheServedGroupsVersionsAndNotOthers) {
+  json group;
+  ASSERT_OK(client_->GetApiGroup("gaptrain.io", &group));
+  EXPECT_EQ(group["kind"], "APIGroup");
+  EXPECT_EQ(group["preferredVersion"]["groupVersion"], "gaptrain.io/v1alpha1");
+  ApiError error;
+  Status s = client_->GetApiGroup("security.openshift.io", &group, &error);
+  EXPECT_TRUE(IsNotFound(s)) << s.ToString();
+  EXPECT_EQ(error.http_status, 404);
+  s = client_->GetApiGroup("apps/v1", &group);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "get API group apps/v1: 'apps/v1' is not a valid group name");
+}
+
 TEST_F(ClientApiTest, AWatchDeliversEachChangeInOrderThenBookmarks) {
   ObjectList list;
   ListOptions list_options;

@@ -95,19 +95,22 @@ std::string JobYaml(const json& job) {
 }
 
 // PodSecurity "restricted", so that a hardened namespace admits the pods.
-// The uid is explicit although the image names it: the kubelet can then
-// check runAsNonRoot for any template's image, and an image without a
-// numeric USER still starts. fsGroup makes a fresh claim (root's on most
-// provisioners) writable for the master, the coordinator and the export;
-// OnRootMismatch spares a restarted master the recursive chown of its
-// checkpoints.
-void SetRestrictedSecurity(GaptrainPodParts* parts) {
+// With fixed ids, the uid is explicit although the image names it: the
+// kubelet can then check runAsNonRoot for any template's image, and an
+// image without a numeric USER still starts. fsGroup makes a fresh claim
+// (root's on most provisioners) writable for the master, the coordinator
+// and the export; OnRootMismatch spares a restarted master the recursive
+// chown of its checkpoints. Where the cluster assigns the ids (OpenShift),
+// it assigns fsGroup too, and a fixed one would be refused.
+void SetRestrictedSecurity(const OperatorConfig& config, GaptrainPodParts* parts) {
   parts->pod_security_context = {{"runAsNonRoot", true},
-                                 {"runAsUser", kImageUser},
-                                 {"runAsGroup", kImageUser},
-                                 {"fsGroup", kImageUser},
-                                 {"fsGroupChangePolicy", "OnRootMismatch"},
                                  {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+  if (config.fixed_pod_ids) {
+    parts->pod_security_context["runAsUser"] = kImageUser;
+    parts->pod_security_context["runAsGroup"] = kImageUser;
+    parts->pod_security_context["fsGroup"] = kImageUser;
+    parts->pod_security_context["fsGroupChangePolicy"] = "OnRootMismatch";
+  }
   parts->container_security_context = {{"allowPrivilegeEscalation", false},
                                        {"capabilities", {{"drop", json::array({"ALL"})}}}};
 }
@@ -265,7 +268,7 @@ class PodBuilder {
       // Keep the job's state off nodes that may vanish, where there is a choice.
       parts.preferred_node_terms = AwayFromSpot(config_.spot);
     }
-    SetRestrictedSecurity(&parts);
+    SetRestrictedSecurity(config_, &parts);
     parts.readiness_probe = HealthProbe(http_port, 5, 3);
     parts.liveness_probe = HealthProbe(http_port, 10, config_.liveness_failure_threshold);
     return MergePodTemplate(pod_template, template_path, ObjectAt(job_, {"metadata", "labels"}),
@@ -407,7 +410,7 @@ Status BuildExportPod(const json& job, const TrainingJob& spec, const OperatorCo
        ClaimVolume("gaptrain-checkpoints", CheckpointsClaimName(name), true),
        ClaimVolume("gaptrain-output", output.claim_name, false)});
   parts.preferred_node_terms = AwayFromSpot(config.spot);
-  SetRestrictedSecurity(&parts);
+  SetRestrictedSecurity(config, &parts);
   GAPTRAIN_RETURN_IF_ERROR(MergePodTemplate(pod_template, template_path,
                                             ObjectAt(job, {"metadata", "labels"}), parts, pod));
   // After the merge, which takes the template's annotations as they are.

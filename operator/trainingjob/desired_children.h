@@ -25,6 +25,8 @@
 // (kImageUser, non-root), its group owns their volumes (fsGroup, so the
 // master and the coordinator can write a fresh claim), RuntimeDefault
 // seccomp, and no container may gain privileges or keep a capability.
+// With OperatorConfig::fixed_pod_ids false they name no ids (the cluster
+// assigns them) and keep the rest.
 //
 // Errors (INVALID_ARGUMENT, naming the field) are what the API server
 // would refuse later: a job name too long for its Services' DNS names, a

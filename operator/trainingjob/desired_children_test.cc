@@ -823,6 +823,26 @@ TEST(DesiredChildrenTest, PodsHaveTheShapeARealServerAccepted) {
   EXPECT_TRUE(IsSubset(stored["metadata"]["labels"], ours["metadata"]["labels"]));
 }
 
+// Where the cluster assigns pods' ids (--pod-ids cluster, OpenShift), no
+// pod names a user, group or fsGroup, and every other restriction stays.
+TEST(DesiredChildrenTest, PodsNameNoIdsWhereTheClusterAssignsThem) {
+  OperatorConfig config;
+  config.fixed_pod_ids = false;
+  const json pod_defaults =
+      json::parse(R"j({"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}})j");
+  const json container_defaults =
+      json::parse(R"j({"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}})j");
+  const Built b = Build(BaseJob(), config);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  ASSERT_FALSE(b.children.pods.empty());
+  for (const json& pod : b.children.pods) {
+    EXPECT_EQ(pod["spec"]["securityContext"], pod_defaults) << pod["metadata"]["name"];
+    EXPECT_EQ(pod["spec"]["containers"][0]["securityContext"], container_defaults);
+  }
+  const json exporter = ExportPodOf(OutputJob(), 0.98, config);
+  EXPECT_EQ(exporter["spec"]["securityContext"], pod_defaults);
+}
+
 }  // namespace
 }  // namespace trainingjob
 }  // namespace gaptrain

@@ -19,6 +19,11 @@ struct OperatorConfig {
   // operator's own container's (operator/job_image.h); this default only
   // out of a cluster.
   std::string image = "ghcr.io/gaptrain/gaptrain:0.1.0";  // scripts/build-image.sh
+  // Whether job pods name the image's user and group (runAsUser,
+  // runAsGroup and fsGroup kImageUser). False where the cluster assigns
+  // them: OpenShift's restricted-v2 SCC refuses ids outside the
+  // namespace's range and supplies its own, fsGroup included.
+  bool fixed_pod_ids = true;
   // Spot tolerations and affinity (--spot-preset gke|eks|aks|none|JSON).
   SpotScheduling spot;
   // How often a running job's progress (the coordinator's /status, the
