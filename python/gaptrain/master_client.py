@@ -2,7 +2,15 @@
 Describe and the layout check, Pull and PushPull (Push + Pull for an older
 master) in the job's wire type (gaptrain/wire.py), the parameters held in
 one flat buffer whose views are copied into the model, and a master
-restart noticed by its incarnation."""
+restart noticed by its incarnation.
+
+Speed (bench/python_trainer_bench.py): pushes go as serialized chunks
+(wire.gradient_chunks(serialized=True)) and replies are read from the raw
+bytes, one copy of the values each way (chunk_bytes.py). A gradient of one
+chunk, the usual case, is sent as a unary-stream call: on the wire a stream
+of one request is the same, and the master's channel runs such calls on the
+calling thread instead of starting threads per call
+(rpc.MASTER_CHANNEL_OPTIONS)."""
 
 import logging
 
@@ -15,6 +23,10 @@ from gaptrain._proto import gaptrain_pb2 as pb
 from gaptrain._proto import gaptrain_pb2_grpc as pb_grpc
 
 log = logging.getLogger("gaptrain")
+
+PUSH_PULL = "/gaptrain.proto.Master/PushPull"
+PUSH = "/gaptrain.proto.Master/Push"
+PULL = "/gaptrain.proto.Master/Pull"
 
 
 def _layout_of(params):
@@ -77,8 +89,15 @@ class MasterClient:
         False when stopped meanwhile."""
         if self._channel is not None:
             self._channel.close()
-        self._channel = rpc.channel(address, self.opts.master_ca)
+        self._channel = rpc.channel(address, self.opts.master_ca, rpc.MASTER_CHANNEL_OPTIONS)
         self._stub = pb_grpc.MasterStub(self._channel)
+        # Bytes in, bytes out: chunk_bytes.py serializes and parses.
+        self._push_pull_one = self._channel.unary_stream(PUSH_PULL)
+        self._push_pull_stream = self._channel.stream_stream(PUSH_PULL)
+        self._pull = self._channel.unary_stream(
+            PULL, request_serializer=pb.PullRequest.SerializeToString)
+        self._push = self._channel.stream_unary(
+            PUSH, response_deserializer=pb.PushResponse.FromString)
         self.address = address
         backoff = rpc.Backoff(self.opts.host_name)
         while True:
@@ -136,8 +155,7 @@ class MasterClient:
                                  known_version=self.known_version,
                                  wire_type=self.opts.wire_type)
         try:
-            stream = self._stub.Pull(request, timeout=rpc.MASTER_DEADLINE,
-                                     metadata=self._metadata)
+            stream = self._pull(request, timeout=rpc.MASTER_DEADLINE, metadata=self._metadata)
             pulled = wire.read_parameter_chunks(stream, self.flat)
         except wire.LayoutMismatch as e:
             raise rpc.GaptrainError(str(e))
@@ -151,11 +169,16 @@ class MasterClient:
         RpcError, MalformedReply or LayoutMismatch."""
         chunks = wire.gradient_chunks(
             gradient, worker_id=self.session.worker_id, base_version=self.base_version,
-            wire_type=self.opts.wire_type, loss=loss, echo=echo, echo_type=self.echo_type)
+            wire_type=self.opts.wire_type, loss=loss, echo=echo, echo_type=self.echo_type,
+            serialized=True)
         if self._push_pull:
             try:
-                stream = self._stub.PushPull(iter(chunks), timeout=rpc.MASTER_DEADLINE,
-                                             metadata=self._metadata)
+                if len(chunks) == 1:
+                    stream = self._push_pull_one(chunks[0], timeout=rpc.MASTER_DEADLINE,
+                                                 metadata=self._metadata)
+                else:
+                    stream = self._push_pull_stream(iter(chunks), timeout=rpc.MASTER_DEADLINE,
+                                                    metadata=self._metadata)
                 try:
                     pulled = wire.read_parameter_chunks(stream, self.flat, expect_push=True)
                 except wire.MalformedReply as e:
@@ -170,8 +193,7 @@ class MasterClient:
                     raise
                 log.info("master: no PushPull (an older master); pushing and pulling in two calls")
                 self._push_pull = False
-        reply = self._stub.Push(iter(chunks), timeout=rpc.MASTER_DEADLINE,
-                                metadata=self._metadata)
+        reply = self._push(iter(chunks), timeout=rpc.MASTER_DEADLINE, metadata=self._metadata)
         return reply, None
 
     def close(self):

@@ -7,6 +7,7 @@ import threading
 import time
 
 import grpc
+import grpc.experimental  # ChannelOptions: not imported by grpc itself
 
 from gaptrain import wire
 
@@ -32,6 +33,17 @@ CHANNEL_OPTIONS = [
     ("grpc.dns_min_time_between_resolutions_ms", 500),
     ("grpc.max_receive_message_length", 64 << 20),
     ("grpc.max_send_message_length", 64 << 20),
+]
+# The master's channel adds what services/master/bulk_transfer.cc gives
+# model-sized streams (wide HTTP/2 windows, large frames and write buffers),
+# and runs unary-stream calls (Pull, and PushPull with a one-chunk gradient:
+# master_client.py) on the calling thread: grpc Python otherwise starts
+# threads for every call, about 1 ms a step on a two-core machine.
+MASTER_CHANNEL_OPTIONS = CHANNEL_OPTIONS + [
+    ("grpc.http2.lookahead_bytes", 64 << 20),
+    ("grpc.http2.max_frame_size", (1 << 24) - 1),
+    ("grpc.http2.write_buffer_size", 8 << 20),
+    (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1),
 ]
 COORDINATOR_DEADLINE = 10.0
 MASTER_DEADLINE = 30.0
@@ -101,12 +113,12 @@ class Backoff:
         return d / 2 + self._rng.random() * d / 2
 
 
-def channel(address, ca_file):
+def channel(address, ca_file, options=CHANNEL_OPTIONS):
     if ca_file:
         with open(ca_file, "rb") as f:
             creds = grpc.ssl_channel_credentials(root_certificates=f.read())
-        return grpc.secure_channel(address, creds, options=CHANNEL_OPTIONS)
-    return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        return grpc.secure_channel(address, creds, options=options)
+    return grpc.insecure_channel(address, options=options)
 
 
 def bearer(token):

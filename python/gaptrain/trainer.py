@@ -1,8 +1,9 @@
 """The trainer loop and `train()`: a user's model, dataset and loss as a
 gaptrain trainer, with gaptrain-worker's protocol and fault semantics
 (docs/worker.md): tasks from the coordinator (coordinator_client.py),
-parameters and gradients to and from the master (master_client.py), the
-batch in flight finished only if it fits the grace period after SIGTERM,
+parameters and gradients to and from the master (master_client.py), each
+task's next batch collated while the current one trains (batch_prefetch.py),
+the batch in flight finished only if it fits the grace period after SIGTERM,
 /healthz and /metrics served meanwhile (http_server.py, metrics.py)."""
 
 import logging
@@ -15,11 +16,14 @@ import time
 import grpc
 import torch
 
+from gaptrain import batch_prefetch
+from gaptrain import heap_policy
 from gaptrain import options as options_mod
 from gaptrain import rpc
 from gaptrain import wire
 from gaptrain.coordinator_client import CoordinatorSession
 from gaptrain.epoch_order import epoch_permutation
+from gaptrain.flat_gradient import FlatGradient
 from gaptrain.http_server import HttpServer
 from gaptrain.master_client import MasterClient
 from gaptrain.metrics import WorkerMetrics
@@ -55,13 +59,6 @@ class TrainResult:
                              self.last_loss, self.reason))
 
 
-def _collate(dataset, indices):
-    if isinstance(dataset, torch.utils.data.TensorDataset):
-        index = torch.tensor(indices, dtype=torch.long)
-        return tuple(t[index] for t in dataset.tensors)
-    return torch.utils.data.default_collate([dataset[i] for i in indices])
-
-
 class Trainer:
     def __init__(self, model, dataset, loss_fn, opts, batch_size=None, stop=None, metrics=None):
         self.model = model
@@ -79,6 +76,7 @@ class Trainer:
         self._avg = {"pull": 0.0, "compute": 0.0, "push": 0.0}
         self._task = None
         self._task_done = 0
+        self._builder = batch_prefetch.builder()  # batches are built ahead on it
 
     # -- the loop --------------------------------------------------------
     def _average(self, phase, seconds):
@@ -132,6 +130,7 @@ class Trainer:
             raise GaptrainError("the coordinator sent batch size 0")
         self.master = MasterClient(self.opts, self.stop, self.session,
                                    self.model.named_parameters())
+        self._gradient = FlatGradient(self._params)
         self._shuffle_seed = reg.shuffle_seed
         self._order_epoch = None
         self._order = None
@@ -179,6 +178,8 @@ class Trainer:
         reached = {}  # incarnation -> newest version a push of this task reached
         last_loss = None
         self.session.set_progress(task.task_id, 0)
+        batches = batch_prefetch.BatchPrefetch(self.dataset, self._order, task.begin, task.end,
+                                               self.batch_size, self._builder)
         for first in range(task.begin, task.end, self.batch_size):
             if self.stop.stopped:
                 return  # abandoned: Leave gives it back
@@ -187,8 +188,10 @@ class Trainer:
                 self._task = None
                 return
             last = min(task.end, first + self.batch_size)
-            indices = [self._order[p] for p in range(first, last)]
-            outcome, loss, reply = self._train_batch(indices, generation)
+            # take() starts building the next batch, during this one's
+            # compute and push; only a pushed batch counts (_task_done), so
+            # one built ahead is never handed back as trained.
+            outcome, loss, reply = self._train_batch(batches.take(first), generation)
             if outcome in ("stopped", "lost"):
                 continue
             if outcome == "skipped":
@@ -223,11 +226,12 @@ class Trainer:
             self._master_failing = False
             self.metrics.record_reconnect("master")
 
-    def _train_batch(self, indices, generation):
+    def _train_batch(self, batch, generation):
+        """Trains on `batch`: (indices, inputs, targets)."""
         backoff = rpc.Backoff(self.opts.host_name)
         recomputes = 0
         master = self.master
-        inputs, targets = _collate(self.dataset, indices)
+        indices, inputs, targets = batch
         while True:
             if not self._fits_in_grace(sum(self._avg.values())):
                 return "stopped", None, None
@@ -254,12 +258,11 @@ class Trainer:
 
             start = time.monotonic()
             self.model.train()
-            self.model.zero_grad(set_to_none=False)
+            self._gradient.zero(self.model)
             loss_t = self.loss_fn(self.model(inputs), targets)
             loss_t.backward()
             loss = float(loss_t.detach())
-            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self._params]
-            gradient = torch.cat([g.detach().reshape(-1).to("cpu", torch.float32) for g in grads])
+            gradient = self._gradient.gradient()
             self._average("compute", time.monotonic() - start)
             if not math.isfinite(loss):
                 log.warning("batch skipped: its loss is %s", loss)
@@ -341,6 +344,7 @@ class Trainer:
                         "when worker %d's lease runs out", held, self.session.worker_id)
         log.info("trainer done: %r", self.result)
         self.session.close()
+        self._builder.shutdown(wait=False, cancel_futures=True)
         if self.master is not None:
             self.master.close()
 
@@ -355,11 +359,14 @@ def train(model, dataset, loss_fn, batch_size=None, argv=None, environ=None, opt
     sys.argv[1:] (unknown flags are left alone), `environ` to os.environ;
     `options`, from gaptrain.parse_options(), replaces both. `batch_size`
     defaults to the job's. Serves /healthz and /metrics on the HTTP port
-    meanwhile. Returns a TrainResult when the job ended or the trainer was
-    preempted (SIGTERM); raises GaptrainError after leaving the job with
-    FAILED on an error retrying cannot fix, and OptionsError for bad
-    settings."""
+    meanwhile. Like gaptrain-worker, sets glibc to keep freed memory for
+    the process (heap_policy.py); the dataset is read on a builder thread,
+    one batch ahead (batch_prefetch.py). Returns a TrainResult when the job
+    ended or the trainer was preempted (SIGTERM); raises GaptrainError after
+    leaving the job with FAILED on an error retrying cannot fix, and
+    OptionsError for bad settings."""
     opts = options if options is not None else options_mod.parse(argv, environ)
+    heap_policy.use_training_heap_policy()
     metrics = WorkerMetrics()
     try:
         http = HttpServer(metrics, opts.http_address, opts.http_port, opts.ports_file)

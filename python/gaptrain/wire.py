@@ -4,8 +4,10 @@ FloatToBf16 rounds, so a Python trainer's bytes equal a C++ worker's."""
 
 import sys
 
+import numpy
 import torch
 
+from gaptrain import chunk_bytes
 from gaptrain._proto import gaptrain_pb2 as pb
 
 # The C++ client's chunk size (services/master/master_client.h): 1 MiB of fp32.
@@ -40,12 +42,39 @@ def bf16_to_floats(halves):
     return bits.view(torch.float32)
 
 
-def encode(values, wire_type):
-    """A 1-D float32 tensor as wire bytes."""
+def encode_buffer(values, wire_type):
+    """A 1-D float32 tensor's wire bytes as a buffer (a memoryview), without
+    a copy when the tensor already holds them (contiguous float32)."""
     values = values.detach().to(torch.float32).contiguous()
     if wire_type == pb.BFLOAT16:
-        return floats_to_bf16(values).numpy().tobytes()
-    return values.numpy().tobytes()
+        values = floats_to_bf16(values)
+    else:
+        value_size(wire_type)  # refuses an unknown type
+    return memoryview(values.numpy()).cast("B")
+
+
+def encode(values, wire_type):
+    """A 1-D float32 tensor as wire bytes."""
+    return encode_buffer(values, wire_type).tobytes()
+
+
+def decode_into(data, wire_type, out):
+    """Wire bytes (any buffer) into the 1-D float32 tensor `out`, which has
+    room for exactly their values: one copy, straight from the buffer."""
+    size = value_size(wire_type)
+    if len(data) % size != 0:
+        raise ValueError("%d bytes is not a whole number of %d-byte values" % (len(data), size))
+    if len(data) // size != out.numel():
+        raise ValueError("%d values for a tensor of %d" % (len(data) // size, out.numel()))
+    if not len(data):
+        return
+    # numpy reads a read-only buffer (the received bytes) without copying;
+    # torch.frombuffer would warn that it is not writable.
+    if wire_type == pb.BFLOAT16:
+        halves = numpy.frombuffer(data, dtype="<u2")
+        out.numpy()[:] = (halves.astype(numpy.uint32) << 16).view(numpy.float32)
+    else:
+        out.numpy()[:] = numpy.frombuffer(data, dtype="<f4")
 
 
 def decode(data, wire_type):
@@ -53,32 +82,38 @@ def decode(data, wire_type):
     size = value_size(wire_type)
     if len(data) % size != 0:
         raise ValueError("%d bytes is not a whole number of %d-byte values" % (len(data), size))
-    if not data:
-        return torch.empty(0, dtype=torch.float32)
-    if wire_type == pb.BFLOAT16:
-        return bf16_to_floats(torch.frombuffer(bytearray(data), dtype=torch.int16))
-    return torch.frombuffer(bytearray(data), dtype=torch.float32)
+    out = torch.empty(len(data) // size, dtype=torch.float32)
+    decode_into(data, wire_type, out)
+    return out
 
 
 def gradient_chunks(gradient, *, worker_id, base_version, wire_type, loss=0.0, echo=None,
-                    echo_type=pb.FLOAT32, chunk_values=DEFAULT_CHUNK_VALUES):
+                    echo_type=pb.FLOAT32, chunk_values=DEFAULT_CHUNK_VALUES, serialized=False):
     """Push's request stream: consecutive slices of a flat gradient (and of the
-    echoed copy, when given), with the same header in every chunk."""
+    echoed copy, when given), with the same header in every chunk. As
+    GradientChunk messages, or with `serialized` as their bytes, built with
+    one copy of the values (chunk_bytes.py)."""
     n = gradient.numel()
-    grad_bytes = encode(gradient, wire_type)
-    echo_bytes = encode(echo, echo_type) if echo is not None else None
+    grad_bytes = encode_buffer(gradient, wire_type)
+    echo_bytes = encode_buffer(echo, echo_type) if echo is not None else None
     gsize = value_size(wire_type)
     esize = value_size(echo_type)
     chunks = []
     for offset in range(0, n, chunk_values):
         count = min(chunk_values, n - offset)
-        chunk = pb.GradientChunk(
+        header = pb.GradientChunk(
             worker_id=worker_id, base_version=base_version, total_values=n, offset=offset,
-            wire_type=wire_type, echo_type=echo_type, loss=loss,
-            values=grad_bytes[offset * gsize:(offset + count) * gsize])
-        if echo_bytes is not None:
-            chunk.echo = echo_bytes[offset * esize:(offset + count) * esize]
-        chunks.append(chunk)
+            wire_type=wire_type, echo_type=echo_type, loss=loss)
+        values = grad_bytes[offset * gsize:(offset + count) * gsize]
+        echoed = (echo_bytes[offset * esize:(offset + count) * esize]
+                  if echo_bytes is not None else None)
+        if serialized:
+            chunks.append(chunk_bytes.gradient_chunk(header, values, echoed))
+            continue
+        header.values = values.tobytes()
+        if echoed is not None:
+            header.echo = echoed.tobytes()
+        chunks.append(header)
     return chunks
 
 
@@ -130,6 +165,13 @@ def _read(chunks, out, expect_push, result):
     received = 0
     first = True
     for chunk in chunks:
+        if isinstance(chunk, bytes):  # a raw call's reply: the values stay in it
+            try:
+                chunk, values = chunk_bytes.parameter_chunk(chunk)
+            except chunk_bytes.Malformed as e:
+                raise MalformedReply("pull: a chunk that does not parse: %s" % e)
+        else:
+            values = chunk.values
         if first:
             if expect_push:
                 if not chunk.HasField("push"):
@@ -141,15 +183,18 @@ def _read(chunks, out, expect_push, result):
             if chunk.total_values != n:
                 raise LayoutMismatch(
                     "the master's model has %d values, this trainer's %d" % (chunk.total_values, n))
-        if not chunk.values:
+        if not len(values):
             continue  # not modified
         if chunk.version != result.version or chunk.offset != received:
             raise MalformedReply("pull: malformed chunk at offset %d" % chunk.offset)
-        values = decode(chunk.values, chunk.wire_type)
-        if received + values.numel() > n:
+        size = value_size(chunk.wire_type)
+        count = len(values) // size
+        if len(values) % size != 0:
+            raise MalformedReply("pull: chunk at offset %d is not whole values" % chunk.offset)
+        if received + count > n:
             raise MalformedReply("pull: chunk at offset %d runs past the model" % chunk.offset)
-        out[received:received + values.numel()] = values
-        received += values.numel()
+        decode_into(values, chunk.wire_type, out[received:received + count])
+        received += count
     if first:
         raise MalformedReply("pull: the master sent no chunk")
     if received not in (0, n):

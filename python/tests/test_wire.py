@@ -116,6 +116,15 @@ class GradientChunksTest(unittest.TestCase):
         parsed = pb.GradientChunk.FromString(chunks[0].SerializeToString())
         self.assertEqual(parsed.values, struct.pack("<5H", *[0x3f80] * 5))
 
+    def test_serialized_chunks_are_the_messages(self):
+        g, echo = torch.randn(1000), torch.randn(1000)
+        for wire_type, echo_arg in ((pb.FLOAT32, None), (pb.BFLOAT16, echo), (pb.FLOAT32, echo)):
+            kwargs = dict(worker_id=3, base_version=1 << 40, wire_type=wire_type, loss=0.25,
+                          echo=echo_arg, echo_type=pb.FLOAT32, chunk_values=300)
+            messages = wire.gradient_chunks(g, **kwargs)
+            raw = wire.gradient_chunks(g, serialized=True, **kwargs)
+            self.assertEqual([pb.GradientChunk.FromString(r) for r in raw], messages)
+
 
 def parameter_chunks(x, wire_type, chunk_values, version=9, push=None):
     data = wire.encode(x, wire_type)
@@ -157,6 +166,23 @@ class ReadParameterChunksTest(unittest.TestCase):
         with self.assertRaises(wire.MalformedReply):
             wire.read_parameter_chunks(parameter_chunks(torch.ones(20), pb.FLOAT32, 8), out,
                                        expect_push=True)
+
+    def test_serialized_chunks(self):
+        # A raw call's reply: the chunks' bytes, the values found in place.
+        push = pb.PushResponse(version=10, incarnation=4)
+        for wire_type in (pb.FLOAT32, pb.BFLOAT16):
+            x = torch.randn(1000)
+            out = torch.zeros(1000)
+            chunks = [c.SerializeToString()
+                      for c in parameter_chunks(x, wire_type, 250, version=10, push=push)]
+            r = wire.read_parameter_chunks(chunks, out, expect_push=True)
+            self.assertEqual((r.version, r.incarnation, r.modified, r.push), (10, 4, True, push))
+            self.assertTrue(torch.equal(out, wire.decode(wire.encode(x, wire_type), wire_type)))
+        r = wire.read_parameter_chunks([pb.ParameterChunk(version=3, total_values=5)
+                                        .SerializeToString()], out[:5])
+        self.assertFalse(r.modified)
+        with self.assertRaises(wire.MalformedReply):
+            wire.read_parameter_chunks([b"\x2a\xff"], out)  # values longer than the message
 
     def test_bad_streams(self):
         x = torch.randn(100)
