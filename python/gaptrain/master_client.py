@@ -19,6 +19,7 @@ import torch
 
 from gaptrain import rpc
 from gaptrain import wire
+from gaptrain.parameter_mirror import ParameterMirror, parameter_device
 from gaptrain._proto import gaptrain_pb2 as pb
 from gaptrain._proto import gaptrain_pb2_grpc as pb_grpc
 
@@ -53,8 +54,9 @@ def check_layout(master_layout, model_params):
 
 class MasterClient:
     """One master at a time (`connect` again when the coordinator names
-    another). `flat` holds the pulled parameters; the model's own tensors
-    are updated from it after every pull that brought new values."""
+    another). `flat` holds the pulled parameters, and the model's
+    parameters follow it (parameter_mirror.py: views of it on the CPU, one
+    copy to a GPU after each pull that brought new values)."""
 
     def __init__(self, opts, stop, session, named_params):
         self.opts = opts
@@ -67,12 +69,11 @@ class MasterClient:
             if p.dtype != torch.float32:
                 raise rpc.GaptrainError("the model's parameters must be float32 (%s)" % p.dtype)
         self.size = sum(p.numel() for p in self._params)
-        self.flat = torch.empty(self.size, dtype=torch.float32)
-        self._views = []
-        offset = 0
-        for p in self._params:
-            self._views.append(self.flat[offset:offset + p.numel()].view_as(p))
-            offset += p.numel()
+        device = parameter_device(self._params)
+        # Pinned, a GPU's copy from it is one direct transfer.
+        self.flat = torch.empty(self.size, dtype=torch.float32,
+                                pin_memory=device is not None and device.type == "cuda")
+        self.mirror = ParameterMirror(self._params, self.flat)
         self._channel = None
         self._stub = None
         self.address = ""
@@ -81,6 +82,7 @@ class MasterClient:
         self.incarnation = 0
         self.pulled_with_push = False  # the last push brought the next parameters
         self._push_pull = True
+        self.rule = ""  # the master's update rule, from Describe ("sync", "dana-slim", ...)
         self.echo = False
         self.echo_type = pb.FLOAT32
 
@@ -112,11 +114,10 @@ class MasterClient:
                 if not self.stop.sleep(backoff.next()):
                     return False
         check_layout(d.layout, self._named)
-        if d.rule == "sync":
-            raise rpc.GaptrainError("sync mode is not supported by Python trainers yet")
-        if d.rule == "dana-slim":
-            raise rpc.GaptrainError("dana-slim keeps momentum on the worker; Python trainers do "
-                                    "not support it yet")
+        self.rule = d.rule
+        # In sync mode a push may wait for the step's other gradients:
+        # Push, then Pull once the step is done (as gaptrain-worker).
+        self._push_pull = d.rule != "sync"
         self.echo = d.needs_echo
         self.echo_type = d.echo_type
         # Pulled over a bf16 wire, the copy holds bf16 values: send it as bf16.
@@ -143,9 +144,7 @@ class MasterClient:
         self.session.set_master_version(pulled.version)
         self.note_incarnation(pulled.incarnation)
         if pulled.modified:
-            with torch.no_grad():
-                for p, v in zip(self._params, self._views):
-                    p.copy_(v)
+            self.mirror.load()
         self.known_version = pulled.version
         self.base_version = pulled.version
 
@@ -164,9 +163,12 @@ class MasterClient:
             raise rpc.error(e)
         self.accept(pulled)
 
-    def send(self, gradient, loss, echo):
+    def send(self, gradient, loss, echo, while_waiting=None):
         """Pushes; (PushResponse, the pulled parameters or None). Raises
-        RpcError, MalformedReply or LayoutMismatch."""
+        RpcError, MalformedReply or LayoutMismatch. `while_waiting` is
+        called once the gradient's values are in the request's bytes and the
+        call has started, before its reply is read: work that may overlap
+        the master's update (the gradient itself may then change)."""
         chunks = wire.gradient_chunks(
             gradient, worker_id=self.session.worker_id, base_version=self.base_version,
             wire_type=self.opts.wire_type, loss=loss, echo=echo, echo_type=self.echo_type,
@@ -179,6 +181,8 @@ class MasterClient:
                 else:
                     stream = self._push_pull_stream(iter(chunks), timeout=rpc.MASTER_DEADLINE,
                                                     metadata=self._metadata)
+                if while_waiting is not None:
+                    while_waiting()
                 try:
                     pulled = wire.read_parameter_chunks(stream, self.flat, expect_push=True)
                 except wire.MalformedReply as e:
@@ -193,6 +197,8 @@ class MasterClient:
                     raise
                 log.info("master: no PushPull (an older master); pushing and pulling in two calls")
                 self._push_pull = False
+        if while_waiting is not None:
+            while_waiting()
         reply = self._push(iter(chunks), timeout=rpc.MASTER_DEADLINE, metadata=self._metadata)
         return reply, None
 

@@ -5,6 +5,7 @@ environment variables ($GAPTRAIN_JOB, $GAPTRAIN_COORDINATOR, ...). A flag
 wins over its variable."""
 
 import argparse
+import math
 import os
 import socket
 
@@ -56,6 +57,8 @@ class Options:
         self.data_path = ""  # --data-dir, else spec.data.path
         self.data_format = "mnist-idx"
         self.model = {}  # spec.model as written
+        self.momentum = 0.9  # spec.training.optimizer: dana-slim's worker momentum
+        self.weight_decay = 1e-4
 
 
 def _parser():
@@ -96,8 +99,24 @@ def read_job(options, job_file, name="--job"):
     options.rule = _get(job, "spec", "training", "staleness", "rule", default="gap-aware")
     options.data_format = str(_get(job, "spec", "data", "format", default="mnist-idx"))
     options.model = _get(job, "spec", "model", default={}) or {}
+    optimizer = "spec.training.optimizer."
+    options.momentum = _job_number(_get(job, "spec", "training", "optimizer", "momentum",
+                                        default=0.9), optimizer + "momentum", 0.0, 1.0)
+    options.weight_decay = _job_number(_get(job, "spec", "training", "optimizer", "weightDecay",
+                                            default=1e-4), optimizer + "weightDecay", 0.0)
     path = _get(job, "spec", "data", "path", default="")
     options.data_path = options.data_dir or ("" if path is None else str(path))
+
+
+def _job_number(value, field, low, high=None):
+    """A finite number of the job file in [low, high), or >= low without
+    `high` (the parser's ranges: services/api/training_job.h)."""
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and
+          math.isfinite(value) and low <= value and (high is None or value < high))
+    if not ok:
+        want = "at least %g" % low if high is None else "in [%g, %g)" % (low, high)
+        raise OptionsError("%s: must be a number %s, got %r" % (field, want, value))
+    return float(value)
 
 
 def _setting(args, environ, flag):

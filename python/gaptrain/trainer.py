@@ -22,11 +22,13 @@ from gaptrain import options as options_mod
 from gaptrain import rpc
 from gaptrain import wire
 from gaptrain.coordinator_client import CoordinatorSession
+from gaptrain.dana_slim import DanaSlimMomentum
 from gaptrain.epoch_order import epoch_permutation
 from gaptrain.flat_gradient import FlatGradient
 from gaptrain.http_server import HttpServer
 from gaptrain.master_client import MasterClient
 from gaptrain.metrics import WorkerMetrics
+from gaptrain.parameter_mirror import parameter_device, to_device
 from gaptrain.rpc import Error, GaptrainError, Stop, TRANSIENT, LOST_MEMBERSHIP
 from gaptrain._proto import gaptrain_pb2 as pb
 
@@ -60,7 +62,8 @@ class TrainResult:
 
 
 class Trainer:
-    def __init__(self, model, dataset, loss_fn, opts, batch_size=None, stop=None, metrics=None):
+    def __init__(self, model, dataset, loss_fn, opts, batch_size=None, stop=None, metrics=None,
+                 builder=None):
         self.model = model
         self.dataset = dataset
         self.loss_fn = loss_fn
@@ -76,7 +79,9 @@ class Trainer:
         self._avg = {"pull": 0.0, "compute": 0.0, "push": 0.0}
         self._task = None
         self._task_done = 0
-        self._builder = batch_prefetch.builder()  # batches are built ahead on it
+        # Batches are built ahead by it (batch_prefetch.py).
+        self._builder = builder or batch_prefetch.ThreadBuilder(dataset)
+        self._slim = None  # DanaSlimMomentum under the dana-slim rule
 
     # -- the loop --------------------------------------------------------
     def _average(self, phase, seconds):
@@ -136,7 +141,14 @@ class Trainer:
         self._order = None
         if self.opts.threads > 0:
             torch.set_num_threads(self.opts.threads)
-        return self.master.connect(reg.master_address)
+        if not self.master.connect(reg.master_address):
+            return False
+        if self.master.rule == "dana-slim":
+            self._slim = DanaSlimMomentum(self.master.size, self.opts.momentum,
+                                          self.opts.weight_decay)
+            log.info("DANA-Slim momentum on this trainer (momentum %g, weight decay %g)",
+                     self.opts.momentum, self.opts.weight_decay)
+        return True
 
     def _loop(self):
         while not self.stop.stopped:
@@ -178,7 +190,7 @@ class Trainer:
         reached = {}  # incarnation -> newest version a push of this task reached
         last_loss = None
         self.session.set_progress(task.task_id, 0)
-        batches = batch_prefetch.BatchPrefetch(self.dataset, self._order, task.begin, task.end,
+        batches = batch_prefetch.BatchPrefetch(self._order, task.begin, task.end,
                                                self.batch_size, self._builder)
         for first in range(task.begin, task.end, self.batch_size):
             if self.stop.stopped:
@@ -232,6 +244,8 @@ class Trainer:
         recomputes = 0
         master = self.master
         indices, inputs, targets = batch
+        inputs = to_device(inputs, master.mirror.device)
+        targets = to_device(targets, master.mirror.device)
         while True:
             if not self._fits_in_grace(sum(self._avg.values())):
                 return "stopped", None, None
@@ -269,11 +283,14 @@ class Trainer:
                 return "skipped", None, None
             if not self._fits_in_grace(self._avg["push"]):
                 return "stopped", None, None
+            if self._slim is not None:
+                gradient = self._slim.update(gradient, master.flat)
 
             echo = master.flat.clone() if master.echo else None
             start = time.monotonic()
             try:
-                reply, pulled = master.send(gradient, loss, echo)
+                reply, pulled = master.send(gradient, loss, echo,
+                                            while_waiting=self._gradient.clear_early)
             except wire.LayoutMismatch as e:
                 raise GaptrainError(str(e))
             except (grpc.RpcError, wire.MalformedReply) as e:
@@ -299,8 +316,10 @@ class Trainer:
                             backoff.next()):
                         return "stopped", None, None
                     continue
-                if err.code in (grpc.StatusCode.INVALID_ARGUMENT,
-                                grpc.StatusCode.ALREADY_EXISTS):
+                if err.code == grpc.StatusCode.ALREADY_EXISTS:  # sync: the step has ours
+                    log.warning("master: %s; batch skipped", err)
+                    return "skipped", None, None
+                if err.code == grpc.StatusCode.INVALID_ARGUMENT:
                     log.error("master refused the push: %s; batch skipped", err)
                     return "skipped", None, None
                 raise GaptrainError("master refused the push: %s" % err)
@@ -308,9 +327,13 @@ class Trainer:
             self._average("push", time.monotonic() - start)
             self.session.set_master_version(reply.version)
             master.note_incarnation(reply.incarnation)
+            if self._slim is not None:
+                self._slim.accept()
             if pulled is not None and pulled.modified:
                 master.accept(pulled)
                 master.pulled_with_push = True
+            if master.rule == "sync" and reply.outcome == pb.PushResponse.ACCUMULATED:
+                self._wait_for_next_step(master.base_version)
             self.metrics.record_batch(len(indices), loss)
             self.result.batches += 1
             self.result.samples += len(indices)
@@ -318,6 +341,22 @@ class Trainer:
             self.result.losses.append(loss)
             self.result.master_version = max(self.result.master_version, reply.version)
             return "trained", loss, reply
+
+    def _wait_for_next_step(self, pushed_on):
+        """Sync mode: the push waits for the step's other gradients, so pull
+        until the step's update is out (gaptrain-worker's WaitForNextStep);
+        the next batch then starts from it."""
+        backoff = rpc.Backoff(self.opts.host_name, initial=0.001, cap=0.1)
+        while not self.stop.stopped:
+            try:
+                self.master.pull()
+                if self.master.base_version > pushed_on:
+                    self.master.pulled_with_push = True  # current: no pull before the next batch
+                    return
+            except Error as e:
+                log.debug("master: Pull while waiting for the step failed (%s)", e)
+            if not self.stop.sleep(backoff.next()):
+                return
 
     def _finish(self, status):
         reason = pb.LEAVE_REASON_FINISHED
@@ -344,12 +383,13 @@ class Trainer:
                         "when worker %d's lease runs out", held, self.session.worker_id)
         log.info("trainer done: %r", self.result)
         self.session.close()
-        self._builder.shutdown(wait=False, cancel_futures=True)
+        self._builder.shutdown()
         if self.master is not None:
             self.master.close()
 
 
-def train(model, dataset, loss_fn, batch_size=None, argv=None, environ=None, options=None):
+def train(model, dataset, loss_fn, batch_size=None, argv=None, environ=None, options=None,
+          batch_process=True):
     """Trains `model` on `dataset` with `loss_fn(model(inputs), targets)` as a
     trainer of the gaptrain job named by gaptrain-worker's flags or, for
     those absent, the environment the operator and `gaptrain run` set
@@ -360,28 +400,35 @@ def train(model, dataset, loss_fn, batch_size=None, argv=None, environ=None, opt
     `options`, from gaptrain.parse_options(), replaces both. `batch_size`
     defaults to the job's. Serves /healthz and /metrics on the HTTP port
     meanwhile. Like gaptrain-worker, sets glibc to keep freed memory for
-    the process (heap_policy.py); the dataset is read on a builder thread,
-    one batch ahead (batch_prefetch.py). Returns a TrainResult when the job
+    the process (heap_policy.py). The dataset is read one batch ahead, in a
+    child process forked at the start (on Linux; as a DataLoader worker, so
+    the dataset must not need this process's threads or a GPU), or on a
+    thread with `batch_process=False` (batch_prefetch.py). Returns a TrainResult when the job
     ended or the trainer was preempted (SIGTERM); raises GaptrainError after
     leaving the job with FAILED on an error retrying cannot fix, and
     OptionsError for bad settings."""
     opts = options if options is not None else options_mod.parse(argv, environ)
     heap_policy.use_training_heap_policy()
-    metrics = WorkerMetrics()
+    device = parameter_device(list(model.parameters()))
+    metrics = WorkerMetrics(device=str(device) if device is not None else "several")
+    # Forked before this process has a gRPC channel or a thread of its own.
+    builder = batch_prefetch.start_builder(dataset, batch_process)
     try:
         http = HttpServer(metrics, opts.http_address, opts.http_port, opts.ports_file)
     except OSError as e:
+        builder.shutdown()
         raise GaptrainError("--http-port %d (or $GAPTRAIN_HTTP_PORT): cannot serve /metrics on "
                             "%s: %s" % (opts.http_port, opts.http_address, e))
     log.info("worker %s (trainer) of job %s: metrics on http://%s:%d/metrics", opts.host_name,
              opts.job_name, opts.http_address, http.port)
     try:
-        return _train(model, dataset, loss_fn, batch_size, opts, metrics)
+        return _train(model, dataset, loss_fn, batch_size, opts, metrics, builder)
     finally:
         http.stop()
+        builder.shutdown()
 
 
-def _train(model, dataset, loss_fn, batch_size, opts, metrics):
+def _train(model, dataset, loss_fn, batch_size, opts, metrics, builder):
     stop = Stop()
     watchdog = []
     previous = {}
@@ -405,7 +452,7 @@ def _train(model, dataset, loss_fn, batch_size, opts, metrics):
         log.warning("train() runs outside the main thread: SIGTERM is not handled")
     try:
         return Trainer(model, dataset, loss_fn, opts, batch_size=batch_size, stop=stop,
-                       metrics=metrics).run()
+                       metrics=metrics, builder=builder).run()
     finally:
         for s, h in previous.items():
             signal.signal(s, h)

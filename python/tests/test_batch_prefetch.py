@@ -1,6 +1,7 @@
-"""The trainer's batches built one ahead on a background thread
-(batch_prefetch.py): in the task's order, each once, nothing past the task,
-one thread only, a dataset's error raised where its batch is wanted."""
+"""The trainer's batches built one ahead (batch_prefetch.py), by a thread
+and by a forked child process: in the task's order, each once, nothing past
+the task, a dataset's error raised where its batch is wanted, tensors of any
+dtype and shape back intact, the child gone after shutdown."""
 
 import os
 import sys
@@ -31,18 +32,27 @@ class Recorded(torch.utils.data.Dataset):
         return torch.tensor([float(i)]), i
 
 
-class BatchPrefetchTest(unittest.TestCase):
-    ORDER = [9, 3, 7, 1, 0, 8, 2, 6, 5, 4]
+ORDER = [9, 3, 7, 1, 0, 8, 2, 6, 5, 4]
+
+
+class Common:
+    """Cases for both builders; self.make(dataset) gives one."""
 
     def setUp(self):
-        self.executor = batch_prefetch.builder()
+        self.builders = []
 
     def tearDown(self):
-        self.executor.shutdown()
+        for b in self.builders:
+            b.shutdown()
 
-    def test_batches_in_order_each_built_once(self):
+    def builder(self, dataset):
+        b = self.make(dataset)
+        self.builders.append(b)
+        return b
+
+    def test_batches_in_order(self):
         data = Recorded(10)
-        batches = batch_prefetch.BatchPrefetch(data, self.ORDER, 2, 9, 3, self.executor)
+        batches = batch_prefetch.BatchPrefetch(ORDER, 2, 9, 3, self.builder(data))
         got = []
         for first in range(2, 9, 3):  # positions [2, 9): 3 + 3 + 1
             indices, inputs, targets = batches.take(first)
@@ -50,29 +60,76 @@ class BatchPrefetchTest(unittest.TestCase):
             self.assertEqual(targets.tolist(), indices)
             self.assertEqual(inputs.reshape(-1).tolist(), [float(i) for i in indices])
         self.assertEqual(got, [[7, 1, 0], [8, 2, 6], [5]])
-        self.executor.shutdown()  # whatever was in flight is done
-        self.assertEqual(data.reads, [7, 1, 0, 8, 2, 6, 5])  # nothing past the task
-        self.assertEqual(len(data.threads), 1)
-        self.assertNotIn(threading.get_ident(), data.threads)
 
     def test_a_batch_out_of_turn_is_built_then(self):
-        data = Recorded(10)
-        batches = batch_prefetch.BatchPrefetch(data, self.ORDER, 0, 10, 4, self.executor)
+        batches = batch_prefetch.BatchPrefetch(ORDER, 0, 10, 4, self.builder(Recorded(10)))
         self.assertEqual(batches.take(0)[0], [9, 3, 7, 1])
         self.assertEqual(batches.take(8)[0], [5, 4])  # not the one built ahead
         self.assertEqual(batches.take(4)[0], [0, 8, 2, 6])
 
     def test_an_error_is_raised_when_its_batch_is_taken(self):
-        data = Recorded(10, bad=[8])
-        batches = batch_prefetch.BatchPrefetch(data, self.ORDER, 0, 10, 4, self.executor)
+        batches = batch_prefetch.BatchPrefetch(ORDER, 0, 10, 4,
+                                               self.builder(Recorded(10, bad=[8])))
         batches.take(0)  # builds [0, 8, 2, 6] ahead: its error waits for take()
         with self.assertRaisesRegex(IndexError, "sample 8 is bad"):
             batches.take(4)
+        self.assertEqual(batches.take(8)[0], [5, 4])  # the builder still works
 
-    def test_tensor_dataset(self):
-        data = torch.utils.data.TensorDataset(torch.arange(10.0), torch.arange(10))
-        batches = batch_prefetch.BatchPrefetch(data, self.ORDER, 0, 10, 5, self.executor)
-        self.assertEqual(batches.take(0)[2].tolist(), [9, 3, 7, 1, 0])
+    def test_tensors_of_any_dtype_and_structure(self):
+        data = torch.utils.data.TensorDataset(torch.arange(10.0).reshape(10, 1, 1),
+                                              torch.arange(10))
+        batches = batch_prefetch.BatchPrefetch(ORDER, 0, 10, 5, self.builder(data))
+        _, inputs, targets = batches.take(0)
+        self.assertEqual(targets.tolist(), [9, 3, 7, 1, 0])
+        self.assertEqual((inputs.dtype, tuple(inputs.shape)), (torch.float32, (5, 1, 1)))
+        pairs = [({"x": torch.full((2,), i, dtype=torch.bfloat16), "n": i}, torch.tensor(i))
+                 for i in range(4)]
+        b = self.builder(pairs)
+        inputs, targets = b.submit([2, 0]).result()
+        self.assertEqual(inputs["x"].dtype, torch.bfloat16)
+        self.assertEqual(inputs["x"].tolist(), [[2.0, 2.0], [0.0, 0.0]])
+        self.assertEqual(inputs["n"].tolist(), [2, 0])
+        self.assertEqual(targets.tolist(), [2, 0])
+
+
+class ThreadBuilderTest(Common, unittest.TestCase):
+    make = staticmethod(batch_prefetch.ThreadBuilder)
+
+    def test_one_thread_not_the_callers_and_nothing_past_the_task(self):
+        data = Recorded(10)
+        b = self.builder(data)
+        batches = batch_prefetch.BatchPrefetch(ORDER, 2, 9, 3, b)
+        for first in range(2, 9, 3):
+            batches.take(first)
+        b.shutdown()
+        b._pool.shutdown(wait=True)  # whatever was in flight is done
+        self.assertEqual(data.reads, [7, 1, 0, 8, 2, 6, 5])
+        self.assertEqual(len(data.threads), 1)
+        self.assertNotIn(threading.get_ident(), data.threads)
+
+
+@unittest.skipUnless(sys.platform.startswith("linux"), "fork: Linux only")
+class ProcessBuilderTest(Common, unittest.TestCase):
+    make = staticmethod(batch_prefetch.ProcessBuilder)
+
+    def test_the_dataset_is_read_in_the_child_which_shutdown_ends(self):
+        data = Recorded(10)
+        b = self.builder(data)
+        batches = batch_prefetch.BatchPrefetch(ORDER, 0, 10, 5, b)
+        self.assertEqual(batches.take(0)[0], [9, 3, 7, 1, 0])
+        self.assertEqual(data.reads, [])  # the child's copy was read, not ours
+        pid = b._pid
+        b.shutdown()
+        with self.assertRaises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped: no zombie left behind
+
+    def test_start_builder_forks_on_linux_and_threads_when_asked(self):
+        b = batch_prefetch.start_builder(Recorded(4))
+        self.builders.append(b)
+        self.assertIsInstance(b, batch_prefetch.ProcessBuilder)
+        t = batch_prefetch.start_builder(Recorded(4), process=False)
+        self.builders.append(t)
+        self.assertIsInstance(t, batch_prefetch.ThreadBuilder)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,24 @@ class FlatGradientTest(unittest.TestCase):
         self.assertEqual(model.weight.grad.tolist(), [[0.0] * 3] * 2)
         self.assertEqual(flat.gradient().tolist(), [0.0] * 8)
 
+    def test_cleared_early_the_next_step_starts_from_zero(self):
+        torch.manual_seed(1)
+        model = nn.Linear(3, 2)
+        flat = FlatGradient(model.parameters())
+        x = torch.randn(4, 3)
+        flat.zero(model)
+        model(x).sum().backward()
+        first = flat.gradient().clone()
+        self.assertNotEqual(first.abs().sum().item(), 0.0)
+        flat.clear_early()  # the push's bytes hold it; the master works
+        self.assertEqual(flat.gradient().abs().sum().item(), 0.0)
+        flat.zero(model)  # free: nothing written since
+        model(x).sum().backward()
+        self.assertTrue(torch.equal(flat.gradient(), first))  # not 2x: no stale sum
+        flat.zero(model)  # a backward since the clear: zeroed again
+        model(x).sum().backward()
+        self.assertTrue(torch.equal(flat.gradient(), first))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -120,13 +120,14 @@ spec:
     maxUpdates: {updates}
     evalEveryUpdates: 100000
     wireType: {wire}
+    mode: {mode}
     optimizer:
       learningRate: 0.05
       momentum: 0.9
       weightDecay: 1.0e-4
       decay: {{type: none}}
-    staleness: {{rule: gap-aware, gapSource: {gap_source}}}
-  workers: {{replicas: 1, minReplicas: 1}}
+    staleness: {{rule: {rule}, gapSource: {gap_source}}}
+  workers: {{replicas: {trainers}, minReplicas: 1}}
   master:
     checkpoint: {{intervalSeconds: 3600, keep: 2, path: {run}/checkpoints}}
   coordinator: {{leaseSeconds: 3}}
@@ -137,12 +138,14 @@ class Job:
     """The master and the coordinator of one job, as cli/run/local_job.cc
     starts them."""
 
-    def __init__(self, run_dir, wire, updates, gap_source="snapshot", model="{builtin: mlp}"):
+    def __init__(self, run_dir, wire, updates, gap_source="snapshot", model="{builtin: mlp}",
+                 mode="async", rule="gap-aware", trainers=1):
         self.run = run_dir
         self.job = os.path.join(run_dir, "job.yaml")
         with open(self.job, "w") as f:
             f.write(JOB.format(wire=wire, data=data_dir(), updates=updates, run=run_dir,
-                               gap_source=gap_source, model=model))
+                               gap_source=gap_source, model=model, mode=mode, rule=rule,
+                               trainers=trainers))
         self.env = dict(os.environ, GAPTRAIN_TOKEN=TOKEN)
         self.processes = []
         master_port = self._start("master", binary(
@@ -184,9 +187,11 @@ class Job:
             time.sleep(0.05)
         raise AssertionError("%s did not start within 60 s" % name)
 
-    def log(self, name):
+    def log(self, name, tail=3000):
+        """The end of NAME.log (all of it with tail=None)."""
         with open(os.path.join(self.run, name + ".log")) as f:
-            return f.read()[-3000:]
+            text = f.read()
+        return text if tail is None else text[-tail:]
 
     def trainer(self, name, grace=5, model="mlp"):
         """python/examples/fashion_mnist_mlp.py started with gaptrain-worker's
@@ -346,6 +351,48 @@ class PythonTrainerTest(unittest.TestCase):
             self.assertEqual((r["reason"], r["skipped"]), ("finished", 0))
             self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
             self.assertGreaterEqual(job.master_version(), 200)
+            self.assertLess(mean(r["losses"][-20:]), 0.6 * mean(r["losses"][:20]))
+        finally:
+            job.close()
+
+    def test_sync_mode_two_trainers_in_lockstep(self):
+        # A step of the master takes one gradient of each live trainer: a
+        # push that waits for the other's is ACCUMULATED, and its trainer
+        # pulls until the step is out before computing again. Had it not
+        # waited, its next push would be a second gradient for the same
+        # step, refused (ALREADY_EXISTS) and skipped: no batch is skipped.
+        job = Job(self.dir.name, "fp32", updates=60, mode="sync", trainers=2)
+        try:
+            runs = [job.trainer("py-sync-%d" % i) for i in range(2)]
+            for i, (trainer, _) in enumerate(runs):
+                self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-sync-%d" % i))
+            results = [read_result(result) for _, result in runs]
+            for r in results:
+                self.assertEqual((r["reason"], r["skipped"]), ("finished", 0))
+            self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
+            # The version counts steps: at most two gradients each, and most
+            # took both (alone, before the second trainer joined, one).
+            version = job.master_version()
+            pushed = sum(r["batches"] for r in results)
+            self.assertGreaterEqual(version, 60)
+            self.assertLessEqual(pushed, 2 * version + 2)
+            self.assertGreater(pushed, 1.2 * version)
+            self.assertIn("rule sync", job.log("py-sync-0", tail=None))
+            losses = results[0]["losses"] + results[1]["losses"]
+            self.assertLess(mean(results[0]["losses"][-10:]), 0.8 * mean(losses[:10]))
+        finally:
+            job.close()
+
+    def test_dana_slim_keeps_momentum_on_the_trainer(self):
+        job = Job(self.dir.name, "fp32", updates=200, rule="dana-slim")
+        try:
+            trainer, result = job.trainer("py-slim")
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-slim"))
+            r = read_result(result)
+            self.assertEqual((r["reason"], r["skipped"]), ("finished", 0))
+            self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
+            self.assertIn("DANA-Slim momentum on this trainer (momentum 0.9, weight decay 0.0001)",
+                          job.log("py-slim", tail=None))
             self.assertLess(mean(r["losses"][-20:]), 0.6 * mean(r["losses"][:20]))
         finally:
             job.close()

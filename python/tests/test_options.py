@@ -120,6 +120,26 @@ class OptionsTest(unittest.TestCase):
         o = options.parse(["--job", self.job, "--coordinator", "c:1", "--insecure-no-token"],
                           environ={})
         self.assertEqual((o.wire_type, o.mode, o.rule), (pb.FLOAT32, "async", "gap-aware"))
+        self.assertEqual((o.momentum, o.weight_decay), (0.9, 1e-4))  # the C++ defaults
+
+    def test_dana_slims_momentum_and_weight_decay_from_the_job(self):
+        args = ["--job", self.job, "--coordinator", "c:1", "--insecure-no-token"]
+        with open(self.job, "w") as f:
+            f.write("spec: {training: {optimizer: {momentum: 0.5, weightDecay: 0}}}\n")
+        o = options.parse(args, environ={})
+        self.assertEqual((o.momentum, o.weight_decay), (0.5, 0.0))
+        for optimizer, message in [
+                ("{momentum: 1.0}", "spec.training.optimizer.momentum: must be a number in "
+                                    "[0, 1), got 1.0"),
+                ("{momentum: fast}", "spec.training.optimizer.momentum: must be a number in "
+                                     "[0, 1), got 'fast'"),
+                ("{weightDecay: -1}", "spec.training.optimizer.weightDecay: must be a number "
+                                      "at least 0, got -1")]:
+            with open(self.job, "w") as f:
+                f.write("spec: {training: {optimizer: %s}}\n" % optimizer)
+            with self.assertRaises(options.OptionsError) as e:
+                options.parse(args, environ={})
+            self.assertEqual(str(e.exception), message)
 
 
 if __name__ == "__main__":
