@@ -1,5 +1,5 @@
 """The trainer's batches built one ahead (batch_prefetch.py), by a thread
-and by a forked child process: in the task's order, each once, nothing past
+and by a forked child process (batch_process.py): in the task's order, each once, nothing past
 the task, a dataset's error raised where its batch is wanted, tensors of any
 dtype and shape back intact, the child gone after shutdown."""
 
@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import torch  # noqa: E402
 
-from gaptrain import batch_prefetch  # noqa: E402
+from gaptrain import batch_prefetch, batch_process  # noqa: E402
 
 
 class Recorded(torch.utils.data.Dataset):
@@ -110,7 +110,7 @@ class ThreadBuilderTest(Common, unittest.TestCase):
 
 @unittest.skipUnless(sys.platform.startswith("linux"), "fork: Linux only")
 class ProcessBuilderTest(Common, unittest.TestCase):
-    make = staticmethod(batch_prefetch.ProcessBuilder)
+    make = staticmethod(batch_process.ProcessBuilder)
 
     def test_the_dataset_is_read_in_the_child_which_shutdown_ends(self):
         data = Recorded(10)
@@ -126,7 +126,7 @@ class ProcessBuilderTest(Common, unittest.TestCase):
     def test_start_builder_forks_on_linux_and_threads_when_asked(self):
         b = batch_prefetch.start_builder(Recorded(4))
         self.builders.append(b)
-        self.assertIsInstance(b, batch_prefetch.ProcessBuilder)
+        self.assertIsInstance(b, batch_process.ProcessBuilder)
         t = batch_prefetch.start_builder(Recorded(4), process=False)
         self.builders.append(t)
         self.assertIsInstance(t, batch_prefetch.ThreadBuilder)
