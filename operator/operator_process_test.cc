@@ -55,6 +55,7 @@
 #include "operator/envtest/api_resources.h"
 #include "operator/envtest/control_plane.h"
 #include "operator/envtest/shared_control_plane.h"
+#include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
 #include "operator/operator_permissions.h"
 #include "operator/running_operator.h"
@@ -1069,7 +1070,14 @@ spec:
   }
   Status s = cluster_->Kubectl({"apply", "-f", crd});
   ASSERT_TRUE(s.ok()) << s.ToString();
-  Cleanup remove_crd{[&] { cluster_->Kubectl({"delete", "-f", crd, "--wait=true"}); }};
+  // Gone again for the later tests, from discovery too, whose operators
+  // would otherwise take this cluster for OpenShift.
+  Cleanup remove_crd{[&] {
+    cluster_->Kubectl({"delete", "-f", crd, "--wait=true"});
+    EXPECT_TRUE(Eventually(
+        [&] { return kube::IsNotFound(admin()->GetApiGroup("security.openshift.io", nullptr)); },
+        seconds(30)));
+  }};
   ASSERT_TRUE(Eventually(
       [&] { return admin()->GetApiGroup("security.openshift.io", nullptr).ok(); }, seconds(30)));
 
