@@ -261,6 +261,8 @@ grpc::Status CoordinatorService::NextTask(grpc::ServerContext* context,
   response->set_reason(r.reason);
   if (r.outcome == TaskOutcome::kAssigned) {
     ToProto(r.task, response->mutable_task());
+  } else if (r.outcome == TaskOutcome::kWaitForWorkers) {
+    response->set_retry_after_ms(options_.wait_for_workers_retry_ms);
   } else if (r.outcome != TaskOutcome::kJobFinished) {
     response->set_retry_after_ms(options_.retry_after_ms);
   }

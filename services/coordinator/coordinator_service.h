@@ -43,7 +43,12 @@ class CoordinatorService final : public proto::Coordinator::Service {
   struct Options {
     std::string token;           // empty: no authentication
     std::string master_address;  // handed to workers at registration
-    // What NextTask tells a worker that must wait.
+    // What NextTask tells a worker that must wait: while the job waits for
+    // its trainers, to ask again soon, since it starts the moment the last
+    // one registers (in sync mode a trainer without a task is no member, so
+    // the first steps would go on without it); while an epoch's last tasks
+    // finish elsewhere, later.
+    uint32_t wait_for_workers_retry_ms = 100;
     uint32_t retry_after_ms = 1000;
   };
   // Seconds on a monotonic clock whose values are Unix-like (see
