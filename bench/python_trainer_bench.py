@@ -174,8 +174,8 @@ def main(argv):
         return 0
     write_job(job, data, args.epochs)
 
-    # Interleaved rounds, the best of each: the machine may be shared, and
-    # another process's burst slows whichever runs then.
+    # Interleaved rounds: the machine may be shared, and another process's
+    # burst slows whichever runs then.
     plain, python, cpp = [], [], []
     for r in range(args.rounds):
         plain.append(plain_loop(data, args.steps))

@@ -169,6 +169,19 @@ class OperatorE2eTest : public ::testing::Test {
         timeout);
   }
 
+  // Creates the TrainingJob `job_object` and waits until it is Running:
+  // when it was applied, when it ran, and the job as then seen.
+  void CreateAndAwaitRunning(const json& job_object, Clock::time_point* applied,
+                             Clock::time_point* running, json* job) {
+    *applied = Clock::now();
+    const Status s = admin()->Create(kube::kTrainingJobs, kNs, job_object, nullptr);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(WaitJob([](const json& j) { return JobStatus(j).value("phase", "") == "Running"; },
+                        seconds(90), job))
+        << Diagnostics();
+    *running = Clock::now();
+  }
+
   // Waits until pod `name` is a new pod (not `old_uid`) and ready.
   void AwaitReplaced(const std::string& name, const std::string& old_uid) {
     ASSERT_TRUE(Eventually(
@@ -306,14 +319,9 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   json job_object;
   Status s = bed_->ReadJob(kJobFile, &job_object);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  const Clock::time_point applied = Clock::now();
-  s = admin()->Create(kube::kTrainingJobs, kNs, job_object, nullptr);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  Clock::time_point applied, running;
   json job;
-  ASSERT_TRUE(WaitJob([](const json& j) { return JobStatus(j).value("phase", "") == "Running"; },
-                      seconds(90), &job))
-      << Diagnostics();
-  const Clock::time_point running = Clock::now();
+  ASSERT_NO_FATAL_FAILURE(CreateAndAwaitRunning(job_object, &applied, &running, &job));
 
   // Training is under way: every trainer ready, the master updating (read
   // from the master's /metrics, not the operator's slower progress poll).
@@ -793,14 +801,9 @@ TEST_F(OperatorE2eTest, APythonTrainerJobRunsThroughAPreemption) {
   spec["training"]["epochs"] = 1;  // short: the accuracy bar is 80%, not the example's
   ASSERT_EQ(spec["data"].value("claimName", ""), "fashion-mnist-data");
 
-  const Clock::time_point applied = Clock::now();
-  s = admin()->Create(kube::kTrainingJobs, kNs, job_object, nullptr);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  Clock::time_point applied, running;
   json job;
-  ASSERT_TRUE(WaitJob([](const json& j) { return JobStatus(j).value("phase", "") == "Running"; },
-                      seconds(90), &job))
-      << Diagnostics();
-  const Clock::time_point running = Clock::now();
+  ASSERT_NO_FATAL_FAILURE(CreateAndAwaitRunning(job_object, &applied, &running, &job));
 
   // Training is under way: the 4 Python trainers ready (their /healthz),
   // serving their samples on /metrics, and the master updating.

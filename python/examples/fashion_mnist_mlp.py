@@ -73,7 +73,8 @@ def main(argv):
     args, rest = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    result = gaptrain.train(MODELS[args.model](), FashionMNIST(args.data), nn.CrossEntropyLoss(), argv=rest)
+    result = gaptrain.train(MODELS[args.model](), FashionMNIST(args.data), nn.CrossEntropyLoss(),
+                            argv=rest)
     if args.result:
         with open(args.result, "w") as f:
             json.dump(result.as_dict(), f)

@@ -17,7 +17,7 @@ log = logging.getLogger("gaptrain")
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def _answer(self, body_only):
+    def _answer(self, with_body):
         path = self.path.split("?", 1)[0]
         if path == "/healthz":
             status, ctype, body = 200, "text/plain", b"ok"
@@ -30,7 +30,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if body_only:
+        if with_body:
             self.wfile.write(body)
 
     def do_GET(self):  # noqa: N802 (http.server's name)

@@ -1,12 +1,12 @@
 """The trainer's side of the master (services/worker/master_link.cc):
-Describe and the layout check, Pull and PushPull (Push + Pull for an older
-master) in the job's wire type (gaptrain/wire.py), the parameters held in
-one flat buffer whose views are copied into the model, and a master
-restart noticed by its incarnation.
+Describe and the layout check, Pull and PushPull (Push + Pull in sync mode
+and for an older master) in the job's wire type (gaptrain/wire.py), the
+parameters held in one flat buffer the model follows
+(parameter_mirror.py), and a master restart noticed by its incarnation.
 
 Speed (bench/python_trainer_bench.py): pushes go as serialized chunks
-(wire.gradient_chunks(serialized=True)) and replies are read from the raw
-bytes, one copy of the values each way (chunk_bytes.py). A gradient of one
+(wire.gradient_chunks) and replies are read from the raw bytes, one copy
+of the values each way (chunk_bytes.py). A gradient of one
 chunk, the usual case, is sent as a unary-stream call: on the wire a stream
 of one request is the same, and the master's channel runs such calls on the
 calling thread instead of starting threads per call
@@ -171,8 +171,7 @@ class MasterClient:
         the master's update (the gradient itself may then change)."""
         chunks = wire.gradient_chunks(
             gradient, worker_id=self.session.worker_id, base_version=self.base_version,
-            wire_type=self.opts.wire_type, loss=loss, echo=echo, echo_type=self.echo_type,
-            serialized=True)
+            wire_type=self.opts.wire_type, loss=loss, echo=echo, echo_type=self.echo_type)
         if self._push_pull:
             try:
                 if len(chunks) == 1:

@@ -103,9 +103,7 @@ class Trainer:
         try:
             if self._setup():
                 self._loop()
-        except (GaptrainError, Error) as e:
-            status = e
-        except Exception as e:  # a bug in the user's code or ours: leave, then raise
+        except Exception as e:  # ours, or a bug in the user's code: leave, then raise
             status = e
         self._finish(status)
         if status is not None:
@@ -286,7 +284,9 @@ class Trainer:
             if self._slim is not None:
                 gradient = self._slim.update(gradient, master.flat)
 
-            echo = master.flat.clone() if master.echo else None
+            # The parameters this gradient was computed on; the push copies
+            # them into its bytes before anything could change them.
+            echo = master.flat if master.echo else None
             start = time.monotonic()
             try:
                 reply, pulled = master.send(gradient, loss, echo,

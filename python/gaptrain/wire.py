@@ -53,11 +53,6 @@ def encode_buffer(values, wire_type):
     return memoryview(values.numpy()).cast("B")
 
 
-def encode(values, wire_type):
-    """A 1-D float32 tensor as wire bytes."""
-    return encode_buffer(values, wire_type).tobytes()
-
-
 def decode_into(data, wire_type, out):
     """Wire bytes (any buffer) into the 1-D float32 tensor `out`, which has
     room for exactly their values: one copy, straight from the buffer."""
@@ -77,22 +72,12 @@ def decode_into(data, wire_type, out):
         out.numpy()[:] = numpy.frombuffer(data, dtype="<f4")
 
 
-def decode(data, wire_type):
-    """Wire bytes as a 1-D float32 tensor (a copy: it owns its memory)."""
-    size = value_size(wire_type)
-    if len(data) % size != 0:
-        raise ValueError("%d bytes is not a whole number of %d-byte values" % (len(data), size))
-    out = torch.empty(len(data) // size, dtype=torch.float32)
-    decode_into(data, wire_type, out)
-    return out
-
-
 def gradient_chunks(gradient, *, worker_id, base_version, wire_type, loss=0.0, echo=None,
-                    echo_type=pb.FLOAT32, chunk_values=DEFAULT_CHUNK_VALUES, serialized=False):
+                    echo_type=pb.FLOAT32, chunk_values=DEFAULT_CHUNK_VALUES):
     """Push's request stream: consecutive slices of a flat gradient (and of the
-    echoed copy, when given), with the same header in every chunk. As
-    GradientChunk messages, or with `serialized` as their bytes, built with
-    one copy of the values (chunk_bytes.py)."""
+    echoed copy, when given), with the same header in every chunk, as
+    serialized GradientChunks built with one copy of the values
+    (chunk_bytes.py)."""
     n = gradient.numel()
     grad_bytes = encode_buffer(gradient, wire_type)
     echo_bytes = encode_buffer(echo, echo_type) if echo is not None else None
@@ -107,13 +92,7 @@ def gradient_chunks(gradient, *, worker_id, base_version, wire_type, loss=0.0, e
         values = grad_bytes[offset * gsize:(offset + count) * gsize]
         echoed = (echo_bytes[offset * esize:(offset + count) * esize]
                   if echo_bytes is not None else None)
-        if serialized:
-            chunks.append(chunk_bytes.gradient_chunk(header, values, echoed))
-            continue
-        header.values = values.tobytes()
-        if echoed is not None:
-            header.echo = echoed.tobytes()
-        chunks.append(header)
+        chunks.append(chunk_bytes.gradient_chunk(header, values, echoed))
     return chunks
 
 
@@ -142,8 +121,9 @@ class Pulled:
 
 
 def read_parameter_chunks(chunks, out, *, expect_push=False):
-    """Reads a pull's chunks into the float32 tensor `out` (all of it, or
-    none when the version was current). Returns a Pulled. A stream that
+    """Reads a pull's chunks (serialized ParameterChunks, as a raw call
+    receives them) into the float32 tensor `out` (all of it, or none when
+    the version was current). Returns a Pulled. A stream that
     breaks (any exception while iterating) after a PushPull's first chunk
     raises MalformedReply carrying the push's outcome."""
     result = Pulled()
@@ -164,14 +144,11 @@ def _read(chunks, out, expect_push, result):
     n = out.numel()
     received = 0
     first = True
-    for chunk in chunks:
-        if isinstance(chunk, bytes):  # a raw call's reply: the values stay in it
-            try:
-                chunk, values = chunk_bytes.parameter_chunk(chunk)
-            except chunk_bytes.Malformed as e:
-                raise MalformedReply("pull: a chunk that does not parse: %s" % e)
-        else:
-            values = chunk.values
+    for data in chunks:
+        try:  # the values stay in the received bytes
+            chunk, values = chunk_bytes.parameter_chunk(data)
+        except chunk_bytes.Malformed as e:
+            raise MalformedReply("pull: a chunk that does not parse: %s" % e)
         if first:
             if expect_push:
                 if not chunk.HasField("push"):
