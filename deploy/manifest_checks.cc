@@ -282,6 +282,11 @@ std::string ProblemLines(const Problems& problems) {
 std::string FindKubectl() {
   const char* env = std::getenv("GAPTRAIN_KUBECTL_BINARY");
   if (env != nullptr && *env != '\0') return env;
+  const char* assets = std::getenv("KUBEBUILDER_ASSETS");
+  if (assets != nullptr && *assets != '\0') {
+    const std::string pinned = std::string(assets) + "/kubectl";
+    if (access(pinned.c_str(), X_OK) == 0) return pinned;
+  }
   const char* path = std::getenv("PATH");
   std::istringstream dirs(path != nullptr ? path : "");
   std::string dir;

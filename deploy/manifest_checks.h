@@ -45,8 +45,9 @@ Status ReadYamlFile(const std::string& path, nlohmann::json* out);
 // The problems one to a line ("" when there are none), for test messages.
 std::string ProblemLines(const Problems& problems);
 
-// kubectl: $GAPTRAIN_KUBECTL_BINARY, else the first `kubectl` on $PATH;
-// "" when there is none.
+// kubectl: $GAPTRAIN_KUBECTL_BINARY, else the test cluster's
+// ($KUBEBUILDER_ASSETS/kubectl: the release the tests pin, with its
+// kustomize), else the first `kubectl` on $PATH; "" when there is none.
 std::string FindKubectl();
 
 // `kubectl kustomize dir`'s output.

@@ -1,6 +1,7 @@
-// helm/gaptrain, rendered and linted by Helm 3.11.2's own engine
-// (helm-template, found as envtest finds its binaries: skipped where it is
-// missing, failed when CI=true): the chart lints without a finding; its
+// helm/gaptrain, rendered and linted by the real `helm` (found as envtest
+// finds its binaries: skipped where it is missing, failed when CI=true),
+// its notes from `helm install --dry-run` against a real API server: the
+// chart lints without a finding; its
 // schema refuses wrong values; the CRD, dashboards and rule files are
 // deploy/'s files byte for byte; the default values pass the same
 // ManifestChecks as deploy/ and render the same objects as
@@ -20,13 +21,16 @@
 #include <vector>
 
 #include "deploy/manifest_checks.h"
-#include "helm/helm_template.h"
+#include "helm/helm.h"
 #include "operator/crd/schema_check.h"
 #include "operator/envtest/envtest_assets.h"
+#include "operator/envtest/shared_control_plane.h"
 #include "operator/operator_options.h"
 #include "services/api/training_job.h"
 #include "services/testing/missing_requirement.h"
+#include "services/testing/status_assertions.h"
 #include "services/testing/test_files.h"
+#include "services/testing/test_processes.h"
 
 namespace gaptrain {
 namespace {
@@ -79,39 +83,39 @@ const std::set<std::string> kChartOnlyLabels = {
 class GaptrainChartTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const Status found = HelmTemplate::Find(&helm_);
+    const Status found = Helm::Find(&helm_);
     if (!found.ok()) GAPTRAIN_SKIP_OR_FAIL_IN_CI(found.message());
   }
 
-  RenderedChart Render(const json& overrides, const HelmRelease& release = HelmRelease()) {
+  std::string Render(const json& overrides, const HelmRelease& release = HelmRelease()) {
     HelmValues values;
     values.overrides = overrides;
-    RenderedChart rendered;
-    const Status s = helm_.Template(kChart, release, values, &rendered);
+    std::string manifests;
+    const Status s = helm_.Template(kChart, release, values, &manifests);
     EXPECT_TRUE(s.ok()) << s.ToString();
-    return rendered;
+    return manifests;
   }
 
   // The chart's objects as `helm template RELEASE -n NAMESPACE` gives them
   // (`helm template gaptrain -n gaptrain-system` by default).
   std::vector<json> RenderChart(const json& overrides,
                                 const HelmRelease& release = HelmRelease()) {
-    const std::string text = Render(overrides, release).manifests;
+    const std::string text = Render(overrides, release);
     std::vector<json> objects;
     const Status parsed = ParseManifests(text, &objects);
     EXPECT_TRUE(parsed.ok()) << parsed.ToString() << "\n" << text;
     return objects;
   }
 
-  // What helm-template says when it refuses the values; "" when it renders.
+  // What helm says when it refuses the values; "" when it renders.
   std::string Refusal(const json& overrides) {
     HelmValues values;
     values.overrides = overrides;
-    RenderedChart rendered;
-    return helm_.Template(kChart, HelmRelease(), values, &rendered).message();
+    std::string manifests;
+    return helm_.Template(kChart, HelmRelease(), values, &manifests).message();
   }
 
-  HelmTemplate helm_;
+  Helm helm_;
 };
 
 json OperatorDeployment(const std::vector<json>& objects, const std::string& name = kOperator) {
@@ -282,8 +286,8 @@ TEST_F(GaptrainChartTest, MonitoringTogglesAddPodMonitorsRulesAndDashboards) {
 }
 
 TEST_F(GaptrainChartTest, DefaultsRenderWhatKustomizeRenders) {
-  // setup.sh puts kubectl beside helm-template, so where this test runs at
-  // all it has one.
+  // scripts/test-cluster.sh puts kubectl beside helm, so where this test
+  // runs at all it has one.
   std::string kubectl = FindKubectl();
   if (kubectl.empty()) {
     const Status found = envtest::FindTool("kubectl", &kubectl);
@@ -390,16 +394,17 @@ TEST_F(GaptrainChartTest, PrometheusRulesAreDeploysPrometheusRules) {
 TEST_F(GaptrainChartTest, SchemaRefusesWrongValues) {
   const std::vector<std::pair<json, std::vector<std::string>>> cases = {
       {{{"replicas", "two"}, {"replica", 3}},
-       {"replicas: Invalid type. Expected: integer, given: string",
-        "Additional property replica is not allowed"}},
-      {{{"serviceAccount", {{"create", false}}}}, {"serviceAccount.name"}},
+       {"at '/replicas': got string, want integer",
+        "at '': additional properties 'replica' not allowed"}},
+      {{{"serviceAccount", {{"create", false}}}},
+       {"at '/serviceAccount/name': minLength: got 0, want 1"}},
       {{{"securityContext", {{"runAsNonroot", true}}}},
-       {"securityContext: Additional property runAsNonroot is not allowed"}},
+       {"at '/securityContext': additional properties 'runAsNonroot' not allowed"}},
       {{{"monitoring", {{"podMonitor", {{"enable", true}}}}}},
-       {"monitoring.podMonitor: Additional property enable is not allowed"}},
-      {{{"image", {{"digest", "latest"}}}}, {"image.digest"}},
-      {{{"workers", 0}}, {"workers: Must be greater than or equal to 1"}},
-      {{{"jobPodIds", "openshift"}}, {"jobPodIds: jobPodIds must be one of the following"}},
+       {"at '/monitoring/podMonitor': additional properties 'enable' not allowed"}},
+      {{{"image", {{"digest", "latest"}}}}, {"at '/image/digest'"}},
+      {{{"workers", 0}}, {"at '/workers': minimum: got 0, want 1"}},
+      {{{"jobPodIds", "openshift"}}, {"at '/jobPodIds': value must be one of 'auto', 'image', 'cluster'"}},
   };
   for (const auto& [overrides, named] : cases) {
     const std::string refusal = Refusal(overrides);
@@ -666,11 +671,11 @@ TEST_F(GaptrainChartTest, ReadmesSetFlagsWork) {
     for (const std::string& set : sets) {
       EXPECT_NE(readme.find("--set " + set), std::string::npos) << set << " is not in the README";
     }
-    RenderedChart rendered;
-    const Status s = helm_.Template(kChart, HelmRelease(), values, &rendered);
+    std::string manifests;
+    const Status s = helm_.Template(kChart, HelmRelease(), values, &manifests);
     ASSERT_TRUE(s.ok()) << s.ToString();
     std::vector<json> objects;
-    ASSERT_TRUE(ParseManifests(rendered.manifests, &objects).ok());
+    ASSERT_TRUE(ParseManifests(manifests, &objects).ok());
     EXPECT_EQ(ProblemLines(OperatorDeploymentProblems(objects)), "");
     EXPECT_FALSE(FindObject(objects, "PodMonitor", "gaptrain-jobs").is_null());
     EXPECT_FALSE(FindObject(objects, "ConfigMap", "gaptrain-dashboards").is_null());
@@ -691,9 +696,74 @@ TEST_F(GaptrainChartTest, LintsWithoutFindings) {
   }
 }
 
-TEST_F(GaptrainChartTest, NotesSayWhatToRunNextWithoutRepositoryPaths) {
-  const std::string notes = Render(kMonitoringOn, HelmRelease{"gaptrain", "ml-ops"}).notes;
-  ASSERT_FALSE(notes.empty()) << "helm-template printed no NOTES: section on stderr";
+// The chart on a real API server: `helm install` with every option on
+// creates what it renders (the PodMonitors and PrometheusRules against the
+// Prometheus Operator's own CRDs), and NOTES.txt as `helm install` prints
+// it (`helm template` does not render it), from a dry run.
+class GaptrainChartInstallTest : public GaptrainChartTest {
+ protected:
+  static void SetUpTestSuite() {
+    envtest::ControlPlane::Options options;
+    options.work_dir = TestTempDir("cluster");
+    std::string assets;
+    if (envtest::FindAssets(&assets).ok()) {
+      const std::string crds = assets + "/prometheus-operator/example/prometheus-operator-crd/";
+      options.crd_files = {crds + "monitoring.coreos.com_podmonitors.yaml",
+                           crds + "monitoring.coreos.com_prometheusrules.yaml"};
+    }
+    envtest::SharedControlPlane::Start(options);
+  }
+  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
+  void SetUp() override {
+    GaptrainChartTest::SetUp();
+    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
+    cluster_ = envtest::SharedControlPlane::Get();
+  }
+
+  std::string Notes(const json& overrides, const HelmRelease& release) {
+    HelmValues values;
+    values.overrides = overrides;
+    json installed;
+    const Status s = helm_.Install(kChart, release, values, cluster_->admin_kubeconfig_file(),
+                                   /*dry_run=*/true, &installed);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (!s.ok()) return "";
+    return installed.value("info", json::object()).value("notes", "");
+  }
+
+  envtest::ControlPlane* cluster_ = nullptr;
+};
+
+TEST_F(GaptrainChartInstallTest, EverythingOnInstallsOnARealApiServer) {
+  ASSERT_OK(cluster_->CreateNamespace("team-a"));  // kEverythingOn's watchNamespace
+  HelmValues values;
+  values.overrides = kEverythingOn;
+  json release;
+  ASSERT_OK(helm_.Install(kChart, HelmRelease{"gaptrain", "everything"}, values,
+                          cluster_->admin_kubeconfig_file(), /*dry_run=*/false, &release));
+  EXPECT_EQ(release["info"]["status"], "deployed") << release.dump(2);
+  // Every object the chart renders is in the cluster, as the API server
+  // validated and stored it.
+  std::vector<json> rendered;
+  ASSERT_TRUE(ParseManifests(release.value("manifest", ""), &rendered).ok());
+  EXPECT_GE(rendered.size(), 10u);
+  for (const json& object : rendered) {
+    const std::string kind = object["kind"], name = object["metadata"]["name"];
+    const std::string ns = object["metadata"].value("namespace", "everything");
+    std::string output;
+    const Status got = cluster_->Kubectl({"get", kind, name, "-n", ns, "-o", "name"}, &output);
+    EXPECT_TRUE(got.ok()) << kind << " " << name << ": " << got.ToString();
+  }
+  // Its cluster-wide objects would stop another release of the chart.
+  ASSERT_OK(helm_.Uninstall(HelmRelease{"gaptrain", "everything"},
+                            cluster_->admin_kubeconfig_file()));
+  std::string output;
+  EXPECT_FALSE(cluster_->Kubectl({"get", "clusterrole", "gaptrain-edit"}, &output).ok()) << output;
+}
+
+TEST_F(GaptrainChartInstallTest, NotesSayWhatToRunNextWithoutRepositoryPaths) {
+  const std::string notes = Notes(kMonitoringOn, HelmRelease{"gaptrain", "ml-ops"});
+  ASSERT_FALSE(notes.empty()) << "helm install --dry-run reported no notes";
   for (const char* want :
        {"kubectl -n ml-ops get pods", "logs deploy/gaptrain-operator", "kubectl get tj -w",
         "ghcr.io/gaptrain/gaptrain:0.1.0",
@@ -728,8 +798,7 @@ TEST_F(GaptrainChartTest, NotesSayWhatToRunNextWithoutRepositoryPaths) {
   EXPECT_EQ(CheckAgainstSchema(schema, YAML::Load(job_text)), std::vector<std::string>{});
 
   // Without the toggles, NOTES.txt does not mention what is not installed.
-  const std::string plain =
-      Render({{"watchNamespace", "team-a"}}, HelmRelease{"gaptrain", "ml-ops"}).notes;
+  const std::string plain = Notes({{"watchNamespace", "team-a"}}, HelmRelease{"gaptrain", "ml-ops"});
   EXPECT_NE(plain.find("kubectl -n ml-ops get pods"), std::string::npos) << plain;
   EXPECT_NE(plain.find("in namespace team-a"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("PodMonitors"), std::string::npos) << plain;

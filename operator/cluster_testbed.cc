@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "deploy/manifest_checks.h"
-#include "helm/helm_template.h"
+#include "helm/helm.h"
 #include "operator/envtest/envtest_assets.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/test_install.h"
@@ -128,14 +128,17 @@ void ClusterTestbed::Stop() {
 }
 
 Status ClusterTestbed::InstallGaptrain() {
-  std::string manifests;
   if (options_.install == Install::kDeploy) {
-    std::string kubectl;
+    std::string kubectl, manifests;
     GAPTRAIN_RETURN_IF_ERROR(envtest::FindTool("kubectl", &kubectl));
     GAPTRAIN_RETURN_IF_ERROR(KustomizeBuild(kubectl, "deploy", &manifests));
+    const std::string file = options_.work_dir + "/install.yaml";
+    GAPTRAIN_RETURN_IF_ERROR(WriteFile(file, manifests));
+    GAPTRAIN_RETURN_IF_ERROR(
+        cluster_->Kubectl({"apply", "--namespace", kOperatorNamespace, "-f", file}));
   } else {
-    HelmTemplate helm;
-    GAPTRAIN_RETURN_IF_ERROR(HelmTemplate::Find(&helm));
+    Helm helm;
+    GAPTRAIN_RETURN_IF_ERROR(Helm::Find(&helm));
     // Values a user tunes, so the real API server and the operator take
     // them too; names stay the defaults the tests look for (the Lease, the
     // ServiceAccount in the audit log, the pods' label).
@@ -148,17 +151,15 @@ Status ClusterTestbed::InstallGaptrain() {
         {"podLabels", {{"example.com/team", "ml"}}},
         {"podAnnotations", {{"example.com/owner", "e2e"}}},
         {"serviceAccount", {{"annotations", {{"example.com/identity", "e2e"}}}}}};
-    RenderedChart chart;
-    GAPTRAIN_RETURN_IF_ERROR(helm.Template(
-        "helm/gaptrain", HelmRelease{"gaptrain", kOperatorNamespace}, values, &chart));
-    manifests = chart.manifests;
-    // `helm install --create-namespace`.
-    GAPTRAIN_RETURN_IF_ERROR(cluster_->CreateNamespace(kOperatorNamespace));
+    // `helm install gaptrain helm/gaptrain -n gaptrain-system
+    // --create-namespace`, as a user runs it (the CRD is there already:
+    // Helm leaves it as it is).
+    json release;
+    GAPTRAIN_RETURN_IF_ERROR(helm.Install("helm/gaptrain",
+                                          HelmRelease{"gaptrain", kOperatorNamespace}, values,
+                                          cluster_->admin_kubeconfig_file(),
+                                          /*dry_run=*/false, &release));
   }
-  const std::string file = options_.work_dir + "/install.yaml";
-  GAPTRAIN_RETURN_IF_ERROR(WriteFile(file, manifests));
-  GAPTRAIN_RETURN_IF_ERROR(
-      cluster_->Kubectl({"apply", "--namespace", kOperatorNamespace, "-f", file}));
   // Both replicas run and are ready (a standby is ready too); one leads.
   const bool ready = WaitFor(
       [&] {

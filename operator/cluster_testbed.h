@@ -4,7 +4,7 @@
 // log, kube-controller-manager, kube-scheduler), a test node
 // (operator/testing's LocalNode) running pods as local processes, gaptrain
 // installed from deploy/ (`kubectl apply -k deploy/`: the operator as the
-// Deployment's two in-cluster pods) or from the Helm chart (helm-template,
+// Deployment's two in-cluster pods) or from the Helm chart (`helm install`,
 // with values a user tunes: workers, lease timings, extra args and env),
 // and a namespace for jobs that enforces PodSecurity `restricted`, with
 // the datasets' claims from examples/k8s/datasets.yaml filled with MNIST

@@ -5,7 +5,7 @@
 // namespace. gaptrain is installed from deploy/ (`kubectl apply -k
 // deploy/`: the operator runs as the Deployment's two pods, in-cluster, as
 // its ServiceAccount with the shipped ClusterRole, one leading), or from
-// the Helm chart as helm-template renders it; in a namespace that enforces
+// the Helm chart (`helm install`); in a namespace that enforces
 // PodSecurity `restricted`, the datasets' claims
 // (examples/k8s/datasets.yaml) are filled as `kubectl cp` would; then
 // examples/k8s/mnist-gap-aware-dana.yaml (LeNet-5 on the real MNIST, 4
@@ -49,6 +49,7 @@
 #include "operator/cluster_testbed.h"
 #include "operator/envtest/control_plane.h"
 #include "operator/operator_permissions.h"
+#include "operator/operator_process.h"
 #include "operator/test_install.h"
 #include "operator/testing/local_node.h"
 #include "services/net/metrics_text.h"
@@ -267,6 +268,7 @@ class OperatorE2eTest : public ::testing::Test {
     EXPECT_GT(requests, 0u) << "the audit log shows no request of " << kOperatorUser;
     const std::string logs = bed_->OperatorLogs();
     EXPECT_EQ(logs.find("Forbidden"), std::string::npos) << logs;
+    EXPECT_EQ(logs.find(kApiServerWarningLog), std::string::npos) << logs;
   }
 
   // Writes the operator sent, its Lease's aside; `detail` lists them.

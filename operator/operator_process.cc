@@ -31,6 +31,9 @@ Status NewClient(const kube::ClusterConfig& config, milliseconds timeout,
                  std::unique_ptr<kube::Client>* client) {
   kube::ClientOptions options;
   options.request_timeout = timeout;
+  options.on_warning = [](const std::string& what, const std::string& warning) {
+    spdlog::warn("{}{} ({})", kApiServerWarningLog, warning, what);
+  };
   return kube::Client::New(config, options, client);
 }
 

@@ -54,6 +54,10 @@
 
 namespace gaptrain {
 
+// How the operator's log begins a warning the API server sent it (a
+// deprecated API or field, a value it ignores), once per distinct text.
+inline constexpr char kApiServerWarningLog[] = "the API server warns: ";
+
 class OperatorProcess {
  public:
   static Status Start(const OperatorOptions& options, std::unique_ptr<OperatorProcess>* process);

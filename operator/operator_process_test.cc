@@ -58,6 +58,7 @@
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
 #include "operator/operator_permissions.h"
+#include "operator/operator_process.h"
 #include "operator/running_operator.h"
 #include "operator/test_install.h"
 #include "operator/testing/coordinator_status_examples.h"
@@ -577,6 +578,9 @@ class OperatorProcessTest : public ::testing::Test {
     const std::string log = op->Log();
     EXPECT_EQ(log.find("403 Forbidden"), std::string::npos) << log;  // not a timestamp's .403
     EXPECT_EQ(log.find("Forbidden"), std::string::npos) << log;
+    // Nor did the API server warn of anything it sent (a deprecated API or
+    // field, a value it ignores).
+    EXPECT_EQ(log.find(kApiServerWarningLog), std::string::npos) << log;
     for (const AuditRecord& r : OperatorRequests()) {
       EXPECT_NE(r.code, 403) << r.verb << " " << r.uri;
     }
@@ -720,7 +724,7 @@ TEST_F(OperatorProcessTest, AJobsLifeNeedsExactlyTheShippedPermissions) {
   }
 }
 
-// The chart's RBAC, as helm-template renders it, is enough too.
+// The chart's RBAC, as `helm template` renders it, is enough too.
 TEST_F(OperatorProcessTest, AJobsLifeWithTheChartsRbac) {
   // deploy/'s RBAC back for the later tests, also when this one fails.
   Cleanup reinstall{[&] {

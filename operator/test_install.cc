@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "deploy/manifest_checks.h"
-#include "helm/helm_template.h"
+#include "helm/helm.h"
 #include "operator/envtest/envtest_assets.h"
 #include "services/base/file_paths.h"
 
@@ -46,13 +46,13 @@ Status InstallOperatorRbac(envtest::ControlPlane* cluster, RbacSource source) {
     return cluster->Kubectl({"apply", "-f", file});
   }
 
-  HelmTemplate helm;
-  GAPTRAIN_RETURN_IF_ERROR(HelmTemplate::Find(&helm));
-  RenderedChart chart;
+  Helm helm;
+  GAPTRAIN_RETURN_IF_ERROR(Helm::Find(&helm));
+  std::string manifests;
   GAPTRAIN_RETURN_IF_ERROR(helm.Template(kChartDir, HelmRelease{"gaptrain", kOperatorNamespace},
-                                         HelmValues(), &chart));
+                                         HelmValues(), &manifests));
   std::vector<nlohmann::json> objects;
-  GAPTRAIN_RETURN_IF_ERROR(ParseManifests(chart.manifests, &objects));
+  GAPTRAIN_RETURN_IF_ERROR(ParseManifests(manifests, &objects));
   // The chart's RBAC: the operator's ServiceAccount, ClusterRole and
   // binding, and the users' aggregated ClusterRoles.
   const std::set<std::string> kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"};
@@ -63,7 +63,7 @@ Status InstallOperatorRbac(envtest::ControlPlane* cluster, RbacSource source) {
   for (const std::string& kind : kinds) {
     if (FindObject(objects, kind, "gaptrain-operator").is_null()) {
       return Status::FailedPrecondition("the chart rendered no " + kind +
-                                        " gaptrain-operator:\n" + chart.manifests);
+                                        " gaptrain-operator:\n" + manifests);
     }
   }
   const std::string file = work_dir + "/chart-rbac.json";

@@ -3,8 +3,8 @@
 // permissions: the CRD (deploy/crd, given to the ControlPlane's
 // Options::crd_files), the namespace gaptrain-system, and the operator's
 // ServiceAccount, ClusterRole and binding, either from deploy/
-// (`kubectl apply -k deploy/rbac`) or from the Helm chart as the real Helm
-// engine renders it (helm-template).
+// (`kubectl apply -k deploy/rbac`) or from the Helm chart as the real
+// `helm template` renders it.
 // Tests only; declare //operator:test_install_data as data.
 //
 // What callers may rely on:
@@ -35,7 +35,7 @@ inline constexpr char kTrainingJobCrdFile[] = "deploy/crd/gaptrain.io_trainingjo
 enum class RbacSource {
   kDeploy,  // deploy/operator/namespace.yaml, then `kubectl apply -k deploy/rbac`
   kChart,   // the chart's ServiceAccount, ClusterRole and ClusterRoleBinding,
-            // rendered by helm-template (release gaptrain, namespace gaptrain-system)
+            // rendered by `helm template` (release gaptrain, namespace gaptrain-system)
 };
 
 // Installs the operator's identity and permissions from `source`, replacing

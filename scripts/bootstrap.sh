@@ -23,9 +23,6 @@ PACKAGES=(
   # A real Prometheus server scrapes /metrics in tests; openssl makes TLS
   # test certificates
   prometheus openssl
-  # The real Kubernetes control plane of the operator's tests stores its
-  # state in etcd (../shared/envtest/setup.sh links it; operator/envtest)
-  etcd-server
   # tests/network_fault_test cuts links between a job's services
   iptables
 )

@@ -44,6 +44,8 @@ It also checks that every folder's README.md lists the folder's files
       docs/results/, docs/monitoring/   pictures the docs show
       helm/gaptrain/{templates,crds,dashboards,rules}/   the chart's parts,
                                  described by the chart's README
+      scripts/test-cluster/*/    Go modules (go.mod, go.sum, tools.go), one
+                                 per tool the test cluster builds
       third_party/*/             stand-ins for the repositories Bazel asks
                                  for, their file names fixed by Bazel
   - Each unnamed file (or unlisted folder) prints
@@ -133,6 +135,7 @@ UNLISTED_FOLDERS = [
     re.compile(r"^docs/(results|monitoring)$"),
     re.compile(r"^helm/gaptrain/(templates|crds|dashboards|rules)$"),
     re.compile(r"^third_party/[^/]+$"),
+    re.compile(r"^scripts/test-cluster/[^/]+$"),
 ]
 # Files a README need not name.
 UNLISTED_FILES = {"README.md", "BUILD"}

@@ -27,13 +27,17 @@ else
   echo "test.sh: //image:image_test left out (GAPTRAIN_IMAGE_TEST=0; docs/image.md)"
 fi
 
-# The real Kubernetes control plane the operator's tests run against
-# (operator/envtest), found as controller-runtime's envtest finds it.
-if [[ -z "${KUBEBUILDER_ASSETS:-}" && -x ../shared/envtest/setup.sh ]]; then
-  if KUBEBUILDER_ASSETS="$(../shared/envtest/setup.sh)"; then
+# The real Kubernetes control plane, Helm and Kueue the operator's tests
+# run against (operator/envtest), built from their Go modules by
+# scripts/test-cluster.sh (about 10 minutes on a fresh machine, a second
+# after) and found as controller-runtime's envtest finds them.
+if [[ -z "${KUBEBUILDER_ASSETS:-}" ]]; then
+  cluster_start=$SECONDS
+  if KUBEBUILDER_ASSETS="$(scripts/test-cluster.sh)"; then
     export KUBEBUILDER_ASSETS
+    echo "test.sh: test cluster in $KUBEBUILDER_ASSETS ($((SECONDS - cluster_start)) s)"
   else
-    echo "test.sh: ../shared/envtest/setup.sh failed; the control-plane tests will skip (fail with CI=true)"
+    echo "test.sh: scripts/test-cluster.sh failed; the control-plane tests will skip (fail with CI=true)"
     unset KUBEBUILDER_ASSETS
   fi
 fi

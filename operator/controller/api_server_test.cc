@@ -1,5 +1,5 @@
 // Tests the Informer and the LeaderElector against a real kube-apiserver
-// v1.26 (operator/envtest): an informer's cache and handler calls as the
+// (operator/envtest): an informer's cache and handler calls as the
 // real server's lists and watches drive them, including the re-list after
 // a 410 (a real one, from a compacted etcd, and the FaultProxy's), and
 // leader election on a real Lease, whose resourceVersion checks are the

@@ -280,6 +280,40 @@ Json Column(const char* name, const char* type, const char* path, const char* de
   return Json{{"name", name}, {"type", type}, {"jsonPath", path}, {"description", description}};
 }
 
+// A CEL string literal holding `text`.
+std::string CelString(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\\' || c == '\'') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+// What the parser adds after a rule's words: literal text, a CEL string
+// expression, literal text (", got '", "self", "'").
+struct Detail {
+  std::string before;
+  std::string expression;
+  std::string after;
+};
+
+// `rule` at schema node `at`, with `job_rule`'s words; fieldPath is the
+// part of the rule's field below `at`.
+CrdValidationRule Rule(const std::string& at, const std::string& rule, const JobRule& job_rule,
+                       const Detail& detail = {}) {
+  CrdValidationRule r{at, rule, job_rule.Text(), "", ""};
+  if (!detail.expression.empty()) {
+    r.message_expression = CelString(r.message + detail.before) + " + " + detail.expression +
+                           " + " + CelString(detail.after);
+  }
+  const std::string path = job_rule.path;
+  if (path.size() > at.size() && path.compare(0, at.size() + 1, at + ".") == 0) {
+    r.field_path = path.substr(at.size());
+  }
+  return r;
+}
+
 }  // namespace
 
 std::vector<CrdValidationRule> TrainingJobValidationRules() {
@@ -291,58 +325,73 @@ std::vector<CrdValidationRule> TrainingJobValidationRules() {
   for (const char* rule : kGapAwareRules) {
     gap_aware += (gap_aware.empty() ? "'" : ", '") + std::string(rule) + "'";
   }
-  // Each rule sits on the smallest node that holds every field it reads, so
-  // the API server's error names that node. The API server applies defaults
+  // spec.workers' floor, as WorkersSpec::Floor().
+  const std::string floor = "(has(self.minReplicas) && self.minReplicas > 0 ? "
+                            "self.minReplicas : self.replicas)";
+  // Each rule sits on the smallest node that holds every field it reads,
+  // and names the field it is about (fieldPath), so the API server's error
+  // names that field. The API server applies defaults
   // before it validates a job (an absent section becomes {} and gets its
   // fields' defaults), so a rule may read a defaulted field as it is; but it
   // also checks every default in the schema against the rules there, and a
   // section's default {} has none of its fields. So a rule on a section with
   // a default first asks has() of the field that would break it, whose
-  // default never does.
+  // default never does. A message expression adds what the parser or the
+  // operator adds to the words, where the API server can afford it: it
+  // refuses `string(int)` in one (its cost estimate of the string is
+  // unbounded), so the rules on numbers keep the words alone.
   return {
       // On the name itself, so the error names metadata.name (a rule at the
       // root, which may read self.metadata.name, is reported at "<nil>").
-      {"metadata.name",
-       "self.size() <= " + std::to_string(kMaxClusterJobNameLength) +
-           " && self.matches('^[a-z]')",
-       kRuleClusterJobName.Text()},
-      {"spec",
-       "self.training.mode != 'sync' || self.training.sync.backupWorkers < self.workers.replicas",
-       kRuleBackupWorkers.Text()},
-      {"spec.data", "!has(self.claimName) || self.path.startsWith('/')",
-       kRuleClaimPathAbsolute.Text()},
+      Rule("metadata.name",
+           "self.size() <= " + std::to_string(kMaxClusterJobNameLength) +
+               " && self.matches('^[a-z]')",
+           kRuleClusterJobName, {", got '", "self", "'"}),
+      Rule("spec",
+           "self.training.mode != 'sync' || self.training.sync.backupWorkers < "
+           "self.workers.replicas",
+           kRuleBackupWorkers),
+      Rule("spec.data", "!has(self.claimName) || self.path.startsWith('/')",
+           kRuleClaimPathAbsolute),
       // The section's default {} has neither, which the rule allows.
-      {"spec.output", "has(self.claimName) == has(self.path)", kRuleOutputClaimAndPath.Text()},
+      Rule("spec.output", "has(self.claimName) == has(self.path)", kRuleOutputClaimAndPath),
       // Neither has a default: present means set (their minimums exclude 0).
-      {"spec.training", "has(self.epochs) != has(self.maxUpdates)", kRuleOneLength.Text()},
-      {"spec.training",
-       "!(self.mode == 'async' && self.optimizer.nesterov && self.staleness.rule in [" + dana +
-           "])",
-       kRuleNoNesterovWithDana.Text()},
-      {"spec.training.optimizer", "!has(self.nesterov) || !self.nesterov || self.momentum > 0.0",
-       kRuleNesterovNeedsMomentum.Text()},
+      Rule("spec.training", "has(self.epochs) != has(self.maxUpdates)", kRuleOneLength),
+      Rule("spec.training",
+           "!(self.mode == 'async' && self.optimizer.nesterov && self.staleness.rule in [" +
+               dana + "])",
+           kRuleNoNesterovWithDana),
+      Rule("spec.training.optimizer",
+           "!has(self.nesterov) || !self.nesterov || self.momentum > 0.0",
+           kRuleNesterovNeedsMomentum),
       // Strictly increasing: sorted, and no value twice. The pairs are why
       // the list has maxItems: the API server refuses a CRD whose rules
       // could cost more than its budget on the largest list allowed.
-      {"spec.training.optimizer.decay.atFractions",
-       "self.isSorted() && self.all(x, self.exists_one(y, y == x))",
-       kRuleDecayFractionsIncrease.Text()},
-      {"spec.workers",
-       "!has(self.autoscale) || !has(self.autoscale.enabled) || !self.autoscale.enabled || "
-       "(has(self.maxReplicas) && self.maxReplicas > (has(self.minReplicas) && "
-       "self.minReplicas > 0 ? self.minReplicas : self.replicas))",
-       kRuleAutoscaleRange.Text()},
-      {"spec",
-       "!has(self.workers.autoscale) || !has(self.workers.autoscale.enabled) || "
-       "!self.workers.autoscale.enabled || (self.training.mode == 'async' && "
-       "self.training.staleness.rule in [" + gap_aware + "])",
-       kRuleAutoscaleGap.Text()},
-      {"spec.workers", "!has(self.minReplicas) || self.minReplicas <= self.replicas",
-       kRuleMinReplicas.Text()},
-      {"spec.workers",
-       "!has(self.maxReplicas) || self.maxReplicas == 0 || self.maxReplicas >= self.replicas",
-       kRuleMaxReplicas.Text()},
+      Rule("spec.training.optimizer.decay.atFractions",
+           "self.isSorted() && self.all(x, self.exists_one(y, y == x))",
+           kRuleDecayFractionsIncrease),
+      Rule("spec.workers",
+           "!has(self.autoscale) || !has(self.autoscale.enabled) || !self.autoscale.enabled || "
+           "(has(self.maxReplicas) && self.maxReplicas > " + floor + ")",
+           kRuleAutoscaleRange),
+      Rule("spec",
+           "!has(self.workers.autoscale) || !has(self.workers.autoscale.enabled) || "
+           "!self.workers.autoscale.enabled || (self.training.mode == 'async' && "
+           "self.training.staleness.rule in [" + gap_aware + "])",
+           kRuleAutoscaleGap),
+      Rule("spec.workers", "!has(self.minReplicas) || self.minReplicas <= self.replicas",
+           kRuleMinReplicas),
+      Rule("spec.workers",
+           "!has(self.maxReplicas) || self.maxReplicas == 0 || self.maxReplicas >= self.replicas",
+           kRuleMaxReplicas),
   };
+}
+
+std::vector<std::string> TrainingJobSelectableFields() {
+  // At most 8 (the API server's limit), each a string, integer or boolean.
+  return {".status.phase",         ".spec.model.builtin",       ".spec.data.claimName",
+          ".spec.training.mode",   ".spec.training.staleness.rule",
+          ".spec.workers.replicas", ".spec.workers.preemptible", ".spec.runPolicy.suspend"};
 }
 
 nlohmann::ordered_json TrainingJobCrd() {
@@ -357,8 +406,14 @@ nlohmann::ordered_json TrainingJobCrd() {
         {"status", StatusSchema()}}},
       {"required", {"spec"}}};
   for (const CrdValidationRule& r : TrainingJobValidationRules()) {
-    SchemaNode(schema, r.at)["x-kubernetes-validations"].push_back(
-        Json{{"rule", r.rule}, {"message", r.message}});
+    Json validation{{"rule", r.rule}, {"message", r.message}};
+    if (!r.message_expression.empty()) validation["messageExpression"] = r.message_expression;
+    if (!r.field_path.empty()) validation["fieldPath"] = r.field_path;
+    SchemaNode(schema, r.at)["x-kubernetes-validations"].push_back(validation);
+  }
+  Json selectable = Json::array();
+  for (const std::string& path : TrainingJobSelectableFields()) {
+    selectable.push_back(Json{{"jsonPath", path}});
   }
   Json version{
       {"name", "v1alpha1"},
@@ -379,6 +434,7 @@ nlohmann::ordered_json TrainingJobCrd() {
         Column("Updates/s", "string", ".status.display.updatesPerSecond",
                "master updates per second"),
         Column("Age", "date", ".metadata.creationTimestamp", "since the job was created")}},
+      {"selectableFields", selectable},
       {"schema", {{"openAPIV3Schema", schema}}}};
   return Json{
       {"apiVersion", "apiextensions.k8s.io/v1"},

@@ -35,16 +35,37 @@ inline constexpr char kTrainingJobCrdPath[] = "deploy/crd/gaptrain.io_trainingjo
 // What rewrites it.
 inline constexpr char kRegenerateCrdCommand[] = "scripts/generate-crd.sh";
 
+// The oldest Kubernetes release the CRD supports ("1.32"): the first whose
+// API server serves selectableFields by default (GA in 1.32) besides
+// everything else the CRD uses (CEL rules with messageExpression and
+// fieldPath). An older API server drops what it does not know without an
+// error, so this is checked by installing the CRD on that release
+// (trainingjob_crd_minimum_test), whose kube-apiserver
+// scripts/test-cluster.sh builds into the envtest assets' minimum/.
+inline constexpr char kMinimumKubernetesVersion[] = "1.32";
+
 // A rule between fields as the CRD states it: a CEL expression over the
 // schema node at `at` ("" is the root, else a dotted path such as
 // "spec.workers"), true when the object is valid, and the message the API
 // server answers otherwise, the parser's or the operator's own words
-// (JobRule::Text()). The API server names `at` before the message.
+// (JobRule::Text()).
 struct CrdValidationRule {
   std::string at;
   std::string rule;
   std::string message;
+  // When set, a CEL string expression the API server answers instead of
+  // `message`, with the value the operator adds to it (", got 'NAME'");
+  // `message` stays the answer should the expression fail.
+  std::string message_expression;
+  // The field the rule is about, below `at` (".minReplicas"), which the API
+  // server's error names; "" names `at` itself.
+  std::string field_path;
 };
+
+// The fields `kubectl get tj --field-selector` may select on (the CRD's
+// selectableFields): the job's phase and the spec fields a cluster's jobs
+// are told apart by.
+std::vector<std::string> TrainingJobSelectableFields();
 
 // Every rule the CRD states, in the order they are written.
 std::vector<CrdValidationRule> TrainingJobValidationRules();

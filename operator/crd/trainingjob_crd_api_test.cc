@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/crd/test_job.h"
 #include "operator/crd/trainingjob_crd.h"
 #include "operator/envtest/control_plane.h"
 #include "operator/envtest/shared_control_plane.h"
@@ -36,23 +37,11 @@
 #include "services/testing/status_assertions.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
-#include "services/testing/yaml_to_json.h"
 
 namespace gaptrain {
 namespace {
 
 using nlohmann::json;
-
-// A TrainingJob named `name` whose spec is the YAML (flow) mapping `spec`.
-json Job(const std::string& name, const std::string& spec) {
-  json job;
-  const Status s = kube_testing::YamlToJson(
-      "apiVersion: gaptrain.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: '" + name +
-          "'}\nspec: " + spec + "\n",
-      &job);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return job;
-}
 
 // What the operator says of `job` (as the API server would return it):
 // ParseTrainingJob's error, else BuildDesiredChildren's; "" when neither
@@ -211,7 +200,7 @@ TEST_F(TrainingJobCrdApiTest, EveryRuleRefusesWithTheOperatorsMessage) {
   std::set<std::string> covered;
   for (const Broken& b : BrokenJobs()) {
     SCOPED_TRACE(b.what);
-    const json job = Job(b.name, b.spec);
+    const json job = TestJob(b.name, b.spec);
     const std::string text = b.rule.Text();
     covered.insert(text);
 
@@ -227,6 +216,14 @@ TEST_F(TrainingJobCrdApiTest, EveryRuleRefusesWithTheOperatorsMessage) {
     EXPECT_EQ(error.http_status, 422) << created.ToString();
     EXPECT_NE(error.message.find(text), std::string::npos) << error.message;
     EXPECT_EQ(Count(error.message, "Invalid value"), 1u) << error.message;
+    // It names the field the rule is about (fieldPath), not the node the
+    // rule sits on.
+    EXPECT_NE(error.message.find(std::string(b.rule.path) + ": Invalid value"), std::string::npos)
+        << error.message;
+    // Where the operator adds the value (the name), the API server does too.
+    if (b.rule.path == kRuleClusterJobName.path) {
+      EXPECT_NE(error.message.find(verdict), std::string::npos) << error.message;
+    }
     std::cout << b.what << ": " << error.message << "\n";
   }
   // One case at least for every rule the CRD states.
@@ -236,7 +233,7 @@ TEST_F(TrainingJobCrdApiTest, EveryRuleRefusesWithTheOperatorsMessage) {
 }
 
 TEST_F(TrainingJobCrdApiTest, KubectlApplyRefusesMinReplicasAboveReplicas) {
-  const json job = Job("min-above", "{data: {path: /data}, training: {epochs: 1}, "
+  const json job = TestJob("min-above", "{data: {path: /data}, training: {epochs: 1}, "
                                     "workers: {replicas: 2, minReplicas: 5}}");
   std::string output;
   const Status applied = KubectlApply(job, &output);
@@ -286,7 +283,7 @@ TEST_F(TrainingJobCrdApiTest, JobsOnEachRulesEdgeAreAccepted) {
   };
   for (const auto& [name, spec] : jobs) {
     SCOPED_TRACE(name);
-    const json job = Job(name, spec);
+    const json job = TestJob(name, spec);
     EXPECT_EQ(OperatorVerdict(job, ns_), "");
     json stored;
     const Status created = Create(job, &stored);
@@ -296,6 +293,39 @@ TEST_F(TrainingJobCrdApiTest, JobsOnEachRulesEdgeAreAccepted) {
       EXPECT_EQ(OperatorVerdict(stored, ns_), "");
     }
   }
+}
+
+// `kubectl get tj --field-selector` on the CRD's selectableFields, as the
+// API server filters: by mode, rule, replicas and the phase the operator
+// writes; a field that is not selectable is refused by name.
+TEST_F(TrainingJobCrdApiTest, FieldSelectorsPickJobsByTheirSelectableFields) {
+  ASSERT_OK(Create(TestJob("gap", "{data: {path: /data}, training: {epochs: 1, staleness: "
+                              "{rule: gap-aware-dana}}, workers: {replicas: 4}}")));
+  ASSERT_OK(Create(TestJob("lockstep", "{data: {path: /data, claimName: mnist}, training: {epochs: "
+                                   "1, mode: sync}, workers: {replicas: 2, preemptible: true}}")));
+  ASSERT_OK(Create(TestJob("plain", "{data: {path: /data}, training: {epochs: 1}, "
+                                "model: {builtin: resnet20}}")));
+  ASSERT_OK(cluster_->admin()->MergePatch(kube::kTrainingJobs.Subresource("status"), ns_,
+                                          "lockstep", {{"status", {{"phase", "Running"}}}},
+                                          nullptr));
+  auto names = [&](const std::string& selector) {
+    std::string output;
+    const Status s = cluster_->Kubectl(
+        {"get", "tj", "-n", ns_, "--field-selector", selector, "-o", "name"}, &output);
+    return s.ok() ? output : s.ToString();
+  };
+  EXPECT_EQ(names("spec.training.mode=sync"), "trainingjob.gaptrain.io/lockstep\n");
+  EXPECT_EQ(names("spec.training.staleness.rule=gap-aware-dana"), "trainingjob.gaptrain.io/gap\n");
+  EXPECT_EQ(names("spec.workers.replicas=4"), "trainingjob.gaptrain.io/gap\n");
+  EXPECT_EQ(names("spec.workers.preemptible=true"), "trainingjob.gaptrain.io/lockstep\n");
+  EXPECT_EQ(names("spec.data.claimName=mnist"), "trainingjob.gaptrain.io/lockstep\n");
+  EXPECT_EQ(names("spec.model.builtin=resnet20"), "trainingjob.gaptrain.io/plain\n");
+  EXPECT_EQ(names("status.phase=Running"), "trainingjob.gaptrain.io/lockstep\n");
+  EXPECT_EQ(names("spec.training.mode!=sync,spec.runPolicy.suspend=false"),
+            "trainingjob.gaptrain.io/gap\ntrainingjob.gaptrain.io/plain\n");
+  const std::string refused = names("spec.training.batchSize=64");
+  EXPECT_NE(refused.find("field label not supported: spec.training.batchSize"), std::string::npos)
+      << refused;
 }
 
 TEST_F(TrainingJobCrdApiTest, EveryExampleIsAccepted) {
@@ -322,11 +352,11 @@ TEST_F(TrainingJobCrdApiTest, EveryExampleIsAccepted) {
 TEST_F(TrainingJobCrdApiTest, KubectlGetPrintsTheProgressAsPeopleReadIt) {
   // The state the issue measured: 0.6037 epochs of 4, 96.66%, gap 2.1723.
   json job;
-  ASSERT_TRUE(Create(Job("mnist", "{data: {path: /data}, training: {epochs: 4}, "
+  ASSERT_TRUE(Create(TestJob("mnist", "{data: {path: /data}, training: {epochs: 4}, "
                                   "workers: {replicas: 2}}"),
                      &job)
                   .ok());
-  ASSERT_TRUE(Create(Job("fresh", "{data: {path: /data}, training: {maxUpdates: 1000}}")).ok());
+  ASSERT_TRUE(Create(TestJob("fresh", "{data: {path: /data}, training: {maxUpdates: 1000}}")).ok());
 
   // The status the operator writes once the pods run and the coordinator
   // and the master report: PlanReconcile, its children carried out in

@@ -189,11 +189,22 @@ TEST(TrainingJobCrdTest, EveryRuleBetweenFieldsIsACelRuleWithTheParsersMessage) 
     EXPECT_TRUE(node["type"].IsDefined());
     bool written = false;
     for (const YAML::Node& v : node["x-kubernetes-validations"]) {
-      written |= v["rule"].Scalar() == r.rule && v["message"].Scalar() == r.message;
+      written |= v["rule"].Scalar() == r.rule && v["message"].Scalar() == r.message &&
+                 (v["fieldPath"] ? v["fieldPath"].Scalar() : "") == r.field_path &&
+                 (v["messageExpression"] ? v["messageExpression"].Scalar() : "") ==
+                     r.message_expression;
     }
     EXPECT_TRUE(written);
-    // The message names the field under the node the API server names.
-    EXPECT_EQ(r.message.rfind(r.at, 0), 0u) << r.message;
+    // The message names the field the API server names: `at`, or the field
+    // below it that fieldPath points at, which the schema has.
+    EXPECT_EQ(r.message.rfind(r.at + r.field_path + ": ", 0), 0u) << r.message;
+    if (!r.field_path.empty()) {
+      EXPECT_TRUE(SchemaAt(node, r.field_path.substr(1)).IsDefined()) << r.field_path;
+    }
+    // An expression starts with the message's own words.
+    if (!r.message_expression.empty()) {
+      EXPECT_EQ(r.message_expression.rfind("'" + r.message, 0), 0u) << r.message_expression;
+    }
   }
   for (const JobRule& rule : rules) {
     EXPECT_EQ(stated[rule.Text()], 1) << rule.Text();
@@ -203,6 +214,24 @@ TEST(TrainingJobCrdTest, EveryRuleBetweenFieldsIsACelRuleWithTheParsersMessage) 
   EXPECT_NE(kRuleClusterJobName.Text().find("at most " + std::to_string(kMaxClusterJobNameLength) +
                                             " characters"),
             std::string::npos);
+}
+
+TEST(TrainingJobCrdTest, SelectableFieldsAreScalarsOfTheSchema) {
+  const YAML::Node version = Crd()["spec"]["versions"][0];
+  std::vector<std::string> written;
+  for (const YAML::Node& field : version["selectableFields"]) {
+    written.push_back(field["jsonPath"].Scalar());
+  }
+  EXPECT_EQ(written, TrainingJobSelectableFields());
+  // The API server's limits: at most 8, each a string, integer or boolean.
+  EXPECT_LE(written.size(), 8u);
+  for (const std::string& path : written) {
+    ASSERT_EQ(path.rfind(".", 0), 0u) << path;
+    const YAML::Node node = SchemaAt(RootSchema(), path.substr(1));
+    ASSERT_TRUE(node.IsDefined()) << path;
+    const std::string type = node["type"].Scalar();
+    EXPECT_TRUE(type == "string" || type == "integer" || type == "boolean") << path << ": " << type;
+  }
 }
 
 TEST(TrainingJobCrdTest, ListsTheRulesReadAreBoundedForCelsCostBudget) {

@@ -26,6 +26,9 @@ inline constexpr kube::Resource kClusterRoles{"rbac.authorization.k8s.io", "v1",
 inline constexpr kube::Resource kClusterRoleBindings{"rbac.authorization.k8s.io", "v1",
                                                      "clusterrolebindings", "ClusterRoleBinding",
                                                      false, ""};
+inline constexpr kube::Resource kCustomResourceDefinitions{
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false,
+    ""};
 
 }  // namespace envtest
 }  // namespace gaptrain

@@ -1,8 +1,5 @@
 #include "operator/envtest/control_plane.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +15,7 @@
 
 #include "operator/envtest/api_resources.h"
 #include "operator/envtest/envtest_assets.h"
+#include "operator/envtest/free_port.h"
 #include "operator/envtest/test_certificates.h"
 #include "operator/kube/api_time.h"
 #include "operator/kube/cluster_config.h"
@@ -36,24 +34,6 @@ using SteadyClock = std::chrono::steady_clock;
 // Controllers a test cluster runs: all but those that need a cloud, node
 // heartbeats (a test node sends none) or a service proxy.
 constexpr char kControllers[] = "*,-nodelifecycle,-cloud-node-lifecycle,-service,-route,-nodeipam";
-
-// A port nothing listens on now, on 127.0.0.1 or every interface. Another
-// process may take it before the component binds it; Start() then fails
-// with the component's log, which says so.
-Status FreePort(bool every_interface, uint16_t* port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Internal("socket: cannot make one");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(every_interface ? INADDR_ANY : INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  ::close(fd);
-  if (!ok) return Status::Internal("cannot find a free port");
-  *port = ntohs(addr.sin_port);
-  return Status::OK();
-}
 
 // 32 random hex digits.
 std::string RandomToken() {
@@ -138,10 +118,16 @@ ControlPlane::~ControlPlane() { Stop(); }
 
 Status ControlPlane::Launch() {
   GAPTRAIN_RETURN_IF_ERROR(FindAssets(&assets_));
+  const std::string release_dir = options_.minimum_supported_release ? "minimum/" : "";
+  if (!release_dir.empty() && (options_.controller_manager || options_.scheduler)) {
+    return Status::InvalidArgument(
+        "ControlPlane: the minimum supported release is an API server and etcd only");
+  }
   for (const char* tool : {"etcd", "kube-apiserver", "kubectl"}) {
     std::string path;
-    GAPTRAIN_RETURN_IF_ERROR(FindTool(tool, &path));
+    GAPTRAIN_RETURN_IF_ERROR(FindTool(release_dir + tool, &path));
   }
+  if (!release_dir.empty()) assets_ += "/minimum";
   if (options_.controller_manager) {
     std::string path;
     GAPTRAIN_RETURN_IF_ERROR(FindTool("kube-controller-manager", &path));
@@ -239,12 +225,7 @@ Status ControlPlane::Launch() {
   GAPTRAIN_RETURN_IF_ERROR(WaitReady());
 
   GAPTRAIN_RETURN_IF_ERROR(NewClient(admin_token_, &admin_));
-  for (const std::string& crd : options_.crd_files) {
-    GAPTRAIN_RETURN_IF_ERROR(Kubectl({"apply", "-f", crd}));
-  }
-  if (!options_.crd_files.empty()) {
-    GAPTRAIN_RETURN_IF_ERROR(WaitCrdsEstablished());
-  }
+  GAPTRAIN_RETURN_IF_ERROR(ApplyCrds(options_.crd_files));
 
   const std::vector<std::string> common = {
       "--kubeconfig=" + admin_kubeconfig_file_,
@@ -368,16 +349,24 @@ Status ControlPlane::WaitReady() {
   }
 }
 
+Status ControlPlane::ApplyCrds(const std::vector<std::string>& paths) const {
+  if (paths.empty()) return Status::OK();
+  for (const std::string& path : paths) {
+    // Server-side: a large CRD (Kueue's Workload, 1.4 MB) does not fit the
+    // last-applied annotation a client-side apply writes.
+    GAPTRAIN_RETURN_IF_ERROR(Kubectl({"apply", "--server-side", "-f", path}));
+  }
+  return WaitCrdsEstablished();
+}
+
 // Polls rather than `kubectl wait --for=condition=Established`: kubectl
 // fails outright ("accessor error: <nil>") on a CRD whose status has no
 // conditions yet, which a CRD applied a moment ago may not have.
-Status ControlPlane::WaitCrdsEstablished() {
-  static constexpr kube::Resource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                                        "CustomResourceDefinition", false};
+Status ControlPlane::WaitCrdsEstablished() const {
   const SteadyClock::time_point deadline = SteadyClock::now() + seconds(60);
   for (;;) {
     kube::ObjectList crds;
-    Status s = admin_->List(kCrds, "", kube::ListOptions(), &crds);
+    Status s = admin_->List(kCustomResourceDefinitions, "", kube::ListOptions(), &crds);
     std::string waiting;
     for (const nlohmann::json& crd : crds.items) {
       bool established = false;

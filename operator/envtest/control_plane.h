@@ -1,4 +1,5 @@
-// ControlPlane: a real Kubernetes v1.26 control plane for tests, as
+// ControlPlane: a real Kubernetes control plane for tests (the release
+// scripts/test-cluster.sh builds: docs/operator.md), as
 // controller-runtime's envtest gives one: etcd and kube-apiserver (and,
 // when asked, kube-controller-manager and kube-scheduler) started as
 // processes from the envtest assets (envtest_assets.h) on free ports, with
@@ -104,10 +105,15 @@ class ControlPlane {
     // their watches are served by etcd itself, so after CompactEtcd() a
     // watch from an older resourceVersion meets a real 410 Expired (an ERROR
     // event), as one whose resourceVersion fell out of a watch cache's
-    // window does. (kube-apiserver 1.26 sizes its watch caches by itself,
+    // window does. (kube-apiserver sizes its watch caches by itself,
     // growing them while events are younger than 75 s: only a size of 0 is
     // honoured, so a small window cannot be asked for.) Not for CRDs.
     std::vector<std::string> uncached_resources;
+    // etcd and the kube-apiserver of the oldest Kubernetes release gaptrain
+    // supports (the assets' minimum/: kMinimumKubernetesVersion in
+    // operator/crd/trainingjob_crd.h) instead of the current one. No
+    // controller manager or scheduler is built for it.
+    bool minimum_supported_release = false;
   };
 
   static Status Start(const Options& options, std::unique_ptr<ControlPlane>* out);
@@ -139,6 +145,10 @@ class ControlPlane {
   // Runs kubectl with the admin kubeconfig; *output is its stdout and
   // stderr. A non-zero exit is an error holding the output.
   Status Kubectl(const std::vector<std::string>& args, std::string* output = nullptr) const;
+
+  // Applies the CustomResourceDefinitions in `paths` (files or
+  // directories, server-side) and waits until every CRD is Established.
+  Status ApplyCrds(const std::vector<std::string>& paths) const;
 
   // Creates namespace `name` (ALREADY_EXISTS is fine) and, without the
   // controller manager, its "default" ServiceAccount, which the API's
@@ -176,7 +186,7 @@ class ControlPlane {
   Status MakeCertificates();
   Status StartComponent(const std::string& component, const std::vector<std::string>& args);
   Status WaitReady();
-  Status WaitCrdsEstablished();
+  Status WaitCrdsEstablished() const;
   // What went wrong with `component`, with its log's tail.
   Status ComponentFailed(const std::string& component, const std::string& why) const;
 

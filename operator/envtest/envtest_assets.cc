@@ -1,5 +1,6 @@
 #include "operator/envtest/envtest_assets.h"
 
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -14,24 +15,32 @@ namespace gaptrain {
 namespace envtest {
 namespace {
 
-constexpr char kFallbackDir[] = "/tmp/gaptrain-envtest/v1.26.5";
+constexpr char kHowToBuild[] =
+    "export KUBEBUILDER_ASSETS=\"$(scripts/test-cluster.sh)\" builds them (about 10 minutes "
+    "once; docs/operator.md)";
 
-// Runs setup.sh once; its last line of output is the directory.
-Status RunSetupScript(std::string* dir) {
-  std::string data;
-  Status found = FindSharedDataDir(&data);
+// Runs `scripts/test-cluster.sh --installed` once; its last line of output
+// is the directory. The script finds its cache under the user's home, which
+// a Bazel test's environment may lack: HOME is passed from the password
+// database then.
+Status RunInstalledCheck(std::string* dir) {
+  std::string workspace;
+  Status found = FindWorkspaceDir(&workspace);
   if (!found.ok()) {
-    return Status::NotFound(
-        "KUBEBUILDER_ASSETS is not set, and ../shared/envtest/setup.sh cannot be found: " +
-        found.message());
+    return Status::NotFound("KUBEBUILDER_ASSETS is not set, and scripts/test-cluster.sh cannot "
+                            "be found: " + found.message());
   }
-  const std::string script = DirName(data) + "/envtest/setup.sh";
+  const std::string script = workspace + "/scripts/test-cluster.sh";
   if (::access(script.c_str(), X_OK) != 0) {
-    return Status::NotFound("KUBEBUILDER_ASSETS is not set, and " + script +
-                            " is not there to make it");
+    return Status::NotFound("KUBEBUILDER_ASSETS is not set, and " + script + " is not there");
   }
-  const std::string command =
-      "ENVTEST_DIR='" + std::string(kFallbackDir) + "' '" + script + "' 2>&1";
+  std::string home;
+  if (const char* env = ::getenv("HOME"); env != nullptr && *env != '\0') {
+    home = env;
+  } else if (const passwd* user = ::getpwuid(::getuid()); user != nullptr) {
+    home = user->pw_dir;
+  }
+  const std::string command = "HOME='" + home + "' '" + script + "' --installed 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return Status::Internal("cannot run " + script);
   std::string output;
@@ -41,7 +50,8 @@ Status RunSetupScript(std::string* dir) {
   const int status = ::pclose(pipe);
   while (!output.empty() && output.back() == '\n') output.pop_back();
   if (status != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Status::NotFound("KUBEBUILDER_ASSETS is not set, and " + script + " failed: " + output);
+    return Status::NotFound("KUBEBUILDER_ASSETS is not set, and " + script +
+                            " --installed says: " + output + "; " + kHowToBuild);
   }
   const size_t last_line = output.rfind('\n');
   *dir = last_line == std::string::npos ? output : output.substr(last_line + 1);
@@ -64,7 +74,7 @@ Status FindAssets(std::string* dir) {
                               : Status::NotFound("KUBEBUILDER_ASSETS=" + *found +
                                                  " is not a directory"));
     } else {
-      status = new Status(RunSetupScript(found));
+      status = new Status(RunInstalledCheck(found));
     }
     while (found->size() > 1 && found->back() == '/') found->pop_back();
   });
@@ -78,11 +88,9 @@ Status FindTool(const std::string& tool, std::string* path) {
   if (!s.ok()) return s;
   *path = dir + "/" + tool;
   if (::access(path->c_str(), X_OK) != 0) {
-    return Status::NotFound(
-        tool + " is not in the envtest assets directory " + dir +
-        " (export KUBEBUILDER_ASSETS=\"$(../shared/envtest/setup.sh)\"; etcd is Debian's "
-        "etcd-server; on other machines `setup-envtest use 1.26.x -p path` gives "
-        "kube-apiserver, etcd and kubectl)");
+    return Status::NotFound(tool + " is not in the envtest assets directory " + dir + " (" +
+                            kHowToBuild + "; setup-envtest gives only kube-apiserver, etcd and "
+                            "kubectl)");
   }
   return Status::OK();
 }

@@ -1,11 +1,12 @@
 // Where tests find the real Kubernetes control plane's binaries, as
 // controller-runtime's envtest does: the directory $KUBEBUILDER_ASSETS
 // names (kube-apiserver, etcd, kubectl; here also kube-controller-manager,
-// kube-scheduler and helm-template), else the directory that
-// <workspace>/../shared/envtest/setup.sh unpacks them into and prints
-// (it is run once per process, into /tmp/gaptrain-envtest/v1.26.5, and is
-// idempotent). A test using the fallback declares data = ["//:README.md"]
-// so the workspace can be found (services/testing/testdata_dir.h).
+// kube-scheduler, helm, kueue-manager and minimum/), else the directory
+// that <workspace>/scripts/test-cluster.sh has built them into, which
+// `scripts/test-cluster.sh --installed` prints without building anything
+// (it is run once per process). A test using the fallback declares
+// data = ["//:README.md"] so the workspace can be found
+// (services/testing/testdata_dir.h).
 //
 // What callers may rely on: the errors say which binary is missing, where
 // it was looked for, and how to get it; tests report them with
@@ -25,8 +26,8 @@ namespace envtest {
 // The assets directory (absolute, no trailing slash).
 Status FindAssets(std::string* dir);
 
-// `tool` ("kube-apiserver", "etcd", "helm-template", ...) in that
-// directory, when it is an executable file there.
+// `tool` ("kube-apiserver", "etcd", "helm", "minimum/kube-apiserver", ...)
+// in that directory, when it is an executable file there.
 Status FindTool(const std::string& tool, std::string* path);
 
 }  // namespace envtest

@@ -1,5 +1,6 @@
 #include "operator/kube/client.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 #include <utility>
@@ -157,6 +158,17 @@ Status Client::Send(const std::string& what, const HttpCall& http, Cancellation*
   if (error != nullptr) *error = ApiError();
   HttpReply reply;
   Status s = transport_->RoundTrip(http, Deadline(), cancel, &reply);
+  for (const std::string& warning : reply.warnings) {
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(warnings_mu_);
+      if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) {
+        warnings_.push_back(warning);
+        first = true;
+      }
+    }
+    if (first && options_.on_warning) options_.on_warning(what, warning);
+  }
   if (!s.ok()) {
     if (error != nullptr) error->message = s.message();
     return Status(s.code(), what + ": " + s.message());
@@ -170,6 +182,11 @@ Status Client::Send(const std::string& what, const HttpCall& http, Cancellation*
   }
   if (out != nullptr) *out = std::move(body);
   return Status::OK();
+}
+
+std::vector<std::string> Client::Warnings() const {
+  std::lock_guard<std::mutex> lock(warnings_mu_);
+  return warnings_;
 }
 
 Status Client::Get(const Resource& resource, const std::string& ns, const std::string& name,

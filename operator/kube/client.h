@@ -20,6 +20,8 @@
 //   - `out` parameters may be null when the caller does not need the result.
 //   - Calls a Resource does not allow (see AllowedOn in resource.h) are
 //     refused with INVALID_ARGUMENT.
+//   - What the API server warns of is kept (Warnings()) and handed to
+//     ClientOptions::on_warning, once per distinct text.
 //   - Shutdown() cancels every call in flight and refuses new ones
 //     (CANCELLED). Destroy the Client only after every call has returned.
 
@@ -29,7 +31,9 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -55,6 +59,11 @@ struct ClientOptions {
   std::string user_agent = "gaptrain-operator";
   size_t max_idle_connections = 8;
   size_t max_response_bytes = size_t{128} << 20;
+  // Called with each warning the API server sends (a Warning header: a
+  // deprecated API or field, a value it ignores), and the call it came
+  // with ("create pods default/x"), once per distinct text, as client-go's
+  // deduplicating warning handler; from the calling thread.
+  std::function<void(const std::string& what, const std::string& warning)> on_warning;
 };
 
 struct ListOptions {
@@ -174,6 +183,10 @@ class Client {
   // group; INVALID_ARGUMENT for a name that cannot be a group.
   Status GetApiGroup(const std::string& group, nlohmann::json* out, ApiError* error = nullptr);
 
+  // Every distinct warning the API server has sent this client, in the
+  // order first seen.
+  std::vector<std::string> Warnings() const;
+
   void Shutdown() { transport_->Shutdown(); }
 
  private:
@@ -195,6 +208,8 @@ class Client {
   std::unique_ptr<Transport> transport_;
   const ClientOptions options_;
   const std::string default_namespace_;
+  mutable std::mutex warnings_mu_;
+  std::vector<std::string> warnings_;  // guarded by warnings_mu_
 };
 
 // "a=1&b=x%2Fy": keys sorted, keys and values percent-encoded except for

@@ -1,4 +1,4 @@
-// Tests the Client and the Reflector against a real kube-apiserver v1.26
+// Tests the Client and the Reflector against a real kube-apiserver
 // (operator/envtest: etcd, kube-apiserver with RBAC, the controller manager
 // for garbage collection, the TrainingJob CRD): the API's semantics as the
 // server itself has them, not as a recording or a fake remembers them.
@@ -765,6 +765,33 @@ TEST_F(ClientApiTest, DiscoveryNamesTheServedGroupsVersionsAndNotOthers) {
   EXPECT_EQ(s.message(), "get API group apps/v1: 'apps/v1' is not a valid group name");
 }
 
+// The API server's warnings (Warning headers) reach the client: an unknown
+// field, which it drops (field validation Warn, its default), is one.
+TEST_F(ClientApiTest, WarningsOfTheServerAreKeptAndHandedOnOnce) {
+  ClusterConfig config;
+  config.server = cluster_->url();
+  config.ca_pem = cluster_->ca_pem();
+  config.token = cluster_->admin_token();
+  config.default_namespace = ns_;
+  ClientOptions options;
+  std::vector<std::string> handed;
+  options.on_warning = [&](const std::string& what, const std::string& warning) {
+    handed.push_back(what + ": " + warning);
+  };
+  std::unique_ptr<Client> client;
+  ASSERT_OK(Client::New(config, options, &client));
+  ASSERT_OK(client->Create(kConfigMaps, ns_, ConfigMap("plain"), nullptr));
+  EXPECT_EQ(client->Warnings(), std::vector<std::string>{});
+  for (const char* name : {"odd-1", "odd-2"}) {
+    json object = ConfigMap(name);
+    object["dataa"] = {{"typo", "x"}};
+    ASSERT_OK(client->Create(kConfigMaps, ns_, object, nullptr));
+  }
+  EXPECT_EQ(client->Warnings(), std::vector<std::string>{"unknown field \"dataa\""});
+  EXPECT_EQ(handed, std::vector<std::string>{"create configmaps " + ns_ +
+                                             "/odd-1: unknown field \"dataa\""});
+}
+
 TEST_F(ClientApiTest, AWatchDeliversEachChangeInOrderThenBookmarks) {
   ObjectList list;
   ListOptions list_options;
@@ -867,7 +894,7 @@ TEST_F(ClientApiTest, AnObjectThatStopsMatchingTheSelectorIsDeletedForTheWatch) 
 
 // ---- 410 Expired, for real ------------------------------------------------
 
-// kube-apiserver 1.26 sizes its watch caches by itself (only a size of 0
+// kube-apiserver sizes its watch caches by itself (only a size of 0
 // is honoured; measured: a watch from before 300 writes in 6 s still
 // resumed), so its window cannot be made small. Secrets here are served
 // without a watch cache, from etcd, so that compacting etcd makes a

@@ -504,6 +504,13 @@ TEST(QueryTest, EncodesReservedCharacters) {
             "labelSelector=a%20in%20%28x%2C%20y%29%2Cb%21%3Dc&limit=5");
 }
 
+TEST(WarningTextTest, IsTheQuotedTextUnescaped) {
+  EXPECT_EQ(WarningText(R"(299 - "unknown field \"dataa\"")"), R"(unknown field "dataa")");
+  EXPECT_EQ(WarningText(R"(299 - "a" "Sat, 28 Nov 2026 07:00:00 GMT")"), "a");
+  EXPECT_EQ(WarningText("no quotes"), "no quotes");
+  EXPECT_EQ(WarningText(R"(299 - "unterminated)"), R"(299 - "unterminated)");
+}
+
 }  // namespace
 }  // namespace kube
 }  // namespace gaptrain

@@ -109,8 +109,30 @@ Status Transport::Exchange(Connection* connection, const std::string& request,
   reply->status = static_cast<int>(message.result_int());
   reply->content_type = std::string(message[http::field::content_type]);
   reply->body = message.body();
+  reply->warnings.clear();
+  for (const auto& field : message) {
+    if (field.name() == http::field::warning) {
+      reply->warnings.push_back(WarningText(std::string(field.value())));
+    }
+  }
   *keep_alive = message.keep_alive() && pending.empty();
   return Status::OK();
+}
+
+std::string WarningText(const std::string& header_value) {
+  const size_t open = header_value.find('"');
+  if (open == std::string::npos) return header_value;
+  std::string text;
+  for (size_t i = open + 1; i < header_value.size(); ++i) {
+    const char c = header_value[i];
+    if (c == '"') return text;
+    if (c == '\\' && i + 1 < header_value.size()) {
+      text += header_value[++i];
+    } else {
+      text += c;
+    }
+  }
+  return header_value;  // no closing quote: not a quoted string
 }
 
 std::unique_ptr<Connection> Transport::TakeIdle() {

@@ -46,7 +46,15 @@ struct HttpReply {
   int status = 0;
   std::string content_type;
   std::string body;
+  // The text of each Warning header ("299 - \"text\""): what the API server
+  // warns of (a deprecated API, a field it ignores), in order.
+  std::vector<std::string> warnings;
 };
+
+// The quoted text of a Warning header value (RFC 7234: `299 - "text"`,
+// maybe followed by a date), unescaped; the whole value when it quotes
+// nothing.
+std::string WarningText(const std::string& header_value);
 
 // The response of a request read as it arrives (a watch). Owns its
 // connection; cancelled by Cancel(), the Transport's Shutdown() or the

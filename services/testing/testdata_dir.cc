@@ -38,6 +38,27 @@ Status FindSharedDataDir(std::string* dir) {
     return Status::OK();
   }
 
+  std::string workspace, tried;
+  Status found = FindWorkspaceDir(&workspace);
+  if (found.ok()) {
+    const std::string data = DirName(workspace) + "/shared/data";
+    std::string real = RealPath(data);
+    if (!real.empty() && IsDirectory(real)) {
+      *dir = real;
+      return Status::OK();
+    }
+    tried = "the workspace is " + workspace + ", but " + data + " is not a directory";
+  } else {
+    tried = found.message();
+  }
+  return Status::NotFound(
+      "shared data directory not found: set GAPTRAIN_DATA_DIR to the directory holding "
+      "mnist/ and fashion-mnist/, or declare data = [\"//:README.md\"] so that "
+      "<workspace>/../shared/data can be found: " + tried);
+}
+
+Status FindWorkspaceDir(std::string* dir) {
+  dir->clear();
   // The runfile README.md is a symlink (possibly through the sandbox's own
   // links) to <workspace>/README.md.
   std::vector<std::string> candidates;
@@ -52,24 +73,18 @@ Status FindSharedDataDir(std::string* dir) {
 
   std::string tried;
   for (const std::string& candidate : candidates) {
-    std::string readme = RealPath(candidate);
+    const std::string readme = RealPath(candidate);
     if (readme.empty()) {
       tried += "\n  " + candidate + " (does not resolve)";
       continue;
     }
-    const std::string data = DirName(DirName(readme)) + "/shared/data";
-    std::string real = RealPath(data);
-    if (!real.empty() && IsDirectory(real)) {
-      *dir = real;
-      return Status::OK();
-    }
-    tried += "\n  " + candidate + " -> " + readme + ", but " + data + " is not a directory";
+    *dir = DirName(readme);
+    return Status::OK();
   }
   if (candidates.empty()) tried = "\n  (neither TEST_SRCDIR nor the current directory is known)";
   return Status::NotFound(
-      "shared data directory not found: set GAPTRAIN_DATA_DIR to the directory holding "
-      "mnist/ and fashion-mnist/, or declare data = [\"//:README.md\"] so that "
-      "<workspace>/../shared/data can be found. Tried:" + tried);
+      "the workspace (source tree) was not found: declare data = [\"//:README.md\"]. Tried:" +
+      tried);
 }
 
 std::string SharedDataDir() {

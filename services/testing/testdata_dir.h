@@ -24,6 +24,11 @@ namespace gaptrain {
 // trailing slash). The error says what was tried.
 Status FindSharedDataDir(std::string* dir);
 
+// Sets *dir to the workspace root (the source tree holding README.md), found
+// by resolving the runfiles symlink of //:README.md (declare it as data) or
+// ./README.md.
+Status FindWorkspaceDir(std::string* dir);
+
 // FindSharedDataDir's directory, or "" when it cannot be found.
 std::string SharedDataDir();
 
