@@ -20,12 +20,12 @@
 #include <string>
 #include <vector>
 
-#include "operator/crd/test_job.h"
 #include "operator/crd/trainingjob_crd.h"
 #include "operator/envtest/control_plane.h"
 #include "operator/envtest/shared_control_plane.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
+#include "operator/testing/test_job.h"
 #include "operator/trainingjob/desired_children.h"
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/observed_job.h"
@@ -41,6 +41,7 @@
 namespace gaptrain {
 namespace {
 
+using kube_testing::TestJob;
 using nlohmann::json;
 
 // What the operator says of `job` (as the API server would return it):

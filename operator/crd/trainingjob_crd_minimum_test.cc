@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "operator/crd/test_job.h"
 #include "operator/crd/trainingjob_crd.h"
 #include "operator/envtest/api_resources.h"
 #include "operator/envtest/control_plane.h"
 #include "operator/envtest/shared_control_plane.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
+#include "operator/testing/test_job.h"
 #include "services/api/training_job.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/status_assertions.h"
@@ -29,6 +29,7 @@
 namespace gaptrain {
 namespace {
 
+using kube_testing::TestJob;
 using nlohmann::json;
 
 class TrainingJobCrdMinimumTest : public ::testing::Test {

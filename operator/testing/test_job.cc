@@ -1,14 +1,15 @@
-#include "operator/crd/test_job.h"
+#include "operator/testing/test_job.h"
 
 #include <gtest/gtest.h>
 
 #include "services/testing/yaml_to_json.h"
 
 namespace gaptrain {
+namespace kube_testing {
 
 nlohmann::json TestJob(const std::string& name, const std::string& spec) {
   nlohmann::json job;
-  const Status s = kube_testing::YamlToJson(
+  const Status s = YamlToJson(
       "apiVersion: gaptrain.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: '" + name +
           "'}\nspec: " + spec + "\n",
       &job);
@@ -16,4 +17,5 @@ nlohmann::json TestJob(const std::string& name, const std::string& spec) {
   return job;
 }
 
+}  // namespace kube_testing
 }  // namespace gaptrain
