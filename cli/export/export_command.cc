@@ -68,7 +68,8 @@ std::string CheckpointError(const Status& s) {
 // beside it. `job` is null without --job; accuracy is negative without
 // --test-accuracy.
 std::string ModelCard(const std::string& output, const std::string& checkpoint,
-                      const ParameterStore& store, const TrainingJob* job, double accuracy) {
+                      const ParameterStore& store, const CheckpointMeta& meta,
+                      const TrainingJob* job, double accuracy) {
   nlohmann::ordered_json card;
   card["format"] = "pytorch-state-dict";
   card["stateDict"] = output.substr(output.rfind('/') + 1);
@@ -92,6 +93,13 @@ std::string ModelCard(const std::string& output, const std::string& checkpoint,
     tensors.push_back({{"name", t.name}, {"shape", t.shape}});
   }
   card["tensors"] = std::move(tensors);
+  if (!meta.buffer_values.empty()) {
+    nlohmann::ordered_json buffers = nlohmann::ordered_json::array();
+    for (const BufferSpec& b : meta.buffer_layout.buffers()) {
+      buffers.push_back({{"name", b.name}, {"shape", b.shape}, {"dtype", BufferDTypeName(b.dtype)}});
+    }
+    card["buffers"] = std::move(buffers);
+  }
   return card.dump(2) + "\n";
 }
 
@@ -134,9 +142,10 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
   // Verify the checkpoint (choosing the newest valid one for --run-dir) and
   // take the numbers to report.
   std::unique_ptr<ParameterStore> store;
+  CheckpointMeta meta;
   std::string checkpoint = checkpoint_arg;
   if (from_file) {
-    s = ReadCheckpoint(checkpoint, &store, nullptr);
+    s = ReadCheckpoint(checkpoint, &store, &meta);
     if (!s.ok()) return Fail(err, CheckpointError(s), 1);
   } else {
     const std::string flag = from_run ? "--run-dir " : "--checkpoint-dir ";
@@ -146,7 +155,7 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
     CheckpointDirectory dir(from_run ? LocalJob::CheckpointDir(run_dir) : checkpoint_dir,
                             /*keep=*/1);
     std::vector<std::string> skipped;
-    s = dir.RestoreNewest(&store, nullptr, &checkpoint, &skipped);
+    s = dir.RestoreNewest(&store, &meta, &checkpoint, &skipped);
     if (s.code() == Status::Code::kNotFound) {
       return Fail(err,
                   "no checkpoint in " + dir.dir() +
@@ -171,8 +180,9 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
   const uint64_t version = store->version();
   const std::string card_text =
       card.empty() ? ""
-                   : ModelCard(output, checkpoint, *store,
+                   : ModelCard(output, checkpoint, *store, meta,
                                options.job_file.empty() ? nullptr : &job, accuracy);
+  const size_t buffers = meta.buffer_values.empty() ? 0 : meta.buffer_layout.buffers().size();
   store.reset();  // the export reads the file again; hold one copy at a time
 
   if (make_dirs) {
@@ -192,7 +202,9 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
     return Fail(err, "cannot write " + output + ": " + s.message(), 1);
   }
   *out += "wrote " + output + ": " + std::to_string(tensors) + " tensors, " +
-          std::to_string(parameters) + " parameters from " + checkpoint + " (version " +
+          std::to_string(parameters) + " parameters" +
+          (buffers > 0 ? ", " + std::to_string(buffers) + " buffers" : "") + " from " +
+          checkpoint + " (version " +
           std::to_string(version) + "); in Python: model.load_state_dict(torch.load(" +
           PythonString(output) + "))\n";
   if (!card.empty()) {

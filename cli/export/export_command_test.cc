@@ -125,6 +125,36 @@ TEST(ExportCommandTest, ExportsACheckpointFile) {
   ExpectExportOf(out, *other);
 }
 
+// A model with buffers: the message counts them, the card lists each with
+// its dtype, and the state_dict holds them after the parameters.
+TEST(ExportCommandTest, BuffersAreExportedAndListedOnTheCard) {
+  const std::string dir = TestDir("export_command_test");
+  std::unique_ptr<ParameterStore> store = MlpStore(5, 1.0f);
+  CheckpointMeta meta;
+  ASSERT_TRUE(meta.buffer_layout.Add("bn.running_mean", {2}, BufferDType::kFloat32).ok());
+  ASSERT_TRUE(meta.buffer_layout.Add("bn.num_batches_tracked", {}, BufferDType::kInt64).ok());
+  meta.buffer_values.assign(16, '\0');
+  meta.buffer_values[8] = 3;  // 3 batches
+  const std::string checkpoint = dir + "/bn.gtc";
+  ASSERT_TRUE(WriteCheckpoint(*store, meta, checkpoint).ok());
+  const std::string out = dir + "/bn.pt";
+  Result r = Export({checkpoint, "-o", out, "--card", out + ".json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, ": 4 tensors, 26 parameters, 2 buffers from ")) << r.out;
+  const nlohmann::json card = nlohmann::json::parse(ReadRaw(out + ".json"));
+  EXPECT_EQ(card["buffers"], nlohmann::json::parse(
+                                 R"([{"name": "bn.running_mean", "shape": [2], "dtype": "float32"},
+                                     {"name": "bn.num_batches_tracked", "shape": [],
+                                      "dtype": "int64"}])"));
+  const std::string bytes = ReadRaw(out);
+  c10::IValue loaded = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  c10::impl::GenericDict dict = loaded.toGenericDict();
+  ASSERT_EQ(dict.size(), 6u);
+  const at::Tensor count = dict.at("bn.num_batches_tracked").toTensor();
+  EXPECT_EQ(count.scalar_type(), at::kLong);
+  EXPECT_EQ(count.item<int64_t>(), 3);
+}
+
 TEST(ExportCommandTest, RunDirTakesTheNewestValidCheckpoint) {
   const std::string run = TestDir("export_command_test") + "/runs/mnist";
   CheckpointDirectory checkpoints(run + "/checkpoints", 5);

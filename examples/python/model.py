@@ -1,8 +1,8 @@
 """The model: a small CNN for 28x28 grey images, written in plain PyTorch.
 It is none of gaptrain's built-in models, so the job names its TorchScript
 (export_model.py writes it; spec.model.torchscript), from which the master
-learns the parameters' names and shapes. No BatchNorm: the master holds
-parameters only, and the evaluator runs the TorchScript with them."""
+learns the parameters' names and shapes. A model with BatchNorm works the
+same: its running statistics travel as buffers (docs/master.md, "Buffers")."""
 
 import torch
 from torch import nn

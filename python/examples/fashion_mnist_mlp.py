@@ -60,15 +60,33 @@ class SmallCNN(nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
-MODELS = {"mlp": MLP, "cnn": SmallCNN}
+class BatchNormCNN(nn.Module):
+    """SmallCNN with BatchNorm: its running statistics are buffers, which
+    the trainers send to the master (python/README.md, "Buffers")."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 5)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 5)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2)
+        x = torch.max_pool2d(torch.relu(self.bn2(self.conv2(x))), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+MODELS = {"mlp": MLP, "cnn": SmallCNN, "bn-cnn": BatchNormCNN}
 
 
 def main(argv):
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", required=True, help="the Fashion-MNIST directory")
     parser.add_argument("--model", choices=sorted(MODELS), default="mlp",
-                        help="mlp (the job's model: builtin mlp) or cnn (the job's model: "
-                             "this module's TorchScript)")
+                        help="mlp (the job's model: builtin mlp), or cnn or bn-cnn (the job's "
+                             "model: that module's TorchScript)")
     parser.add_argument("--result", default="", help="write the TrainResult as JSON here")
     args, rest = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO,

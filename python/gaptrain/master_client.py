@@ -19,6 +19,7 @@ import torch
 
 from gaptrain import rpc
 from gaptrain import wire
+from gaptrain.module_buffers import ModuleBuffers
 from gaptrain.parameter_mirror import ParameterMirror, parameter_device
 from gaptrain._proto import gaptrain_pb2 as pb
 from gaptrain._proto import gaptrain_pb2_grpc as pb_grpc
@@ -58,7 +59,7 @@ class MasterClient:
     parameters follow it (parameter_mirror.py: views of it on the CPU, one
     copy to a GPU after each pull that brought new values)."""
 
-    def __init__(self, opts, stop, session, named_params):
+    def __init__(self, opts, stop, session, named_params, named_buffers=()):
         self.opts = opts
         self.stop = stop
         self.session = session  # the master version reported in heartbeats
@@ -74,6 +75,7 @@ class MasterClient:
         self.flat = torch.empty(self.size, dtype=torch.float32,
                                 pin_memory=device is not None and device.type == "cuda")
         self.mirror = ParameterMirror(self._params, self.flat)
+        self.buffers = ModuleBuffers(named_buffers)
         self._channel = None
         self._stub = None
         self.address = ""
@@ -114,6 +116,7 @@ class MasterClient:
                 if not self.stop.sleep(backoff.next()):
                     return False
         check_layout(d.layout, self._named)
+        self.buffers.check(d.layout)
         self.rule = d.rule
         # In sync mode a push may wait for the step's other gradients:
         # Push, then Pull once the step is done (as gaptrain-worker).
@@ -129,6 +132,36 @@ class MasterClient:
         self.session.reset_master_version(d.version)
         log.info("master %s: job %s, rule %s, version %d, %d parameters", address, d.job_name,
                  d.rule, d.version, self.size)
+        return True
+
+    def send_buffers(self, worker_id):
+        """The module's buffers to the master (module_buffers.py); best
+        effort: a failure is logged, the next send carries newer ones."""
+        if not self.buffers:
+            return
+        try:
+            self._stub.PushBuffers(pb.PushBuffersRequest(worker_id=worker_id,
+                                                         values=self.buffers.pack()),
+                                   timeout=rpc.COORDINATOR_DEADLINE, metadata=self._metadata)
+        except grpc.RpcError as e:
+            log.debug("master: buffers not sent: %s", rpc.error(e))
+
+    def adopt_buffers(self):
+        """The master's buffers into the module once trainers have sent
+        any (a trainer that replaces another starts from the job's
+        statistics); True when taken."""
+        if not self.buffers:
+            return False
+        try:
+            r = self._stub.PullBuffers(pb.PullBuffersRequest(), timeout=rpc.COORDINATOR_DEADLINE,
+                                       metadata=self._metadata)
+        except grpc.RpcError as e:
+            log.debug("master: no buffers pulled: %s", rpc.error(e))
+            return False
+        if r.merges == 0:
+            return False  # the model's initial statistics: the module's own
+        self.buffers.unpack_into_module(r.values)
+        log.info("master: took the job's module buffers (%d sends folded in)", r.merges)
         return True
 
     def note_incarnation(self, incarnation):

@@ -18,6 +18,7 @@ import torch
 
 from gaptrain import batch_prefetch
 from gaptrain import heap_policy
+from gaptrain import module_buffers
 from gaptrain import options as options_mod
 from gaptrain import rpc
 from gaptrain import wire
@@ -82,6 +83,7 @@ class Trainer:
         # Batches are built ahead by it (batch_prefetch.py).
         self._builder = builder or batch_prefetch.ThreadBuilder(dataset)
         self._slim = None  # DanaSlimMomentum under the dana-slim rule
+        self._pushes_since_buffers = 0  # since the module's buffers were last sent
 
     # -- the loop --------------------------------------------------------
     def _average(self, phase, seconds):
@@ -132,7 +134,7 @@ class Trainer:
         if self.batch_size <= 0:
             raise GaptrainError("the coordinator sent batch size 0")
         self.master = MasterClient(self.opts, self.stop, self.session,
-                                   self.model.named_parameters())
+                                   self.model.named_parameters(), self.model.named_buffers())
         self._gradient = FlatGradient(self._params)
         self._shuffle_seed = reg.shuffle_seed
         self._order_epoch = None
@@ -141,6 +143,7 @@ class Trainer:
             torch.set_num_threads(self.opts.threads)
         if not self.master.connect(reg.master_address):
             return False
+        self.master.adopt_buffers()
         if self.master.rule == "dana-slim":
             self._slim = DanaSlimMomentum(self.master.size, self.opts.momentum,
                                           self.opts.weight_decay)
@@ -215,6 +218,8 @@ class Trainer:
             self.session.set_progress(task.task_id, self._task_done, last_loss)
         if self.stop.stopped and self._task_done < task.end - task.begin:
             return
+        if self._pushes_since_buffers:
+            self._send_buffers()
         try:
             self.session.complete_task(task.task_id, reached)
             self.result.tasks += 1
@@ -227,6 +232,10 @@ class Trainer:
                 raise
         self._task = None
         self.session.set_progress(0, 0, last_loss)
+
+    def _send_buffers(self):
+        self._pushes_since_buffers = 0
+        self.master.send_buffers(self.result.worker_id)
 
     def _master_failed(self):
         self._master_failing = True
@@ -340,6 +349,9 @@ class Trainer:
             self.result.last_loss = loss
             self.result.losses.append(loss)
             self.result.master_version = max(self.result.master_version, reply.version)
+            self._pushes_since_buffers += 1
+            if self._pushes_since_buffers >= module_buffers.PUSHES_PER_SEND:
+                self._send_buffers()
             return "trained", loss, reply
 
     def _wait_for_next_step(self, pushed_on):

@@ -401,6 +401,47 @@ class PythonTrainerTest(unittest.TestCase):
         finally:
             job.close()
 
+    def test_batchnorm_statistics_reach_the_master(self):
+        # A BatchNorm CNN whose TorchScript is the job's model: the trainer
+        # sends its running statistics every 16 pushes and when a task
+        # ends; the master folds them in and serves them, as the evaluator
+        # and `gaptrain export` read them.
+        sys.path.insert(0, os.path.dirname(EXAMPLE))
+        import torch
+        import fashion_mnist_mlp
+        scripted = os.path.join(self.dir.name, "bn_cnn.pt")
+        module = fashion_mnist_mlp.BatchNormCNN()
+        torch.jit.script(module).save(scripted)
+        job = Job(self.dir.name, "fp32", updates=100, model="{torchscript: %s}" % scripted)
+        try:
+            described = job._call(job._master.Describe, pb.DescribeRequest()).layout.buffers
+            self.assertEqual([b.name for b in described],
+                             [name for name, _ in module.named_buffers()])
+            before = job._call(job._master.PullBuffers, pb.PullBuffersRequest())
+            self.assertEqual(before.merges, 0)
+            trainer, result = job.trainer("py-trainer-bn", model="bn-cnn")
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-trainer-bn"))
+            r = read_result(result)
+            after = job._call(job._master.PullBuffers, pb.PullBuffersRequest())
+            self.assertGreaterEqual(after.merges, r["batches"] // 16)
+            values = {}
+            at = 0
+            for name, b in module.named_buffers():
+                n = b.numel() * b.element_size()
+                values[name] = torch.frombuffer(bytearray(after.values[at:at + n]),
+                                                dtype=b.dtype).reshape(b.shape)
+                at += n
+            self.assertEqual(at, len(after.values))
+            # Trained statistics, not the initial 0 and 1; the count is the
+            # trainer's forwards, at most 16 pushes behind its last.
+            self.assertGreater(values["bn1.running_mean"].abs().max().item(), 0.01)
+            self.assertFalse(torch.allclose(values["bn2.running_var"], torch.ones(16)))
+            count = values["bn1.num_batches_tracked"].item()
+            self.assertGreaterEqual(count, r["batches"] - 16)
+            self.assertLessEqual(count, r["batches"] + 16)
+        finally:
+            job.close()
+
     def test_a_users_own_model_and_dataset_from_the_environment(self):
         # examples/python: a CNN that is none of the built-ins (the master
         # learns its layout from its TorchScript) on a Dataset of the user's

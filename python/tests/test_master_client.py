@@ -1,6 +1,7 @@
 """The trainer's view of the master without a server (master_client.py): the
 model's CPU parameters alias the pulled buffer, keeping their values, so a
-pull changes the model with no copy; the layout check."""
+pull changes the model with no copy; the layout check; the module's
+buffers packed, unpacked and checked (module_buffers.py)."""
 
 import os
 import sys
@@ -12,8 +13,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
+from gaptrain import rpc  # noqa: E402
 from gaptrain import wire  # noqa: E402
+from gaptrain._proto import gaptrain_pb2 as pb  # noqa: E402
 from gaptrain.master_client import MasterClient  # noqa: E402
+from gaptrain.module_buffers import ModuleBuffers  # noqa: E402
 
 
 class _Session:
@@ -50,6 +54,54 @@ class MasterClientTest(unittest.TestCase):
         # Training still works through the aliased parameters.
         model(x).sum().backward()
         self.assertIsNotNone(model[0].weight.grad)
+
+
+class ModuleBuffersTest(unittest.TestCase):
+    def _bn(self):
+        torch.manual_seed(3)
+        model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2))
+        model.train()
+        model(torch.randn(4, 1, 5, 5))  # statistics and the count move
+        return model
+
+    def test_packed_values_round_trip_into_another_module(self):
+        model = self._bn()
+        buffers = ModuleBuffers(model.named_buffers())
+        self.assertEqual(buffers.layout, [("1.running_mean", (2,), pb.TENSOR_DTYPE_FLOAT32),
+                                          ("1.running_var", (2,), pb.TENSOR_DTYPE_FLOAT32),
+                                          ("1.num_batches_tracked", (), pb.TENSOR_DTYPE_INT64)])
+        self.assertEqual(buffers.bytes, 8 + 8 + 8)
+        data = buffers.pack()
+        self.assertEqual(len(data), 24)
+        other = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2))
+        ModuleBuffers(other.named_buffers()).unpack_into_module(data)
+        for (name, a), (_, b) in zip(model.named_buffers(), other.named_buffers()):
+            self.assertTrue(torch.equal(a, b), name)
+        self.assertEqual(other[1].num_batches_tracked.item(), 1)
+        with self.assertRaises(rpc.GaptrainError):
+            ModuleBuffers(other.named_buffers()).unpack_into_module(data[:-1])
+
+    def test_the_masters_buffers_must_be_the_modules(self):
+        buffers = ModuleBuffers(self._bn().named_buffers())
+        layout = pb.ModelLayout()
+        for name, shape, dtype in buffers.layout:
+            layout.buffers.add(name=name, shape=list(shape), dtype=dtype)
+        buffers.check(layout)  # the same: no error
+        layout.buffers[2].dtype = pb.TENSOR_DTYPE_FLOAT32
+        with self.assertRaisesRegex(rpc.GaptrainError,
+                                    r"buffer 2 is 1.num_batches_tracked \[\] float32 on the "
+                                    r"master, 1.num_batches_tracked \[\] int64 here"):
+            buffers.check(layout)
+        del layout.buffers[2]
+        with self.assertRaisesRegex(rpc.GaptrainError, "2 buffers on the master, 3 here"):
+            buffers.check(layout)
+        self.assertFalse(ModuleBuffers(nn.Linear(2, 2).named_buffers()))
+
+    def test_buffers_of_other_dtypes_are_refused_by_name(self):
+        module = nn.Module()
+        module.register_buffer("scale", torch.zeros(2, dtype=torch.float16))
+        with self.assertRaisesRegex(rpc.GaptrainError, "buffer scale is torch.float16"):
+            ModuleBuffers(module.named_buffers())
 
 
 if __name__ == "__main__":

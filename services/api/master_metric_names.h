@@ -51,6 +51,7 @@ inline constexpr char kLearningRate[] = "gaptrain_master_learning_rate";
 inline constexpr char kLiveWorkers[] = "gaptrain_master_live_workers";
 inline constexpr char kCheckpointsTotal[] = "gaptrain_master_checkpoints_total";
 inline constexpr char kCheckpointFailuresTotal[] = "gaptrain_master_checkpoint_failures_total";
+inline constexpr char kBufferMergesTotal[] = "gaptrain_master_buffer_merges_total";
 inline constexpr char kLastCheckpointTimestampSeconds[] =
     "gaptrain_master_last_checkpoint_timestamp_seconds";
 inline constexpr char kCheckpointIntervalSeconds[] =

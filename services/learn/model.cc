@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <sstream>
@@ -91,7 +92,7 @@ using model_internal::ErrorText;
 
 Status Model::Impl::Bind(
     const std::vector<std::pair<std::string, torch::Tensor>>& named_params,
-    const std::vector<torch::Tensor>& module_buffers) {
+    const std::vector<std::pair<std::string, torch::Tensor>>& named_buffers) {
   std::unordered_set<const void*> seen;
   for (const auto& [name, p] : named_params) {
     if (p.scalar_type() != torch::kFloat || !p.device().is_cpu() || p.is_sparse()) {
@@ -121,10 +122,25 @@ Status Model::Impl::Bind(
     p.mutable_grad() = flat_grads.narrow(0, offset, size).view(spec.shape);
     params.push_back(p);
   }
-  for (const torch::Tensor& b : module_buffers) {
+  for (const auto& [name, b] : named_buffers) {
     if (!b.defined()) continue;
+    BufferDType dtype;
+    switch (b.scalar_type()) {
+      case torch::kFloat: dtype = BufferDType::kFloat32; break;
+      case torch::kDouble: dtype = BufferDType::kFloat64; break;
+      case torch::kLong: dtype = BufferDType::kInt64; break;
+      case torch::kInt: dtype = BufferDType::kInt32; break;
+      case torch::kByte: dtype = BufferDType::kUint8; break;
+      case torch::kBool: dtype = BufferDType::kBool; break;
+      default:
+        return Status::InvalidArgument(what + ": buffer " + name + " is " +
+                                       std::string(c10::toString(b.scalar_type())) +
+                                       "; buffers may be float32, float64, int64, int32, uint8 "
+                                       "or bool");
+    }
+    Status added = buffer_layout.Add(name, b.sizes().vec(), dtype);
+    if (!added.ok()) return Status::InvalidArgument(what + ": " + added.message());
     buffers.push_back(b);
-    num_buffer_values += static_cast<size_t>(b.numel());
   }
   return Status::OK();
 }
@@ -224,27 +240,28 @@ void Model::Evaluate(const float* images, const int64_t* labels, int64_t batch,
   }
 }
 
-size_t Model::num_buffer_values() const { return impl_->num_buffer_values; }
+const BufferLayout& Model::buffer_layout() const { return impl_->buffer_layout; }
 
-// Buffer by buffer: copy_ converts type and device at once. ResNet-20 has
-// 57 small buffers; they travel rarely (not on every step), so one copy
-// each is fine.
-void Model::CopyBuffersTo(float* out) const {
+// Buffer by buffer, through a contiguous host tensor (the packed bytes are
+// not aligned for their dtypes). ResNet-20 has 57 small buffers; they
+// travel rarely (not on every step), so one copy each is fine.
+void Model::CopyBuffersTo(uint8_t* out) const {
   torch::NoGradGuard no_grad;
-  for (const torch::Tensor& b : impl_->buffers) {
-    const int64_t n = b.numel();
-    torch::from_blob(out, {n}, torch::kFloat).copy_(b.reshape({n}));
-    out += n;
+  const std::vector<BufferSpec>& specs = impl_->buffer_layout.buffers();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const torch::Tensor host = impl_->buffers[i].detach().to(torch::kCPU).contiguous();
+    std::memcpy(out + specs[i].offset, host.data_ptr(), specs[i].bytes);
   }
 }
 
-void Model::CopyBuffersFrom(const float* in) {
+void Model::CopyBuffersFrom(const uint8_t* in) {
   torch::NoGradGuard no_grad;
-  for (torch::Tensor& b : impl_->buffers) {
-    const int64_t n = b.numel();
-    // copy_ converts: num_batches_tracked (int64) round-trips exactly below 2^24.
-    b.copy_(torch::from_blob(const_cast<float*>(in), b.sizes(), torch::kFloat));
-    in += n;
+  const std::vector<BufferSpec>& specs = impl_->buffer_layout.buffers();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    torch::Tensor& b = impl_->buffers[i];
+    torch::Tensor host = torch::empty(b.sizes(), b.options().device(torch::kCPU));
+    std::memcpy(host.data_ptr(), in + specs[i].offset, specs[i].bytes);
+    b.copy_(host);
   }
 }
 

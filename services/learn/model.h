@@ -25,6 +25,7 @@
 #include <string>
 
 #include "services/base/status.h"
+#include "services/engine/buffer_layout.h"
 #include "services/engine/parameter_layout.h"
 
 namespace gaptrain {
@@ -107,14 +108,14 @@ class Model {
   void Evaluate(const float* images, const int64_t* labels, int64_t batch, double* loss_sum,
                 int64_t* correct);
 
-  // BatchNorm running statistics (and any other module buffers), flattened
-  // in a fixed order (named_buffers()); empty for models without
-  // BatchNorm. Integer buffers (num_batches_tracked) travel as floats,
-  // exact below 2^24. A worker sends them so the evaluator can use the
-  // trained statistics.
-  size_t num_buffer_values() const;
-  void CopyBuffersTo(float* out) const;
-  void CopyBuffersFrom(const float* in);
+  // The module's buffers (BatchNorm's running statistics and any other,
+  // named_buffers() in order) with their dtypes; empty for a model without
+  // any. A trainer sends their values to the master so the evaluator and
+  // the export get the trained statistics.
+  const BufferLayout& buffer_layout() const;
+  // Their values packed as buffer_layout() says (buffer_layout().bytes()).
+  void CopyBuffersTo(uint8_t* out) const;
+  void CopyBuffersFrom(const uint8_t* in);
 
  private:
   struct Impl;

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "services/base/status.h"
+#include "services/engine/buffer_layout.h"
 #include "services/engine/parameter_layout.h"
 #include "services/learn/model.h"
 
@@ -86,8 +87,8 @@ struct Model::Impl {
 
   ParameterLayout layout;
   std::vector<torch::Tensor> params;  // layout order
-  std::vector<torch::Tensor> buffers;
-  size_t num_buffer_values = 0;
+  BufferLayout buffer_layout;
+  std::vector<torch::Tensor> buffers;  // buffer_layout order
   torch::Tensor flat_params;  // host: what parameters() returns
   torch::Tensor flat_grads;   // host: what gradients() returns
 
@@ -143,7 +144,7 @@ struct Model::Impl {
   // Builds the layout and the flat buffers, and rebinds every parameter and
   // its gradient to views of them.
   Status Bind(const std::vector<std::pair<std::string, torch::Tensor>>& named_params,
-              const std::vector<torch::Tensor>& named_buffers);
+              const std::vector<std::pair<std::string, torch::Tensor>>& named_buffers);
 
   // After backward: every .grad() must still be its slice of ModuleGrads().
   void ReclaimGrads();

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -37,6 +38,49 @@ int64_t GradFallbackCopies();  // model.cc
 }  // namespace internal
 
 namespace {
+
+// The module's buffers as floats, element by element in buffer_layout()
+// order (num_batches_tracked, an int64, as its value), for comparisons.
+std::vector<float> FloatBuffers(const Model& m) {
+  std::vector<uint8_t> bytes(m.buffer_layout().bytes());
+  m.CopyBuffersTo(bytes.data());
+  std::vector<float> out;
+  for (const BufferSpec& b : m.buffer_layout().buffers()) {
+    const size_t n = b.bytes / BufferDTypeSize(b.dtype);
+    for (size_t i = 0; i < n; ++i) {
+      const uint8_t* at = bytes.data() + b.offset + i * BufferDTypeSize(b.dtype);
+      if (b.dtype == BufferDType::kInt64) {
+        int64_t v;
+        std::memcpy(&v, at, 8);
+        out.push_back(static_cast<float>(v));
+      } else {
+        float v;
+        std::memcpy(&v, at, 4);
+        out.push_back(v);
+      }
+    }
+  }
+  return out;
+}
+
+// The inverse of FloatBuffers (float32 and int64 buffers).
+void SetFloatBuffers(Model* m, const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(m->buffer_layout().bytes());
+  size_t k = 0;
+  for (const BufferSpec& b : m->buffer_layout().buffers()) {
+    const size_t n = b.bytes / BufferDTypeSize(b.dtype);
+    for (size_t i = 0; i < n; ++i, ++k) {
+      uint8_t* at = bytes.data() + b.offset + i * BufferDTypeSize(b.dtype);
+      if (b.dtype == BufferDType::kInt64) {
+        const int64_t v = static_cast<int64_t>(values[k]);
+        std::memcpy(at, &v, 8);
+      } else {
+        std::memcpy(at, &values[k], 4);
+      }
+    }
+  }
+  m->CopyBuffersFrom(bytes.data());
+}
 
 ModelInput Mnist() { return ModelInput{1, 28, 28, 10}; }
 ModelInput Cifar() { return ModelInput{3, 32, 32, 10}; }
@@ -184,7 +228,7 @@ TEST(ModelLayoutTest, Mlp) {
   EXPECT_EQ(layout.size(), 784u * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
   EXPECT_EQ(layout.size(), 235146u);
   ExpectContiguousLayout(layout);
-  EXPECT_EQ(m->num_buffer_values(), 0u);
+  EXPECT_TRUE(m->buffer_layout().empty());
   EXPECT_EQ(m->input().channels, 1);
 
   // Sized from the input: 3x32x32 = 3072 inputs.
@@ -238,7 +282,12 @@ TEST(ModelLayoutTest, ResNet20) {
   ExpectContiguousLayout(layout);
   // 19 BatchNorms, each running_mean and running_var (C) and
   // num_batches_tracked (1): 33 + 6*33 + 6*65 + 6*129.
-  EXPECT_EQ(m->num_buffer_values(), 1395u);
+  EXPECT_EQ(FloatBuffers(*m).size(), 1395u);
+  ASSERT_EQ(m->buffer_layout().buffers().size(), 57u);
+  EXPECT_EQ(m->buffer_layout().buffers()[0].name, "bn1.running_mean");
+  EXPECT_EQ(m->buffer_layout().buffers()[2].name, "bn1.num_batches_tracked");
+  EXPECT_EQ(m->buffer_layout().buffers()[2].dtype, BufferDType::kInt64);
+  EXPECT_EQ(m->buffer_layout().bytes(), 1376u * 4 + 19u * 8);
 }
 
 TEST(ModelLayoutTest, Errors) {
@@ -404,8 +453,7 @@ TEST(ModelResNetTest, GradientsFiniteAndBuffersMove) {
   const int64_t fallbacks = internal::GradFallbackCopies();
   auto m = Create("resnet20", Cifar(), 11);
   const Batch b = RandomBatch(Cifar(), 8, 5);
-  std::vector<float> buffers_before(m->num_buffer_values());
-  m->CopyBuffersTo(buffers_before.data());
+  std::vector<float> buffers_before = FloatBuffers(*m);
   // Fresh BatchNorms: running_mean 0, running_var 1, num_batches_tracked 0.
   EXPECT_EQ(buffers_before[0], 0.0f);   // bn1.running_mean[0]
   EXPECT_EQ(buffers_before[16], 1.0f);  // bn1.running_var[0]
@@ -427,8 +475,7 @@ TEST(ModelResNetTest, GradientsFiniteAndBuffersMove) {
   }
   EXPECT_EQ(internal::GradFallbackCopies(), fallbacks);
 
-  std::vector<float> buffers_after(m->num_buffer_values());
-  m->CopyBuffersTo(buffers_after.data());
+  std::vector<float> buffers_after = FloatBuffers(*m);
   EXPECT_NE(buffers_after, buffers_before);
   EXPECT_NE(buffers_after[0], 0.0f);
   EXPECT_EQ(buffers_after[32], 1.0f);  // one batch tracked
@@ -441,14 +488,11 @@ TEST(ModelResNetTest, GradientsFiniteAndBuffersMove) {
   const double trained = EvalLoss(m.get(), test);
   const double fresh = EvalLoss(other.get(), test);
   EXPECT_NE(trained, fresh);
-  other->CopyBuffersFrom(buffers_after.data());
-  std::vector<float> copied(other->num_buffer_values());
-  other->CopyBuffersTo(copied.data());
-  EXPECT_EQ(copied, buffers_after);
+  SetFloatBuffers(other.get(), buffers_after);
+  EXPECT_EQ(FloatBuffers(*other), buffers_after);
   EXPECT_EQ(EvalLoss(other.get(), test), trained);
   // Evaluate leaves the statistics alone.
-  other->CopyBuffersTo(copied.data());
-  EXPECT_EQ(copied, buffers_after);
+  EXPECT_EQ(FloatBuffers(*other), buffers_after);
 }
 
 TEST(ModelResNetTest, RunsOnMnistShape) {
@@ -486,7 +530,7 @@ TEST(TorchScriptTest, LoadsTrainsAndAliases) {
   // conv 4*1*9+4, bn 4+4, fc 676*10+10.
   EXPECT_EQ(m->layout().size(), 40u + 8 + 6770);
   ExpectContiguousLayout(m->layout());
-  EXPECT_EQ(m->num_buffer_values(), 9u);  // bn running_mean, running_var, count
+  EXPECT_EQ(FloatBuffers(*m).size(), 9u);  // bn running_mean, running_var, count
 
   // Gradients equal plain autograd on a separately loaded copy.
   const Batch b = PatternBatch(Mnist(), 16, 9);
@@ -521,7 +565,7 @@ TEST(TorchScriptTest, LoadsTrainsAndAliases) {
   // Zero weights and fresh statistics: every logit 0, loss log(10).
   std::fill(m->parameters(), m->parameters() + m->layout().size(), 0.0f);
   std::vector<float> fresh = {0, 0, 0, 0, 1, 1, 1, 1, 0};
-  m->CopyBuffersFrom(fresh.data());
+  SetFloatBuffers(m.get(), fresh);
   EXPECT_NEAR(EvalLoss(m.get(), test), std::log(10.0), 1e-6);
 }
 
@@ -601,11 +645,7 @@ ModelFactory Builtin(const std::string& name, const ModelInput& in) {
   return [name, in](uint64_t seed) { return Create(name, in, seed); };
 }
 
-std::vector<float> Buffers(const Model& m) {
-  std::vector<float> out(m.num_buffer_values());
-  m.CopyBuffersTo(out.data());
-  return out;
-}
+std::vector<float> Buffers(const Model& m) { return FloatBuffers(m); }
 
 // Two models from the same seed, one computing on the host buffers, one
 // mirrored: every step's loss and gradients and every evaluation must be
@@ -662,13 +702,13 @@ void ExpectMirrorMatchesDirect(const ModelFactory& create, const ModelInput& in)
   EXPECT_EQ(internal::GradFallbackCopies(), fallbacks);
 
   // Buffers into the mirrored model: another model's (fresh) statistics.
-  if (direct->num_buffer_values() > 0) {
+  if (!direct->buffer_layout().empty()) {
     std::unique_ptr<Model> fresh = create(23);
     const std::vector<float> values = Buffers(*fresh);
     EXPECT_NE(values, Buffers(*direct));
     const double trained = EvalLoss(mirror.get(), test);
-    direct->CopyBuffersFrom(values.data());
-    mirror->CopyBuffersFrom(values.data());
+    SetFloatBuffers(direct.get(), values);
+    SetFloatBuffers(mirror.get(), values);
     EXPECT_EQ(Buffers(*mirror), values);
     const double d = EvalLoss(direct.get(), test), m = EvalLoss(mirror.get(), test);
     EXPECT_EQ(m, d);
@@ -707,8 +747,7 @@ TEST(ModelMirrorTest, TorchScriptMatchesDirect) {
         EXPECT_TRUE(s.ok()) << s.ToString();
         if (m && seed != 21) {
           // Another file's statistics stand-in: different buffer values.
-          std::vector<float> b(m->num_buffer_values(), 0.5f);
-          m->CopyBuffersFrom(b.data());
+          SetFloatBuffers(m.get(), std::vector<float>(FloatBuffers(*m).size(), 0.5f));
         }
         return m;
       },

@@ -221,9 +221,9 @@ Status Model::CreateBuiltin(const std::string& name, const ModelInput& input, ui
     for (const auto& item : impl->net->named_parameters(/*recurse=*/true)) {
       named.emplace_back(item.key(), item.value());
     }
-    std::vector<torch::Tensor> buffers;
+    std::vector<std::pair<std::string, torch::Tensor>> buffers;
     for (const auto& item : impl->net->named_buffers(/*recurse=*/true)) {
-      buffers.push_back(item.value());
+      buffers.emplace_back(item.key(), item.value());
     }
     GAPTRAIN_RETURN_IF_ERROR(impl->Bind(named, buffers));
   } catch (const std::exception& e) {

@@ -94,8 +94,10 @@ Status Model::LoadTorchScript(const std::string& path, const ModelInput& input,
       return Status::InvalidArgument("TorchScript model " + path +
                                      ": no parameter requires grad (all frozen)");
     }
-    std::vector<torch::Tensor> buffers;
-    for (const auto& item : m.named_buffers(/*recurse=*/true)) buffers.push_back(item.value);
+    std::vector<std::pair<std::string, torch::Tensor>> buffers;
+    for (const auto& item : m.named_buffers(/*recurse=*/true)) {
+      buffers.emplace_back(item.name, item.value);
+    }
     GAPTRAIN_RETURN_IF_ERROR(impl->Bind(named, buffers));
   } catch (const std::exception& e) {
     return Status::InvalidArgument("TorchScript model " + path + ": " + ErrorText(e));

@@ -177,6 +177,16 @@ Status BuildHeader(const ParameterStore& store, const CheckpointMeta& meta, cons
     if (!IsUtf8(t.name)) return invalid("tensor name '" + t.name + "' is not UTF-8");
   }
   LayoutToProto(store.layout(), header.mutable_layout());
+  for (const BufferSpec& b : meta.buffer_layout.buffers()) {
+    if (!IsUtf8(b.name)) return invalid("module buffer name '" + b.name + "' is not UTF-8");
+  }
+  BufferLayoutToProto(meta.buffer_layout, header.mutable_layout());
+  if (!meta.buffer_values.empty() && meta.buffer_values.size() != meta.buffer_layout.bytes()) {
+    return invalid("the module's buffer values are " + std::to_string(meta.buffer_values.size()) +
+                   " bytes, their layout " + std::to_string(meta.buffer_layout.bytes()));
+  }
+  header.set_model_buffer_bytes(meta.buffer_values.size());
+  header.set_model_buffer_merges(meta.buffer_merges);
   for (const auto& [name, value] : store.scalars()) {
     if (!IsUtf8(name)) return invalid("scalar name '" + name + "' is not UTF-8");
     proto::CheckpointScalar* s = header.add_scalars();
@@ -210,6 +220,7 @@ Status BuildHeader(const ParameterStore& store, const CheckpointMeta& meta, cons
 struct ParsedHeader {
   ParameterLayout layout;
   std::vector<std::pair<std::string, DType>> buffers;
+  BufferLayout module_buffers;
 };
 
 Status ValidateHeader(const proto::CheckpointHeader& header, uint64_t data_length,
@@ -246,6 +257,15 @@ Status ValidateHeader(const proto::CheckpointHeader& header, uint64_t data_lengt
     expected += want;  // <= 2^36 per buffer, < 2^26 buffers: no overflow
     out->buffers.emplace_back(b.name(), dtype);
   }
+  s = BufferLayoutFromProto(header.layout(), &out->module_buffers);
+  if (!s.ok()) return Corrupt(path, "header: " + s.message());
+  if (header.model_buffer_bytes() != 0 &&
+      header.model_buffer_bytes() != out->module_buffers.bytes()) {
+    return Corrupt(path, "header: model_buffer_bytes " +
+                             std::to_string(header.model_buffer_bytes()) + ", its buffers hold " +
+                             std::to_string(out->module_buffers.bytes()));
+  }
+  expected += header.model_buffer_bytes();  // <= 4 MiB
   if (expected != data_length) {
     return Corrupt(path, "data length " + std::to_string(data_length) + " differs from the " +
                              std::to_string(expected) + " bytes the header describes");
@@ -287,6 +307,7 @@ Status WriteCheckpoint(const ParameterStore& store, const CheckpointMeta& meta,
   GAPTRAIN_RETURN_IF_ERROR(BuildHeader(store, meta, path, &header));
   uint64_t data_length = store.size() * sizeof(float);
   for (const auto& [name, buffer] : store.buffers()) data_length += buffer.bytes();
+  data_length += meta.buffer_values.size();
 
   char prefix[kPrefixBytes];
   std::memcpy(prefix, kMagic, 8);
@@ -304,6 +325,8 @@ Status WriteCheckpoint(const ParameterStore& store, const CheckpointMeta& meta,
   for (const auto& [name, buffer] : store.buffers()) {
     GAPTRAIN_RETURN_IF_ERROR(AppendWithCrc(&file, buffer.data(), buffer.bytes(), &crc));
   }
+  GAPTRAIN_RETURN_IF_ERROR(
+      AppendWithCrc(&file, meta.buffer_values.data(), meta.buffer_values.size(), &crc));
   char trailer[kTrailerBytes];
   EncodeFixed32(trailer, crc);
   std::memcpy(trailer + 4, kEndMagic, 8);
@@ -392,6 +415,9 @@ Status ReadCheckpoint(const std::string& path, std::unique_ptr<ParameterStore>* 
     GAPTRAIN_RETURN_IF_ERROR(
         ReadChunked(fd, path, &offset, static_cast<char*>(b->data()), b->bytes(), &crc));
   }
+  std::string module_buffer_values(header.model_buffer_bytes(), '\0');
+  GAPTRAIN_RETURN_IF_ERROR(ReadChunked(fd, path, &offset, module_buffer_values.data(),
+                                       module_buffer_values.size(), &crc));
   if (crc != stored_crc) {
     return Corrupt(path,
                    "CRC-32 mismatch: stored " + Hex32(stored_crc) + ", computed " + Hex32(crc));
@@ -407,6 +433,9 @@ Status ReadCheckpoint(const std::string& path, std::unique_ptr<ParameterStore>* 
     meta->created_unix_ms = header.created_unix_ms();
     meta->workers.assign(header.workers().begin(), header.workers().end());
     meta->incarnation = header.incarnation();
+    meta->buffer_layout = std::move(parsed.module_buffers);
+    meta->buffer_values = std::move(module_buffer_values);
+    meta->buffer_merges = header.model_buffer_merges();
   }
   *store = std::move(loaded);
   return Status::OK();

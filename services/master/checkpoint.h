@@ -21,8 +21,11 @@
 //                      one descriptor (name, dtype, byte length) per state
 //                      buffer in file order
 //   24+H        D      data: the parameters (P float32 values, 4P bytes),
-//                      then each state buffer's bytes in descriptor order;
-//                      D = 4P + sum of the descriptors' byte lengths
+//                      then each state buffer's bytes in descriptor order,
+//                      then the module's buffers (layout.buffers packed as
+//                      services/engine/buffer_layout.h says, B bytes =
+//                      header.model_buffer_bytes, 0 or the layout's size);
+//                      D = 4P + sum of the descriptors' byte lengths + B
 //   24+H+D      4      CRC-32 (zlib crc32_z, initial value 0) of bytes
 //                      [0, 24+H+D), uint32
 //   28+H+D      8      end magic 0A 54 50 4B 43 54 47 89 ("\nTPKCTG\x89")
@@ -43,6 +46,7 @@
 #include <vector>
 
 #include "services/base/status.h"
+#include "services/engine/buffer_layout.h"
 #include "services/engine/parameter_store.h"
 
 namespace gaptrain {
@@ -58,6 +62,13 @@ struct CheckpointMeta {
   // The master run that wrote it (MasterIncarnation.id); 0 in files from
   // before runs were numbered.
   uint64_t incarnation = 0;
+  // The module's buffers (BatchNorm's statistics): their layout, their
+  // values packed (buffer_layout.bytes() bytes; empty when a file has none,
+  // as files from before buffers were kept: start from the model's own),
+  // and how many trainers' sends the values hold (ModelBuffers).
+  BufferLayout buffer_layout;
+  std::string buffer_values;
+  uint64_t buffer_merges = 0;
 };
 
 // Writes `store` and `meta` to `path` with an AtomicFile

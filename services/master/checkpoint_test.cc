@@ -235,6 +235,38 @@ TEST(CheckpointTest, RoundTripIsBitIdentical) {
   ExpectIdentical(*store, *again);
 }
 
+// The module's buffers (a BatchNorm's statistics and its int64 count)
+// come back byte for byte with their layout and merge count; a file with
+// none (as from before they were kept) has an empty layout and no values.
+TEST(CheckpointTest, ModuleBuffersRoundTrip) {
+  const std::string path = TestDir() + "/buffers.gtc";
+  std::unique_ptr<ParameterStore> store = MakeStore(SmallLayout(), 2);
+  CheckpointMeta written = Meta();
+  ASSERT_TRUE(written.buffer_layout.Add("bn.running_mean", {3}, BufferDType::kFloat32).ok());
+  ASSERT_TRUE(written.buffer_layout.Add("bn.num_batches_tracked", {}, BufferDType::kInt64).ok());
+  written.buffer_values = std::string("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c"
+                                      "\x0d\x0e\x0f\x10\x11\x12\x13\x14", 20);
+  written.buffer_merges = 9;
+  ASSERT_TRUE(WriteCheckpoint(*store, written, path).ok());
+  std::unique_ptr<ParameterStore> loaded;
+  CheckpointMeta meta;
+  ASSERT_TRUE(ReadCheckpoint(path, &loaded, &meta).ok());
+  ExpectIdentical(*store, *loaded);
+  EXPECT_EQ(meta.buffer_layout, written.buffer_layout);
+  EXPECT_EQ(meta.buffer_values, written.buffer_values);
+  EXPECT_EQ(meta.buffer_merges, 9u);
+
+  // Values that do not fit their layout are not written.
+  written.buffer_values.pop_back();
+  const Status refused = WriteCheckpoint(*store, written, path + ".bad");
+  EXPECT_EQ(refused.code(), Code::kInvalidArgument) << refused.ToString();
+
+  ASSERT_TRUE(WriteCheckpoint(*store, Meta(), path).ok());
+  ASSERT_TRUE(ReadCheckpoint(path, &loaded, &meta).ok());
+  EXPECT_TRUE(meta.buffer_layout.empty());
+  EXPECT_EQ(meta.buffer_values, "");
+}
+
 TEST(CheckpointTest, StoreWithoutStateRoundTrips) {
   const std::string path = TestDir() + "/plain.gtc";
   ParameterStore store(SmallLayout());
@@ -516,6 +548,23 @@ TEST(CheckpointTest, InvalidHeadersAreDataLoss) {
     std::string data;
   };
   std::vector<Case> cases;
+  {
+    Case c{"module buffers of another size", "model_buffer_bytes 5, its buffers hold 8", base,
+           data + std::string(5, '\0')};
+    proto::TensorSpec* b = c.header.mutable_layout()->add_buffers();
+    b->set_name("bn.num_batches_tracked");
+    b->set_dtype(proto::TENSOR_DTYPE_INT64);
+    c.header.set_model_buffer_bytes(5);
+    cases.push_back(c);
+  }
+  {
+    Case c{"module buffer bytes beyond the data", "data length", base, data};
+    proto::TensorSpec* b = c.header.mutable_layout()->add_buffers();
+    b->set_name("bn.num_batches_tracked");
+    b->set_dtype(proto::TENSOR_DTYPE_INT64);
+    c.header.set_model_buffer_bytes(8);
+    cases.push_back(c);
+  }
   {
     Case c{"unknown dtype", "dtype", base, data};
     c.header.mutable_buffers(0)->set_dtype(static_cast<proto::CheckpointDType>(9));

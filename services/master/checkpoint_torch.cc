@@ -33,12 +33,46 @@ Status StoreTensors(const ParameterStore& store,
   return Status::OK();
 }
 
+Status BufferTensors(const CheckpointMeta& meta,
+                     std::vector<std::pair<std::string, at::Tensor>>* tensors) {
+  if (meta.buffer_values.empty()) return Status::OK();
+  if (meta.buffer_values.size() != meta.buffer_layout.bytes()) {
+    return Status::InvalidArgument("the buffers' values are " +
+                                   std::to_string(meta.buffer_values.size()) +
+                                   " bytes, their layout says " +
+                                   std::to_string(meta.buffer_layout.bytes()));
+  }
+  try {
+    for (const BufferSpec& b : meta.buffer_layout.buffers()) {
+      at::ScalarType type = at::kFloat;
+      switch (b.dtype) {
+        case BufferDType::kFloat32: type = at::kFloat; break;
+        case BufferDType::kFloat64: type = at::kDouble; break;
+        case BufferDType::kInt64: type = at::kLong; break;
+        case BufferDType::kInt32: type = at::kInt; break;
+        case BufferDType::kUint8: type = at::kByte; break;
+        case BufferDType::kBool: type = at::kBool; break;
+      }
+      at::Tensor t = at::empty(b.shape, at::TensorOptions().dtype(type));
+      std::memcpy(t.data_ptr(), meta.buffer_values.data() + b.offset, b.bytes);
+      tensors->emplace_back(b.name, std::move(t));
+    }
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("creating buffer tensors: ") + e.what());
+  }
+  return Status::OK();
+}
+
 Status LoadCheckpointTensors(const std::string& path,
                              std::vector<std::pair<std::string, at::Tensor>>* tensors) {
   std::unique_ptr<ParameterStore> store;
-  GAPTRAIN_RETURN_IF_ERROR(ReadCheckpoint(path, &store, nullptr));
-  Status s = StoreTensors(*store, tensors);
+  CheckpointMeta meta;
+  GAPTRAIN_RETURN_IF_ERROR(ReadCheckpoint(path, &store, &meta));
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  Status s = StoreTensors(*store, &out);
+  if (s.ok()) s = BufferTensors(meta, &out);
   if (!s.ok()) return Status(s.code(), path + ": " + s.message());
+  *tensors = std::move(out);
   return Status::OK();
 }
 
@@ -53,7 +87,7 @@ Status ExportCheckpointForTorch(const std::string& checkpoint_path, const std::s
     tensors.clear();
     bytes = torch::jit::pickle_save(c10::IValue(std::move(dict)));
   } catch (const std::exception& e) {
-    return Status::Internal(out_path + ": serialising the parameters: " + e.what());
+    return Status::Internal(out_path + ": serialising the tensors: " + e.what());
   }
   return WriteFileAtomically(out_path, bytes.data(), bytes.size());
 }

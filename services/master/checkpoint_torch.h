@@ -1,8 +1,10 @@
-// A checkpoint's parameters θ in LibTorch, so a user can take the trained
-// model away: as named tensors in C++, or as a file Python's torch.load()
-// reads as a state_dict (a dict of name -> tensor in layout order) that a
-// module with the same parameter names accepts in load_state_dict(). The
-// rule's state (momenta, snapshots) is not exported.
+// A checkpoint's parameters θ and the module's buffers (BatchNorm's
+// running statistics, as the master keeps them) in LibTorch, so a user can
+// take the trained model away: as named tensors in C++, or as a file
+// Python's torch.load() reads as a state_dict (a dict of name -> tensor:
+// the parameters in layout order, then the buffers) that a module with the
+// same names accepts in load_state_dict(strict=True). The rule's state
+// (momenta, snapshots) is not exported.
 //
 // Builds only with //third_party:torch; the master itself does not link
 // LibTorch for checkpoints.
@@ -18,6 +20,7 @@
 
 #include "services/base/status.h"
 #include "services/engine/parameter_store.h"
+#include "services/master/checkpoint.h"
 
 namespace gaptrain {
 
@@ -27,9 +30,17 @@ namespace gaptrain {
 Status StoreTensors(const ParameterStore& store,
                     std::vector<std::pair<std::string, at::Tensor>>* tensors);
 
+// The module's buffers a checkpoint holds (CheckpointMeta::buffer_values),
+// as contiguous CPU tensors of their own dtypes, appended to *tensors;
+// none when it holds no values (a model without buffers, or a file from
+// before they were kept).
+Status BufferTensors(const CheckpointMeta& meta,
+                     std::vector<std::pair<std::string, at::Tensor>>* tensors);
+
 // Reads and verifies the checkpoint at `path` (ReadCheckpoint's errors:
 // DATA_LOSS for a torn or corrupt file) and returns its parameters as
-// StoreTensors does. On error *tensors is unchanged.
+// StoreTensors does, then its buffers as BufferTensors does. On error
+// *tensors is unchanged.
 Status LoadCheckpointTensors(const std::string& path,
                              std::vector<std::pair<std::string, at::Tensor>>* tensors);
 

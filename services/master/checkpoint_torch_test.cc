@@ -241,5 +241,61 @@ TEST(CheckpointTorchTest, PythonTorchLoadReadsTheExport) {
   }
 }
 
+// A BatchNorm model's checkpoint: the export holds the master's running
+// statistics with their dtypes (num_batches_tracked an int64), so a plain
+// PyTorch module takes it with load_state_dict(strict=True) and evaluates
+// with those statistics.
+TEST(CheckpointTorchTest, BatchNormBuffersLoadStrictlyIntoAPythonModule) {
+  const std::string dir = TestDir("checkpoint_torch_test");
+  ParameterLayout layout;
+  ASSERT_TRUE(layout.Add("0.weight", {2, 3}).ok());
+  ASSERT_TRUE(layout.Add("0.bias", {2}).ok());
+  ASSERT_TRUE(layout.Add("1.weight", {2}).ok());
+  ASSERT_TRUE(layout.Add("1.bias", {2}).ok());
+  ParameterStore store(std::move(layout));
+  for (size_t i = 0; i < store.size(); ++i) store.params()[i] = 0.25f * i - 1.0f;
+  CheckpointMeta meta;
+  ASSERT_TRUE(meta.buffer_layout.Add("1.running_mean", {2}, BufferDType::kFloat32).ok());
+  ASSERT_TRUE(meta.buffer_layout.Add("1.running_var", {2}, BufferDType::kFloat32).ok());
+  ASSERT_TRUE(meta.buffer_layout.Add("1.num_batches_tracked", {}, BufferDType::kInt64).ok());
+  const float mean[2] = {0.5f, -2.0f}, var[2] = {4.0f, 0.25f};
+  const int64_t batches = 123456789012LL;  // beyond a float's exact range
+  meta.buffer_values.assign(reinterpret_cast<const char*>(mean), 8);
+  meta.buffer_values.append(reinterpret_cast<const char*>(var), 8);
+  meta.buffer_values.append(reinterpret_cast<const char*>(&batches), 8);
+  const std::string checkpoint = dir + "/bn.gtc";
+  ASSERT_TRUE(WriteCheckpoint(store, meta, checkpoint).ok());
+  const std::string out = dir + "/bn.pt";
+  ASSERT_TRUE(ExportCheckpointForTorch(checkpoint, out).ok());
+
+  Named tensors;
+  ASSERT_TRUE(LoadCheckpointTensors(checkpoint, &tensors).ok());
+  ASSERT_EQ(tensors.size(), 7u);
+  EXPECT_EQ(tensors[6].first, "1.num_batches_tracked");
+  EXPECT_EQ(tensors[6].second.scalar_type(), at::kLong);
+  EXPECT_EQ(tensors[6].second.dim(), 0);
+
+  const std::string script = R"PY(
+import sys, torch
+sd = torch.load(sys.argv[1])
+model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+model.load_state_dict(sd, strict=True)
+assert sd["1.num_batches_tracked"].dtype == torch.int64
+assert sd["1.num_batches_tracked"].item() == 123456789012
+model.eval()
+with torch.no_grad():
+    y = model(torch.tensor([[1.0, 2.0, 3.0]]))
+# By hand: linear, then (x - mean) / sqrt(var + eps) * weight + bias.
+w = sd["0.weight"]; b = sd["0.bias"]
+x = torch.tensor([1.0, 2.0, 3.0]) @ w.t() + b
+want = (x - sd["1.running_mean"]) / torch.sqrt(sd["1.running_var"] + 1e-5) * sd["1.weight"] + sd["1.bias"]
+assert torch.allclose(y[0], want), (y, want)
+print("OK")
+)PY";
+  std::string output;
+  ASSERT_EQ(RunPython(dir, script, "'" + out + "'", &output), 0) << output;
+  EXPECT_NE(output.find("OK"), std::string::npos) << output;
+}
+
 }  // namespace
 }  // namespace gaptrain

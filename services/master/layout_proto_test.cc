@@ -54,5 +54,41 @@ TEST(LayoutProtoTest, RejectsOverflowingShapeAndDuplicateNames) {
   EXPECT_NE(s.message().find("tensors[1]"), std::string::npos) << s.message();
 }
 
+TEST(LayoutProtoTest, BuffersRoundTripWithTheirDtypes) {
+  ParameterLayout params;
+  ASSERT_TRUE(params.Add("bn.weight", {4}).ok());
+  BufferLayout buffers;
+  ASSERT_TRUE(buffers.Add("bn.running_mean", {4}, BufferDType::kFloat32).ok());
+  ASSERT_TRUE(buffers.Add("bn.num_batches_tracked", {}, BufferDType::kInt64).ok());
+  ASSERT_TRUE(buffers.Add("mask", {3}, BufferDType::kBool).ok());
+  proto::ModelLayout wire;
+  LayoutToProto(params, &wire);
+  BufferLayoutToProto(buffers, &wire);
+  EXPECT_EQ(wire.tensors_size(), 1);
+  BufferLayout back;
+  ASSERT_TRUE(BufferLayoutFromProto(wire, &back).ok());
+  EXPECT_EQ(back, buffers);
+  EXPECT_EQ(back.bytes(), 16u + 8u + 3u);
+  ParameterLayout params_back;
+  ASSERT_TRUE(LayoutFromProto(wire, &params_back).ok());
+  EXPECT_EQ(params_back, params);
+}
+
+TEST(LayoutProtoTest, RefusesUnknownBufferDtypesAndParametersThatAreNotFloat32) {
+  proto::ModelLayout wire;
+  auto* b = wire.add_buffers();
+  b->set_name("odd");
+  b->set_dtype(static_cast<proto::TensorDType>(42));
+  BufferLayout buffers;
+  Status s = BufferLayoutFromProto(wire, &buffers);
+  EXPECT_EQ(s.message(), "layout.buffers[0] ('odd'): unknown dtype 42");
+  auto* t = wire.add_tensors();
+  t->set_name("w");
+  t->set_dtype(proto::TENSOR_DTYPE_INT64);
+  ParameterLayout params;
+  s = LayoutFromProto(wire, &params);
+  EXPECT_EQ(s.message(), "layout.tensors[0] ('w'): parameters must be float32");
+}
+
 }  // namespace
 }  // namespace gaptrain

@@ -325,6 +325,25 @@ Status MasterClient::SetMembers(const std::vector<uint32_t>& workers,
   return Observe(FromGrpcStatus(stub_->SetMembers(&context, request, response)));
 }
 
+Status MasterClient::PushBuffers(uint32_t worker, const std::string& values,
+                                 proto::PushBuffersResponse* response) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  proto::PushBuffersRequest request;
+  request.set_worker_id(worker);
+  request.set_values(values);
+  proto::PushBuffersResponse unused;
+  return Observe(FromGrpcStatus(
+      stub_->PushBuffers(&context, request, response != nullptr ? response : &unused)));
+}
+
+Status MasterClient::PullBuffers(proto::PullBuffersResponse* response) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  return Observe(
+      FromGrpcStatus(stub_->PullBuffers(&context, proto::PullBuffersRequest(), response)));
+}
+
 Status MasterClient::Checkpoint(proto::CheckpointResponse* response) {
   grpc::ClientContext context;
   Prepare(&context);

@@ -86,6 +86,11 @@ class MasterClient {
 
   Status SetMembers(const std::vector<uint32_t>& workers, proto::SetMembersResponse* response);
   Status Checkpoint(proto::CheckpointResponse* response);
+  // The module's buffers, packed as Describe's layout.buffers say: a
+  // member's own to the master, and the master's back.
+  Status PushBuffers(uint32_t worker, const std::string& values,
+                     proto::PushBuffersResponse* response = nullptr);
+  Status PullBuffers(proto::PullBuffersResponse* response);
 
  private:
   void Prepare(grpc::ClientContext* context) const;

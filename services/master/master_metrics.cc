@@ -92,6 +92,8 @@ MasterMetrics::MasterMetrics(std::shared_ptr<prometheus::Registry> registry,
   checkpoints_ = Counter(r, master_metric::kCheckpointsTotal, "Checkpoints written.");
   checkpoint_failures_ = Counter(r, master_metric::kCheckpointFailuresTotal,
                                  "Checkpoint attempts that failed.");
+  buffer_merges_ = Counter(r, master_metric::kBufferMergesTotal,
+                           "Trainers' module buffers (BatchNorm statistics) folded in.");
   last_checkpoint_time_ = Gauge(r, master_metric::kLastCheckpointTimestampSeconds,
                                 "Unix time of the last checkpoint written (or resumed from).");
   checkpoint_interval_ = Gauge(r, master_metric::kCheckpointIntervalSeconds,

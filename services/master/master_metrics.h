@@ -58,6 +58,7 @@ class MasterMetrics {
   void RecordRestoredCheckpoint(double unix_seconds) { last_checkpoint_time_->Set(unix_seconds); }
   void RecordCheckpoint(double unix_seconds, double seconds);
   void RecordCheckpointFailure() { checkpoint_failures_->Increment(); }
+  void RecordBufferMerge() { buffer_merges_->Increment(); }
   // Drops series of workers that left.
   void SetMembers(const std::vector<WorkerId>& members);
   // Seconds from serving to the first update this run applied.
@@ -89,6 +90,7 @@ class MasterMetrics {
   prometheus::Gauge* live_workers_;
   prometheus::Counter* checkpoints_;
   prometheus::Counter* checkpoint_failures_;
+  prometheus::Counter* buffer_merges_;
   prometheus::Gauge* last_checkpoint_time_;
   prometheus::Gauge* checkpoint_interval_;
   prometheus::Gauge* start_time_;

@@ -67,6 +67,11 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   proto::MasterIncarnation incarnation;
   incarnation.set_id(std::max({clock_us, previous_run + 1, (r.ok() ? meta.incarnation : 0) + 1}));
   std::unique_ptr<UpdateEngine> engine;
+  // The module's buffers: the model's own, or the checkpoint's when it
+  // holds them.
+  std::string buffer_values(model->buffer_layout().bytes(), '\0');
+  model->CopyBuffersTo(reinterpret_cast<uint8_t*>(buffer_values.data()));
+  uint64_t buffer_merges = 0;
   if (r.ok()) {
     incarnation.set_restored_from_id(meta.incarnation);
     incarnation.set_restored_from_version(restored->version());
@@ -80,6 +85,17 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
       return Status::FailedPrecondition(restored_path +
                                         " holds a different model layout than the job's model; "
                                         "move " + dir + " away to start over");
+    }
+    if (!meta.buffer_values.empty()) {
+      const std::string difference = meta.buffer_layout.DifferenceFrom(
+          model->buffer_layout(), "in the checkpoint", "in the model");
+      if (!difference.empty()) {
+        return Status::FailedPrecondition(restored_path + " holds other module buffers than " +
+                                          "the job's model (" + difference + "); move " + dir +
+                                          " away to start over");
+      }
+      buffer_values = std::move(meta.buffer_values);
+      buffer_merges = meta.buffer_merges;
     }
     GAPTRAIN_RETURN_IF_ERROR(
         UpdateEngine::Restore(std::move(restored), meta.workers, engine_options, &engine));
@@ -104,6 +120,7 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   } else {
     return r;
   }
+  const BufferLayout model_buffer_layout = model->buffer_layout();
   model.reset();
   if (p->ledger_) {
     p->ledger_->BeginRun(incarnation.id(), engine->version());
@@ -127,6 +144,8 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   service_options.token = options.server.token;
   service_options.incarnation = incarnation;
   service_options.ledger = p->ledger_.get();
+  service_options.buffers = std::make_shared<ModelBuffers>(
+      model_buffer_layout, std::move(buffer_values), buffer_merges);
   const uint64_t restored_version = engine->version();
   p->service_ = std::make_unique<MasterService>(std::move(engine), service_options, p->metrics_);
   p->RefreshJobTotals();
@@ -176,6 +195,8 @@ Status MasterProcess::CheckpointNow(std::string* path, uint64_t* version) {
     meta.workers = engine->members();
     meta.rule = RuleKindName(engine->rule_config().kind);
   });
+  meta.buffer_layout = service_->buffers()->layout();
+  service_->buffers()->Read(&meta.buffer_values, &meta.buffer_merges);
   meta.job_name = job_.name;
   meta.incarnation = incarnation_.id();
   meta.created_unix_ms = static_cast<uint64_t>(

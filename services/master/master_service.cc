@@ -57,6 +57,9 @@ MasterService::MasterService(std::unique_ptr<UpdateEngine> engine, Options optio
                      ? proto::BFLOAT16
                      : proto::FLOAT32),
       pool_(BufferPool::Create(num_values_)),
+      buffers_(options_.buffers != nullptr
+                   ? options_.buffers
+                   : std::make_shared<ModelBuffers>(BufferLayout(), std::string())),
       engine_(std::move(engine)) {
   metrics_->SetModel(engine_->version(), engine_->learning_rate(), engine_->num_workers());
 }
@@ -120,6 +123,7 @@ grpc::Status MasterService::Describe(grpc::ServerContext* context, const proto::
   std::lock_guard<std::mutex> lock(mu_);
   response->set_job_name(options_.job_name);
   LayoutToProto(engine_->store().layout(), response->mutable_layout());
+  BufferLayoutToProto(buffers_->layout(), response->mutable_layout());
   response->set_rule(RuleKindName(engine_->rule_config().kind));
   response->set_version(engine_->version());
   response->set_learning_rate(engine_->learning_rate());
@@ -623,6 +627,48 @@ grpc::Status MasterService::SetMembers(grpc::ServerContext* context,
   response->set_version(version);
   *response->mutable_incarnation() = options_.incarnation;
   response->set_durable_version(durable_version_.load());
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::PushBuffers(grpc::ServerContext* context,
+                                        const proto::PushBuffersRequest* request,
+                                        proto::PushBuffersResponse* response) {
+  grpc::Status auth = Authorize(context);
+  if (!auth.ok()) return auth;
+  size_t trainers = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!engine_->IsMember(request->worker_id())) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          "buffers from worker " + std::to_string(request->worker_id()) +
+                              ", which is not a member");
+    }
+    trainers = engine_->num_workers();
+  }
+  uint64_t merges = 0;
+  Status s = buffers_->Merge(request->values(), trainers, &merges);
+  if (!s.ok()) {
+    spdlog::warn("refused buffers of worker {}: {}", request->worker_id(), s.message());
+    return ToGrpcStatus(s);
+  }
+  metrics_->RecordBufferMerge();
+  response->set_merges(merges);
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::PullBuffers(grpc::ServerContext* context,
+                                        const proto::PullBuffersRequest*,
+                                        proto::PullBuffersResponse* response) {
+  grpc::Status auth = Authorize(context);
+  if (!auth.ok()) return auth;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    response->set_version(engine_->version());
+  }
+  uint64_t merges = 0;
+  buffers_->Read(response->mutable_values(), &merges);
+  response->set_merges(merges);
+  response->set_incarnation(options_.incarnation.id());
   return grpc::Status::OK;
 }
 

@@ -1,7 +1,9 @@
 // MasterService: the master's gRPC API (proto/gaptrain.proto, service
-// Master) over an UpdateEngine. Six verbs: Describe, Pull, Push, PushPull
+// Master) over an UpdateEngine. Eight verbs: Describe, Pull, Push, PushPull
 // (a push and the worker's next pull in one call: one round trip per
-// training step), SetMembers, Checkpoint.
+// training step), SetMembers, Checkpoint, and PushBuffers and PullBuffers
+// for the module's buffers (ModelBuffers: a member sends its own every
+// few pushes, the evaluator and starting trainers read the master's).
 //
 // Concurrency: one mutex guards the engine. Under the mutex a pull takes
 // the reply of the current model (one immutable, shared buffer per
@@ -42,6 +44,7 @@
 #include "services/master/buffer_pool.h"
 #include "services/master/bulk_transfer.h"
 #include "services/master/master_metrics.h"
+#include "services/master/model_buffers.h"
 #include "services/master/push_ledger.h"
 
 namespace gaptrain {
@@ -66,6 +69,8 @@ class MasterService final : public MasterServiceBase {
     uint32_t default_chunk_values = 256 * 1024;  // 1 MiB of fp32
     proto::MasterIncarnation incarnation;  // which run this is; id 0: unknown
     PushLedger* ledger = nullptr;  // borrowed; null: no ledger (tests)
+    // The module's buffers; null: the model has none.
+    std::shared_ptr<ModelBuffers> buffers;
   };
   static constexpr uint32_t kMaxChunkValues = kBulkMaxChunkValues;
   static constexpr int kMaxMessageBytes = kBulkMaxMessageBytes;
@@ -99,6 +104,15 @@ class MasterService final : public MasterServiceBase {
                           proto::SetMembersResponse* response) override;
   grpc::Status Checkpoint(grpc::ServerContext* context, const proto::CheckpointRequest* request,
                           proto::CheckpointResponse* response) override;
+  // A member's buffers (NOT_FOUND from a worker that is no member, as for a
+  // push; INVALID_ARGUMENT for values that do not fit the model's buffers).
+  grpc::Status PushBuffers(grpc::ServerContext* context, const proto::PushBuffersRequest* request,
+                           proto::PushBuffersResponse* response) override;
+  grpc::Status PullBuffers(grpc::ServerContext* context, const proto::PullBuffersRequest* request,
+                           proto::PullBuffersResponse* response) override;
+
+  // The module's buffers (never null: empty for a model without any).
+  const std::shared_ptr<ModelBuffers>& buffers() const { return buffers_; }
 
  private:
   class PullReply;
@@ -124,6 +138,7 @@ class MasterService final : public MasterServiceBase {
   const proto::WireType echo_type_;
   CheckpointFn checkpoint_fn_;
   const std::shared_ptr<BufferPool> pool_;
+  const std::shared_ptr<ModelBuffers> buffers_;
   std::atomic<uint64_t> durable_version_{0};
   std::atomic<int64_t> serving_since_ns_{0};  // steady clock; 0: not yet
   std::atomic<bool> first_update_seen_{false};  // P-float buffers for pull replies

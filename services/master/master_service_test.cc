@@ -6,6 +6,7 @@
 #include <atomic>
 #include <map>
 #include <cmath>
+#include <cstring>
 #include <thread>
 
 #include "services/master/master_client.h"
@@ -29,7 +30,7 @@ class MasterServer {
  public:
   MasterServer(size_t size, RuleConfig rule, double lr = 1.0,
                const proto::MasterIncarnation& run = proto::MasterIncarnation(),
-               PushLedger* ledger = nullptr) {
+               PushLedger* ledger = nullptr, std::shared_ptr<ModelBuffers> buffers = nullptr) {
     UpdateEngine::Options options;
     options.rule = rule;
     options.schedule.learning_rate = lr;
@@ -43,6 +44,7 @@ class MasterServer {
     service_options.token = kToken;
     service_options.incarnation = run;
     service_options.ledger = ledger;
+    service_options.buffers = std::move(buffers);
     service_ = std::make_unique<MasterService>(std::move(engine), service_options, metrics_);
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
@@ -152,6 +154,9 @@ TEST(MasterServiceTest, EveryRpcNeedsTheJobToken) {
     EXPECT_EQ(client.Push(1, 0, g.data(), 100, 0, &p).code(), Status::Code::kUnauthenticated);
     proto::CheckpointResponse c;
     EXPECT_EQ(client.Checkpoint(&c).code(), Status::Code::kUnauthenticated);
+    EXPECT_EQ(client.PushBuffers(1, "").code(), Status::Code::kUnauthenticated);
+    proto::PullBuffersResponse b;
+    EXPECT_EQ(client.PullBuffers(&b).code(), Status::Code::kUnauthenticated);
   }
   EXPECT_EQ(master.Version(), 0u);
   EXPECT_TRUE(master.Client().Describe(&d).ok());
@@ -817,6 +822,55 @@ TEST(MasterServiceTest, EveryAnswerNamesTheRunAndTheLedgerCountsEveryPush) {
   EXPECT_EQ(t.rejected, 2u);
   EXPECT_EQ(t.updates, 2u);
   EXPECT_EQ(t.version, master.Version());
+}
+
+// A BatchNorm's buffers: Describe names them, members' sends are folded
+// in (the first taken whole, then averaged over the live trainers), anyone
+// reads them with the version, and a bad send changes nothing.
+TEST(MasterServiceTest, BuffersAreFoldedFromMembersAndReadByAnyone) {
+  BufferLayout layout;
+  ASSERT_TRUE(layout.Add("bn.running_mean", {2}, BufferDType::kFloat32).ok());
+  ASSERT_TRUE(layout.Add("bn.num_batches_tracked", {}, BufferDType::kInt64).ok());
+  auto pack = [](float a, float b, int64_t count) {
+    std::string bytes(16, '\0');
+    std::memcpy(&bytes[0], &a, 4);
+    std::memcpy(&bytes[4], &b, 4);
+    std::memcpy(&bytes[8], &count, 8);
+    return bytes;
+  };
+  MasterServer master(10, PlainSgd(), 1.0, proto::MasterIncarnation(), nullptr,
+                      std::make_shared<ModelBuffers>(layout, pack(0, 1, 0)));
+  MasterClient client = master.Client();
+  proto::DescribeResponse d;
+  ASSERT_TRUE(client.Describe(&d).ok());
+  ASSERT_EQ(d.layout().buffers_size(), 2);
+  EXPECT_EQ(d.layout().buffers(1).name(), "bn.num_batches_tracked");
+  EXPECT_EQ(d.layout().buffers(1).dtype(), proto::TENSOR_DTYPE_INT64);
+
+  proto::PullBuffersResponse read;
+  ASSERT_TRUE(client.PullBuffers(&read).ok());
+  EXPECT_EQ(read.values(), pack(0, 1, 0));
+  EXPECT_EQ(read.merges(), 0u);
+
+  // Only members send.
+  EXPECT_EQ(client.PushBuffers(1, pack(2, 2, 1)).code(), Status::Code::kNotFound);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1, 2}, &m).ok());
+  proto::PushBuffersResponse sent;
+  ASSERT_TRUE(client.PushBuffers(1, pack(2, 4, 5), &sent).ok());
+  EXPECT_EQ(sent.merges(), 1u);
+  ASSERT_TRUE(client.PushBuffers(2, pack(4, 0, 3)).ok());
+  ASSERT_TRUE(client.PullBuffers(&read).ok());
+  EXPECT_EQ(read.values(), pack(3, 2, 5));
+  EXPECT_EQ(read.merges(), 2u);
+  EXPECT_EQ(master.Metric("gaptrain_master_buffer_merges_total"), 2);
+
+  const Status wrong = client.PushBuffers(1, pack(1, 1, 1) + "x");
+  EXPECT_EQ(wrong.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(wrong.message().find("17 bytes, the model's buffers hold 16"), std::string::npos)
+      << wrong.ToString();
+  ASSERT_TRUE(client.PullBuffers(&read).ok());
+  EXPECT_EQ(read.values(), pack(3, 2, 5));
 }
 
 TEST(MasterServiceTest, CheckpointWithoutDirectoryIsAClearError) {

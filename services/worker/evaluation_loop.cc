@@ -56,7 +56,8 @@ Status EvaluationLoop::Setup() {
   device_ = PlaceJobModel(model_.get(), options_.device, options_.mirror_on_cpu_for_testing);
   if (metrics_ != nullptr) metrics_->SetDevice(device_);
   RetryLoop loop(options_.retry, NextSeed(), stop_);
-  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(reg.master_address(), model_->layout(), &loop));
+  GAPTRAIN_RETURN_IF_ERROR(
+      master_.Connect(reg.master_address(), model_->layout(), model_->buffer_layout(), &loop));
   spdlog::info("evaluator ready: {} test samples, every {} master updates, computing on {}",
                test_.size(), job_.training.eval_every_updates, device_);
   return Status::OK();
@@ -90,6 +91,21 @@ Status EvaluationLoop::Evaluate(RetryLoop* loop) {
   session_->SetMasterVersion(r.version);
   known_version_ = static_cast<int64_t>(r.version);
   if (evaluated_ && r.version == result_.version) return Status::OK();
+  // The trainers' BatchNorm statistics (the master's average of them): the
+  // model is evaluated as it was trained, not with fresh ones.
+  if (!model_->buffer_layout().empty()) {
+    proto::PullBuffersResponse buffers;
+    s = CallWithRetry(
+        loop, [&] { return master_.client()->PullBuffers(&buffers); },
+        [&](const Status& failure) { master_.NoteFailure("PullBuffers", failure); });
+    if (!s.ok()) return s;
+    if (buffers.values().size() != model_->buffer_layout().bytes()) {
+      return Status::FailedPrecondition(
+          "the master's buffers are " + std::to_string(buffers.values().size()) +
+          " bytes, this model's " + std::to_string(model_->buffer_layout().bytes()));
+    }
+    model_->CopyBuffersFrom(reinterpret_cast<const uint8_t*>(buffers.values().data()));
+  }
 
   EvalResult eval;
   GAPTRAIN_RETURN_IF_ERROR(EvaluateModel(model_.get(), test_, options_.batch_size, &eval));

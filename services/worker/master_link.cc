@@ -40,7 +40,7 @@ MasterLink::MasterLink(Connector connect, WorkerMetrics* metrics)
     : connect_(std::move(connect)), metrics_(metrics) {}
 
 Status MasterLink::Connect(const std::string& address, const ParameterLayout& layout,
-                           RetryLoop* loop) {
+                           const BufferLayout& buffers, RetryLoop* loop) {
   if (address.empty()) {
     return Status::FailedPrecondition(
         "the coordinator named no master (start it with --master HOST:PORT)");
@@ -66,6 +66,18 @@ Status MasterLink::Connect(const std::string& address, const ParameterLayout& la
   if (!difference.empty()) {
     return Status::FailedPrecondition("the master at " + address +
                                       " holds another model: " + difference);
+  }
+  BufferLayout their_buffers;
+  parsed = BufferLayoutFromProto(d.layout(), &their_buffers);
+  if (!parsed.ok()) {
+    return Status::FailedPrecondition("the master at " + address +
+                                      " described malformed buffers: " + parsed.message());
+  }
+  const std::string buffer_difference =
+      their_buffers.DifferenceFrom(buffers, "on the master", "here");
+  if (!buffer_difference.empty()) {
+    return Status::FailedPrecondition("the master at " + address +
+                                      " holds a model with other buffers: " + buffer_difference);
   }
   if (d.needs_echo() && !proto::WireType_IsValid(d.echo_type())) {
     return Status::FailedPrecondition("the master asked for an echo of unknown type " +

@@ -22,6 +22,7 @@
 
 #include "proto/gaptrain.pb.h"
 #include "services/base/status.h"
+#include "services/engine/buffer_layout.h"
 #include "services/engine/parameter_layout.h"
 #include "services/master/master_client.h"
 #include "services/worker/retry.h"
@@ -38,9 +39,11 @@ class MasterLink {
   // `metrics` may be null.
   MasterLink(Connector connect, WorkerMetrics* metrics);
 
-  // Connects to `address` and checks the master's model against `layout`.
-  // Transient failures are retried through `loop`.
-  Status Connect(const std::string& address, const ParameterLayout& layout, RetryLoop* loop);
+  // Connects to `address` and checks the master's model against `layout`
+  // and its module buffers against `buffers`. Transient failures are
+  // retried through `loop`.
+  Status Connect(const std::string& address, const ParameterLayout& layout,
+                 const BufferLayout& buffers, RetryLoop* loop);
 
   MasterClient* client() { return client_.get(); }
   const std::string& address() const { return address_; }

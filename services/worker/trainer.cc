@@ -85,8 +85,10 @@ Status Trainer::Setup() {
   labels_.assign(loader_->labels_buffer_size(), 0);
 
   RetryLoop loop(options_.retry, NextSeed(), stop_);
-  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(reg.master_address(), model_->layout(), &loop));
+  GAPTRAIN_RETURN_IF_ERROR(
+      master_.Connect(reg.master_address(), model_->layout(), model_->buffer_layout(), &loop));
   run_id_ = master_.run().id();
+  AdoptMasterBuffers();
   const proto::DescribeResponse& d = master_.description();
   sync_ = d.rule() == "sync";
   push_pull_ = !sync_;
@@ -117,7 +119,7 @@ Status Trainer::Loop() {
     const std::string address = session_->registration().master_address();
     if (address != master_.address()) {
       RetryLoop loop(options_.retry, NextSeed(), stop_);
-      Status s = master_.Connect(address, model_->layout(), &loop);
+      Status s = master_.Connect(address, model_->layout(), model_->buffer_layout(), &loop);
       if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
       known_version_ = -1;
       run_id_ = master_.run().id();
@@ -225,6 +227,7 @@ Status Trainer::RunTask(const proto::DataTask& task) {
   }
   report.set_samples_retrained(retrained);
   retrained_ += retrained;
+  if (pushes_since_buffers_ > 0) SendBuffers();
   bool credited = false;
   Status s = session_->CompleteTask(task.task_id(), report, &credited);
   if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
@@ -252,7 +255,8 @@ Status Trainer::OnMasterRestart(std::vector<PushedBatch>* pushed, std::deque<Sam
   run_changed_ = false;
   *lost = 0;
   RetryLoop loop(options_.retry, NextSeed(), stop_);
-  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(master_.address(), model_->layout(), &loop));
+  GAPTRAIN_RETURN_IF_ERROR(
+      master_.Connect(master_.address(), model_->layout(), model_->buffer_layout(), &loop));
   const proto::MasterIncarnation run = master_.run();
   run_id_ = run.id();
   session_->ResetMasterVersion(master_.description().version());
@@ -279,6 +283,28 @@ Status Trainer::OnMasterRestart(std::vector<PushedBatch>* pushed, std::deque<Sam
                "lost their updates and are trained again",
                run.id(), run.restored_from_version(), *lost);
   return Status::OK();
+}
+
+void Trainer::SendBuffers() {
+  if (model_->buffer_layout().empty()) return;
+  pushes_since_buffers_ = 0;
+  std::string values(model_->buffer_layout().bytes(), '\0');
+  model_->CopyBuffersTo(reinterpret_cast<uint8_t*>(values.data()));
+  // Best effort: the next send carries newer statistics anyway.
+  const Status s = master_.client()->PushBuffers(session_->worker_id(), values);
+  if (!s.ok()) spdlog::debug("master: buffers not sent: {}", s.ToString());
+}
+
+void Trainer::AdoptMasterBuffers() {
+  if (model_->buffer_layout().empty()) return;
+  proto::PullBuffersResponse buffers;
+  const Status s = master_.client()->PullBuffers(&buffers);
+  if (!s.ok() || buffers.merges() == 0 ||
+      buffers.values().size() != model_->buffer_layout().bytes()) {
+    return;  // the module's own statistics, as a fresh job's
+  }
+  model_->CopyBuffersFrom(reinterpret_cast<const uint8_t*>(buffers.values().data()));
+  spdlog::info("master: took the job's module buffers ({} sends folded in)", buffers.merges());
 }
 
 Status Trainer::PullParameters() {
@@ -452,6 +478,7 @@ Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* ou
           reply.version() + (reply.outcome() == proto::PushResponse::ACCUMULATED ? 1 : 0);
       ++batches_;
       samples_ += samples;
+      if (++pushes_since_buffers_ >= kPushesPerBufferSend) SendBuffers();
       if (metrics_ != nullptr) {
         metrics_->RecordPush(push);
         metrics_->RecordBatch(samples, l);

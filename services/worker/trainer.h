@@ -62,6 +62,11 @@
 
 namespace gaptrain {
 
+// How often a trainer sends its module buffers (BatchNorm's running
+// statistics, which move slowly: momentum 0.1 per batch) to the master: a
+// few kilobytes every this many pushes, and when a task ends.
+inline constexpr uint32_t kPushesPerBufferSend = 16;
+
 class Trainer {
  public:
   struct Options : LoopOptions {
@@ -109,6 +114,13 @@ class Trainer {
   Status RunTask(const proto::DataTask& task);
   Status TrainBatch(size_t samples, uint64_t generation, BatchOutcome* outcome, float* loss);
   Status PullParameters();
+  // The module's buffers (BatchNorm's statistics) to the master, which
+  // folds them into the job's (services/master/model_buffers.h); best
+  // effort, every kPushesPerBufferSend pushes and when a task ends.
+  void SendBuffers();
+  // At start: the master's buffers once trainers have sent any, so a
+  // replacement trainer starts from the job's statistics.
+  void AdoptMasterBuffers();
   // Takes a pull's answer: versions, the master's run, the bf16 echo.
   void AcceptPulled(const MasterClient::PullResult& r);
   // Pushes the gradient computed on base_version_; with PushPull the same
@@ -191,6 +203,7 @@ class Trainer {
   bool not_member_logged_ = false;
 
   uint64_t batches_ = 0, samples_ = 0, tasks_ = 0, skipped_ = 0, retrained_ = 0;
+  uint32_t pushes_since_buffers_ = 0;
 };
 
 }  // namespace gaptrain

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -45,6 +46,9 @@ struct JobSpec {
   uint64_t eval_every = 300;
   uint32_t replicas = 2;
   uint32_t lease_seconds = 6;
+  std::string model = "{builtin: mlp}";
+  uint64_t max_updates = 0;  // instead of epochs when set
+  uint32_t batch_size = 64;
 };
 
 std::string WriteJob(const std::string& dir, const JobSpec& spec) {
@@ -56,11 +60,13 @@ std::string WriteJob(const std::string& dir, const JobSpec& spec) {
                       << "kind: TrainingJob\n"
                       << "metadata: {name: " << spec.name << "}\n"
                       << "spec:\n"
-                      << "  model: {builtin: mlp}\n"
+                      << "  model: " << spec.model << "\n"
                       << "  data: {format: mnist-idx, path: " << data << "/mnist, shuffleSeed: 7}\n"
                       << "  training:\n"
-                      << "    batchSize: 64\n"
-                      << "    epochs: " << spec.epochs << "\n"
+                      << "    batchSize: " << spec.batch_size << "\n"
+                      << (spec.max_updates > 0
+                              ? "    maxUpdates: " + std::to_string(spec.max_updates) + "\n"
+                              : "    epochs: " + std::to_string(spec.epochs) + "\n")
                       << "    targetAccuracy: " << spec.target_accuracy << "\n"
                       << "    evalEveryUpdates: " << spec.eval_every << "\n"
                       << "    optimizer: {learningRate: 0.05, momentum: 0.9, weightDecay: 1.0e-4}\n"
@@ -227,6 +233,46 @@ TEST(WorkerProcessTest, TwoTrainersAndTheEvaluatorTrainMlpOnMnistToNinetyFivePer
   EXPECT_EQ(st.left(), 3u);  // all FINISHED
   EXPECT_EQ(st.preempted() + st.failed() + st.expired(), 0u);
   (void)evaluator;
+  if (HasFailure()) job.PrintLogs();
+}
+
+// A BatchNorm model (the built-in resnet20): the trainer sends its running
+// statistics every 16 pushes and when a task ends, and the master folds
+// them in (what the evaluator and the export read).
+TEST(WorkerProcessTest, ATrainerSendsItsBatchNormStatisticsToTheMaster) {
+  JobSpec spec;
+  spec.name = "batchnorm";
+  spec.model = "{builtin: resnet20}";
+  spec.max_updates = 40;
+  spec.batch_size = 16;
+  spec.replicas = 1;
+  spec.eval_every = 100000;
+  Job job("batchnorm", spec);
+  ASSERT_NO_FATAL_FAILURE(job.StartMaster());
+  ASSERT_NO_FATAL_FAILURE(job.StartCoordinator(/*task_batches=*/10));
+  proto::PullBuffersResponse before;
+  ASSERT_TRUE(job.Master().PullBuffers(&before).ok());
+  EXPECT_EQ(before.merges(), 0u);
+  job.StartWorker("trainer");
+  const std::vector<int> exits = job.WaitWorkers(std::chrono::seconds(240));
+  ASSERT_TRUE(ExitedWith(exits[0], 0)) << exits[0];
+  proto::DescribeResponse d;
+  ASSERT_TRUE(job.Master().Describe(&d).ok());
+  ASSERT_EQ(d.layout().buffers_size(), 57);  // 19 BatchNorms
+  EXPECT_EQ(d.layout().buffers(2).name(), "bn1.num_batches_tracked");
+  proto::PullBuffersResponse after;
+  ASSERT_TRUE(job.Master().PullBuffers(&after).ok());
+  // Every task of 10 batches ends with a send, and every 16th push.
+  EXPECT_GE(after.merges(), 4u);
+  // bn1: 16 running means, 16 variances, then the int64 count.
+  float mean0 = 0, var0 = 0;
+  int64_t count = 0;
+  std::memcpy(&mean0, after.values().data(), 4);
+  std::memcpy(&var0, after.values().data() + 64, 4);
+  std::memcpy(&count, after.values().data() + 128, 8);
+  EXPECT_NE(mean0, 0.0f);
+  EXPECT_NE(var0, 1.0f);
+  EXPECT_GE(count, 40);
   if (HasFailure()) job.PrintLogs();
 }
 

@@ -44,6 +44,16 @@ class MasterStub(object):
                 request_serializer=gaptrain__pb2.CheckpointRequest.SerializeToString,
                 response_deserializer=gaptrain__pb2.CheckpointResponse.FromString,
                 )
+        self.PushBuffers = channel.unary_unary(
+                '/gaptrain.proto.Master/PushBuffers',
+                request_serializer=gaptrain__pb2.PushBuffersRequest.SerializeToString,
+                response_deserializer=gaptrain__pb2.PushBuffersResponse.FromString,
+                )
+        self.PullBuffers = channel.unary_unary(
+                '/gaptrain.proto.Master/PullBuffers',
+                request_serializer=gaptrain__pb2.PullBuffersRequest.SerializeToString,
+                response_deserializer=gaptrain__pb2.PullBuffersResponse.FromString,
+                )
 
 
 class MasterServicer(object):
@@ -90,6 +100,19 @@ class MasterServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PushBuffers(self, request, context):
+        """The module's buffers: a member sends its own, anyone reads the master's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PullBuffers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -122,6 +145,16 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.Checkpoint,
                     request_deserializer=gaptrain__pb2.CheckpointRequest.FromString,
                     response_serializer=gaptrain__pb2.CheckpointResponse.SerializeToString,
+            ),
+            'PushBuffers': grpc.unary_unary_rpc_method_handler(
+                    servicer.PushBuffers,
+                    request_deserializer=gaptrain__pb2.PushBuffersRequest.FromString,
+                    response_serializer=gaptrain__pb2.PushBuffersResponse.SerializeToString,
+            ),
+            'PullBuffers': grpc.unary_unary_rpc_method_handler(
+                    servicer.PullBuffers,
+                    request_deserializer=gaptrain__pb2.PullBuffersRequest.FromString,
+                    response_serializer=gaptrain__pb2.PullBuffersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -232,6 +265,40 @@ class Master(object):
         return grpc.experimental.unary_unary(request, target, '/gaptrain.proto.Master/Checkpoint',
             gaptrain__pb2.CheckpointRequest.SerializeToString,
             gaptrain__pb2.CheckpointResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PushBuffers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/gaptrain.proto.Master/PushBuffers',
+            gaptrain__pb2.PushBuffersRequest.SerializeToString,
+            gaptrain__pb2.PushBuffersResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PullBuffers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/gaptrain.proto.Master/PullBuffers',
+            gaptrain__pb2.PullBuffersRequest.SerializeToString,
+            gaptrain__pb2.PullBuffersResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
