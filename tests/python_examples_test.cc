@@ -14,7 +14,7 @@
 #include <map>
 #include <string>
 
-#include "cli/run/trainer_command.h"
+#include "cli/run/template_command.h"
 #include "operator/trainingjob/desired_children.h"
 #include "services/api/training_job.h"
 #include "services/testing/test_files.h"
@@ -42,7 +42,7 @@ TEST(PythonExamplesTest, LocalJobRunsTrainPyBesideIt) {
   // As `gaptrain run -f examples/python/job-local.yaml` in the checkout.
   const std::string root = Workspace();
   ASSERT_FALSE(root.empty());
-  TrainerCommand command;
+  TemplateCommand command;
   s = TemplateTrainerCommand(job, root + "/" + JobFileDir(file), "/usr/bin:/bin", &command);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_EQ(command.argv.size(), 2u);

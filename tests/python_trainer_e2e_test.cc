@@ -132,12 +132,13 @@ size_t Count(const std::string& text, const std::string& needle) {
   return n;
 }
 
-// Runs the job to its end, polling the coordinator meanwhile.
+// Runs the job to its end, polling the coordinator meanwhile; `k` is
+// --template-trainers ("": no flag).
 void RunJob(const std::string& job_file, const std::string& run_dir, const std::string& k,
             Outcome* outcome, const std::vector<std::string>& extra = {}) {
   const std::string log = run_dir + ".out";
-  std::vector<std::string> args = {"run", "-f", job_file, "--run-dir", run_dir,
-                                   "--template-trainers", k};
+  std::vector<std::string> args = {"run", "-f", job_file, "--run-dir", run_dir};
+  if (!k.empty()) args.insert(args.end(), {"--template-trainers", k});
   args.insert(args.end(), extra.begin(), extra.end());
   std::unique_ptr<Process> run = StartGaptrain(args, log);
   ASSERT_NE(run, nullptr);
@@ -312,6 +313,55 @@ TEST(PythonTrainerE2eTest, ABatchNormModelScoresWhatItsExportScores) {
               100 * reported, 100 * exported_accuracy);
   EXPECT_GE(reported, 0.85);
   EXPECT_LE(std::fabs(reported - exported_accuracy), 0.01);
+}
+
+// The job's evaluator from the user's code (issue 37): spec.evaluator.template
+// names the example, which runs gaptrain.evaluate on the test split as
+// `gaptrain run` starts it (GAPTRAIN_ROLE=evaluator); 2 C++ trainers train
+// the MLP until its accuracy reaches targetAccuracy.
+TEST(PythonTrainerE2eTest, ThePythonEvaluatorOfTheTemplateEndsTheJobAtItsTarget) {
+  std::string data, workspace;
+  ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
+  const std::string dir = TestTempDir("python-evaluator");
+  const std::string script = workspace + "/python/examples/fashion_mnist_mlp.py";
+  ASSERT_EQ(::symlink(script.c_str(), (dir + "/fashion_mnist_mlp.py").c_str()), 0);
+  const std::string job_file = dir + "/evaluated.yaml";
+  std::ofstream(job_file) << "apiVersion: gaptrain.io/v1alpha1\n"
+                             "kind: TrainingJob\n"
+                             "metadata: {name: evaluated}\n"
+                             "spec:\n"
+                             "  model: {builtin: mlp}\n"
+                             "  data: {format: mnist-idx, path: " << data << "/fashion-mnist, "
+                             "shuffleSeed: 1}\n"
+                             "  training:\n"
+                             "    batchSize: 64\n"
+                             "    maxUpdates: 5000\n"
+                             "    targetAccuracy: 0.8\n"
+                             "    evalEveryUpdates: 100\n"
+                             "    optimizer: {learningRate: 0.05, momentum: 0.9, decay: {type: none}}\n"
+                             "  workers: {replicas: 2}\n"
+                             "  evaluator:\n"
+                             "    template:\n"
+                             "      spec:\n"
+                             "        containers:\n"
+                             "        - command: [/usr/bin/python3, fashion_mnist_mlp.py]\n"
+                             "          args: [--data, " << data << "/fashion-mnist]\n"
+                             "          env:\n"
+                             "          - {name: PYTHONPATH, value: " << workspace << "/python}\n";
+  Outcome run;
+  ASSERT_NO_FATAL_FAILURE(RunJob(job_file, dir + "/run", "", &run));
+  EXPECT_NE(run.output.find("the evaluator runs the template's command: /usr/bin/python3 " + dir +
+                            "/fashion_mnist_mlp.py"),
+            std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.summary["outcome"], "Succeeded") << run.summary.dump(2);
+  EXPECT_EQ(run.summary["reason"], "TargetAccuracyReached") << run.summary.dump(2);
+  ASSERT_TRUE(run.summary["accuracy"].is_number()) << run.summary.dump(2);
+  EXPECT_GE(run.summary["accuracy"].get<double>(), 0.8) << run.summary.dump(2);
+  const std::string log = ReadRaw(dir + "/run/logs/evaluator.log");
+  EXPECT_NE(log.find("(evaluator) of job evaluated"), std::string::npos) << log;
+  EXPECT_NE(log.find("evaluator done: EvalResult("), std::string::npos) << log;
+  EXPECT_EQ(run.summary["workers"]["failed"], 0) << run.summary.dump(2);
 }
 
 TEST(PythonTrainerE2eTest, ChaosKillsAndRestartsPythonTrainersAndTheMasterLosingNoTraining) {

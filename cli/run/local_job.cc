@@ -117,6 +117,16 @@ std::vector<std::pair<std::string, std::string>> LocalJob::WorkerEnv(
 }
 
 Status LocalJob::StartEvaluator() {
+  if (!options_.evaluator_command.argv.empty()) {
+    // The user's command as given: its settings come from the environment.
+    const TemplateCommand& command = options_.evaluator_command;
+    auto env = WorkerEnv("evaluator", "evaluator");
+    for (const auto& e : command.env) env.push_back(e);
+    return Launch("evaluator", command.argv[0],
+                  std::vector<std::string>(command.argv.begin() + 1, command.argv.end()), 1,
+                  /*wait=*/false, &evaluator_, &evaluator_ports_, std::move(env),
+                  /*ports_file=*/false);
+  }
   std::vector<std::string> args = WorkerArgs("evaluator");
   args.insert(args.end(), {"--role", "evaluator"});
   return Launch("evaluator", options_.binaries.worker, args, 1, /*wait=*/false, &evaluator_,
@@ -131,7 +141,7 @@ Status LocalJob::StartTrainer(size_t index) {
   auto env = WorkerEnv(name, "trainer");
   if (TemplateTrainer(index)) {
     // The user's command as given: its settings come from the environment.
-    const TrainerCommand& command = options_.trainer_command;
+    const TemplateCommand& command = options_.trainer_command;
     for (const auto& e : command.env) env.push_back(e);
     return Launch(name, command.argv[0],
                   std::vector<std::string>(command.argv.begin() + 1, command.argv.end()), 1,

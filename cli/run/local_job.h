@@ -49,7 +49,7 @@
 #include <vector>
 
 #include "cli/run/service_binaries.h"
-#include "cli/run/trainer_command.h"
+#include "cli/run/template_command.h"
 #include "services/base/process.h"
 #include "services/base/status.h"
 
@@ -69,8 +69,13 @@ class LocalJob {
     double worker_grace_seconds = 10;  // a trainer's --grace-seconds
     std::string data_cache;            // the workers' --data-cache; empty: none
     ServiceBinaries binaries;
-    // The template's command (trainer_command.h); empty argv: none.
-    TrainerCommand trainer_command;
+    // The workers' template's command (template_command.h); empty argv:
+    // none.
+    TemplateCommand trainer_command;
+    // The evaluator's template's command: when it has one, the evaluator
+    // runs it (the user's own evaluation, the Python SDK's
+    // gaptrain.evaluate) in place of gaptrain-worker --role evaluator.
+    TemplateCommand evaluator_command;
     // Trainers 0 .. template_trainers - 1 run trainer_command (when it has
     // one); the others gaptrain-worker.
     uint32_t template_trainers = UINT32_MAX;

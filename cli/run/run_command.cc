@@ -13,7 +13,7 @@
 #include "cli/run/local_capacity.h"
 #include "cli/run/run_dir.h"
 #include "cli/run/service_binaries.h"
-#include "cli/run/trainer_command.h"
+#include "cli/run/template_command.h"
 #include "services/api/training_job.h"
 #include "services/base/file_contents.h"
 #include "services/base/flag_values.h"
@@ -127,6 +127,10 @@ int RunCommand(const std::vector<std::string>& args) {
     const char* path_env = std::getenv("PATH");
     s = TemplateTrainerCommand(job, JobFileDir(job_path), path_env != nullptr ? path_env : "",
                                &local.trainer_command);
+    if (s.ok()) {
+      s = TemplateEvaluatorCommand(job, JobFileDir(job_path),
+                                   path_env != nullptr ? path_env : "", &local.evaluator_command);
+    }
   }
   if (!s.ok()) return Fail(s.message() + "\nnothing was started", 2);
   local.template_trainers = template_trainers;
@@ -157,6 +161,11 @@ int RunCommand(const std::vector<std::string>& args) {
       job.workers.autoscale.enabled ? job.workers.Ceiling() : job.workers.replicas;
   local.threads_per_worker = threads > 0 ? threads : std::max(1u, cores / (most_trainers + 1));
   runner_options.live_line = isatty(STDOUT_FILENO) != 0;
+  if (!local.evaluator_command.argv.empty()) {
+    std::string argv;
+    for (const std::string& word : local.evaluator_command.argv) argv += " " + word;
+    std::printf("the evaluator runs the template's command:%s\n", argv.c_str());
+  }
   if (!local.trainer_command.argv.empty() && template_trainers > 0) {
     std::string argv;
     for (const std::string& word : local.trainer_command.argv) argv += " " + word;

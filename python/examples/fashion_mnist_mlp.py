@@ -3,7 +3,9 @@
 nn.Module, Fashion-MNIST read from its IDX gzip files without torchvision
 (examples/python/dataset.py), cross-entropy. Nothing gaptrain-specific is inside the model or dataset.
 
-Run it where gaptrain-worker would run, with the same flags:
+Run it where gaptrain-worker would run, with the same flags (with `--role
+evaluator`, or $GAPTRAIN_ROLE=evaluator, it is the job's evaluator on the
+test split):
   GAPTRAIN_TOKEN=... python3 fashion_mnist_mlp.py --job job.yaml \\
       --coordinator 127.0.0.1:7071 --data ../shared/data/fashion-mnist
 
@@ -91,8 +93,13 @@ def main(argv):
     args, rest = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    result = gaptrain.train(MODELS[args.model](), FashionMNIST(args.data), nn.CrossEntropyLoss(),
-                            argv=rest)
+    model = MODELS[args.model]()
+    if gaptrain.role(rest) == "evaluator":
+        # The job's evaluator: the test split, top-1 accuracy and
+        # cross-entropy (gaptrain.classification).
+        result = gaptrain.evaluate(model, FashionMNIST(args.data, train=False), argv=rest)
+    else:
+        result = gaptrain.train(model, FashionMNIST(args.data), nn.CrossEntropyLoss(), argv=rest)
     if args.result:
         with open(args.result, "w") as f:
             json.dump(result.as_dict(), f)

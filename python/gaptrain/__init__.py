@@ -1,9 +1,13 @@
-"""gaptrain's Python trainer SDK: a user's PyTorch model, dataset and loss as
-a trainer of a gaptrain job (python/README.md, docs/worker.md)."""
+"""gaptrain's Python SDK: a user's PyTorch model, dataset and loss as a
+trainer of a gaptrain job, and the user's model, test set and evaluation as
+its evaluator (python/README.md, docs/worker.md)."""
 
+from gaptrain.evaluator import EvalResult, classification, evaluate
 from gaptrain.options import Options, OptionsError, parse as parse_options
+from gaptrain.options import requested_role as role
 from gaptrain.rpc import GaptrainError
 from gaptrain.trainer import TrainResult, train
 
-__all__ = ["train", "parse_options", "Options", "TrainResult", "GaptrainError", "OptionsError"]
+__all__ = ["train", "evaluate", "role", "classification", "parse_options", "Options",
+           "TrainResult", "EvalResult", "GaptrainError", "OptionsError"]
 __version__ = "0.1.0"

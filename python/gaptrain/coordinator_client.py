@@ -52,8 +52,10 @@ class CoordinatorSession:
         return reply
 
     def _register_once(self, previous_id):
+        role = (pb.WORKER_ROLE_EVALUATOR if getattr(self._opts, "role", "trainer") == "evaluator"
+                else pb.WORKER_ROLE_TRAINER)
         reply = self._call(self._stub.Register, pb.RegisterRequest(
-            host=self._opts.host_name, role=pb.WORKER_ROLE_TRAINER, previous_id=previous_id))
+            host=self._opts.host_name, role=role, previous_id=previous_id))
         with self._mu:
             if previous_id != 0 and not reply.resumed:
                 self.generation += 1
@@ -228,6 +230,12 @@ class CoordinatorSession:
     def next_task(self):
         return self.call("NextTask", lambda wid: pb.NextTaskRequest(worker_id=wid),
                          self._stub.NextTask)
+
+    def report_evaluation(self, accuracy, loss, version):
+        """The evaluator's result; the job's phase after it."""
+        return self.call("ReportEvaluation", lambda wid: pb.ReportEvaluationRequest(
+            worker_id=wid, accuracy=accuracy, loss=loss, version=version),
+            self._stub.ReportEvaluation).phase
 
     def complete_task(self, task_id, reached):
         """`reached`: {incarnation: newest master version a push of the task reached}."""

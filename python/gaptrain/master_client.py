@@ -146,6 +146,20 @@ class MasterClient:
         except grpc.RpcError as e:
             log.debug("master: buffers not sent: %s", rpc.error(e))
 
+    def describe(self):
+        """The master's DescribeResponse (raises grpc.RpcError)."""
+        return self._stub.Describe(pb.DescribeRequest(), timeout=rpc.COORDINATOR_DEADLINE,
+                                   metadata=self._metadata)
+
+    def pull_buffers(self):
+        """The master's buffers into the module (the evaluator, before each
+        evaluation); raises grpc.RpcError."""
+        if not self.buffers:
+            return
+        r = self._stub.PullBuffers(pb.PullBuffersRequest(), timeout=rpc.COORDINATOR_DEADLINE,
+                                   metadata=self._metadata)
+        self.buffers.unpack_into_module(r.values)
+
     def adopt_buffers(self):
         """The master's buffers into the module once trainers have sent
         any (a trainer that replaces another starts from the job's
@@ -181,11 +195,12 @@ class MasterClient:
         self.known_version = pulled.version
         self.base_version = pulled.version
 
-    def pull(self):
-        """The newest parameters into the model; raises Error or GaptrainError."""
+    def pull(self, observer=False):
+        """The newest parameters into the model; raises Error or GaptrainError.
+        An `observer` (the evaluator) reads θ itself and need not be a member."""
         request = pb.PullRequest(worker_id=self.session.worker_id,
                                  known_version=self.known_version,
-                                 wire_type=self.opts.wire_type)
+                                 wire_type=self.opts.wire_type, observer=observer)
         try:
             stream = self._pull(request, timeout=rpc.MASTER_DEADLINE, metadata=self._metadata)
             pulled = wire.read_parameter_chunks(stream, self.flat)

@@ -90,15 +90,16 @@ class WorkerMetrics:
         self._version = self._gauge_like("gaptrain_worker_master_version", "gauge",
                                          "The newest master version this worker pulled.", 0.0)
         # Evaluator-only gauges: NaN on trainers, as gaptrain-worker's.
-        self._gauge_like("gaptrain_worker_eval_accuracy", "gauge",
-                         "Evaluator: test accuracy of the last evaluated version; NaN before.",
-                         math.nan)
-        self._gauge_like("gaptrain_worker_eval_loss", "gauge",
-                         "Evaluator: mean test cross-entropy of the last evaluated version.",
-                         math.nan)
-        self._gauge_like("gaptrain_worker_eval_version", "gauge",
-                         "Evaluator: the master version evaluated last.", 0.0)
-        eval_seconds = self._family("gaptrain_worker_eval_duration_seconds", "histogram",
+        self._eval_accuracy = self._gauge_like(
+            "gaptrain_worker_eval_accuracy", "gauge",
+            "Evaluator: test accuracy of the last evaluated version; NaN before.", math.nan)
+        self._eval_loss = self._gauge_like(
+            "gaptrain_worker_eval_loss", "gauge",
+            "Evaluator: mean test cross-entropy of the last evaluated version.", math.nan)
+        self._eval_version = self._gauge_like("gaptrain_worker_eval_version", "gauge",
+                                              "Evaluator: the master version evaluated last.",
+                                              0.0)
+        self._eval_seconds = eval_seconds = self._family("gaptrain_worker_eval_duration_seconds", "histogram",
                                     "Evaluator: time of one evaluation (pull and the test set).",
                                     EVAL_BUCKETS)
         eval_seconds.series[()] = [[0] * len(EVAL_BUCKETS), 0.0, 0]
@@ -119,15 +120,19 @@ class WorkerMetrics:
         f.series[()] = initial
         return f
 
+    @staticmethod
+    def _into_histogram(v, buckets, seconds):
+        """Counts `seconds` into a histogram series [[per bucket], sum, count]."""
+        for i, bound in enumerate(buckets):
+            if seconds <= bound:
+                v[0][i] += 1
+                break
+        v[1] += seconds
+        v[2] += 1
+
     def _observe(self, phase, seconds):
         with self._mu:
-            v = self._steps.series[(("phase", phase),)]
-            for i, bound in enumerate(STEP_BUCKETS):
-                if seconds <= bound:
-                    v[0][i] += 1
-                    break
-            v[1] += seconds
-            v[2] += 1
+            self._into_histogram(self._steps.series[(("phase", phase),)], STEP_BUCKETS, seconds)
 
     def record_pull(self, seconds):
         self._observe("pull", seconds)
@@ -164,6 +169,15 @@ class WorkerMetrics:
         with self._mu:
             key = (("code", code),)
             self._rejected.series[key] = self._rejected.series.get(key, 0.0) + 1
+
+    def record_evaluation(self, accuracy, loss, version, seconds):
+        """The evaluator's result for master version `version`, which took
+        `seconds` (the pull and the test set)."""
+        with self._mu:
+            self._eval_accuracy.series[()] = float(accuracy)
+            self._eval_loss.series[()] = float(loss)
+            self._eval_version.series[()] = float(version)
+            self._into_histogram(self._eval_seconds.series[()], EVAL_BUCKETS, seconds)
 
     def set_master_version(self, version):
         with self._mu:

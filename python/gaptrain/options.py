@@ -59,6 +59,8 @@ class Options:
         self.model = {}  # spec.model as written
         self.momentum = 0.9  # spec.training.optimizer: dana-slim's worker momentum
         self.weight_decay = 1e-4
+        self.eval_every_updates = 500  # spec.training.evalEveryUpdates
+        self.batch_size = 128  # spec.training.batchSize (the evaluator's default)
 
 
 def _parser():
@@ -104,6 +106,11 @@ def read_job(options, job_file, name="--job"):
                                         default=0.9), optimizer + "momentum", 0.0, 1.0)
     options.weight_decay = _job_number(_get(job, "spec", "training", "optimizer", "weightDecay",
                                             default=1e-4), optimizer + "weightDecay", 0.0)
+    options.eval_every_updates = int(_job_number(
+        _get(job, "spec", "training", "evalEveryUpdates", default=500),
+        "spec.training.evalEveryUpdates", 1.0))
+    options.batch_size = int(_job_number(_get(job, "spec", "training", "batchSize", default=128),
+                                         "spec.training.batchSize", 1.0))
     path = _get(job, "spec", "data", "path", default="")
     options.data_path = options.data_dir or ("" if path is None else str(path))
 
@@ -140,12 +147,25 @@ def _number(text, name, kind, low, high, what):
     return value
 
 
-def parse(argv=None, environ=None):
+def requested_role(argv=None, environ=None):
+    """"trainer" or "evaluator": what --role or $GAPTRAIN_ROLE asks of this
+    process ("trainer" when neither is set), so that one script can call
+    gaptrain.train() or gaptrain.evaluate() (the operator and `gaptrain
+    run` set $GAPTRAIN_ROLE)."""
+    environ = os.environ if environ is None else environ
+    args, _ = _parser().parse_known_args(argv)
+    value, _ = _setting(args, environ, "--role")
+    return value or "trainer"
+
+
+def parse(argv=None, environ=None, role="trainer"):
     """Options from flags (unknown ones are left to the user's script), else
     the environment ($GAPTRAIN_JOB, $GAPTRAIN_ROLE, $GAPTRAIN_COORDINATOR,
     $GAPTRAIN_TOKEN_FILE or $GAPTRAIN_TOKEN, $GAPTRAIN_HTTP_PORT,
     $GAPTRAIN_HOST_NAME or $HOSTNAME, $GAPTRAIN_GRACE_SECONDS,
-    $GAPTRAIN_PORTS_FILE), and the job file."""
+    $GAPTRAIN_PORTS_FILE), and the job file. `role` is what the caller runs
+    ("trainer": train(); "evaluator": evaluate()): a --role or $GAPTRAIN_ROLE
+    naming the other is an error."""
     environ = os.environ if environ is None else environ
     args, _ = _parser().parse_known_args(argv)
     o = Options()
@@ -158,12 +178,14 @@ def parse(argv=None, environ=None):
     host, _, port = coordinator.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise OptionsError("%s: must be HOST:PORT, got %r" % (coordinator_name, coordinator))
-    role, role_name = _setting(args, environ, "--role")
-    if role is not None and role != "trainer":
-        if role == "evaluator":
-            raise OptionsError("%s: evaluator: a Python trainer is a trainer; the job's "
-                               "evaluator is gaptrain-worker --role evaluator" % role_name)
-        raise OptionsError("%s: %r is not trainer" % (role_name, role))
+    given, role_name = _setting(args, environ, "--role")
+    if given is not None and given not in ("trainer", "evaluator"):
+        raise OptionsError("%s: %r is not trainer or evaluator" % (role_name, given))
+    if given is not None and given != role:
+        call = "gaptrain.evaluate()" if given == "evaluator" else "gaptrain.train()"
+        raise OptionsError("%s: %s, but this process runs %s; call %s (gaptrain.role() says "
+                           "which)" % (role_name, given, role, call))
+    o.role = role
     grace, grace_name = _setting(args, environ, "--grace-seconds")
     if grace is not None:
         o.grace_seconds = _number(grace, grace_name, float, 1e-9, 86400,

@@ -18,6 +18,7 @@ import torch
 
 from gaptrain import batch_prefetch
 from gaptrain import heap_policy
+from gaptrain import job_role
 from gaptrain import module_buffers
 from gaptrain import options as options_mod
 from gaptrain import rpc
@@ -101,28 +102,13 @@ class Trainer:
         return time.monotonic() + 1.5 * seconds <= deadline
 
     def run(self):
-        status = None
-        try:
-            if self._setup():
-                self._loop()
-        except Exception as e:  # ours, or a bug in the user's code: leave, then raise
-            status = e
-        self._finish(status)
-        if status is not None:
-            if isinstance(status, GaptrainError):
-                raise status
-            if isinstance(status, Error):
-                raise GaptrainError(str(status)) from status
-            raise status
+        job_role.run(self._setup, self._loop, self._finish)
         return self.result
 
     def _setup(self):
-        try:
-            reg = self.session.register()
-        except Error:
-            if self.stop.stopped:
-                return False  # stopped while registering
-            raise
+        reg = job_role.register(self.session, self.stop)
+        if reg is None:
+            return False  # stopped while registering
         self.session.start_heartbeats()
         self.result.worker_id = reg.worker_id
         n = len(self.dataset)
@@ -371,16 +357,9 @@ class Trainer:
                 return
 
     def _finish(self, status):
-        reason = pb.LEAVE_REASON_FINISHED
-        deadline = time.monotonic() + 10
         if status is not None:
-            reason = pb.LEAVE_REASON_FAILED
             log.error("trainer stopped: %s", status)
-        elif self.stop.reason == Stop.PREEMPTED:
-            reason = pb.LEAVE_REASON_PREEMPTED
-            # At most a second, within what the grace period left.
-            deadline = min(time.monotonic() + 1.0,
-                           max(self.stop.time + self.opts.grace_seconds, time.monotonic() + 0.05))
+        reason, deadline = job_role.leave_terms(status, self.stop, self.opts.grace_seconds)
         self.result.reason = ("failed" if status is not None else
                               "preempted" if reason == pb.LEAVE_REASON_PREEMPTED else "finished")
         left = self.session.leave(reason, "" if status is None else str(status), deadline)

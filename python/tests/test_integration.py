@@ -118,7 +118,7 @@ spec:
   training:
     batchSize: 32
     maxUpdates: {updates}
-    evalEveryUpdates: 100000
+    evalEveryUpdates: {eval_every}{target}
     wireType: {wire}
     mode: {mode}
     optimizer:
@@ -139,13 +139,16 @@ class Job:
     starts them."""
 
     def __init__(self, run_dir, wire, updates, gap_source="snapshot", model="{builtin: mlp}",
-                 mode="async", rule="gap-aware", trainers=1):
+                 mode="async", rule="gap-aware", trainers=1, eval_every=100000,
+                 target_accuracy=None):
         self.run = run_dir
         self.job = os.path.join(run_dir, "job.yaml")
         with open(self.job, "w") as f:
             f.write(JOB.format(wire=wire, data=data_dir(), updates=updates, run=run_dir,
                                gap_source=gap_source, model=model, mode=mode, rule=rule,
-                               trainers=trainers))
+                               trainers=trainers, eval_every=eval_every,
+                               target="" if target_accuracy is None else
+                               "\n    targetAccuracy: %g" % target_accuracy))
         self.env = dict(os.environ, GAPTRAIN_TOKEN=TOKEN)
         self.processes = []
         master_port = self._start("master", binary(
@@ -193,7 +196,7 @@ class Job:
             text = f.read()
         return text if tail is None else text[-tail:]
 
-    def trainer(self, name, grace=5, model="mlp"):
+    def trainer(self, name, grace=5, model="mlp", role="trainer"):
         """python/examples/fashion_mnist_mlp.py started with gaptrain-worker's
         flags; the trainer's HTTP port is in self.run/NAME.ports."""
         result = os.path.join(self.run, name + ".json")
@@ -202,7 +205,8 @@ class Job:
             p = subprocess.Popen([sys.executable, EXAMPLE, "--data", data_dir(), "--result",
                                   result, "--job", self.job, "--coordinator", self.coordinator,
                                   "--host-name", name, "--grace-seconds", str(grace),
-                                  "--threads", "1", "--model", model, "--http-address",
+                                  "--threads", "1", "--model", model, "--role", role,
+                                  "--http-address",
                                   "127.0.0.1", "--http-port", "0", "--ports-file",
                                   os.path.join(self.run, name + ".ports")],
                                  env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -398,6 +402,38 @@ class PythonTrainerTest(unittest.TestCase):
             self.assertIn("DANA-Slim momentum on this trainer (momentum 0.9, weight decay 0.0001)",
                           job.log("py-slim", tail=None))
             self.assertLess(mean(r["losses"][-20:]), 0.6 * mean(r["losses"][:20]))
+        finally:
+            job.close()
+
+    def test_a_python_evaluator_reports_and_ends_the_job_at_its_target(self):
+        # The example as the job's evaluator (gaptrain.evaluate on the test
+        # split): it reports every 50 updates, the coordinator ends the job
+        # once the accuracy reaches targetAccuracy, and the final model is
+        # evaluated once more.
+        job = Job(self.dir.name, "fp32", updates=5000, eval_every=50, target_accuracy=0.7)
+        try:
+            evaluator, eval_result = job.trainer("py-evaluator", role="evaluator")
+            trainer, result = job.trainer("py-trainer")
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-trainer"))
+            self.assertEqual(evaluator.wait(timeout=60), 0, job.log("py-evaluator"))
+            st = job.status()
+            self.assertEqual(st.phase, pb.JOB_PHASE_SUCCEEDED)
+            self.assertEqual(st.reason, "TargetAccuracyReached")
+            self.assertGreaterEqual(st.last_accuracy, 0.7)
+            self.assertLess(job.master_version(), 5000)
+            e = read_result(eval_result)
+            self.assertGreaterEqual(e["evaluations"], 1)
+            self.assertAlmostEqual(e["accuracy"], st.last_accuracy, places=9)
+            self.assertEqual(e["version"], st.last_eval_version)
+            # The final model, evaluated again after the one that reached
+            # the target when trainers pushed meanwhile (their next call
+            # tells them the job ended).
+            reached = int(st.message.split(" at version ")[1].split()[0])
+            self.assertGreaterEqual(e["version"], reached, st.message)
+            log = job.log("py-evaluator", tail=None)
+            self.assertIn("worker py-evaluator (evaluator)", log)
+            self.assertIn("evaluation: version", log)
+            self.assertEqual(read_result(result)["reason"], "finished")
         finally:
             job.close()
 

@@ -96,13 +96,34 @@ class OptionsTest(unittest.TestCase):
             self.assertIn("$" + var, str(e.exception))
             self.assertIn(value, str(e.exception))
 
-    def test_an_evaluator_is_a_clear_error(self):
+    def test_a_role_other_than_the_callers_is_a_clear_error(self):
         for argv, env, name in [([], {"GAPTRAIN_ROLE": "evaluator"}, "$GAPTRAIN_ROLE"),
                                 (["--role", "evaluator"], {}, "--role")]:
             with self.assertRaises(options.OptionsError) as e:
                 options.parse(argv, environ=self.env(**env))
             self.assertIn(name, str(e.exception))
-            self.assertIn("gaptrain-worker --role evaluator", str(e.exception))
+            self.assertIn("call gaptrain.evaluate()", str(e.exception))
+            self.assertEqual(options.requested_role(argv, self.env(**env)), "evaluator")
+            o = options.parse(argv, environ=self.env(**env), role="evaluator")
+            self.assertEqual(o.role, "evaluator")
+        with self.assertRaises(options.OptionsError) as e:
+            options.parse([], environ=self.env(), role="evaluator")  # $GAPTRAIN_ROLE=trainer
+        self.assertIn("call gaptrain.train()", str(e.exception))
+        with self.assertRaises(options.OptionsError) as e:
+            options.parse(["--role", "master"], environ=self.env())
+        self.assertIn("'master' is not trainer or evaluator", str(e.exception))
+        self.assertEqual(options.requested_role([], {}), "trainer")
+
+    def test_the_evaluation_period_and_batch_from_the_job(self):
+        with open(self.job, "w") as f:
+            f.write("spec: {training: {evalEveryUpdates: 250, batchSize: 32}}\n")
+        o = options.parse([], environ=self.env())
+        self.assertEqual((o.eval_every_updates, o.batch_size), (250, 32))
+        with open(self.job, "w") as f:
+            f.write("spec: {training: {evalEveryUpdates: 0}}\n")
+        with self.assertRaises(options.OptionsError) as e:
+            options.parse([], environ=self.env())
+        self.assertIn("spec.training.evalEveryUpdates", str(e.exception))
 
     def test_the_data_path_from_the_job_or_data_dir(self):
         with open(self.job, "w") as f:

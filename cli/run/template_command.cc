@@ -1,4 +1,4 @@
-#include "cli/run/trainer_command.h"
+#include "cli/run/template_command.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,22 +7,22 @@
 namespace gaptrain {
 namespace {
 
-constexpr char kContainer[] = "spec.workers.template.spec.containers[0]";
 
 bool Exists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
 }
 
-Status StringList(const YAML::Node& container, const char* key, std::vector<std::string>* out) {
+Status StringList(const YAML::Node& container, const std::string& where, const char* key,
+                  std::vector<std::string>* out) {
   const YAML::Node n = container[key];
   if (!n || n.IsNull()) return Status::OK();
   if (!n.IsSequence()) {
-    return Status::InvalidArgument(std::string(kContainer) + "." + key + ": must be a list");
+    return Status::InvalidArgument(where + "." + key + ": must be a list");
   }
   for (size_t i = 0; i < n.size(); ++i) {
     if (!n[i].IsScalar()) {
-      return Status::InvalidArgument(std::string(kContainer) + "." + key + "[" +
+      return Status::InvalidArgument(where + "." + key + "[" +
                                      std::to_string(i) + "]: must be a string");
     }
     out->push_back(n[i].Scalar());
@@ -43,15 +43,21 @@ std::string JobFileDir(const std::string& job_file) {
   return job_file.substr(0, slash);
 }
 
-Status TemplateTrainerCommand(const TrainingJob& job, const std::string& job_dir,
-                              const std::string& path_env, TrainerCommand* out) {
-  *out = TrainerCommand();
-  if (job.workers.template_yaml.empty()) return Status::OK();
+namespace {
+
+// The command of the pod template `template_yaml` at `field`
+// ("spec.workers.template").
+Status ReadTemplateCommand(const std::string& template_yaml, const std::string& field,
+                           const std::string& job_dir, const std::string& path_env,
+                           TemplateCommand* out) {
+  *out = TemplateCommand();
+  if (template_yaml.empty()) return Status::OK();
+  const std::string container_field = field + ".spec.containers[0]";
   YAML::Node root;
   try {
-    root = YAML::Load(job.workers.template_yaml);
+    root = YAML::Load(template_yaml);
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument("spec.workers.template: " + e.msg);
+    return Status::InvalidArgument(field + ": " + e.msg);
   }
   if (!root.IsMap() || !root["spec"] || !root["spec"].IsMap()) return Status::OK();
   const YAML::Node containers = root["spec"]["containers"];
@@ -61,13 +67,13 @@ Status TemplateTrainerCommand(const TrainingJob& job, const std::string& job_dir
   }
   const YAML::Node container = containers[0];
   std::vector<std::string> command, args;
-  GAPTRAIN_RETURN_IF_ERROR(StringList(container, "command", &command));
-  GAPTRAIN_RETURN_IF_ERROR(StringList(container, "args", &args));
+  GAPTRAIN_RETURN_IF_ERROR(StringList(container, container_field, "command", &command));
+  GAPTRAIN_RETURN_IF_ERROR(StringList(container, container_field, "args", &args));
   if (command.empty()) return Status::OK();  // gaptrain-worker, with args as extra flags
 
   std::string program = command[0];
   if (program.empty()) {
-    return Status::InvalidArgument(std::string(kContainer) + ".command[0]: is empty");
+    return Status::InvalidArgument(container_field + ".command[0]: is empty");
   }
   if (program.find('/') == std::string::npos) {
     std::string found;
@@ -81,7 +87,7 @@ Status TemplateTrainerCommand(const TrainingJob& job, const std::string& job_dir
       start = end + 1;
     }
     if (found.empty()) {
-      return Status::NotFound(std::string(kContainer) + ".command[0]: " + program +
+      return Status::NotFound(container_field + ".command[0]: " + program +
                               " is not on $PATH");
     }
     program = found;
@@ -89,7 +95,7 @@ Status TemplateTrainerCommand(const TrainingJob& job, const std::string& job_dir
     program = Join(job_dir, program);
   }
   if (access(program.c_str(), X_OK) != 0) {
-    return Status::NotFound(std::string(kContainer) + ".command[0]: cannot execute " + program);
+    return Status::NotFound(container_field + ".command[0]: cannot execute " + program);
   }
   out->argv.push_back(program);
   for (size_t i = 1; i < command.size() + args.size(); ++i) {
@@ -106,7 +112,7 @@ Status TemplateTrainerCommand(const TrainingJob& job, const std::string& job_dir
     for (size_t i = 0; i < env.size(); ++i) {
       const YAML::Node e = env[i];
       if (!e.IsMap() || !e["name"] || !e["name"].IsScalar()) {
-        return Status::InvalidArgument(std::string(kContainer) + ".env[" + std::to_string(i) +
+        return Status::InvalidArgument(container_field + ".env[" + std::to_string(i) +
                                        "]: must be an object with a name");
       }
       if (e["value"] && e["value"].IsScalar()) {
@@ -115,6 +121,20 @@ Status TemplateTrainerCommand(const TrainingJob& job, const std::string& job_dir
     }
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status TemplateTrainerCommand(const TrainingJob& job, const std::string& job_dir,
+                              const std::string& path_env, TemplateCommand* out) {
+  return ReadTemplateCommand(job.workers.template_yaml, "spec.workers.template", job_dir,
+                             path_env, out);
+}
+
+Status TemplateEvaluatorCommand(const TrainingJob& job, const std::string& job_dir,
+                                const std::string& path_env, TemplateCommand* out) {
+  return ReadTemplateCommand(job.evaluator.template_yaml, "spec.evaluator.template", job_dir,
+                             path_env, out);
 }
 
 }  // namespace gaptrain

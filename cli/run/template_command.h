@@ -1,7 +1,9 @@
-// The user's trainer command of a job, for `gaptrain run`: when the first
-// container of spec.workers.template sets `command`, a trainer runs that
-// command (plus the container's `args`) in place of gaptrain-worker, as the
-// operator runs it on a cluster (docs/trainingjob.md, "Your own trainer").
+// A user's own command for a job's trainers or evaluator, for `gaptrain
+// run`: when the first container of spec.workers.template (or
+// spec.evaluator.template) sets `command`, a trainer (the evaluator) runs
+// that command (plus the container's `args`) in place of gaptrain-worker,
+// as the operator runs it on a cluster (docs/trainingjob.md, "Your own
+// trainer").
 //
 // Locally, the command is run as given, except for paths:
 //   - the program (command[0]): a name without '/' is looked up on $PATH;
@@ -13,8 +15,8 @@
 // The container's `env` entries with a `value` are set in the process's
 // environment (valueFrom, which needs a pod, is skipped).
 
-#ifndef GAPTRAIN_CLI_RUN_TRAINER_COMMAND_H_
-#define GAPTRAIN_CLI_RUN_TRAINER_COMMAND_H_
+#ifndef GAPTRAIN_CLI_RUN_TEMPLATE_COMMAND_H_
+#define GAPTRAIN_CLI_RUN_TEMPLATE_COMMAND_H_
 
 #include <string>
 #include <utility>
@@ -25,7 +27,7 @@
 
 namespace gaptrain {
 
-struct TrainerCommand {
+struct TemplateCommand {
   std::vector<std::string> argv;  // empty: the template sets no command
   std::vector<std::pair<std::string, std::string>> env;
 };
@@ -38,8 +40,12 @@ std::string JobFileDir(const std::string& job_file);
 // template whose first container's command, args or env are of the wrong
 // shape.
 Status TemplateTrainerCommand(const TrainingJob& job, const std::string& job_dir,
-                              const std::string& path_env, TrainerCommand* out);
+                              const std::string& path_env, TemplateCommand* out);
+
+// The same for spec.evaluator.template.
+Status TemplateEvaluatorCommand(const TrainingJob& job, const std::string& job_dir,
+                                const std::string& path_env, TemplateCommand* out);
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_CLI_RUN_TRAINER_COMMAND_H_
+#endif  // GAPTRAIN_CLI_RUN_TEMPLATE_COMMAND_H_

@@ -1,4 +1,4 @@
-#include "cli/run/trainer_command.h"
+#include "cli/run/template_command.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -23,7 +23,7 @@ TEST(JobFileDirTest, DirectoryOfTheFile) {
 }
 
 TEST(TemplateTrainerCommandTest, NoTemplateOrNoCommandIsNone) {
-  TrainerCommand command;
+  TemplateCommand command;
   ASSERT_TRUE(TemplateTrainerCommand(TrainingJob(), ".", "/usr/bin:/bin", &command).ok());
   EXPECT_TRUE(command.argv.empty());
   ASSERT_TRUE(TemplateTrainerCommand(
@@ -34,11 +34,11 @@ TEST(TemplateTrainerCommandTest, NoTemplateOrNoCommandIsNone) {
 }
 
 TEST(TemplateTrainerCommandTest, ResolvesTheProgramAndFilesNextToTheJob) {
-  const std::string dir = TestTempDir("trainer_command");
+  const std::string dir = TestTempDir("template_command");
   std::ofstream(dir + "/train.py") << "print('hi')\n";
   std::ofstream(dir + "/run.sh") << "#!/bin/sh\n";
   chmod((dir + "/run.sh").c_str(), 0755);
-  TrainerCommand command;
+  TemplateCommand command;
   ASSERT_TRUE(TemplateTrainerCommand(
                   JobWithTemplate("spec:\n  containers:\n  - command: [sh, train.py]\n"
                                   "    args: [--epochs, '2', train.py, missing.py, /abs]\n"
@@ -67,7 +67,7 @@ TEST(TemplateTrainerCommandTest, ResolvesTheProgramAndFilesNextToTheJob) {
 }
 
 TEST(TemplateTrainerCommandTest, AProgramThatCannotRunIsNotFound) {
-  TrainerCommand command;
+  TemplateCommand command;
   Status s = TemplateTrainerCommand(
       JobWithTemplate("spec: {containers: [{command: [no-such-trainer-xyz]}]}"), ".", "/bin",
       &command);
@@ -80,6 +80,27 @@ TEST(TemplateTrainerCommandTest, AProgramThatCannotRunIsNotFound) {
   s = TemplateTrainerCommand(JobWithTemplate("spec: {containers: [{command: {a: b}}]}"), ".",
                              "/bin", &command);
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+}
+
+// The evaluator's template: its own command, errors naming its field; the
+// workers' template does not count for it.
+TEST(TemplateEvaluatorCommandTest, ReadsTheEvaluatorsTemplate) {
+  TrainingJob job = JobWithTemplate("spec: {containers: [{command: [/bin/true]}]}");
+  TemplateCommand command;
+  ASSERT_TRUE(TemplateEvaluatorCommand(job, ".", "/usr/bin:/bin", &command).ok());
+  EXPECT_TRUE(command.argv.empty());
+  job.evaluator.template_yaml =
+      "spec: {containers: [{command: [sh, -c], args: [evaluate], env: [{name: A, value: b}]}]}";
+  ASSERT_TRUE(TemplateEvaluatorCommand(job, ".", "/usr/bin:/bin", &command).ok());
+  ASSERT_EQ(command.argv.size(), 3u);
+  EXPECT_EQ(command.argv[1], "-c");
+  EXPECT_EQ(command.env, (std::vector<std::pair<std::string, std::string>>{{"A", "b"}}));
+  job.evaluator.template_yaml = "spec: {containers: [{command: [no-such-evaluator]}]}";
+  const Status s = TemplateEvaluatorCommand(job, ".", "/usr/bin:/bin", &command);
+  EXPECT_EQ(s.code(), Status::Code::kNotFound);
+  EXPECT_EQ(s.message(),
+            "spec.evaluator.template.spec.containers[0].command[0]: no-such-evaluator is not on "
+            "$PATH");
 }
 
 }  // namespace
