@@ -60,6 +60,17 @@ TEST(BadJobTest, EachErrorNamesTheFieldAndNothingStarts) {
        "spec.data.path"},
       {"suspended", good_data + "  training: {epochs: 1}\n  runPolicy: {suspend: true}\n",
        "spec.runPolicy.suspend"},
+      {"declared-and-scripted",
+       good_data + "  training: {epochs: 1}\n  model: {fromTrainer: true, torchscript: m.pt}\n",
+       "spec.model.fromTrainer: the trainers declare the model; leave torchscript unset"},
+      // The trainers declare the model: gaptrain-worker has none.
+      {"declared-without-trainer-command",
+       good_data + "  training: {epochs: 1}\n  model: {fromTrainer: true}\n",
+       "spec.model.fromTrainer: spec.workers.template sets no command"},
+      {"declared-without-evaluator-command",
+       good_data + "  training: {epochs: 1}\n  model: {fromTrainer: true}\n"
+                   "  workers: {template: {spec: {containers: [{command: [/bin/true]}]}}}\n",
+       "spec.model.fromTrainer: spec.evaluator.template sets no command"},
       {"not-yaml", "!{{{ this is: not: yaml", "bad.yaml"},
       {"wrong-kind", "!apiVersion: gaptrain.io/v1alpha1\nkind: PyTorchJob\nmetadata: {name: x}\n",
        "kind"},

@@ -132,6 +132,22 @@ int RunCommand(const std::vector<std::string>& args) {
                                    path_env != nullptr ? path_env : "", &local.evaluator_command);
     }
   }
+  if (s.ok() && job.model.from_trainer) {
+    // The trainers declare the model: every one, and the evaluator, must
+    // run the user's code.
+    if (local.trainer_command.argv.empty()) {
+      s = Status::InvalidArgument(
+          "spec.model.fromTrainer: spec.workers.template sets no command (the trainers declare "
+          "the model: they run the Python SDK)");
+    } else if (template_trainers < job.workers.replicas) {
+      s = Status::InvalidArgument("--template-trainers: spec.model.fromTrainer needs every "
+                                  "trainer to run the template's command");
+    } else if (local.evaluator_command.argv.empty()) {
+      s = Status::InvalidArgument(
+          "spec.model.fromTrainer: spec.evaluator.template sets no command (the evaluator has "
+          "no model of its own: run gaptrain.evaluate)");
+    }
+  }
   if (!s.ok()) return Fail(s.message() + "\nnothing was started", 2);
   local.template_trainers = template_trainers;
   if (template_trainers != UINT32_MAX && local.trainer_command.argv.empty()) {

@@ -171,6 +171,7 @@ class Simulation {
 
     ModelInput input{data_.train.channels, data_.train.height, data_.train.width,
                      data_.train.num_classes};
+    if (job.model.from_trainer) return Status::FailedPrecondition(kNoModelFromTrainer);
     if (!job.model.torchscript.empty()) {
       GAPTRAIN_RETURN_IF_ERROR(Model::LoadTorchScript(job.model.torchscript, input, &model_));
     } else {

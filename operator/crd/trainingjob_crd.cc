@@ -353,6 +353,9 @@ std::vector<CrdValidationRule> TrainingJobValidationRules() {
            kRuleBackupWorkers),
       Rule("spec.data", "!has(self.claimName) || self.path.startsWith('/')",
            kRuleClaimPathAbsolute),
+      // The section's default {} has neither field.
+      Rule("spec.model", "!has(self.fromTrainer) || !self.fromTrainer || !has(self.torchscript)",
+           kRuleFromTrainerWithoutTorchscript),
       // The section's default {} has neither, which the rule allows.
       Rule("spec.output", "has(self.claimName) == has(self.path)", kRuleOutputClaimAndPath),
       // Neither has a default: present means set (their minimums exclude 0).

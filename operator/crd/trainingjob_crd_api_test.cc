@@ -187,6 +187,10 @@ std::vector<Broken> BrokenJobs() {
       {"a claim for the model without a path", "output-no-path",
        "{data: {path: /data}, training: {epochs: 1}, output: {claimName: models}}",
        kRuleOutputClaimAndPath},
+      {"a declared model that is also a TorchScript file", "declared-and-scripted",
+       "{data: {path: /data}, training: {epochs: 1}, model: {fromTrainer: true, torchscript: "
+       "m.pt}}",
+       kRuleFromTrainerWithoutTorchscript},
       {"a model path without a claim", "output-no-claim",
        "{data: {path: /data}, training: {epochs: 1}, output: {path: model.pt}}",
        kRuleOutputClaimAndPath},

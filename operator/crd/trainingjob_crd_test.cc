@@ -177,7 +177,8 @@ TEST(TrainingJobCrdTest, EveryRuleBetweenFieldsIsACelRuleWithTheParsersMessage) 
                            kRuleMinReplicas,        kRuleMaxReplicas,
                            kRuleBackupWorkers,      kRuleClusterJobName,
                            kRuleClaimPathAbsolute,  kRuleOutputClaimAndPath,
-                           kRuleAutoscaleRange,     kRuleAutoscaleGap};
+                           kRuleAutoscaleRange,     kRuleAutoscaleGap,
+                           kRuleFromTrainerWithoutTorchscript};
   std::map<std::string, int> stated;
   const YAML::Node root = RootSchema();
   for (const CrdValidationRule& r : TrainingJobValidationRules()) {

@@ -283,6 +283,18 @@ class PodBuilder {
   const std::string ns_;
 };
 
+// Whether spec.<role>.template's first container sets a command of its own.
+bool TemplateSetsCommand(const json& job, const char* role) {
+  const json* at = &job;
+  for (const char* key : {"spec", role, "template", "spec", "containers"}) {
+    if (!at->is_object() || !at->contains(key)) return false;
+    at = &(*at)[key];
+  }
+  if (!at->is_array() || at->empty() || !(*at)[0].is_object()) return false;
+  const json& command = (*at)[0].value("command", json());
+  return command.is_array() && !command.empty();
+}
+
 }  // namespace
 
 std::string TokenSecretName(const std::string& job) { return job + "-token"; }
@@ -327,6 +339,17 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
     return Status::InvalidArgument(kRuleClusterJobName.Text() + ", got '" + name + "'");
   }
   if (UidOf(job).empty()) return Status::InvalidArgument("metadata.uid: is required");
+  if (spec.model.from_trainer) {
+    // Every replica that holds a model runs the user's code (the SDK).
+    for (const char* role : {"workers", "evaluator"}) {
+      if (!TemplateSetsCommand(job, role)) {
+        return Status::InvalidArgument(
+            std::string("spec.model.fromTrainer: spec.") + role +
+            ".template sets no command (the trainers declare the model, so the trainers and "
+            "the evaluator run the Python SDK; gaptrain-worker has no model to run)");
+      }
+    }
+  }
   if (!spec.data.claim_name.empty() && (spec.data.path.empty() || spec.data.path[0] != '/')) {
     return Status::InvalidArgument(kRuleClaimPathAbsolute.Text() + ", got '" + spec.data.path +
                                    "'");

@@ -328,6 +328,31 @@ TEST(DesiredChildrenTest, TemplateMergeKeepsTheUsersFields) {
 // user's; gaptrain still adds the env with the worker's settings, the
 // token and job volumes, the data claim, ports, probes and security
 // context.
+// spec.model.fromTrainer: every replica holding a model runs the user's
+// code, so both the workers' and the evaluator's templates need a command.
+TEST(DesiredChildrenTest, ADeclaredModelNeedsTheUsersTrainersAndEvaluator) {
+  json job = BaseJob();
+  job["spec"]["model"] = {{"fromTrainer", true}};
+  Built b = Build(job);
+  EXPECT_EQ(b.status.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(b.status.message().find("spec.model.fromTrainer: spec.workers.template sets no "
+                                    "command"),
+            std::string::npos)
+      << b.status.ToString();
+  const json with_command = json::parse(
+      R"j({"spec": {"containers": [{"command": ["python3", "/app/train.py"]}]}})j");
+  job["spec"]["workers"]["template"] = with_command;
+  b = Build(job);
+  EXPECT_NE(b.status.message().find("spec.evaluator.template sets no command"),
+            std::string::npos)
+      << b.status.ToString();
+  job["spec"]["evaluator"] = {{"template", with_command}};
+  b = Build(job);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  EXPECT_EQ(PodNamed(b, "mnist-evaluator")["spec"]["containers"][0]["command"],
+            with_command["spec"]["containers"][0]["command"]);
+}
+
 TEST(DesiredChildrenTest, TemplateCommandRunsAsGiven) {
   json job = BaseJob();
   job["spec"]["data"] = json::parse(

@@ -80,15 +80,26 @@ class BatchNormCNN(nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
-MODELS = {"mlp": MLP, "cnn": SmallCNN, "bn-cnn": BatchNormCNN}
+class UnscriptableCNN(BatchNormCNN):
+    """BatchNormCNN whose forward takes keyword options, which
+    torch.jit.script refuses: a job trains it with spec.model.fromTrainer,
+    its trainers declaring it to the master (python/README.md, "Models")."""
+
+    def forward(self, x, **options):
+        scale = options.get("scale", 1.0)
+        return super().forward(x * scale)
+
+
+MODELS = {"mlp": MLP, "cnn": SmallCNN, "bn-cnn": BatchNormCNN, "unscriptable": UnscriptableCNN}
 
 
 def main(argv):
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", required=True, help="the Fashion-MNIST directory")
     parser.add_argument("--model", choices=sorted(MODELS), default="mlp",
-                        help="mlp (the job's model: builtin mlp), or cnn or bn-cnn (the job's "
-                             "model: that module's TorchScript)")
+                        help="mlp (the job's model: builtin mlp), cnn or bn-cnn (the job's "
+                             "model: that module's TorchScript), or unscriptable (the job's "
+                             "model: fromTrainer)")
     parser.add_argument("--result", default="", help="write the TrainResult as JSON here")
     args, rest = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO,

@@ -117,7 +117,7 @@ class Evaluator:
             torch.set_num_threads(self.opts.threads)
         self.master = MasterClient(self.opts, self.stop, self.session,
                                    self.model.named_parameters(), self.model.named_buffers())
-        if not self.master.connect(reg.master_address):
+        if not self.master.connect(reg.master_address, declare=False):
             return False
         log.info("evaluator ready: %d test samples, every %d master updates", len(self.dataset),
                  self.opts.eval_every_updates)

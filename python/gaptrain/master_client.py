@@ -88,9 +88,11 @@ class MasterClient:
         self.echo = False
         self.echo_type = pb.FLOAT32
 
-    def connect(self, address):
+    def connect(self, address, declare=True):
         """Describe the master at `address` and check it holds this model;
-        False when stopped meanwhile."""
+        False when stopped meanwhile. A master that waits for its model
+        (spec.model.fromTrainer) gets this one declared when `declare` (a
+        trainer), and is waited for otherwise (the evaluator)."""
         if self._channel is not None:
             self._channel.close()
         self._channel = rpc.channel(address, self.opts.master_ca, rpc.MASTER_CHANNEL_OPTIONS)
@@ -104,17 +106,27 @@ class MasterClient:
             PUSH, response_deserializer=pb.PushResponse.FromString)
         self.address = address
         backoff = rpc.Backoff(self.opts.host_name)
+        declared = False
         while True:
             try:
                 d = self._stub.Describe(pb.DescribeRequest(), timeout=rpc.COORDINATOR_DEADLINE,
                                         metadata=self._metadata)
-                break
+                if not d.awaiting_model:
+                    break
+                if declare and not declared:
+                    adopted = self._declare()
+                    declared = True
+                    log.info("master %s: declared the model: %s", address,
+                             "the job's model now" if adopted else "it holds this one already")
+                    continue  # the master serves it a moment later
             except grpc.RpcError as e:
                 err = rpc.error(e)
                 if err.code not in rpc.TRANSIENT:
-                    raise rpc.GaptrainError("master %s: Describe: %s" % (address, err))
-                if not self.stop.sleep(backoff.next()):
-                    return False
+                    raise rpc.GaptrainError("master %s: %s: %s" % (
+                        address, "DeclareModel" if declare and not declared else "Describe",
+                        err))
+            if not self.stop.sleep(backoff.next()):
+                return False
         check_layout(d.layout, self._named)
         self.buffers.check(d.layout)
         self.rule = d.rule
@@ -133,6 +145,32 @@ class MasterClient:
         log.info("master %s: job %s, rule %s, version %d, %d parameters", address, d.job_name,
                  d.rule, d.version, self.size)
         return True
+
+    def _declare(self):
+        """This model as the job's (spec.model.fromTrainer): its layout,
+        the parameters' current values (self.flat holds them) and the
+        buffers', in chunks; True when the master adopted it."""
+        layout = pb.ModelLayout()
+        for name, p in self._named:
+            layout.tensors.add(name=name, shape=list(p.shape))
+        for name, shape, dtype in self.buffers.layout:
+            layout.buffers.add(name=name, shape=list(shape), dtype=dtype)
+        data = self.flat.numpy()
+        chunk = wire.DEFAULT_CHUNK_VALUES
+
+        def messages():
+            for offset in range(0, max(self.size, 1), chunk):
+                m = pb.ModelDeclaration(worker_id=self.session.worker_id, total_values=self.size,
+                                        offset=offset,
+                                        values=data[offset:offset + chunk].tobytes())
+                if offset == 0:
+                    m.layout.CopyFrom(layout)
+                    m.buffer_values = self.buffers.pack()
+                yield m
+
+        reply = self._stub.DeclareModel(messages(), timeout=rpc.MASTER_DEADLINE,
+                                        metadata=self._metadata)
+        return reply.adopted
 
     def send_buffers(self, worker_id):
         """The module's buffers to the master (module_buffers.py); best

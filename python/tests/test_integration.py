@@ -236,12 +236,14 @@ class Job:
 
     def _call(self, method, request):
         # A connection the server closed while idle fails one call
-        # (UNAVAILABLE, "Socket closed"); the next one reconnects.
+        # (UNAVAILABLE, "Socket closed"); the next one reconnects. A master
+        # that starts serving a declared model cancels the calls in flight.
         for attempt in range(20):
             try:
                 return method(request, timeout=5, metadata=self._md)
             except grpc.RpcError as e:
-                if e.code() != grpc.StatusCode.UNAVAILABLE or attempt == 19:
+                if e.code() not in (grpc.StatusCode.UNAVAILABLE,
+                                    grpc.StatusCode.CANCELLED) or attempt == 19:
                     raise
                 time.sleep(0.25)
 
@@ -434,6 +436,38 @@ class PythonTrainerTest(unittest.TestCase):
             self.assertIn("worker py-evaluator (evaluator)", log)
             self.assertIn("evaluation: version", log)
             self.assertEqual(read_result(result)["reason"], "finished")
+        finally:
+            job.close()
+
+    def test_a_model_the_trainer_declares(self):
+        # spec.model.fromTrainer: no TorchScript, no built-in. The master
+        # waits until the first trainer declares its BatchNorm CNN (names,
+        # shapes, initial values, buffers), then serves it; the Python
+        # evaluator waits for it and scores it. (A declaration of another
+        # model is refused: master_process_test.)
+        sys.path.insert(0, os.path.dirname(EXAMPLE))
+        import fashion_mnist_mlp
+        module = fashion_mnist_mlp.BatchNormCNN()
+        job = Job(self.dir.name, "fp32", updates=300, model="{fromTrainer: true}",
+                  eval_every=100)
+        try:
+            d = job._call(job._master.Describe, pb.DescribeRequest())
+            self.assertTrue(d.awaiting_model)
+            evaluator, eval_result = job.trainer("py-evaluator", role="evaluator", model="bn-cnn")
+            trainer, result = job.trainer("py-trainer", model="bn-cnn")
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-trainer"))
+            self.assertEqual(evaluator.wait(timeout=60), 0, job.log("py-evaluator"))
+            d = job._call(job._master.Describe, pb.DescribeRequest())
+            self.assertFalse(d.awaiting_model)
+            self.assertEqual([t.name for t in d.layout.tensors],
+                             [n for n, _ in module.named_parameters()])
+            self.assertEqual([b.name for b in d.layout.buffers],
+                             [n for n, _ in module.named_buffers()])
+            self.assertIn("declared the model: the job's model now", job.log("py-trainer"))
+            e = read_result(eval_result)
+            self.assertGreaterEqual(e["evaluations"], 1)
+            self.assertGreater(e["accuracy"], 0.5)
+            self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
         finally:
             job.close()
 

@@ -44,6 +44,8 @@ void Validate(const TrainingJob& job, Status* status) {
     require(t.sync.backup_workers < w.replicas, kRuleBackupWorkers, replicas);
   }
   require(job.output.claim_name.empty() == job.output.path.empty(), kRuleOutputClaimAndPath);
+  require(!job.model.from_trainer || job.model.torchscript.empty(),
+          kRuleFromTrainerWithoutTorchscript);
 }
 
 }  // namespace

@@ -95,6 +95,16 @@ inline constexpr JobRule kRuleClaimPathAbsolute{
     "must be an absolute path when claimName is set (the claim is mounted there)"};
 // The model's destination needs both halves: a claim without a path would
 // make the operator pick a file name, a path without a claim names nothing.
+// What a part of gaptrain that builds the job's model itself (the C++
+// worker, the simulator) says of a job whose trainers declare it.
+inline constexpr char kNoModelFromTrainer[] =
+    "spec.model.fromTrainer: the job's trainers declare the model (the Python SDK's "
+    "gaptrain.train and gaptrain.evaluate, run from spec.workers.template and "
+    "spec.evaluator.template); gaptrain-worker and gaptrain simulate have none to run";
+
+// A module the trainers declare is not also a TorchScript file.
+inline constexpr JobRule kRuleFromTrainerWithoutTorchscript{
+    "spec.model.fromTrainer", "the trainers declare the model; leave torchscript unset"};
 inline constexpr JobRule kRuleOutputClaimAndPath{"spec.output",
                                                  "set both claimName and path, or neither"};
 
@@ -111,6 +121,9 @@ inline constexpr uint32_t kMaxDecayFractions = 100;
 struct ModelSpec {
   std::string builtin = "mlp";
   std::string torchscript;  // overrides builtin
+  // The trainers declare the model (the Python SDK: the first trainer's
+  // module gives its layout and initial values); builtin is then unused.
+  bool from_trainer = false;
 };
 
 inline const FieldSectionOf<ModelSpec>& ModelFields() {
@@ -120,6 +133,9 @@ inline const FieldSectionOf<ModelSpec>& ModelFields() {
       F::Text("builtin", &S::builtin, "a built-in network").OneOf({"mlp", "lenet5", "resnet20"}),
       F::Text("torchscript", &S::torchscript,
               "path of a user's scripted module (forward(x) -> logits); overrides builtin"),
+      F::Flag("fromTrainer", &S::from_trainer,
+              "the trainers declare the model: the first one's module gives the master its "
+              "layout and initial values (the Python SDK; builtin is unused)"),
   });
   return fields;
 }

@@ -33,6 +33,29 @@ size_t ParameterLayout::TensorIndexOf(size_t index) const {
   return static_cast<size_t>(it - tensors_.begin());
 }
 
+std::string ParameterLayout::DifferenceFrom(const ParameterLayout& other, const std::string& mine,
+                                            const std::string& theirs) const {
+  auto describe = [](const TensorSpec& t) {
+    std::string shape;
+    for (int64_t d : t.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    return t.name + " [" + shape + "]";
+  };
+  const size_t n = std::min(tensors_.size(), other.tensors_.size());
+  for (size_t i = 0; i < n; ++i) {
+    const TensorSpec& a = tensors_[i];
+    const TensorSpec& b = other.tensors_[i];
+    if (a.name != b.name || a.shape != b.shape) {
+      return "tensor " + std::to_string(i) + " is " + describe(a) + " " + mine + ", " +
+             describe(b) + " " + theirs;
+    }
+  }
+  if (tensors_.size() != other.tensors_.size()) {
+    return std::to_string(tensors_.size()) + " tensors " + mine + ", " +
+           std::to_string(other.tensors_.size()) + " " + theirs;
+  }
+  return "";
+}
+
 bool ParameterLayout::operator==(const ParameterLayout& other) const {
   if (tensors_.size() != other.tensors_.size()) return false;
   for (size_t i = 0; i < tensors_.size(); ++i) {

@@ -39,6 +39,12 @@ class ParameterLayout {
   size_t TensorIndexOf(size_t index) const;
 
   bool operator==(const ParameterLayout& other) const;
+
+  // "" when equal, else what differs first, naming this layout `mine` and
+  // the other `theirs` ("tensor 2 is fc.weight [10, 84] here, fc.weight
+  // [10, 64] there").
+  std::string DifferenceFrom(const ParameterLayout& other, const std::string& mine = "here",
+                             const std::string& theirs = "there") const;
   bool operator!=(const ParameterLayout& other) const { return !(*this == other); }
 
  private:

@@ -14,6 +14,7 @@ ModelInput ModelInputOf(const DatasetShape& shape) {
 
 Status CreateJobModel(const TrainingJob& job, const ModelInput& input, uint64_t seed,
                       std::unique_ptr<Model>* model) {
+  if (job.model.from_trainer) return Status::FailedPrecondition(kNoModelFromTrainer);
   if (!job.model.torchscript.empty()) {
     return Model::LoadTorchScript(job.model.torchscript, input, model);
   }

@@ -344,6 +344,36 @@ Status MasterClient::PullBuffers(proto::PullBuffersResponse* response) {
       FromGrpcStatus(stub_->PullBuffers(&context, proto::PullBuffersRequest(), response)));
 }
 
+Status MasterClient::DeclareModel(uint32_t worker, const proto::ModelLayout& layout,
+                                  const std::vector<float>& values,
+                                  const std::string& buffer_values, bool* adopted) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  proto::DeclareModelResponse response;
+  std::unique_ptr<grpc::ClientWriter<proto::ModelDeclaration>> writer(
+      stub_->DeclareModel(&context, &response));
+  const size_t chunk = std::max<size_t>(1, options_.chunk_values);
+  size_t offset = 0;
+  do {
+    proto::ModelDeclaration message;
+    message.set_worker_id(worker);
+    message.set_total_values(values.size());
+    message.set_offset(offset);
+    if (offset == 0) {
+      *message.mutable_layout() = layout;
+      message.set_buffer_values(buffer_values);
+    }
+    const size_t n = std::min(chunk, values.size() - offset);
+    message.set_values(reinterpret_cast<const char*>(values.data() + offset), n * sizeof(float));
+    offset += n;
+    if (!writer->Write(message)) break;  // the server ended the call: Finish says why
+  } while (offset < values.size());
+  writer->WritesDone();
+  Status s = Observe(FromGrpcStatus(writer->Finish()));
+  if (s.ok() && adopted != nullptr) *adopted = response.adopted();
+  return s;
+}
+
 Status MasterClient::Checkpoint(proto::CheckpointResponse* response) {
   grpc::ClientContext context;
   Prepare(&context);

@@ -91,6 +91,12 @@ class MasterClient {
   Status PushBuffers(uint32_t worker, const std::string& values,
                      proto::PushBuffersResponse* response = nullptr);
   Status PullBuffers(proto::PullBuffersResponse* response);
+  // spec.model.fromTrainer: declares the model (`layout`'s tensors and
+  // buffers, the parameters' initial `values`, the buffers' packed values),
+  // in chunks of the client's chunk size. *adopted: it became the job's.
+  Status DeclareModel(uint32_t worker, const proto::ModelLayout& layout,
+                      const std::vector<float>& values, const std::string& buffer_values,
+                      bool* adopted);
 
  private:
   void Prepare(grpc::ClientContext* context) const;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "services/base/os_error.h"
 #include "services/engine/job_config.h"
@@ -17,20 +19,49 @@
 
 namespace gaptrain {
 
+namespace {
+
+// The job's model as a trainer would declare it: its layout, initial
+// parameters and buffers.
+DeclaredModel DeclarationOf(const Model& model) {
+  DeclaredModel d;
+  d.layout = model.layout();
+  d.values.assign(model.parameters(), model.parameters() + model.layout().size());
+  d.buffer_layout = model.buffer_layout();
+  d.buffer_values.assign(model.buffer_layout().bytes(), '\0');
+  model.CopyBuffersTo(reinterpret_cast<uint8_t*>(d.buffer_values.data()));
+  return d;
+}
+
+// --listen with its port replaced by `port` (the one the first server bound).
+ServerFlags OnPort(ServerFlags flags, int port) {
+  flags.listen = flags.listen.substr(0, flags.listen.rfind(':') + 1) + std::to_string(port);
+  return flags;
+}
+
+}  // namespace
+
 Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job,
                             std::unique_ptr<MasterProcess>* process) {
   std::unique_ptr<MasterProcess> p(new MasterProcess());
   p->job_ = job;
+  p->options_ = options;
 
   DatasetShape train;
   GAPTRAIN_RETURN_IF_ERROR(
       DescribeJobTrainingSet(job, options.train_samples, "the master", &train));
   const uint64_t samples = train.samples;
   GAPTRAIN_RETURN_IF_ERROR(CheckJobAgainstData(job, samples));
-  std::unique_ptr<Model> model;
-  GAPTRAIN_RETURN_IF_ERROR(CreateJobModel(job, ModelInputOf(train), options.model_seed, &model));
+  // The job's model, unless the trainers declare it.
+  std::optional<DeclaredModel> job_model;
+  if (!job.model.from_trainer) {
+    std::unique_ptr<Model> model;
+    GAPTRAIN_RETURN_IF_ERROR(
+        CreateJobModel(job, ModelInputOf(train), options.model_seed, &model));
+    job_model = DeclarationOf(*model);
+  }
 
-  UpdateEngine::Options engine_options;
+  UpdateEngine::Options& engine_options = p->engine_options_;
   GAPTRAIN_RETURN_IF_ERROR(RuleConfigFromJob(job, &engine_options.rule));
   const bool sync = engine_options.rule.kind == RuleKind::kSync;
   const double per_step =
@@ -43,11 +74,10 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   const std::string dir =
       options.checkpoint_dir.empty() ? job.master.checkpoint.path : options.checkpoint_dir;
   p->checkpoints_ = std::make_unique<CheckpointDirectory>(dir, job.master.checkpoint.keep);
-  std::unique_ptr<ParameterStore> restored;
-  CheckpointMeta meta;
-  std::string restored_path;
+  Restored restored;
   std::vector<std::string> skipped;
-  Status r = p->checkpoints_->RestoreNewest(&restored, &meta, &restored_path, &skipped);
+  Status r = p->checkpoints_->RestoreNewest(&restored.store, &restored.meta, &restored.path,
+                                            &skipped);
   for (const std::string& s : skipped) spdlog::error("skipped invalid checkpoint {}", s);
   // The job's push accounting across runs; a run is numbered after every
   // earlier one it can know of (the ledger's, its checkpoint's) and the
@@ -64,104 +94,69 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
       std::chrono::duration_cast<std::chrono::microseconds>(
           std::chrono::system_clock::now().time_since_epoch())
           .count());
-  proto::MasterIncarnation incarnation;
-  incarnation.set_id(std::max({clock_us, previous_run + 1, (r.ok() ? meta.incarnation : 0) + 1}));
-  std::unique_ptr<UpdateEngine> engine;
-  // The module's buffers: the model's own, or the checkpoint's when it
-  // holds them.
-  std::string buffer_values(model->buffer_layout().bytes(), '\0');
-  model->CopyBuffersTo(reinterpret_cast<uint8_t*>(buffer_values.data()));
-  uint64_t buffer_merges = 0;
+  proto::MasterIncarnation& incarnation = p->incarnation_;
+  incarnation.set_id(
+      std::max({clock_us, previous_run + 1, (r.ok() ? restored.meta.incarnation : 0) + 1}));
   if (r.ok()) {
-    incarnation.set_restored_from_id(meta.incarnation);
-    incarnation.set_restored_from_version(restored->version());
+    incarnation.set_restored_from_id(restored.meta.incarnation);
+    incarnation.set_restored_from_version(restored.store->version());
     const std::string rule = RuleKindName(engine_options.rule.kind);
-    if (meta.rule != rule) {
+    if (restored.meta.rule != rule) {
       return Status::FailedPrecondition(
-          restored_path + " was written with rule " + meta.rule + ", the job now says " + rule +
-          "; move " + dir + " away to start over");
+          restored.path + " was written with rule " + restored.meta.rule +
+          ", the job now says " + rule + "; move " + dir + " away to start over");
     }
-    if (restored->layout() != model->layout()) {
-      return Status::FailedPrecondition(restored_path +
+    if (job_model.has_value() && restored.store->layout() != job_model->layout) {
+      return Status::FailedPrecondition(restored.path +
                                         " holds a different model layout than the job's model; "
                                         "move " + dir + " away to start over");
     }
-    if (!meta.buffer_values.empty()) {
-      const std::string difference = meta.buffer_layout.DifferenceFrom(
-          model->buffer_layout(), "in the checkpoint", "in the model");
+    if (job_model.has_value() && !restored.meta.buffer_values.empty()) {
+      const std::string difference = restored.meta.buffer_layout.DifferenceFrom(
+          job_model->buffer_layout, "in the checkpoint", "in the model");
       if (!difference.empty()) {
-        return Status::FailedPrecondition(restored_path + " holds other module buffers than " +
+        return Status::FailedPrecondition(restored.path + " holds other module buffers than " +
                                           "the job's model (" + difference + "); move " + dir +
                                           " away to start over");
       }
-      buffer_values = std::move(meta.buffer_values);
-      buffer_merges = meta.buffer_merges;
     }
-    GAPTRAIN_RETURN_IF_ERROR(
-        UpdateEngine::Restore(std::move(restored), meta.workers, engine_options, &engine));
-    std::string ids;
-    for (WorkerId w : meta.workers) ids += (ids.empty() ? "" : ", ") + std::to_string(w);
-    spdlog::info("restored {} at version {} with {} workers [{}], {} update thread(s)",
-                 restored_path, engine->version(), meta.workers.size(), ids,
-                 engine_options.rule.num_threads);
   } else if (r.code() == Status::Code::kNotFound || r.code() == Status::Code::kDataLoss) {
     if (r.code() == Status::Code::kDataLoss) {
       spdlog::error("no valid checkpoint in {}: starting from the initial model", dir);
     }
-    GAPTRAIN_RETURN_IF_ERROR(UpdateEngine::Create(model->layout(), engine_options, &engine));
-    std::memcpy(engine->mutable_store()->params(), model->parameters(),
-                model->layout().size() * sizeof(float));
-    spdlog::info(
-        "starting {} from the initial {} model ({} parameters), rule {}, {} update "
-        "thread(s)",
-        job.name, job.model.torchscript.empty() ? job.model.builtin : job.model.torchscript,
-        model->layout().size(), RuleKindName(engine_options.rule.kind),
-        engine_options.rule.num_threads);
   } else {
     return r;
   }
-  const BufferLayout model_buffer_layout = model->buffer_layout();
-  model.reset();
-  if (p->ledger_) {
-    p->ledger_->BeginRun(incarnation.id(), engine->version());
-    const PushLedger::Totals t = p->ledger_->totals();
-    if (t.restores > 0) {
-      spdlog::info("run {} of the job's master: {} updates lost in restarts so far ({} pushes, "
-                   "{} rejected, {} updates in all runs)",
-                   t.runs, t.updates_lost, t.pushes, t.rejected, t.updates);
-    }
-  }
-  p->incarnation_ = incarnation;
-
-  p->metrics_ = std::make_shared<MasterMetrics>(std::make_shared<prometheus::Registry>(),
-                                                engine->store().layout());
-  p->metrics_->SetStart(
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
-      job.master.checkpoint.interval_seconds);
-  if (r.ok()) p->metrics_->RecordRestoredCheckpoint(static_cast<double>(meta.created_unix_ms) / 1000.0);
-  MasterService::Options service_options;
-  service_options.job_name = job.name;
-  service_options.token = options.server.token;
-  service_options.incarnation = incarnation;
-  service_options.ledger = p->ledger_.get();
-  service_options.buffers = std::make_shared<ModelBuffers>(
-      model_buffer_layout, std::move(buffer_values), buffer_merges);
-  const uint64_t restored_version = engine->version();
-  p->service_ = std::make_unique<MasterService>(std::move(engine), service_options, p->metrics_);
-  p->RefreshJobTotals();
+  p->registry_ = std::make_shared<prometheus::Registry>();
   MasterProcess* raw = p.get();
-  p->service_->set_checkpoint_fn(
-      [raw](std::string* path, uint64_t* version) { return raw->CheckpointNow(path, version); });
 
-  GAPTRAIN_RETURN_IF_ERROR(StartGrpcServer(
-      options.server, p->service_.get(),
-      [](grpc::ServerBuilder* builder) { ApplyBulkTransferArguments(builder); }, &p->server_,
-      &p->grpc_port_));
-  p->service_->MarkServing();
+  if (r.ok() || job_model.has_value()) {
+    GAPTRAIN_RETURN_IF_ERROR(
+        p->Serve(r.ok() ? &restored : nullptr, std::move(job_model), options.server));
+  } else {
+    // spec.model.fromTrainer and nothing to restore: wait for a trainer's
+    // declaration, then serve the model it declared on the same port.
+    AwaitingModelService::Options awaiting;
+    awaiting.job_name = job.name;
+    awaiting.token = options.server.token;
+    awaiting.rule = RuleKindName(engine_options.rule.kind);
+    awaiting.needs_echo = engine_options.rule.NeedsWorkerCopy() &&
+                          engine_options.rule.gap_source == GapSource::kEcho;
+    awaiting.echo_type = engine_options.rule.gap_precision == GapPrecision::kBfloat16
+                             ? proto::BFLOAT16
+                             : proto::FLOAT32;
+    awaiting.incarnation = incarnation;
+    p->awaiting_ = std::make_unique<AwaitingModelService>(awaiting);
+    GAPTRAIN_RETURN_IF_ERROR(StartGrpcServer(
+        options.server, p->awaiting_.get(),
+        [](grpc::ServerBuilder* builder) { ApplyBulkTransferArguments(builder); }, &p->server_,
+        &p->grpc_port_));
+    spdlog::info("waiting for a trainer to declare the model (spec.model.fromTrainer)");
+  }
 
   GAPTRAIN_RETURN_IF_ERROR(
       HttpServer::Start(options.server.http_address, options.server.http_port, &p->http_));
-  ServeMetrics(p->http_.get(), p->metrics_->registry());
+  ServeMetrics(p->http_.get(), p->registry_);
   ServeHealth(p->http_.get(), [raw] {
     std::lock_guard<std::mutex> lock(raw->mu_);
     return !raw->stopping_;
@@ -171,13 +166,117 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
     GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(
         options.server.ports_file, {static_cast<uint16_t>(p->grpc_port_), p->http_->port()}));
   }
-  spdlog::info("master of {} (run {}, version {}) serving gRPC on port {}{}, metrics on "
+  spdlog::info("master of {} (run {}) serving gRPC on port {}{}, metrics on "
                "http://{}:{}/metrics",
-               job.name, incarnation.id(), restored_version, p->grpc_port_,
+               job.name, incarnation.id(), p->grpc_port_,
                options.server.tls_cert.empty() ? "" : " (TLS)", options.server.http_address,
                p->http_->port());
-  p->background_ = std::thread([raw] { raw->BackgroundLoop(); });
+  p->background_ = std::thread([raw] {
+    if (raw->awaiting_ != nullptr && !raw->ServeDeclaredModel()) return;
+    raw->BackgroundLoop();
+  });
   *process = std::move(p);
+  return Status::OK();
+}
+
+bool MasterProcess::ServeDeclaredModel() {
+  DeclaredModel declared;
+  if (!awaiting_->Wait(&declared)) return false;  // stopped first
+  // The declaring call's answer goes out before the server stops; clients
+  // retry meanwhile, as during a restart.
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  server_.reset();
+  const Status s = Serve(nullptr, std::move(declared), OnPort(options_.server, grpc_port_));
+  if (!s.ok()) {
+    // Nothing can be served: end the process, as a failed start would.
+    spdlog::critical("cannot serve the declared model: {}", s.ToString());
+    std::_Exit(1);
+  }
+  return true;
+}
+
+Status MasterProcess::Serve(Restored* restored, std::optional<DeclaredModel> fresh,
+                            const ServerFlags& server) {
+  const UpdateEngine::Options& engine_options = engine_options_;
+  const uint64_t restored_unix_ms = restored != nullptr ? restored->meta.created_unix_ms : 0;
+  std::unique_ptr<UpdateEngine> engine;
+  BufferLayout buffer_layout;
+  std::string buffer_values;
+  uint64_t buffer_merges = 0;
+  if (restored != nullptr) {
+    CheckpointMeta& meta = restored->meta;
+    GAPTRAIN_RETURN_IF_ERROR(UpdateEngine::Restore(std::move(restored->store), meta.workers,
+                                                   engine_options, &engine));
+    std::string ids;
+    for (WorkerId w : meta.workers) ids += (ids.empty() ? "" : ", ") + std::to_string(w);
+    spdlog::info("restored {} at version {} with {} workers [{}], {} update thread(s)",
+                 restored->path, engine->version(), meta.workers.size(), ids,
+                 engine_options.rule.num_threads);
+    if (!meta.buffer_values.empty()) {
+      buffer_layout = meta.buffer_layout;
+      buffer_values = std::move(meta.buffer_values);
+      buffer_merges = meta.buffer_merges;
+    } else if (fresh.has_value()) {  // a checkpoint from before buffers were kept
+      buffer_layout = fresh->buffer_layout;
+      buffer_values = std::move(fresh->buffer_values);
+    }
+  } else {
+    GAPTRAIN_RETURN_IF_ERROR(UpdateEngine::Create(fresh->layout, engine_options, &engine));
+    std::memcpy(engine->mutable_store()->params(), fresh->values.data(),
+                fresh->values.size() * sizeof(float));
+    buffer_layout = fresh->buffer_layout;
+    buffer_values = std::move(fresh->buffer_values);
+    spdlog::info("starting {} from the initial {} model ({} parameters), rule {}, {} update "
+                 "thread(s)",
+                 job_.name,
+                 job_.model.from_trainer      ? std::string("declared")
+                 : job_.model.torchscript.empty() ? job_.model.builtin
+                                                  : job_.model.torchscript,
+                 engine->store().size(), RuleKindName(engine_options.rule.kind),
+                 engine_options.rule.num_threads);
+  }
+  if (ledger_) {
+    ledger_->BeginRun(incarnation_.id(), engine->version());
+    const PushLedger::Totals t = ledger_->totals();
+    if (t.restores > 0) {
+      spdlog::info("run {} of the job's master: {} updates lost in restarts so far ({} pushes, "
+                   "{} rejected, {} updates in all runs)",
+                   t.runs, t.updates_lost, t.pushes, t.rejected, t.updates);
+    }
+  }
+  auto metrics = std::make_shared<MasterMetrics>(registry_, engine->store().layout());
+  metrics->SetStart(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      job_.master.checkpoint.interval_seconds);
+  if (restored != nullptr) {
+    metrics->RecordRestoredCheckpoint(static_cast<double>(restored_unix_ms) / 1000.0);
+  }
+  MasterService::Options service_options;
+  service_options.job_name = job_.name;
+  service_options.token = options_.server.token;
+  service_options.incarnation = incarnation_;
+  service_options.ledger = ledger_.get();
+  service_options.buffers = std::make_shared<ModelBuffers>(
+      std::move(buffer_layout), std::move(buffer_values), buffer_merges);
+  auto service = std::make_unique<MasterService>(std::move(engine), service_options, metrics);
+  MasterProcess* raw = this;
+  service->set_checkpoint_fn(
+      [raw](std::string* path, uint64_t* version) { return raw->CheckpointNow(path, version); });
+  std::unique_ptr<grpc::Server> grpc_server;
+  int port = 0;
+  GAPTRAIN_RETURN_IF_ERROR(StartGrpcServer(
+      server, service.get(),
+      [](grpc::ServerBuilder* builder) { ApplyBulkTransferArguments(builder); }, &grpc_server,
+      &port));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_ = std::move(metrics);
+    service_ = std::move(service);
+    server_ = std::move(grpc_server);
+    grpc_port_ = port;
+  }
+  RefreshJobTotals();
+  service_->MarkServing();
   return Status::OK();
 }
 
@@ -185,6 +284,9 @@ MasterProcess::~MasterProcess() { Shutdown(); }
 
 Status MasterProcess::CheckpointNow(std::string* path, uint64_t* version) {
   std::lock_guard<std::mutex> one_at_a_time(checkpoint_mu_);
+  if (service_ == nullptr) {
+    return Status::FailedPrecondition("no model yet: a trainer has not declared it");
+  }
   const auto start = std::chrono::steady_clock::now();
   // Copy under the engine's mutex (a memcpy per buffer), write without it,
   // so pushes keep flowing while the file is written.
@@ -222,7 +324,7 @@ Status MasterProcess::CheckpointNow(std::string* path, uint64_t* version) {
 }
 
 void MasterProcess::RefreshJobTotals() {
-  if (!ledger_) return;
+  if (!ledger_ || !metrics_) return;
   const PushLedger::Totals t = ledger_->totals();
   metrics_->SetJobTotals(t.pushes, t.rejected, t.updates, t.updates_lost, t.restores);
 }
@@ -277,6 +379,7 @@ void MasterProcess::Shutdown() {
     stopping_ = true;
   }
   wake_.notify_all();
+  if (awaiting_ != nullptr) awaiting_->Stop();
   if (background_.joinable()) background_.join();
   // Finish calls in flight (bounded), then take the final checkpoint.
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

@@ -1,6 +1,8 @@
 // MasterProcess: a running gaptrain-master. It wires the pieces: the
 // UpdateEngine, restored from the newest valid checkpoint or initialised
-// from the job's model; the gRPC MasterService, with the standard health
+// from the job's model (or, with spec.model.fromTrainer and nothing to
+// restore, from the first trainer's declaration: until then it serves
+// AwaitingModelService, then the engine's service on the same port); the gRPC MasterService, with the standard health
 // service and TLS when configured; /metrics and /healthz over HTTP;
 // checkpoints every intervalSeconds and on request; a periodic summary
 // log. Shutdown() writes a final checkpoint.
@@ -18,15 +20,18 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "services/api/training_job.h"
 #include "services/base/status.h"
+#include "services/master/awaiting_model_service.h"
 #include "services/master/checkpoint.h"
 #include "services/master/master_metrics.h"
 #include "services/master/master_options.h"
 #include "services/master/master_service.h"
+#include "services/master/model_declaration.h"
 #include "services/master/push_ledger.h"
 #include "services/net/http_server.h"
 
@@ -49,12 +54,28 @@ class MasterProcess {
   void Shutdown();
 
  private:
+  // What a checkpoint restored.
+  struct Restored {
+    std::unique_ptr<ParameterStore> store;
+    CheckpointMeta meta;
+    std::string path;
+  };
+
   MasterProcess() = default;
+  // Builds the engine from `restored` (when not null) or `fresh`, and
+  // serves it: MasterService, its metrics, the gRPC server on `server`.
+  Status Serve(Restored* restored, std::optional<DeclaredModel> fresh, const ServerFlags& server);
+  // Waits for a declaration, then serves it; false when stopped first.
+  bool ServeDeclaredModel();
   void BackgroundLoop();
   // The ledger's totals into the metrics.
   void RefreshJobTotals();
 
   TrainingJob job_;
+  MasterOptions options_;
+  UpdateEngine::Options engine_options_;
+  std::shared_ptr<prometheus::Registry> registry_;  // /metrics, before any model
+  std::unique_ptr<AwaitingModelService> awaiting_;  // fromTrainer, until declared
   std::shared_ptr<MasterMetrics> metrics_;
   std::unique_ptr<MasterService> service_;
   std::unique_ptr<grpc::Server> server_;

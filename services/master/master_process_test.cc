@@ -19,6 +19,7 @@
 
 #include "proto/health.grpc.pb.h"
 #include "services/master/checkpoint.h"
+#include "services/master/layout_proto.h"
 #include "services/master/master_client.h"
 #include "services/net/http_client.h"
 #include "services/net/metrics_text.h"
@@ -34,13 +35,14 @@ constexpr char kToken[] = "process-test-token";
 constexpr size_t kGrpcPort = 0;
 constexpr size_t kHttpPort = 1;
 
-std::string WriteJob(const std::string& dir, int checkpoint_interval_seconds = 3600) {
+std::string WriteJob(const std::string& dir, int checkpoint_interval_seconds = 3600,
+                     const std::string& model = "{builtin: mlp}") {
   std::string path = dir + "/job.yaml";
   std::ofstream(path) << R"(apiVersion: gaptrain.io/v1alpha1
 kind: TrainingJob
 metadata: {name: process-test}
 spec:
-  model: {builtin: mlp}
+  model: )" << model << R"(
   data: {format: mnist-idx, path: /unused}
   training:
     batchSize: 64
@@ -60,8 +62,9 @@ spec:
 // restart in the same directory appends to it).
 std::unique_ptr<ChildProcess> StartMaster(const std::string& dir,
                                           const std::vector<std::string>& extra = {},
-                                          int checkpoint_interval_seconds = 3600) {
-  std::vector<std::string> args = {"--job", WriteJob(dir, checkpoint_interval_seconds),
+                                          int checkpoint_interval_seconds = 3600,
+                                          const std::string& model = "{builtin: mlp}") {
+  std::vector<std::string> args = {"--job", WriteJob(dir, checkpoint_interval_seconds, model),
                                    "--listen", "127.0.0.1:0",
                                    "--http-address", "127.0.0.1",
                                    "--http-port", "0",
@@ -347,6 +350,80 @@ TEST(MasterProcessTest, BadFlagsAndJobFailFast) {
   fails_saying("--job /nonexistent.yaml --insecure-no-token", "/nonexistent.yaml");
   fails_saying("--job " + WriteJob(dir), "token");  // no token anywhere
   fails_saying("--job " + WriteJob(dir) + " --insecure-no-token --bogus", "--bogus");
+}
+
+// spec.model.fromTrainer: the master waits (Describe says so, every other
+// verb is UNAVAILABLE) until a trainer declares the model, adopts the
+// first declaration and then serves it on the same port; a declaration
+// that differs is refused naming the tensor; its checkpoint keeps the
+// declared model, which a restart serves at once.
+TEST(MasterProcessTest, AMasterOfADeclaredModelWaitsAdoptsAndRestoresIt) {
+  const std::string dir = TestTempDir("declared");
+  ParameterLayout layout;
+  ASSERT_TRUE(layout.Add("fc.weight", {4, 3}).ok());
+  ASSERT_TRUE(layout.Add("fc.bias", {4}).ok());
+  BufferLayout buffers;
+  ASSERT_TRUE(buffers.Add("bn.running_mean", {4}, BufferDType::kFloat32).ok());
+  proto::ModelLayout wire;
+  LayoutToProto(layout, &wire);
+  BufferLayoutToProto(buffers, &wire);
+  std::vector<float> values(16);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.25f * static_cast<float>(i) - 1;
+  const std::string buffer_values(16, '\0');
+  {
+    auto master = StartMaster(dir, {}, 3600, "{fromTrainer: true}");
+    MasterClient client = Client(*master);
+    proto::DescribeResponse d;
+    ASSERT_TRUE(client.Describe(&d).ok());
+    EXPECT_TRUE(d.awaiting_model());
+    EXPECT_EQ(d.layout().tensors_size(), 0);
+    EXPECT_EQ(d.rule(), "gap-aware");
+    std::vector<float> theta(16);
+    MasterClient::PullResult r;
+    EXPECT_EQ(client.PullModel(-1, theta.data(), 16, &r).code(), Status::Code::kUnavailable);
+    proto::SetMembersResponse members;
+    EXPECT_EQ(client.SetMembers({1}, &members).code(), Status::Code::kUnavailable);
+
+    bool adopted = false;
+    ASSERT_TRUE(client.DeclareModel(1, wire, values, buffer_values, &adopted).ok());
+    EXPECT_TRUE(adopted);
+    // The same port serves the model once the engine is up.
+    ASSERT_TRUE(Eventually([&] {
+      return client.Describe(&d).ok() && !d.awaiting_model();
+    }));
+    EXPECT_EQ(d.layout().tensors_size(), 2);
+    EXPECT_EQ(d.layout().buffers(0).name(), "bn.running_mean");
+    ASSERT_TRUE(client.PullModel(-1, theta.data(), 16, &r).ok());
+    EXPECT_EQ(theta, values);
+    // A second trainer with the same model: not adopted, fine; with
+    // another: refused, naming the tensor.
+    ASSERT_TRUE(client.DeclareModel(2, wire, values, buffer_values, &adopted).ok());
+    EXPECT_FALSE(adopted);
+    proto::ModelLayout other = wire;
+    other.mutable_tensors(1)->set_shape(0, 5);
+    const Status refused =
+        client.DeclareModel(3, other, std::vector<float>(17), buffer_values, &adopted);
+    EXPECT_EQ(refused.code(), Status::Code::kFailedPrecondition);
+    EXPECT_NE(refused.message().find("tensor 1 is fc.bias [5] in the declaration, fc.bias [4] "
+                                     "on the master"),
+              std::string::npos)
+        << refused.ToString();
+    master->Signal(SIGTERM);
+    int status = 0;
+    ASSERT_TRUE(master->WaitExit(std::chrono::seconds(20), &status));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadRaw(master->log_file());
+  }
+  // The final checkpoint holds the declared model: a restart serves it.
+  auto master = StartMaster(dir, {}, 3600, "{fromTrainer: true}");
+  MasterClient client = Client(*master);
+  proto::DescribeResponse d;
+  ASSERT_TRUE(client.Describe(&d).ok());
+  EXPECT_FALSE(d.awaiting_model());
+  EXPECT_EQ(d.layout().tensors(0).name(), "fc.weight");
+  std::vector<float> theta(16);
+  MasterClient::PullResult r;
+  ASSERT_TRUE(client.PullModel(-1, theta.data(), 16, &r).ok());
+  EXPECT_EQ(theta, values);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "services/master/chunk_wire.h"
 #include "services/master/layout_proto.h"
+#include "services/master/model_declaration.h"
 #include "services/net/token_auth.h"
 #include "services/numeric/bfloat16.h"
 #include "services/numeric/finite_scan.h"
@@ -669,6 +670,34 @@ grpc::Status MasterService::PullBuffers(grpc::ServerContext* context,
   buffers_->Read(response->mutable_values(), &merges);
   response->set_merges(merges);
   response->set_incarnation(options_.incarnation.id());
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::DeclareModel(grpc::ServerContext* context,
+                                         grpc::ServerReader<proto::ModelDeclaration>* reader,
+                                         proto::DeclareModelResponse* response) {
+  grpc::Status auth = Authorize(context);
+  if (!auth.ok()) return auth;
+  DeclarationAssembler assembler;
+  proto::ModelDeclaration message;
+  while (reader->Read(&message)) {
+    Status s = assembler.Add(message);
+    if (!s.ok()) return ToGrpcStatus(s);
+  }
+  DeclaredModel declared;
+  Status s = assembler.Finish(&declared);
+  if (!s.ok()) return ToGrpcStatus(s);
+  std::string difference;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    difference =
+        DeclarationDifference(declared, engine_->store().layout(), buffers_->layout());
+  }
+  if (!difference.empty()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "the master holds another model: " + difference);
+  }
+  response->set_adopted(false);
   return grpc::Status::OK;
 }
 

@@ -110,6 +110,12 @@ class MasterService final : public MasterServiceBase {
                            proto::PushBuffersResponse* response) override;
   grpc::Status PullBuffers(grpc::ServerContext* context, const proto::PullBuffersRequest* request,
                            proto::PullBuffersResponse* response) override;
+  // spec.model.fromTrainer: a trainer's declaration once the master holds
+  // the model (AwaitingModelService adopts the first): not adopted, or
+  // FAILED_PRECONDITION naming how it differs.
+  grpc::Status DeclareModel(grpc::ServerContext* context,
+                            grpc::ServerReader<proto::ModelDeclaration>* reader,
+                            proto::DeclareModelResponse* response) override;
 
   // The module's buffers (never null: empty for a model without any).
   const std::shared_ptr<ModelBuffers>& buffers() const { return buffers_; }

@@ -54,6 +54,11 @@ class MasterStub(object):
                 request_serializer=gaptrain__pb2.PullBuffersRequest.SerializeToString,
                 response_deserializer=gaptrain__pb2.PullBuffersResponse.FromString,
                 )
+        self.DeclareModel = channel.stream_unary(
+                '/gaptrain.proto.Master/DeclareModel',
+                request_serializer=gaptrain__pb2.ModelDeclaration.SerializeToString,
+                response_deserializer=gaptrain__pb2.DeclareModelResponse.FromString,
+                )
 
 
 class MasterServicer(object):
@@ -113,6 +118,13 @@ class MasterServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeclareModel(self, request_iterator, context):
+        """spec.model.fromTrainer: the first trainer's model becomes the job's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -155,6 +167,11 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.PullBuffers,
                     request_deserializer=gaptrain__pb2.PullBuffersRequest.FromString,
                     response_serializer=gaptrain__pb2.PullBuffersResponse.SerializeToString,
+            ),
+            'DeclareModel': grpc.stream_unary_rpc_method_handler(
+                    servicer.DeclareModel,
+                    request_deserializer=gaptrain__pb2.ModelDeclaration.FromString,
+                    response_serializer=gaptrain__pb2.DeclareModelResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -299,6 +316,23 @@ class Master(object):
         return grpc.experimental.unary_unary(request, target, '/gaptrain.proto.Master/PullBuffers',
             gaptrain__pb2.PullBuffersRequest.SerializeToString,
             gaptrain__pb2.PullBuffersResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeclareModel(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(request_iterator, target, '/gaptrain.proto.Master/DeclareModel',
+            gaptrain__pb2.ModelDeclaration.SerializeToString,
+            gaptrain__pb2.DeclareModelResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
