@@ -20,6 +20,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
   # The Python trainer SDK (python/) and its tests
   python3-grpcio python3-protobuf python3-yaml
+  # The torchvision example (examples/torchvision/); the virtual environment
+  # of today's PyTorch the SDK is also tested with (scripts/python-venv.sh)
+  python3-torchvision python3-venv
   # A real Prometheus server scrapes /metrics in tests; openssl makes TLS
   # test certificates
   prometheus openssl

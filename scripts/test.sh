@@ -42,6 +42,19 @@ if [[ -z "${KUBEBUILDER_ASSETS:-}" ]]; then
   fi
 fi
 
+# The Python SDK's tests run with Debian's PyTorch and again with today's
+# from PyPI, in a virtual environment scripts/python-venv.sh makes (about a
+# minute on a fresh machine, a second after).
+if [[ -z "${GAPTRAIN_CURRENT_TORCH_PYTHON:-}" ]]; then
+  if GAPTRAIN_CURRENT_TORCH_PYTHON="$(scripts/python-venv.sh)"; then
+    export GAPTRAIN_CURRENT_TORCH_PYTHON
+    echo "test.sh: today's PyTorch in $GAPTRAIN_CURRENT_TORCH_PYTHON"
+  else
+    echo "test.sh: scripts/python-venv.sh failed; //python:python_sdk_current_torch_test will skip (fail with CI=true)"
+    unset GAPTRAIN_CURRENT_TORCH_PYTHON
+  fi
+fi
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # The full output goes to $log too (parsed below).

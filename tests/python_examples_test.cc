@@ -13,6 +13,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cli/run/template_command.h"
 #include "operator/trainingjob/desired_children.h"
@@ -103,6 +104,55 @@ TEST(PythonExamplesTest, ClusterJobRunsTheImagesScript) {
   }
   EXPECT_EQ(trainers, 4);
   EXPECT_EQ(spec.model.torchscript, "/app/fashion_cnn.pt");
+}
+
+// examples/torchvision: no spec.model (the first trainer declares
+// torchvision's ResNet-18), and the same script as trainers and evaluator.
+TEST(PythonExamplesTest, TorchvisionJobsDeclareTheirModelAndEvaluateWithTheScript) {
+  const std::string root = Workspace();
+  ASSERT_FALSE(root.empty());
+  const std::string local = "examples/torchvision/job-local.yaml";
+  TrainingJob job;
+  Status s = ParseTrainingJob(ReadRaw(local), local, &job);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(job.model.from_trainer);
+  EXPECT_TRUE(job.model.torchscript.empty());
+  for (bool evaluator : {false, true}) {
+    TemplateCommand command;
+    s = evaluator ? TemplateEvaluatorCommand(job, root + "/" + JobFileDir(local),
+                                             "/usr/bin:/bin", &command)
+                  : TemplateTrainerCommand(job, root + "/" + JobFileDir(local), "/usr/bin:/bin",
+                                           &command);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(command.argv, (std::vector<std::string>{
+                                "/usr/bin/python3", root + "/examples/torchvision/train.py"}));
+  }
+
+  const std::string cluster = "examples/torchvision/job-cluster.yaml";
+  const std::string text = ReadRaw(cluster);
+  TrainingJob spec;
+  s = ParseTrainingJob(text, cluster, &spec);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(spec.model.from_trainer);
+  json object;
+  s = kube_testing::YamlToJson(text, &object);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  object["metadata"]["namespace"] = "default";
+  object["metadata"]["uid"] = "0d1c6a4e-8f3b-4b1e-9d7a-5c2e4f6a8b90";
+  trainingjob::DesiredChildren children;
+  s = trainingjob::BuildDesiredChildren(object, spec, trainingjob::OperatorConfig(),
+                                       std::array<uint8_t, 32>{}, &children);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::map<std::string, int> scripts;  // replica type -> pods running the image's script
+  for (const json& pod : children.pods) {
+    const json& c = pod["spec"]["containers"][0];
+    const std::string type = pod["metadata"]["labels"]["gaptrain.io/replica-type"];
+    if (c["command"] == json::parse(R"j(["python3", "/app/train.py"])j")) {
+      EXPECT_EQ(c["image"], "registry.example.com/gaptrain-resnet18:0.1.0") << type;
+      ++scripts[type];
+    }
+  }
+  EXPECT_EQ(scripts, (std::map<std::string, int>{{"evaluator", 1}, {"trainer", 4}}));
 }
 
 }  // namespace

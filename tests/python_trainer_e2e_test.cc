@@ -20,6 +20,12 @@
 // SIGTERM as a preemption and each SIGKILL as a lease expiry; and the
 // Python trainers' restarts show in their logs (each new process
 // registers again; a SIGTERMed one leaves "preempted"). About 25 s.
+//
+// Issue 37's: a BatchNorm CNN scores what its export scores and what a
+// plain PyTorch loop of the epoch scores (about 24 s); a module TorchScript
+// refuses trains from its declaration (13 s); the Python evaluator of the
+// template ends the job at its target; the user's own loop with clipping
+// reaches train()'s accuracy (19 s).
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -40,6 +46,7 @@
 #include "services/coordinator/coordinator_client.h"
 #include "tests/push_accounting.h"
 #include "services/testing/testdata_dir.h"
+#include "services/testing/yaml_to_json.h"
 #include "tests/gaptrain_run_fixture.h"
 
 namespace gaptrain {
@@ -192,6 +199,63 @@ void FindPrerequisites(std::string* data, std::string* workspace) {
   ASSERT_EQ(access("/usr/bin/python3", X_OK), 0);
 }
 
+// The shell prefix that runs a Python script with the example's modules,
+// the examples' dataset and the SDK importable.
+std::string PythonWithExamples(const std::string& workspace) {
+  return "PYTHONPATH=" + workspace + "/python/examples:" + workspace + "/examples/python:" +
+         workspace + "/python /usr/bin/python3 ";
+}
+
+// A job of one epoch of Fashion-MNIST (batches of 64, GA+DANA, momentum
+// SGD), written to DIR/NAME.yaml next to a link to the Python example,
+// whose `replicas` trainers run it with `--model example_model` and
+// `extra_args` (a YAML list's tail: ", --flag, value"); with `evaluator`,
+// the job's evaluator runs it too. `model` is the job's spec.model.
+std::string WriteEpochJob(const std::string& dir, const std::string& name,
+                          const std::string& model, const std::string& example_model,
+                          int replicas, const std::string& data, const std::string& workspace,
+                          const std::string& extra_args = "", bool evaluator = false) {
+  const std::string example = workspace + "/python/examples/fashion_mnist_mlp.py";
+  const std::string link = dir + "/fashion_mnist_mlp.py";
+  if (::access(link.c_str(), F_OK) != 0) {
+    EXPECT_EQ(::symlink(example.c_str(), link.c_str()), 0) << link;
+  }
+  const std::string container = "        - command: [/usr/bin/python3, fashion_mnist_mlp.py]\n"
+                                "          args: [--data, " + data + "/fashion-mnist, "
+                                "--model, " + example_model + ", --threads, '1'" + extra_args +
+                                "]\n"
+                                "          env:\n"
+                                "          - {name: PYTHONPATH, value: " + workspace +
+                                "/python}\n";
+  const std::string path = dir + "/" + name + ".yaml";
+  std::ofstream(path) << "apiVersion: gaptrain.io/v1alpha1\n"
+                         "kind: TrainingJob\n"
+                         "metadata: {name: " << name << "}\n"
+                         "spec:\n"
+                         "  model: " << model << "\n"
+                         "  data: {format: mnist-idx, path: " << data << "/fashion-mnist, "
+                         "shuffleSeed: 1}\n"
+                         "  training:\n"
+                         "    batchSize: 64\n"
+                         "    epochs: 1\n"
+                         "    evalEveryUpdates: 100000\n"
+                         "    optimizer: {learningRate: 0.05, momentum: 0.9, "
+                         "weightDecay: 1.0e-4, decay: {type: none}}\n"
+                         "    staleness: {rule: gap-aware-dana}\n"
+                         "  workers:\n"
+                         "    replicas: " << replicas << "\n"
+                         "    template:\n"
+                         "      spec:\n"
+                         "        containers:\n" << container
+                      << (evaluator ? "  evaluator:\n"
+                                      "    template:\n"
+                                      "      spec:\n"
+                                      "        containers:\n" + container
+                                    : std::string())
+                      << "  coordinator: {leaseSeconds: 6}\n";
+  return path;
+}
+
 TEST(PythonTrainerE2eTest, TwoPythonAndTwoCppTrainersTrainTheMlpOnFashionMnist) {
   std::string data, workspace;
   ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
@@ -242,30 +306,54 @@ TEST(PythonTrainerE2eTest, TwoPythonAndTwoCppTrainersTrainTheMlpOnFashionMnist) 
   EXPECT_LE(std::fabs(mixed_accuracy - cpp_accuracy), 0.015);
 }
 
-// The Python side of the BatchNorm test: `script OUT` saves the example's
-// BatchNormCNN as TorchScript (the job's model); `score MODEL DATA` loads an
-// export into a plain BatchNormCNN with load_state_dict(strict=True) and
-// prints its test accuracy, in eval mode (its running statistics).
+// The Python side of the BatchNorm tests: `script OUT` saves the example's
+// BatchNormCNN as TorchScript (the job's model, from seed 5); `score MODEL
+// DATA` loads an export into a plain BatchNormCNN with
+// load_state_dict(strict=True) and prints its test accuracy, in eval mode
+// (its running statistics); `plain DATA SEED...` trains the same initial
+// module in a plain single-process PyTorch loop for the job's epoch (SGD
+// with the job's learning rate, momentum and weight decay, batches of 64 in
+// the training set's permutation by SEED), once per seed, and prints each
+// run's test accuracy.
 constexpr char kBatchNormScript[] = R"PY(
 import sys
 import torch
 import fashion_mnist_mlp
 from dataset import FashionMNIST
+
+
+def accuracy(model, data):
+    model.eval()
+    test = FashionMNIST(data, train=False)
+    x = torch.stack([test[j][0] for j in range(len(test))])
+    with torch.no_grad():
+        return (model(x).argmax(1) == test.labels).sum().item() / len(test)
+
+
+torch.manual_seed(5)
 if sys.argv[1] == "script":
-    torch.manual_seed(5)
     torch.jit.script(fashion_mnist_mlp.BatchNormCNN()).save(sys.argv[2])
     sys.exit(0)
 model = fashion_mnist_mlp.BatchNormCNN()
+if sys.argv[1] == "plain":
+    torch.set_num_threads(1)
+    train = FashionMNIST(sys.argv[2])
+    x = ((train.images.float() / 255.0 - train.mean) / train.std).unsqueeze(1)
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
+    for seed in sys.argv[3:]:
+        model.load_state_dict(initial)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+        order = torch.randperm(len(train), generator=torch.Generator().manual_seed(int(seed)))
+        model.train()
+        for i in range(0, len(order), 64):
+            batch = order[i:i + 64]
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x[batch]), train.labels[batch]).backward()
+            optimizer.step()
+        print("PLAIN_ACCURACY %.6f" % accuracy(model, sys.argv[2]))
+    sys.exit(0)
 model.load_state_dict(torch.load(sys.argv[2]), strict=True)
-model.eval()
-test = FashionMNIST(sys.argv[3], train=False)
-correct = 0
-with torch.no_grad():
-    for i in range(0, len(test), 1000):
-        x = torch.stack([test[j][0] for j in range(i, min(len(test), i + 1000))])
-        y = test.labels[i:i + 1000]
-        correct += (model(x).argmax(1) == y).sum().item()
-print("EXPORT_ACCURACY %.6f" % (correct / len(test)))
+print("EXPORT_ACCURACY %.6f" % accuracy(model, sys.argv[3]))
 )PY";
 
 // A BatchNorm CNN (issue 37): 4 Python trainers with GA+DANA for an epoch
@@ -278,44 +366,14 @@ TEST(PythonTrainerE2eTest, ABatchNormModelScoresWhatItsExportScores) {
   std::string data, workspace;
   ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
   const std::string dir = TestTempDir("python-batchnorm");
-  const std::string examples = workspace + "/python/examples";
   const std::string helper = dir + "/batchnorm.py";
   std::ofstream(helper) << kBatchNormScript;
-  const std::string python = "PYTHONPATH=" + examples + ":" + workspace +
-                             "/examples/python:" + workspace + "/python /usr/bin/python3 " +
-                             helper;
+  const std::string python = PythonWithExamples(workspace) + helper;
   const std::string scripted = dir + "/bn_cnn.pt";
   std::string scripting;
   ASSERT_EQ(RunShell(python + " script " + scripted, &scripting), 0) << scripting;
-  ASSERT_EQ(::symlink((examples + "/fashion_mnist_mlp.py").c_str(),
-                      (dir + "/fashion_mnist_mlp.py").c_str()),
-            0);
-  const std::string job_file = dir + "/batchnorm.yaml";
-  std::ofstream(job_file) << "apiVersion: gaptrain.io/v1alpha1\n"
-                             "kind: TrainingJob\n"
-                             "metadata: {name: batchnorm}\n"
-                             "spec:\n"
-                             "  model: {torchscript: " << scripted << "}\n"
-                             "  data: {format: mnist-idx, path: " << data << "/fashion-mnist, "
-                             "shuffleSeed: 1}\n"
-                             "  training:\n"
-                             "    batchSize: 64\n"
-                             "    epochs: 1\n"
-                             "    evalEveryUpdates: 100000\n"
-                             "    optimizer: {learningRate: 0.05, momentum: 0.9, "
-                             "weightDecay: 1.0e-4, decay: {type: none}}\n"
-                             "    staleness: {rule: gap-aware-dana}\n"
-                             "  workers:\n"
-                             "    replicas: 4\n"
-                             "    template:\n"
-                             "      spec:\n"
-                             "        containers:\n"
-                             "        - command: [/usr/bin/python3, fashion_mnist_mlp.py]\n"
-                             "          args: [--data, " << data << "/fashion-mnist, "
-                             "--model, bn-cnn, --threads, '1']\n"
-                             "          env:\n"
-                             "          - {name: PYTHONPATH, value: " << workspace << "/python}\n"
-                             "  coordinator: {leaseSeconds: 6}\n";
+  const std::string job_file = WriteEpochJob(dir, "batchnorm", "{torchscript: " + scripted + "}",
+                                             "bn-cnn", 4, data, workspace);
   Outcome run;
   ASSERT_NO_FATAL_FAILURE(RunJob(job_file, dir + "/run", "4", &run));
   ASSERT_EQ(run.summary["outcome"], "Succeeded") << run.summary.dump(2);
@@ -327,17 +385,69 @@ TEST(PythonTrainerE2eTest, ABatchNormModelScoresWhatItsExportScores) {
   const double exported_accuracy = ScoreExport(
       dir + "/run", exported, python + " score " + exported + " " + data + "/fashion-mnist",
       &printed);
+  // The plain loop over the seed range 1-3 (the job's shuffleSeed is 1):
+  // its accuracy moves with the order of the samples as much as the
+  // asynchronous job's does (87.36%, 86.64%, 85.59% when measured), so
+  // the job is held to the range's mean.
+  std::string plain_output;
+  ASSERT_EQ(RunShell(python + " plain " + data + "/fashion-mnist 1 2 3", &plain_output), 0)
+      << plain_output;
+  std::vector<double> plain;
+  for (size_t at = plain_output.find("PLAIN_ACCURACY "); at != std::string::npos;
+       at = plain_output.find("PLAIN_ACCURACY ", at + 1)) {
+    plain.push_back(std::stod(plain_output.substr(at + 15)));
+  }
+  ASSERT_EQ(plain.size(), 3u) << plain_output;
+  const double plain_mean = (plain[0] + plain[1] + plain[2]) / 3;
   std::printf("FIGURE BatchNorm CNN, 4 Python trainers, 1 epoch: reported %.2f%%, its export "
-              "in plain PyTorch %.2f%%\n",
-              100 * reported, 100 * exported_accuracy);
+              "in plain PyTorch %.2f%%; a plain PyTorch loop of the epoch, seeds 1-3: %.2f%%, "
+              "%.2f%%, %.2f%% (mean %.2f%%)\n",
+              100 * reported, 100 * exported_accuracy, 100 * plain[0], 100 * plain[1],
+              100 * plain[2], 100 * plain_mean);
   EXPECT_GE(reported, 0.85);
   EXPECT_LE(std::fabs(reported - exported_accuracy), 0.01);
+  // 14 runs of the job on 2 cores: 84.96% to 87.56% (8 of them 85.57% to
+  // 87.09%).
+  EXPECT_LE(std::fabs(reported - plain_mean), 0.015);
 }
 
-// The job's evaluator from the user's code (issue 37): spec.evaluator.template
-// names the example, which runs gaptrain.evaluate on the test split as
-// `gaptrain run` starts it (GAPTRAIN_ROLE=evaluator); 2 C++ trainers train
-// the MLP until its accuracy reaches targetAccuracy.
+// The loop of the user's own (issue 37): the example's loop written out
+// with gaptrain.Trainer, clipping the gradient's norm to 1, against
+// gaptrain.train() on the same job. One trainer, so both runs are the same
+// sequence of pulls and pushes, the gradients differing only where the
+// clipping bit: 87.87% against 87.70% when measured.
+TEST(PythonTrainerE2eTest, TheUsersOwnLoopWithClippingReachesTrainsAccuracy) {
+  std::string data, workspace;
+  ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
+  const std::string dir = TestTempDir("python-own-loop");
+  const std::string helper = dir + "/batchnorm.py";
+  std::ofstream(helper) << kBatchNormScript;
+  const std::string scripted = dir + "/bn_cnn.pt";
+  std::string scripting;
+  ASSERT_EQ(RunShell(PythonWithExamples(workspace) + helper + " script " + scripted, &scripting),
+            0)
+      << scripting;
+  double accuracy[2];
+  for (int own = 0; own < 2; ++own) {
+    const std::string name = own ? "own-loop" : "train";
+    const std::string job_file =
+        WriteEpochJob(dir, name, "{torchscript: " + scripted + "}", "bn-cnn", 1, data, workspace,
+                      own ? ", --own-loop, --clip-norm, '1.0'" : "");
+    Outcome run;
+    ASSERT_NO_FATAL_FAILURE(RunJob(job_file, dir + "/" + name, "1", &run));
+    ASSERT_EQ(run.summary["outcome"], "Succeeded") << run.summary.dump(2);
+    ASSERT_TRUE(run.summary["accuracy"].is_number()) << run.summary.dump(2);
+    accuracy[own] = run.summary["accuracy"];
+    const std::string log = ReadRaw(dir + "/" + name + "/logs/trainer-0.log");
+    EXPECT_NE(log.find(", 0 skipped, "), std::string::npos) << log;
+  }
+  std::printf("FIGURE BatchNorm CNN, 1 Python trainer, 1 epoch: train() %.2f%%, the user's "
+              "own loop clipping at norm 1 %.2f%%\n",
+              100 * accuracy[0], 100 * accuracy[1]);
+  EXPECT_GE(accuracy[1], 0.85);
+  EXPECT_LE(std::fabs(accuracy[1] - accuracy[0]), 0.005);
+}
+
 // A module torch.jit.script refuses (issue 37): spec.model.fromTrainer, so
 // the first of 2 Python trainers declares it to the master; the Python
 // evaluator scores it; `gaptrain export` writes a state_dict that loads
@@ -346,7 +456,6 @@ TEST(PythonTrainerE2eTest, AModuleTorchScriptRefusesTrainsFromItsDeclarationAndE
   std::string data, workspace;
   ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
   const std::string dir = TestTempDir("python-declared");
-  const std::string examples = workspace + "/python/examples";
   const std::string helper = dir + "/unscriptable.py";
   std::ofstream(helper) << R"PY(
 import sys
@@ -367,40 +476,9 @@ with torch.no_grad():
     correct = (model(x).argmax(1) == test.labels).sum().item()
 print("EXPORT_ACCURACY %.6f" % (correct / len(test)))
 )PY";
-  ASSERT_EQ(::symlink((examples + "/fashion_mnist_mlp.py").c_str(),
-                      (dir + "/fashion_mnist_mlp.py").c_str()),
-            0);
-  const std::string container = "        - command: [/usr/bin/python3, fashion_mnist_mlp.py]\n"
-                                "          args: [--data, " + data + "/fashion-mnist, "
-                                "--model, unscriptable, --threads, '1']\n"
-                                "          env:\n"
-                                "          - {name: PYTHONPATH, value: " + workspace +
-                                "/python}\n";
-  const std::string job_file = dir + "/declared.yaml";
-  std::ofstream(job_file) << "apiVersion: gaptrain.io/v1alpha1\n"
-                             "kind: TrainingJob\n"
-                             "metadata: {name: declared}\n"
-                             "spec:\n"
-                             "  model: {fromTrainer: true}\n"
-                             "  data: {format: mnist-idx, path: " << data << "/fashion-mnist, "
-                             "shuffleSeed: 1}\n"
-                             "  training:\n"
-                             "    batchSize: 64\n"
-                             "    epochs: 1\n"
-                             "    evalEveryUpdates: 100000\n"
-                             "    optimizer: {learningRate: 0.05, momentum: 0.9, "
-                             "weightDecay: 1.0e-4, decay: {type: none}}\n"
-                             "    staleness: {rule: gap-aware-dana}\n"
-                             "  workers:\n"
-                             "    replicas: 2\n"
-                             "    template:\n"
-                             "      spec:\n"
-                             "        containers:\n" << container <<
-                             "  evaluator:\n"
-                             "    template:\n"
-                             "      spec:\n"
-                             "        containers:\n" << container <<
-                             "  coordinator: {leaseSeconds: 6}\n";
+  const std::string job_file = WriteEpochJob(dir, "declared", "{fromTrainer: true}",
+                                             "unscriptable", 2, data, workspace, "",
+                                             /*evaluator=*/true);
   Outcome run;
   ASSERT_NO_FATAL_FAILURE(RunJob(job_file, dir + "/run", "", &run));
   ASSERT_EQ(run.summary["outcome"], "Succeeded") << run.summary.dump(2);
@@ -413,8 +491,7 @@ print("EXPORT_ACCURACY %.6f" % (correct / len(test)))
   std::string printed;
   const double exported_accuracy =
       ScoreExport(dir + "/run", exported,
-                  "PYTHONPATH=" + examples + ":" + workspace + "/examples/python:" + workspace +
-                      "/python /usr/bin/python3 " + helper + " " + exported + " " + data +
+                  PythonWithExamples(workspace) + helper + " " + exported + " " + data +
                       "/fashion-mnist",
                   &printed);
   EXPECT_NE(printed.find("6 buffers"), std::string::npos) << printed;
@@ -426,6 +503,84 @@ print("EXPORT_ACCURACY %.6f" % (correct / len(test)))
   EXPECT_LE(std::fabs(reported - exported_accuracy), 0.01);
 }
 
+// torchvision's ResNet-18 (issue 37): examples/torchvision/job-local.yaml
+// as shipped (no spec.model: the first of 2 Python trainers declares the
+// module, 11.2 million parameters and 60 BatchNorm buffers; each trains in
+// the script's own loop, clipping the gradient; the same script is the
+// evaluator, with top-1 and top-5 accuracy), shortened to 60 updates and
+// an evaluation of 1,000 test images. Its export loads with strict=True
+// into the example's resnet18_for_fashion_mnist() and scores what the job
+// reported. About 30 s on 2 cores (a step of 32 images takes 0.3 s).
+TEST(PythonTrainerE2eTest, TorchvisionResnet18TrainsWithNoModelAndExportsStrictly) {
+  std::string data, workspace;
+  ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
+  const std::string dir = TestTempDir("python-resnet18");
+  const std::string example = workspace + "/examples/torchvision";
+  nlohmann::json job;
+  Status parsed = kube_testing::YamlToJson(ReadRaw(example + "/job-local.yaml"), &job);
+  ASSERT_TRUE(parsed.ok()) << parsed.ToString();
+  nlohmann::json& spec = job["spec"];
+  ASSERT_EQ(spec["model"], nlohmann::json({{"fromTrainer", true}}));
+  spec["data"]["path"] = data + "/fashion-mnist";
+  spec["training"].erase("epochs");
+  spec["training"]["maxUpdates"] = 60;
+  spec["training"]["evalEveryUpdates"] = 100000;  // the final evaluation only
+  for (const char* role : {"workers", "evaluator"}) {
+    nlohmann::json& container = spec[role]["template"]["spec"]["containers"][0];
+    ASSERT_EQ(container["command"], nlohmann::json({"/usr/bin/python3", "train.py"})) << role;
+    container["command"][1] = example + "/train.py";
+    container["args"] = std::string(role) == "evaluator"
+                            ? nlohmann::json({"--eval-samples", "1000", "--threads", "1"})
+                            : nlohmann::json({"--threads", "1"});
+  }
+  const std::string job_file = dir + "/resnet18.yaml";
+  std::ofstream(job_file) << job.dump(2);  // JSON is YAML
+  Outcome run;
+  ASSERT_NO_FATAL_FAILURE(RunJob(job_file, dir + "/run", "", &run));
+  ASSERT_EQ(run.summary["outcome"], "Succeeded") << run.summary.dump(2);
+  ASSERT_TRUE(run.summary["accuracy"].is_number()) << run.summary.dump(2);
+  const double reported = run.summary["accuracy"];
+  EXPECT_NE(ReadRaw(dir + "/run/logs/master.log")
+                .find("declared the model: 62 tensors, 11172810 parameters, 60 buffers"),
+            std::string::npos);
+  const std::string evaluator_log = ReadRaw(dir + "/run/logs/evaluator.log");
+  EXPECT_NE(evaluator_log.find("top5_accuracy"), std::string::npos) << evaluator_log;
+
+  const std::string helper = dir + "/score.py";
+  std::ofstream(helper) << R"PY(
+import sys
+import torch
+import train
+from fashion_mnist import FashionMNIST
+from model import resnet18_for_fashion_mnist
+model = resnet18_for_fashion_mnist()
+model.load_state_dict(torch.load(sys.argv[1]), strict=True)
+model.eval()
+test = FashionMNIST(sys.argv[2], train=False, transform=train.TEST_TRANSFORM)
+with torch.no_grad():
+    scores = train.evaluate(model, torch.utils.data.Subset(test, range(1000)))
+print("EXPORT_ACCURACY %.6f" % scores["accuracy"])
+)PY";
+  const std::string exported = dir + "/resnet18.pt";
+  std::string printed;
+  const double exported_accuracy =
+      ScoreExport(dir + "/run", exported,
+                  "PYTHONPATH=" + example + ":" + workspace + "/python /usr/bin/python3 " +
+                      helper + " " + exported + " " + data + "/fashion-mnist",
+                  &printed);
+  EXPECT_NE(printed.find("60 buffers"), std::string::npos) << printed;
+  std::printf("FIGURE torchvision resnet18, 2 Python trainers, 60 updates of 32 images: "
+              "reported %.2f%%, its export in plain PyTorch %.2f%%\n",
+              100 * reported, 100 * exported_accuracy);
+  // 65.3% when measured; a plain loop of 70 steps scores 67.5% (lr 0.02).
+  EXPECT_GE(reported, 0.4);
+  EXPECT_LE(std::fabs(reported - exported_accuracy), 0.01);
+}
+
+// The job's evaluator from the user's code (issue 37): spec.evaluator.template
+// names the example, which runs gaptrain.evaluate on the test split as
+// `gaptrain run` starts it (GAPTRAIN_ROLE=evaluator); 2 C++ trainers train
+// the MLP until its accuracy reaches targetAccuracy.
 TEST(PythonTrainerE2eTest, ThePythonEvaluatorOfTheTemplateEndsTheJobAtItsTarget) {
   std::string data, workspace;
   ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));

@@ -11,7 +11,10 @@ test split):
 
 With `--model mlp` (the default) the job's model is `builtin: mlp`
 (784-256-128-10), whose flat layout this module has; with `--model cnn` it
-is the TorchScript of SmallCNN (python/README.md, "Models")."""
+is the TorchScript of SmallCNN (python/README.md, "Models"). With
+`--own-loop` the training loop is this script's own (gaptrain.Trainer),
+clipping the gradient with `--clip-norm N` and in mixed precision with
+`--autocast` (python/README.md, "Your own loop")."""
 
 import argparse
 import json
@@ -93,6 +96,32 @@ class UnscriptableCNN(BatchNormCNN):
 MODELS = {"mlp": MLP, "cnn": SmallCNN, "bn-cnn": BatchNormCNN, "unscriptable": UnscriptableCNN}
 
 
+def train_in_own_loop(model, dataset, clip_norm, autocast, argv):
+    """What gaptrain.train() does, the loop written out as a PyTorch user
+    writes one, with gradient clipping and, with `autocast`, mixed
+    precision: float16 with a GradScaler on a GPU (scaler.step skips a
+    batch whose gradients overflowed), bfloat16 on the CPU."""
+    loss_fn = nn.CrossEntropyLoss()
+    device = next(model.parameters()).device.type
+    dtype = torch.float16 if device == "cuda" else torch.bfloat16
+    use_scaler = autocast and device == "cuda"
+    if hasattr(torch.amp, "GradScaler"):  # torch >= 2.3
+        scaler = torch.amp.GradScaler(device, enabled=use_scaler)
+    else:
+        scaler = torch.cuda.amp.GradScaler(enabled=use_scaler)
+    with gaptrain.Trainer(model, dataset, argv=argv) as trainer:
+        for inputs, targets in trainer.batches():
+            with torch.autocast(device, dtype=dtype, enabled=autocast):
+                loss = loss_fn(model(inputs), targets)
+            scaler.scale(loss).backward()
+            scaler.unscale_(trainer.optimizer)
+            if clip_norm:
+                nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+            scaler.step(trainer.optimizer, loss=loss)
+            scaler.update()
+    return trainer.result
+
+
 def main(argv):
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", required=True, help="the Fashion-MNIST directory")
@@ -101,14 +130,25 @@ def main(argv):
                              "model: that module's TorchScript), or unscriptable (the job's "
                              "model: fromTrainer)")
     parser.add_argument("--result", default="", help="write the TrainResult as JSON here")
+    parser.add_argument("--own-loop", action="store_true",
+                        help="train in a loop of this script's own (gaptrain.Trainer)")
+    parser.add_argument("--clip-norm", type=float, default=0.0,
+                        help="with --own-loop: clip the gradient's norm to this (0: no clipping)")
+    parser.add_argument("--autocast", action="store_true",
+                        help="with --own-loop: mixed precision (float16 on a GPU, bfloat16 on "
+                             "the CPU)")
+    parser.add_argument("--device", default="cpu", help="the model's device (cpu, cuda)")
     args, rest = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    model = MODELS[args.model]()
+    model = MODELS[args.model]().to(args.device)
     if gaptrain.role(rest) == "evaluator":
         # The job's evaluator: the test split, top-1 accuracy and
         # cross-entropy (gaptrain.classification).
         result = gaptrain.evaluate(model, FashionMNIST(args.data, train=False), argv=rest)
+    elif args.own_loop:
+        result = train_in_own_loop(model, FashionMNIST(args.data), args.clip_norm, args.autocast,
+                                   rest)
     else:
         result = gaptrain.train(model, FashionMNIST(args.data), nn.CrossEntropyLoss(), argv=rest)
     if args.result:

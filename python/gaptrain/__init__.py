@@ -6,8 +6,8 @@ from gaptrain.evaluator import EvalResult, classification, evaluate
 from gaptrain.options import Options, OptionsError, parse as parse_options
 from gaptrain.options import requested_role as role
 from gaptrain.rpc import GaptrainError
-from gaptrain.trainer import TrainResult, train
+from gaptrain.trainer import TrainResult, Trainer, train
 
-__all__ = ["train", "evaluate", "role", "classification", "parse_options", "Options",
+__all__ = ["train", "Trainer", "evaluate", "role", "classification", "parse_options", "Options",
            "TrainResult", "EvalResult", "GaptrainError", "OptionsError"]
 __version__ = "0.1.0"

@@ -66,8 +66,8 @@ class BatchPrefetch:
         return first, indices, self._builder.submit(indices)
 
     def take(self, first):
-        """The batch at position `first`, (indices, inputs, targets): the one
-        built ahead, or built now (by the builder too)."""
+        """The batch at position `first`, (indices, batch) with the batch as
+        collated: the one built ahead, or built now (by the builder too)."""
         pending, self._pending = self._pending, None
         if pending is None or pending[0] != first:
             pending = self._submit(first)
@@ -78,5 +78,4 @@ class BatchPrefetch:
             self._pending = self._submit(after)
         if isinstance(batch, Exception):
             raise batch
-        inputs, targets = batch
-        return indices, inputs, targets
+        return indices, batch

@@ -9,8 +9,6 @@ model once more, so the job's last accuracy is the final model's."""
 
 import logging
 import math
-import signal
-import threading
 import time
 
 import grpc
@@ -24,6 +22,7 @@ from gaptrain.http_server import HttpServer
 from gaptrain.master_client import MasterClient
 from gaptrain.metrics import WorkerMetrics
 from gaptrain.parameter_mirror import parameter_device
+from gaptrain.preemption import PreemptionSignals
 from gaptrain.rpc import Error, GaptrainError, Stop, TRANSIENT
 from gaptrain._proto import gaptrain_pb2 as pb
 
@@ -211,7 +210,8 @@ class Evaluator:
             self.master.close()
 
 
-def evaluate(model, dataset, eval_fn=None, argv=None, environ=None, options=None):
+def evaluate(model, dataset, eval_fn=None, argv=None, environ=None, options=None,
+             handle_signals=True):
     """Runs the job's evaluator with the user's `model` and test `dataset`:
     `eval_fn(model, dataset)` returns a dict with "accuracy" (in [0, 1]) and
     "loss" (finite, >= 0), and may add metrics of its own (logged, and in
@@ -220,8 +220,9 @@ def evaluate(model, dataset, eval_fn=None, argv=None, environ=None, options=None
     mode without gradients, with the master's θ and buffers (BatchNorm's
     statistics). Settings as train() takes them (gaptrain-worker's flags,
     else $GAPTRAIN_*; the role must be evaluator or unset). Serves /healthz
-    and /metrics (gaptrain_worker_eval_*). Returns an EvalResult when the
-    job ended or the evaluator was stopped (SIGTERM); raises GaptrainError
+    and /metrics (gaptrain_worker_eval_*). SIGTERM and SIGINT stop it
+    (handle_signals=False leaves them alone). Returns an EvalResult when the
+    job ended or the evaluator was stopped; raises GaptrainError
     after leaving the job with FAILED on an error retrying cannot fix."""
     opts = options if options is not None else options_mod.parse(argv, environ,
                                                                   role="evaluator")
@@ -240,21 +241,12 @@ def evaluate(model, dataset, eval_fn=None, argv=None, environ=None, options=None
     log.info("worker %s (evaluator) of job %s: metrics on http://%s:%d/metrics", opts.host_name,
              opts.job_name, opts.http_address, http.port)
     stop = Stop()
-    previous = {}
-
-    def on_signal(signum, frame):
-        if not stop.stopped:
-            log.info("%s: leaving", signal.Signals(signum).name)
-            stop.stop(Stop.PREEMPTED)
-
-    if threading.current_thread() is threading.main_thread():
-        for s in (signal.SIGTERM, signal.SIGINT):
-            previous[s] = signal.signal(s, on_signal)
+    signals = PreemptionSignals(stop) if handle_signals else None
+    if signals is not None:
+        signals.install()
     try:
         return Evaluator(model, dataset, eval_fn, opts, stop=stop, metrics=metrics).run()
     finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+        if signals is not None:
+            signals.restore()
         http.stop()
-
-

@@ -1,23 +1,31 @@
-"""The trainer loop and `train()`: a user's model, dataset and loss as a
-gaptrain trainer, with gaptrain-worker's protocol and fault semantics
+"""gaptrain.Trainer: a trainer of a gaptrain job whose training loop is the
+caller's, and train(), that loop written once for a model, a dataset and a
+loss. The protocol and fault semantics are gaptrain-worker's
 (docs/worker.md): tasks from the coordinator (coordinator_client.py),
 parameters and gradients to and from the master (master_client.py), each
-task's next batch collated while the current one trains (batch_prefetch.py),
-the batch in flight finished only if it fits the grace period after SIGTERM,
-/healthz and /metrics served meanwhile (http_server.py, metrics.py)."""
+task's next batch collated while the current one trains
+(batch_prefetch.py), the batch in flight finished only if it fits the grace
+period after SIGTERM (preemption.py), /healthz and /metrics served meanwhile
+(http_server.py, metrics.py).
+
+The loop is the caller's, as with DDP or torchft: batches() yields the
+batches of the trainer's tasks with θ pulled into the model and its
+gradients zeroed; the caller computes a loss and its backward as it likes
+(several inputs or outputs, auxiliary losses, autocast, clipping) and
+step() pushes the gradient, which the master applies with the job's rule
+and optimizer. A batch whose push's fate is unknown (the master went away)
+comes again on fresh parameters, so no gradient is applied twice and every
+batch of a task is trained once before the task counts as done."""
 
 import logging
 import math
-import os
-import signal
-import threading
 import time
 
 import grpc
 import torch
 
 from gaptrain import batch_prefetch
-from gaptrain import heap_policy
+from gaptrain import heap_policy as heap_policy_mod
 from gaptrain import job_role
 from gaptrain import module_buffers
 from gaptrain import options as options_mod
@@ -29,14 +37,19 @@ from gaptrain.epoch_order import epoch_permutation
 from gaptrain.flat_gradient import FlatGradient
 from gaptrain.http_server import HttpServer
 from gaptrain.master_client import MasterClient
+from gaptrain.master_optimizer import MasterOptimizer
 from gaptrain.metrics import WorkerMetrics
 from gaptrain.parameter_mirror import parameter_device, to_device
+from gaptrain.preemption import PreemptionSignals
 from gaptrain.rpc import Error, GaptrainError, Stop, TRANSIENT, LOST_MEMBERSHIP
 from gaptrain._proto import gaptrain_pb2 as pb
 
 log = logging.getLogger("gaptrain")
 
 MAX_RECOMPUTES = 3
+
+# What step() made of a batch.
+_TRAINED, _SKIPPED, _AGAIN, _STOPPED = "trained", "skipped", "again", "stopped"
 
 
 class TrainResult:
@@ -64,29 +77,198 @@ class TrainResult:
 
 
 class Trainer:
-    def __init__(self, model, dataset, loss_fn, opts, batch_size=None, stop=None, metrics=None,
-                 builder=None):
+    """A trainer of the gaptrain job named by gaptrain-worker's flags or,
+    for those absent, the environment the operator and `gaptrain run` set
+    (options.py), whose loop is the caller's:
+
+        with gaptrain.Trainer(model, train_set) as trainer:
+            for inputs, targets in trainer.batches():
+                loss = F.cross_entropy(model(inputs), targets)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                trainer.step(loss)
+        print(trainer.result)
+
+    What it does to the process while it runs, each of which the caller may
+    decline: SIGTERM and SIGINT stop it (preemption.py; with
+    handle_signals=False call preempt() from your own handler), glibc keeps
+    freed memory for the process (heap_policy.py; heap_policy=False), and
+    the dataset is collated in a child process forked at start()
+    (batch_process=False: on a thread). Always: the model's CPU parameters
+    become views of the buffer pulls write (their `.data`; the Parameter
+    objects stay) and their `.grad` views of one gradient buffer
+    (parameter_mirror.py, flat_gradient.py)."""
+
+    def __init__(self, model, dataset, batch_size=None, *, options=None, argv=None,
+                 environ=None, handle_signals=True, heap_policy=True, batch_process=True):
+        """`dataset` is map-style, its samples collated as a DataLoader
+        collates them; `batch_size` defaults to the job's. `argv` defaults
+        to sys.argv[1:] (unknown flags are left alone), `environ` to
+        os.environ; `options` (gaptrain.parse_options()) replaces both. Bad
+        settings raise OptionsError. Nothing is started yet: start(), a
+        `with` block or batches() start it."""
+        self.opts = options if options is not None else options_mod.parse(argv, environ)
         self.model = model
         self.dataset = dataset
-        self.loss_fn = loss_fn
-        self.opts = opts
         self.batch_size_override = batch_size
-        self.stop = stop or Stop()
-        self.metrics = metrics or WorkerMetrics()
-        self.session = CoordinatorSession(opts, self.stop, self.metrics)
+        self.stop = Stop()
+        device = parameter_device(list(model.parameters()))
+        self.metrics = WorkerMetrics(device=str(device) if device is not None else "several")
         self.result = TrainResult()
+        self.optimizer = MasterOptimizer(self)
         self.master = None  # a MasterClient once registered
+        self._handle_signals = handle_signals
+        self._heap_policy = heap_policy
+        self._batch_process = batch_process
         self._params = [p for _, p in model.named_parameters()]
+        self._started = False
+        self._entered = False  # in a `with` block
+        self._closed = False
+        self._error = None  # what step() raised, for leaving with FAILED
+        self._signals = None
+        self._http = None
+        self._builder = None
+        self.session = None
         self._master_failing = False  # the next success is a reconnect
         self._avg = {"pull": 0.0, "compute": 0.0, "push": 0.0}
         self._task = None
         self._task_done = 0
-        # Batches are built ahead by it (batch_prefetch.py).
-        self._builder = builder or batch_prefetch.ThreadBuilder(dataset)
         self._slim = None  # DanaSlimMomentum under the dana-slim rule
         self._pushes_since_buffers = 0  # since the module's buffers were last sent
+        self._pending = None  # the yielded batch's (indices, generation, backoff, start)
+        self._outcome = None  # step()'s (what, loss, reply) for it
 
-    # -- the loop --------------------------------------------------------
+    # -- the process around the loop ---------------------------------------
+    def __enter__(self):
+        self.start()
+        self._entered = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close(exc)
+        return False
+
+    def start(self):
+        """Forks the batch builder (before any gRPC channel exists), serves
+        /healthz and /metrics, installs the signal handlers. Idempotent."""
+        if self._started:
+            return
+        self._started = True
+        if self._heap_policy:
+            heap_policy_mod.use_training_heap_policy()
+        self._builder = batch_prefetch.start_builder(self.dataset, self._batch_process)
+        try:
+            self._http = HttpServer(self.metrics, self.opts.http_address, self.opts.http_port,
+                                    self.opts.ports_file)
+        except OSError as e:
+            self._builder.shutdown()
+            self._closed = True
+            raise GaptrainError("--http-port %d (or $GAPTRAIN_HTTP_PORT): cannot serve /metrics "
+                                "on %s: %s" % (self.opts.http_port, self.opts.http_address, e))
+        log.info("worker %s (trainer) of job %s: metrics on http://%s:%d/metrics",
+                 self.opts.host_name, self.opts.job_name, self.opts.http_address,
+                 self._http.port)
+        if self._handle_signals:
+            self._signals = PreemptionSignals(self.stop, self.opts.grace_seconds)
+            self._signals.install()
+        self.session = CoordinatorSession(self.opts, self.stop, self.metrics)
+
+    def preempt(self):
+        """What SIGTERM does: the batch in flight is finished if it fits the
+        grace period, the task handed back, and batches() ends. Safe from a
+        signal handler or another thread."""
+        self.stop.stop(Stop.PREEMPTED)
+
+    def close(self, error=None):
+        """Leaves the job (FAILED with `error`, or with what step() raised;
+        else PREEMPTED after preempt(), FINISHED otherwise), handing a task
+        in hand back, and stops what start() started. Idempotent; batches()
+        calls it when it ends."""
+        if self._closed or not self._started:
+            self._closed = True
+            return
+        self._closed = True
+        status = error if error is not None else self._error
+        try:
+            self._leave(status)
+        finally:
+            if self._builder is not None:
+                self._builder.shutdown()
+            if self.master is not None:
+                self.master.close()
+            if self._http is not None:
+                self._http.stop()
+            if self._signals is not None:
+                self._signals.restore()
+
+    def _leave(self, status):
+        if status is not None:
+            log.error("trainer stopped: %s", status)
+        reason, deadline = job_role.leave_terms(status, self.stop, self.opts.grace_seconds)
+        self.result.reason = ("failed" if status is not None else
+                              "preempted" if reason == pb.LEAVE_REASON_PREEMPTED else "finished")
+        left = self.session.leave(reason, "" if status is None else str(status), deadline)
+        held = ("task %d (epoch %d, positions [%d, %d), %d samples pushed)" %
+                (self._task.task_id, self._task.epoch, self._task.begin, self._task.end,
+                 self._task_done) if self._task is not None else "no task")
+        if left:
+            if self._task is not None:
+                log.info("handed back %s", held)
+        else:
+            log.warning("could not reach the coordinator to leave; %s goes back to the queue "
+                        "when worker %d's lease runs out", held, self.session.worker_id)
+        log.info("trainer done: %r", self.result)
+        self.session.close()
+
+    # -- the caller's loop ---------------------------------------------------
+    def batches(self):
+        """The batches of this trainer's tasks until the job ends or the
+        trainer is preempted, each as the dataset's samples collate, on the
+        model's device, with the master's θ in the model, its gradients
+        zeroed and the model in train mode. Call step() for each; a batch
+        not stepped is skipped (its samples count as covered), and one whose
+        push failed in a way that may have lost it comes again. Leaves the
+        job when it ends (close()); an error retrying cannot fix leaves with
+        FAILED and raises a GaptrainError."""
+        if self._closed:
+            raise GaptrainError("this Trainer is closed: make another")
+        self.start()
+        try:
+            if self._setup():
+                yield from self._loop()
+        except GeneratorExit:
+            # The caller's loop ended early (break, or an exception on its
+            # way out): a `with` block's exit leaves, knowing which.
+            if not self._entered:
+                self.close()
+            raise
+        except Exception as e:
+            self.close(e)
+            if isinstance(e, Error) and not isinstance(e, GaptrainError):
+                raise GaptrainError(str(e)) from e
+            raise
+        finally:
+            self._pending = None
+        self.close()
+
+    def step(self, loss=None):
+        """Pushes the gradient the caller's backward left in the model's
+        `.grad` (clipped, unscaled, as the caller made it) for the batch
+        batches() yielded last; the master applies it. `loss` (a tensor or
+        a number) is reported (the loss gauge, the result, the coordinator's
+        progress); a non-finite loss skips the batch. True when the push was
+        accepted; False when the batch was skipped, or will come again."""
+        if self._pending is None or self._outcome is not None:
+            raise GaptrainError("step() without a batch from batches() to step: call it once "
+                                "per batch, after backward()")
+        try:
+            self._outcome = self._push(loss)
+        except Exception as e:
+            self._error = e
+            raise
+        return self._outcome[0] == _TRAINED
+
+    # -- the protocol ----------------------------------------------------
     def _average(self, phase, seconds):
         getattr(self.metrics, "record_" + phase)(seconds)
         a = self._avg[phase]
@@ -100,10 +282,6 @@ class Trainer:
         reserve = min(2.0, self.opts.grace_seconds / 4)
         deadline = self.stop.time + self.opts.grace_seconds - reserve
         return time.monotonic() + 1.5 * seconds <= deadline
-
-    def run(self):
-        job_role.run(self._setup, self._loop, self._finish)
-        return self.result
 
     def _setup(self):
         reg = job_role.register(self.session, self.stop)
@@ -150,7 +328,7 @@ class Trainer:
                     return
                 raise
             if nxt.outcome == pb.NextTaskResponse.ASSIGNED:
-                self._run_task(nxt.task)
+                yield from self._task_batches(nxt.task)
             elif nxt.outcome in (pb.NextTaskResponse.WAIT_FOR_WORKERS,
                                  pb.NextTaskResponse.EPOCH_FINISHING):
                 self.stop.sleep(max(nxt.retry_after_ms, 10) / 1000.0)
@@ -160,7 +338,7 @@ class Trainer:
             else:
                 self.stop.sleep(1.0)
 
-    def _run_task(self, task):
+    def _task_batches(self, task):
         n = len(self.dataset)
         if task.task_id == 0 or task.begin >= task.end or task.end > n:
             raise GaptrainError(
@@ -177,8 +355,8 @@ class Trainer:
         reached = {}  # incarnation -> newest version a push of this task reached
         last_loss = None
         self.session.set_progress(task.task_id, 0)
-        batches = batch_prefetch.BatchPrefetch(self._order, task.begin, task.end,
-                                               self.batch_size, self._builder)
+        prefetch = batch_prefetch.BatchPrefetch(self._order, task.begin, task.end,
+                                                self.batch_size, self._builder)
         for first in range(task.begin, task.end, self.batch_size):
             if self.stop.stopped:
                 return  # abandoned: Leave gives it back
@@ -190,10 +368,11 @@ class Trainer:
             # take() starts building the next batch, during this one's
             # compute and push; only a pushed batch counts (_task_done), so
             # one built ahead is never handed back as trained.
-            outcome, loss, reply = self._train_batch(batches.take(first), generation)
-            if outcome in ("stopped", "lost"):
+            indices, batch = prefetch.take(first)
+            outcome, loss, reply = yield from self._train_batch(indices, batch, generation)
+            if outcome == _STOPPED:
                 continue
-            if outcome == "skipped":
+            if outcome == _SKIPPED:
                 self.result.skipped += 1
             else:
                 last_loss = loss
@@ -231,19 +410,18 @@ class Trainer:
             self._master_failing = False
             self.metrics.record_reconnect("master")
 
-    def _train_batch(self, batch, generation):
-        """Trains on `batch`: (indices, inputs, targets)."""
+    def _train_batch(self, indices, batch, generation):
+        """Yields `batch` on fresh parameters until step() trained or
+        skipped it: (outcome, loss, reply)."""
         backoff = rpc.Backoff(self.opts.host_name)
-        recomputes = 0
         master = self.master
-        indices, inputs, targets = batch
-        inputs = to_device(inputs, master.mirror.device)
-        targets = to_device(targets, master.mirror.device)
+        batch = to_device(batch, master.mirror.device)
+        self._recomputes = 0
         while True:
             if not self._fits_in_grace(sum(self._avg.values())):
-                return "stopped", None, None
+                return _STOPPED, None, None
             if self.session.generation != generation:
-                return "lost", None, None
+                return _STOPPED, None, None
             if not master.pulled_with_push:
                 start = time.monotonic()
                 try:
@@ -255,90 +433,110 @@ class Trainer:
                         self._master_failed()
                     log.debug("master: Pull failed (%s); retrying", e)
                     if not self.stop.sleep(backoff.next()):
-                        return "stopped", None, None
+                        return _STOPPED, None, None
                     continue
                 self._master_answered()
                 self._average("pull", time.monotonic() - start)
             master.pulled_with_push = False
             if not self._fits_in_grace(self._avg["compute"] + self._avg["push"]):
-                return "stopped", None, None
-
-            start = time.monotonic()
+                return _STOPPED, None, None
             self.model.train()
             self._gradient.zero(self.model)
-            loss_t = self.loss_fn(self.model(inputs), targets)
-            loss_t.backward()
-            loss = float(loss_t.detach())
-            gradient = self._gradient.gradient()
-            self._average("compute", time.monotonic() - start)
-            if not math.isfinite(loss):
-                log.warning("batch skipped: its loss is %s", loss)
-                return "skipped", None, None
-            if not self._fits_in_grace(self._avg["push"]):
-                return "stopped", None, None
-            if self._slim is not None:
-                gradient = self._slim.update(gradient, master.flat)
+            self._pending = (indices, backoff, time.monotonic())
+            self._outcome = None
+            yield batch
+            outcome, self._pending, self._outcome = self._outcome, None, None
+            if outcome is None:
+                log.debug("batch skipped: the loop did not step() it")
+                return _SKIPPED, None, None
+            if outcome[0] != _AGAIN:
+                return outcome
 
-            # The parameters this gradient was computed on; the push copies
-            # them into its bytes before anything could change them.
-            echo = master.flat if master.echo else None
-            start = time.monotonic()
-            try:
-                reply, pulled = master.send(gradient, loss, echo,
-                                            while_waiting=self._gradient.clear_early)
-            except wire.LayoutMismatch as e:
-                raise GaptrainError(str(e))
-            except (grpc.RpcError, wire.MalformedReply) as e:
-                err = rpc.error(e)
-                master.known_version = -1  # pull a whole copy before computing again
-                if err.code in TRANSIENT:
-                    # Whether it was applied is unknown: recompute on fresh
-                    # parameters rather than apply the same gradient twice.
-                    self._master_failed()
-                    log.debug("master: push failed (%s); pulling again", err)
-                    if not self.stop.sleep(backoff.next()):
-                        return "stopped", None, None
-                    continue
-                self.metrics.record_push_rejected(err.code.name.lower())
-                if err.code in (grpc.StatusCode.FAILED_PRECONDITION,
-                                grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.NOT_FOUND):
-                    if recomputes >= MAX_RECOMPUTES:
-                        log.warning("batch skipped: the master refused it %d times, last: %s",
-                                    recomputes + 1, err)
-                        return "skipped", None, None
-                    recomputes += 1
-                    if err.code == grpc.StatusCode.NOT_FOUND and not self.stop.sleep(
-                            backoff.next()):
-                        return "stopped", None, None
-                    continue
-                if err.code == grpc.StatusCode.ALREADY_EXISTS:  # sync: the step has ours
-                    log.warning("master: %s; batch skipped", err)
-                    return "skipped", None, None
-                if err.code == grpc.StatusCode.INVALID_ARGUMENT:
-                    log.error("master refused the push: %s; batch skipped", err)
-                    return "skipped", None, None
-                raise GaptrainError("master refused the push: %s" % err)
-            self._master_answered()
-            self._average("push", time.monotonic() - start)
-            self.session.set_master_version(reply.version)
-            master.note_incarnation(reply.incarnation)
-            if self._slim is not None:
-                self._slim.accept()
-            if pulled is not None and pulled.modified:
-                master.accept(pulled)
-                master.pulled_with_push = True
-            if master.rule == "sync" and reply.outcome == pb.PushResponse.ACCUMULATED:
-                self._wait_for_next_step(master.base_version)
-            self.metrics.record_batch(len(indices), loss)
-            self.result.batches += 1
-            self.result.samples += len(indices)
+    def zero_grad(self):
+        """The model's gradients zeroed, in one call on the gradient buffer
+        (what batches() does before each batch)."""
+        if self.master is not None:
+            self._gradient.zero(self.model)
+        else:
+            self.model.zero_grad(set_to_none=False)
+
+    def _push(self, loss_value):
+        """step(): the gradient of the pending batch pushed; (outcome, loss,
+        reply) with outcome _AGAIN when the batch must be computed again."""
+        indices, backoff, started = self._pending
+        master = self.master
+        loss = float(loss_value.detach()) if isinstance(loss_value, torch.Tensor) else (
+            math.nan if loss_value is None else float(loss_value))
+        gradient = self._gradient.gradient()
+        self._average("compute", time.monotonic() - started)
+        if loss_value is not None and not math.isfinite(loss):
+            log.warning("batch skipped: its loss is %s", loss)
+            return _SKIPPED, None, None
+        if not self._fits_in_grace(self._avg["push"]):
+            return _STOPPED, None, None
+        if self._slim is not None:
+            gradient = self._slim.update(gradient, master.flat)
+        # The parameters this gradient was computed on; the push copies
+        # them into its bytes before anything could change them.
+        echo = master.flat if master.echo else None
+        start = time.monotonic()
+        try:
+            reply, pulled = master.send(gradient, loss, echo,
+                                        while_waiting=self._gradient.clear_early)
+        except wire.LayoutMismatch as e:
+            raise GaptrainError(str(e))
+        except (grpc.RpcError, wire.MalformedReply) as e:
+            err = rpc.error(e)
+            master.known_version = -1  # pull a whole copy before computing again
+            if err.code in TRANSIENT:
+                # Whether it was applied is unknown: recompute on fresh
+                # parameters rather than apply the same gradient twice.
+                self._master_failed()
+                log.debug("master: push failed (%s); pulling again", err)
+                if not self.stop.sleep(backoff.next()):
+                    return _STOPPED, None, None
+                return _AGAIN, None, None
+            self.metrics.record_push_rejected(err.code.name.lower())
+            if err.code in (grpc.StatusCode.FAILED_PRECONDITION,
+                            grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.NOT_FOUND):
+                if self._recomputes >= MAX_RECOMPUTES:
+                    log.warning("batch skipped: the master refused it %d times, last: %s",
+                                self._recomputes + 1, err)
+                    return _SKIPPED, None, None
+                self._recomputes += 1
+                if err.code == grpc.StatusCode.NOT_FOUND and not self.stop.sleep(
+                        backoff.next()):
+                    return _STOPPED, None, None
+                return _AGAIN, None, None
+            if err.code == grpc.StatusCode.ALREADY_EXISTS:  # sync: the step has ours
+                log.warning("master: %s; batch skipped", err)
+                return _SKIPPED, None, None
+            if err.code == grpc.StatusCode.INVALID_ARGUMENT:
+                log.error("master refused the push: %s; batch skipped", err)
+                return _SKIPPED, None, None
+            raise GaptrainError("master refused the push: %s" % err)
+        self._master_answered()
+        self._average("push", time.monotonic() - start)
+        self.session.set_master_version(reply.version)
+        master.note_incarnation(reply.incarnation)
+        if self._slim is not None:
+            self._slim.accept()
+        if pulled is not None and pulled.modified:
+            master.accept(pulled)
+            master.pulled_with_push = True
+        if master.rule == "sync" and reply.outcome == pb.PushResponse.ACCUMULATED:
+            self._wait_for_next_step(master.base_version)
+        self.metrics.record_batch(len(indices), loss)
+        self.result.batches += 1
+        self.result.samples += len(indices)
+        if loss_value is not None:
             self.result.last_loss = loss
             self.result.losses.append(loss)
-            self.result.master_version = max(self.result.master_version, reply.version)
-            self._pushes_since_buffers += 1
-            if self._pushes_since_buffers >= module_buffers.PUSHES_PER_SEND:
-                self._send_buffers()
-            return "trained", loss, reply
+        self.result.master_version = max(self.result.master_version, reply.version)
+        self._pushes_since_buffers += 1
+        if self._pushes_since_buffers >= module_buffers.PUSHES_PER_SEND:
+            self._send_buffers()
+        return _TRAINED, (loss if loss_value is not None else None), reply
 
     def _wait_for_next_step(self, pushed_on):
         """Sync mode: the push waits for the step's other gradients, so pull
@@ -356,96 +554,28 @@ class Trainer:
             if not self.stop.sleep(backoff.next()):
                 return
 
-    def _finish(self, status):
-        if status is not None:
-            log.error("trainer stopped: %s", status)
-        reason, deadline = job_role.leave_terms(status, self.stop, self.opts.grace_seconds)
-        self.result.reason = ("failed" if status is not None else
-                              "preempted" if reason == pb.LEAVE_REASON_PREEMPTED else "finished")
-        left = self.session.leave(reason, "" if status is None else str(status), deadline)
-        held = ("task %d (epoch %d, positions [%d, %d), %d samples pushed)" %
-                (self._task.task_id, self._task.epoch, self._task.begin, self._task.end,
-                 self._task_done) if self._task is not None else "no task")
-        if left:
-            if self._task is not None:
-                log.info("handed back %s", held)
-        else:
-            log.warning("could not reach the coordinator to leave; %s goes back to the queue "
-                        "when worker %d's lease runs out", held, self.session.worker_id)
-        log.info("trainer done: %r", self.result)
-        self.session.close()
-        self._builder.shutdown()
-        if self.master is not None:
-            self.master.close()
-
 
 def train(model, dataset, loss_fn, batch_size=None, argv=None, environ=None, options=None,
-          batch_process=True):
-    """Trains `model` on `dataset` with `loss_fn(model(inputs), targets)` as a
-    trainer of the gaptrain job named by gaptrain-worker's flags or, for
-    those absent, the environment the operator and `gaptrain run` set
-    ($GAPTRAIN_JOB, $GAPTRAIN_COORDINATOR, $GAPTRAIN_TOKEN_FILE or
-    $GAPTRAIN_TOKEN, $GAPTRAIN_HTTP_PORT, $GAPTRAIN_HOST_NAME,
-    $GAPTRAIN_GRACE_SECONDS, ...; options.py). `argv` defaults to
-    sys.argv[1:] (unknown flags are left alone), `environ` to os.environ;
-    `options`, from gaptrain.parse_options(), replaces both. `batch_size`
-    defaults to the job's. Serves /healthz and /metrics on the HTTP port
-    meanwhile. Like gaptrain-worker, sets glibc to keep freed memory for
-    the process (heap_policy.py). The dataset is read one batch ahead, in a
-    child process forked at the start (on Linux; as a DataLoader worker, so
-    the dataset must not need this process's threads or a GPU), or on a
-    thread with `batch_process=False` (batch_prefetch.py). Returns a TrainResult when the job
-    ended or the trainer was preempted (SIGTERM); raises GaptrainError after
-    leaving the job with FAILED on an error retrying cannot fix, and
-    OptionsError for bad settings."""
-    opts = options if options is not None else options_mod.parse(argv, environ)
-    heap_policy.use_training_heap_policy()
-    device = parameter_device(list(model.parameters()))
-    metrics = WorkerMetrics(device=str(device) if device is not None else "several")
-    # Forked before this process has a gRPC channel or a thread of its own.
-    builder = batch_prefetch.start_builder(dataset, batch_process)
-    try:
-        http = HttpServer(metrics, opts.http_address, opts.http_port, opts.ports_file)
-    except OSError as e:
-        builder.shutdown()
-        raise GaptrainError("--http-port %d (or $GAPTRAIN_HTTP_PORT): cannot serve /metrics on "
-                            "%s: %s" % (opts.http_port, opts.http_address, e))
-    log.info("worker %s (trainer) of job %s: metrics on http://%s:%d/metrics", opts.host_name,
-             opts.job_name, opts.http_address, http.port)
-    try:
-        return _train(model, dataset, loss_fn, batch_size, opts, metrics, builder)
-    finally:
-        http.stop()
-        builder.shutdown()
+          batch_process=True, handle_signals=True, heap_policy=True):
+    """Trains `model` on `dataset` with `loss_fn(model(inputs), targets)`:
+    the loop of a Trainer (its arguments, settings and effects on the
+    process) for datasets of (input, target) samples. Returns a TrainResult
+    when the job ended or the trainer was preempted (SIGTERM); raises
+    GaptrainError after leaving the job with FAILED on an error retrying
+    cannot fix, and OptionsError for bad settings."""
+    with Trainer(model, dataset, batch_size, options=options, argv=argv, environ=environ,
+                 handle_signals=handle_signals, heap_policy=heap_policy,
+                 batch_process=batch_process) as trainer:
+        for batch in trainer.batches():
+            inputs, targets = _pair(batch)
+            loss = loss_fn(model(inputs), targets)
+            loss.backward()
+            trainer.step(loss)
+    return trainer.result
 
 
-def _train(model, dataset, loss_fn, batch_size, opts, metrics, builder):
-    stop = Stop()
-    watchdog = []
-    previous = {}
-
-    def on_signal(signum, frame):
-        if stop.stopped:
-            return
-        log.info("%s: leaving within %g s", signal.Signals(signum).name, opts.grace_seconds)
-        stop.stop(Stop.PREEMPTED)
-        # Past the grace period, exit as gaptrain-worker does: the lease
-        # takes the task back.
-        t = threading.Timer(opts.grace_seconds, lambda: os._exit(0))
-        t.daemon = True
-        t.start()
-        watchdog.append(t)
-
-    if threading.current_thread() is threading.main_thread():
-        for s in (signal.SIGTERM, signal.SIGINT):
-            previous[s] = signal.signal(s, on_signal)
-    else:
-        log.warning("train() runs outside the main thread: SIGTERM is not handled")
-    try:
-        return Trainer(model, dataset, loss_fn, opts, batch_size=batch_size, stop=stop,
-                       metrics=metrics, builder=builder).run()
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-        for t in watchdog:
-            t.cancel()
+def _pair(batch):
+    if isinstance(batch, (tuple, list)) and len(batch) == 2:
+        return batch
+    raise GaptrainError("train() takes datasets of (input, target) samples; this one's batch is "
+                        "%s: write the loop with gaptrain.Trainer" % type(batch).__name__)

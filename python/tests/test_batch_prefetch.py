@@ -55,7 +55,7 @@ class Common:
         batches = batch_prefetch.BatchPrefetch(ORDER, 2, 9, 3, self.builder(data))
         got = []
         for first in range(2, 9, 3):  # positions [2, 9): 3 + 3 + 1
-            indices, inputs, targets = batches.take(first)
+            indices, (inputs, targets) = batches.take(first)
             got.append(indices)
             self.assertEqual(targets.tolist(), indices)
             self.assertEqual(inputs.reshape(-1).tolist(), [float(i) for i in indices])
@@ -79,7 +79,7 @@ class Common:
         data = torch.utils.data.TensorDataset(torch.arange(10.0).reshape(10, 1, 1),
                                               torch.arange(10))
         batches = batch_prefetch.BatchPrefetch(ORDER, 0, 10, 5, self.builder(data))
-        _, inputs, targets = batches.take(0)
+        _, (inputs, targets) = batches.take(0)
         self.assertEqual(targets.tolist(), [9, 3, 7, 1, 0])
         self.assertEqual((inputs.dtype, tuple(inputs.shape)), (torch.float32, (5, 1, 1)))
         pairs = [({"x": torch.full((2,), i, dtype=torch.bfloat16), "n": i}, torch.tensor(i))

@@ -196,7 +196,7 @@ class Job:
             text = f.read()
         return text if tail is None else text[-tail:]
 
-    def trainer(self, name, grace=5, model="mlp", role="trainer"):
+    def trainer(self, name, grace=5, model="mlp", role="trainer", extra=()):
         """python/examples/fashion_mnist_mlp.py started with gaptrain-worker's
         flags; the trainer's HTTP port is in self.run/NAME.ports."""
         result = os.path.join(self.run, name + ".json")
@@ -208,7 +208,7 @@ class Job:
                                   "--threads", "1", "--model", model, "--role", role,
                                   "--http-address",
                                   "127.0.0.1", "--http-port", "0", "--ports-file",
-                                  os.path.join(self.run, name + ".ports")],
+                                  os.path.join(self.run, name + ".ports")] + list(extra),
                                  env=env, stdout=log, stderr=subprocess.STDOUT)
         self.processes.append(p)
         return p, result
@@ -533,6 +533,90 @@ class PythonTrainerTest(unittest.TestCase):
             self.assertGreaterEqual(job.master_version(), 150)
             self.assertIn("worker py-user-cnn (trainer)", job.log("py-user-cnn"))
             self.assertLess(mean(r["losses"][-20:]), 0.8 * mean(r["losses"][:20]))
+        finally:
+            job.close()
+
+    def test_the_users_own_loop_with_clipping_and_autocast(self):
+        # The example's loop written out (gaptrain.Trainer): bfloat16
+        # autocast on the CPU, the gradient unscaled and clipped to norm
+        # 1, scaler.step(trainer.optimizer) pushing it.
+        job = Job(self.dir.name, "fp32", updates=200)
+        try:
+            trainer, result = job.trainer("py-own-loop", extra=[
+                "--own-loop", "--clip-norm", "1.0", "--autocast"])
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-own-loop"))
+            r = read_result(result)
+            self.assertEqual((r["reason"], r["skipped"]), ("finished", 0))
+            self.assertGreaterEqual(r["batches"], 200)
+            self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
+            self.assertLess(mean(r["losses"][-20:]), 0.7 * mean(r["losses"][:20]))
+        finally:
+            job.close()
+
+    def test_the_loop_is_the_callers(self):
+        # In this process: a model of two inputs from dict samples, a loop
+        # that leaves every 4th batch unstepped (skipped, its samples
+        # covered), step() outside a batch refused.
+        sys.path.insert(0, os.path.dirname(EXAMPLE))
+        import torch
+        import gaptrain
+        import fashion_mnist_mlp
+
+        class TwoInputs(fashion_mnist_mlp.MLP):  # builtin mlp's layout
+            def forward(self, image, scale):
+                return super().forward(image * scale[:, None, None, None])
+
+        class Named(torch.utils.data.Dataset):
+            def __init__(self, base):
+                self.base = base
+
+            def __len__(self):
+                return len(self.base)
+
+            def __getitem__(self, i):
+                x, y = self.base[i]
+                return {"image": x, "scale": torch.tensor(1.0)}, y
+
+        torch.manual_seed(0)
+        model = TwoInputs()
+        job = Job(self.dir.name, "fp32", updates=100)
+        try:
+            options = gaptrain.parse_options(
+                ["--job", job.job, "--coordinator", job.coordinator, "--host-name", "in-process",
+                 "--http-address", "127.0.0.1", "--http-port", "0", "--threads", "1"],
+                {"GAPTRAIN_TOKEN": TOKEN})
+            trainer = gaptrain.Trainer(model, Named(fashion_mnist_mlp.FashionMNIST(data_dir())),
+                                       options=options, handle_signals=False,
+                                       heap_policy=False, batch_process=False)
+            with self.assertRaisesRegex(gaptrain.GaptrainError, "step.. without a batch"):
+                trainer.step()
+            seen, unstepped, accepted, refused = 0, 0, 0, 0
+            with trainer:
+                for inputs, targets in trainer.batches():
+                    seen += 1
+                    self.assertEqual(set(inputs), {"image", "scale"})
+                    if seen % 4 == 0:
+                        unstepped += 1
+                        continue
+                    loss = torch.nn.functional.cross_entropy(model(**inputs), targets)
+                    loss.backward()
+                    if trainer.step(loss.item()):
+                        accepted += 1
+                    else:  # skipped, or to come again: the master went away
+                        refused += 1
+                    with self.assertRaisesRegex(gaptrain.GaptrainError, "once per batch"):
+                        trainer.step()
+            r = trainer.result
+            self.assertEqual(r.reason, "finished")
+            self.assertEqual(r.batches, accepted)
+            self.assertEqual(seen, unstepped + accepted + refused)
+            self.assertGreaterEqual(r.skipped, unstepped)
+            self.assertLessEqual(r.skipped, unstepped + refused)
+            self.assertLessEqual(refused, 3)
+            self.assertGreaterEqual(job.master_version(), 100)
+            self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
+            with self.assertRaisesRegex(gaptrain.GaptrainError, "closed"):
+                next(iter(trainer.batches()))
         finally:
             job.close()
 
