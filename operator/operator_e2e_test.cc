@@ -999,6 +999,14 @@ TEST_F(OperatorE2eTest, TorchvisionResnet18DeclaredByItsTrainersRunsThroughAPree
   EXPECT_FALSE(shown.empty()) << status.dump(2);
   EXPECT_NE(listed.find("Succeeded"), std::string::npos) << listed;
   EXPECT_NE(listed.find(shown), std::string::npos) << listed;
+  // The job's target is the evaluator's own top-5 accuracy: its value
+  // against the bound in the Target column.
+  const double top5 = Number(status, {"progress", "testMetrics", "top5_accuracy"});
+  EXPECT_GE(top5, accuracy) << status.dump(2);
+  const std::string target = JobStatus(job)["display"].value("target", "");
+  EXPECT_EQ(target.rfind("top5_accuracy 0.", 0), 0u) << status.dump(2);
+  EXPECT_NE(target.find(" (>= 0.995)"), std::string::npos) << target;
+  EXPECT_NE(listed.find(target), std::string::npos) << listed;
 
   // The model came out through spec.output, and loads with strict=True
   // into the example's module, buffers included, scoring what the job

@@ -71,6 +71,9 @@ TEST(BadJobTest, EachErrorNamesTheFieldAndNothingStarts) {
        good_data + "  training: {epochs: 1}\n  model: {fromTrainer: true}\n"
                    "  workers: {template: {spec: {containers: [{command: [/bin/true]}]}}}\n",
        "spec.model.fromTrainer: spec.evaluator.template sets no command"},
+      {"target-without-users-evaluator",
+       good_data + "  training: {epochs: 1, target: {metric: f1, atLeast: 0.8}}\n",
+       "spec.training.target.metric: gaptrain's evaluator reports accuracy and loss only"},
       {"not-yaml", "!{{{ this is: not: yaml", "bad.yaml"},
       {"wrong-kind", "!apiVersion: gaptrain.io/v1alpha1\nkind: PyTorchJob\nmetadata: {name: x}\n",
        "kind"},

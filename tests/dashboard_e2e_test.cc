@@ -69,6 +69,7 @@ TEST(DashboardE2eTest, EveryPanelOfTheJobDashboardHasDataForARunningJobThatLostA
   job.checkpoint_seconds = 5;
   job.lease_seconds = 4;
   job.eval_every = 200;
+  job.target = "{metric: loss, atMost: 0.0001}";  // drawn, never reached
   const std::string run_dir = dir + "/run";
   const std::string log = dir + "/gaptrain.out";
   std::unique_ptr<Process> launcher =

@@ -31,6 +31,7 @@ std::string WriteJobFile(const std::string& dir, const E2eJob& job) {
                       << "    batchSize: " << job.batch_size << "\n"
                       << "    epochs: " << job.epochs << "\n"
                       << "    evalEveryUpdates: " << job.eval_every << "\n"
+                      << (job.target.empty() ? "" : "    target: " + job.target + "\n")
                       << "    optimizer:\n"
                       << "      learningRate: " << job.learning_rate << "\n"
                       << "      momentum: 0.9\n"

@@ -37,6 +37,7 @@ struct E2eJob {
   uint32_t checkpoint_seconds = 10;
   uint32_t lease_seconds = 6;
   uint64_t eval_every = 500;
+  std::string target;  // spec.training.target as a YAML flow map; empty: none
 };
 
 // Writes `job` as <dir>/<job.name>.yaml; the data path is the real MNIST.

@@ -545,6 +545,10 @@ TEST(PythonTrainerE2eTest, TorchvisionResnet18TrainsWithNoModelAndExportsStrictl
             std::string::npos);
   const std::string evaluator_log = ReadRaw(dir + "/run/logs/evaluator.log");
   EXPECT_NE(evaluator_log.find("top5_accuracy"), std::string::npos) << evaluator_log;
+  // The job's target is that metric: reported to the coordinator with it.
+  EXPECT_EQ(run.summary["target"], "top5_accuracy >= 0.995") << run.summary.dump(2);
+  ASSERT_TRUE(run.summary["evalMetrics"]["top5_accuracy"].is_number()) << run.summary.dump(2);
+  EXPECT_GE(run.summary["evalMetrics"]["top5_accuracy"].get<double>(), reported);
 
   const std::string helper = dir + "/score.py";
   std::ofstream(helper) << R"PY(

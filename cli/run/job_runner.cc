@@ -342,6 +342,7 @@ void JobRunner::PrintProgress(bool force) {
     in.autoscale_ceiling = job_.workers.Ceiling();
   }
   in.lease_seconds = job_.coordinator.lease_seconds;
+  in.target = JobTarget(job_.training);
   in.chaos_kills = monkey_.trainer_sigterms() + monkey_.trainer_sigkills() + monkey_.master_kills();
   const std::string line = ProgressLine(in);
   if (options_.live_line) {
@@ -476,6 +477,8 @@ void JobRunner::Finish(bool interrupted, RunSummary* summary) {
   s.accuracy = status_.last_accuracy();
   s.eval_loss = status_.last_eval_loss();
   s.eval_version = status_.last_eval_version();
+  s.eval_metrics.assign(status_.last_eval_metrics().begin(), status_.last_eval_metrics().end());
+  s.target = status_.target();
   s.version = totals_.model_version();
   s.pushes_accepted = totals_.pushes_accepted();
   s.mean_staleness = totals_.mean_staleness();

@@ -148,6 +148,12 @@ int RunCommand(const std::vector<std::string>& args) {
           "no model of its own: run gaptrain.evaluate)");
     }
   }
+  const TargetSpec target = JobTarget(job.training);
+  if (s.ok() && target.IsSet() && !IsEvaluatorMetric(target.metric) &&
+      local.evaluator_command.argv.empty()) {
+    s = Status::InvalidArgument(std::string(kRuleTargetMetricNeedsUsersEvaluator) + ", got '" +
+                                target.metric + "'");
+  }
   if (!s.ok()) return Fail(s.message() + "\nnothing was started", 2);
   local.template_trainers = template_trainers;
   if (template_trainers != UINT32_MAX && local.trainer_command.argv.empty()) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "services/api/master_metric_names.h"
 #include "services/learn/chance_level.h"
@@ -120,6 +121,14 @@ std::string ProgressLine(const ProgressInput& in) {
   }
   if (losses > 0) line += " | loss " + Printf("%.3f", loss_sum / losses);
   if (st.has_last_accuracy()) line += " | acc " + Printf("%.2f%%", 100 * st.last_accuracy());
+  if (in.target.IsSet() && in.target.metric != "accuracy" && st.has_last_accuracy()) {
+    std::optional<double> value;
+    if (in.target.metric == "loss") value = st.last_eval_loss();
+    for (const proto::EvalMetric& m : st.last_eval_metrics()) {
+      if (m.name() == in.target.metric) value = m.value();
+    }
+    if (value) line += " | " + in.target.Progress(*value);
+  }
   if (std::isfinite(in.recent_gap)) line += " | gap " + Printf("%.2f", in.recent_gap);
   uint32_t silent = 0;
   for (const auto& w : st.workers()) {
@@ -153,9 +162,18 @@ std::string SummaryText(const RunSummary& s) {
     if (s.eval_version > 0 && AtChanceLevel(s.accuracy, s.eval_loss, kDatasetClasses)) {
       text += "  " + std::string(ChanceLevelAdvice()) + "\n";
     }
+    if (!s.eval_metrics.empty()) {
+      text += "  metrics:";
+      for (size_t i = 0; i < s.eval_metrics.size(); ++i) {
+        text += (i == 0 ? " " : ", ") + s.eval_metrics[i].name() + " " +
+                Printf("%.4g", s.eval_metrics[i].value());
+      }
+      text += "\n";
+    }
   } else {
     text += "  test accuracy: not evaluated\n";
   }
+  if (!s.target.empty()) text += "  target: " + s.target + "\n";
   text += "  " + std::to_string(s.version) + " updates, " + Printf("%.0f", s.pushes_accepted) +
           " pushes";
   if (s.seconds > 0) text += " (" + Printf("%.1f", s.pushes_accepted / s.seconds) + "/s)";
@@ -210,6 +228,10 @@ std::string SummaryJson(const RunSummary& s) {
   j["accuracy"] = s.has_accuracy ? NumberOrNull(s.accuracy) : nlohmann::json(nullptr);
   j["evalLoss"] = s.has_accuracy ? NumberOrNull(s.eval_loss) : nlohmann::json(nullptr);
   j["evalVersion"] = s.eval_version;
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const proto::EvalMetric& m : s.eval_metrics) metrics[m.name()] = NumberOrNull(m.value());
+  j["evalMetrics"] = metrics;
+  j["target"] = s.target.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.target);
   j["version"] = s.version;
   j["pushesAccepted"] = s.pushes_accepted;
   j["meanStaleness"] = NumberOrNull(s.mean_staleness);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "proto/gaptrain.pb.h"
+#include "services/api/training_job.h"
 #include "services/net/metrics_text.h"
 
 namespace gaptrain {
@@ -73,10 +74,12 @@ struct ProgressInput {
   // every live trainer counts.
   double lease_seconds = 0;
   uint64_t chaos_kills = 0;
+  TargetSpec target;  // the job's (JobTarget); shown unless it is accuracy
 };
 
 // "[1m05s] epoch 2/3 61% | v4210 62 upd/s | loss 0.081 | acc 98.02% |
-//  gap 1.31 | trainers 4/4", and "trainers 4/4 (+1 silent)" while a killed
+//  gap 1.31 | trainers 4/4"; with a target on another metric, "| top5
+//  0.9312 (>= 0.95)" after acc; and "trainers 4/4 (+1 silent)" while a killed
 //  trainer's lease runs out; autoscaled, "trainers 2/2 (autoscale 1-4)"
 std::string ProgressLine(const ProgressInput& input);
 
@@ -103,6 +106,10 @@ struct RunSummary {
   double seconds = 0;
   bool has_accuracy = false;
   double accuracy = 0, eval_loss = 0;
+  // The same evaluation's other metrics (the user's eval_fn's), and the
+  // job's target ("perplexity <= 20"; "" = none).
+  std::vector<proto::EvalMetric> eval_metrics;
+  std::string target;
   uint64_t eval_version = 0;
   uint64_t version = 0;  // master updates
   double pushes_accepted = 0, mean_staleness = 0, mean_gap = 0;

@@ -180,6 +180,27 @@ TEST(ProgressLineTest, RunningJob) {
             "trainers 4/4");
 }
 
+TEST(ProgressLineTest, TheTargetMetricAfterTheAccuracy) {
+  ProgressInput in = RunningInput();
+  in.target.metric = "top5_accuracy";
+  in.target.at_least = 0.95;
+  // Not reported yet: nothing to show.
+  EXPECT_FALSE(Contains(ProgressLine(in), "top5")) << ProgressLine(in);
+  proto::EvalMetric* top5 = in.status.add_last_eval_metrics();
+  top5->set_name("top5_accuracy");
+  top5->set_value(0.93124);
+  EXPECT_TRUE(Contains(ProgressLine(in), "| acc 98.02% | top5_accuracy 0.9312 (>= 0.95) | gap"))
+      << ProgressLine(in);
+  // An accuracy target is the acc column already.
+  in.target.metric = "accuracy";
+  EXPECT_FALSE(Contains(ProgressLine(in), "(>= 0.95)")) << ProgressLine(in);
+  in.target.metric = "loss";
+  in.target.at_least = kNaN;
+  in.target.at_most = 0.05;
+  in.status.set_last_eval_loss(0.0625);
+  EXPECT_TRUE(Contains(ProgressLine(in), "| loss 0.0625 (<= 0.05) |")) << ProgressLine(in);
+}
+
 TEST(ProgressLineTest, VersionIsTheLargerOfTheTwoSources) {
   ProgressInput in = RunningInput();
   in.status.set_master_version(5000);
@@ -314,6 +335,26 @@ TEST(SummaryTextTest, FullRun) {
             "  logs, state and summary.json: runs/mnist-ga\n");
 }
 
+TEST(SummaryTextTest, TheUsersMetricsAndTheTarget) {
+  RunSummary s = FullSummary();
+  s.reason = "TargetReached";
+  proto::EvalMetric m;
+  m.set_name("top5_accuracy");
+  m.set_value(0.99531);
+  s.eval_metrics.push_back(m);
+  m.set_name("f1");
+  m.set_value(0.5);
+  s.eval_metrics.push_back(m);
+  s.target = "top5_accuracy >= 0.995";
+  const std::string text = SummaryText(s);
+  EXPECT_TRUE(Contains(text, "at version 9000\n  metrics: top5_accuracy 0.9953, f1 0.5\n"
+                             "  target: top5_accuracy >= 0.995\n"))
+      << text;
+  const nlohmann::json j = nlohmann::json::parse(SummaryJson(s));
+  EXPECT_EQ(j["evalMetrics"], nlohmann::json::parse(R"({"top5_accuracy": 0.99531, "f1": 0.5})"));
+  EXPECT_EQ(j["target"], "top5_accuracy >= 0.995");
+}
+
 TEST(SummaryTextTest, InterruptedRunWithoutEvaluationOrFaults) {
   RunSummary s = FullSummary();
   s.outcome = "Interrupted";
@@ -442,6 +483,8 @@ TEST(SummaryJsonTest, Fields) {
   EXPECT_TRUE(j["chaos"]["faults"].empty());
   EXPECT_TRUE(j["ledger"].is_null());
   EXPECT_EQ(j["retrained"]["tasks"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["evalMetrics"], nlohmann::json::object());
+  EXPECT_TRUE(j["target"].is_null());
 }
 
 // Each fault with its time, the ledger's accounting and the work retrained.

@@ -54,10 +54,14 @@ std::string FormatJobStatus(const proto::CoordinatorStatusResponse& st) {
     text += "; last evaluation " + Printf("%.2f%%", 100 * st.last_accuracy()) + " (loss " +
             Printf("%.4f", st.last_eval_loss()) + ") at version " +
             std::to_string(st.last_eval_version());
+    for (const proto::EvalMetric& m : st.last_eval_metrics()) {
+      text += ", " + m.name() + " " + Printf("%.4g", m.value());
+    }
   } else {
     text += "; not evaluated yet";
   }
   text += "\n";
+  if (!st.target().empty()) text += "  target: " + st.target() + "\n";
   text += "  workers: " + std::to_string(st.live_workers()) + " live (" +
           std::to_string(st.live_trainers()) + " trainers, at least " +
           std::to_string(st.min_trainers()) + " needed); " + std::to_string(st.joined()) +

@@ -76,6 +76,18 @@ TEST(FormatJobStatusTest, RunningJobWithWorkers) {
             "     7  trainer-1        trainer       12      640   0.1234      0.4s\n");
 }
 
+TEST(FormatJobStatusTest, TheUsersMetricsAndTheTarget) {
+  proto::CoordinatorStatusResponse st = RunningJob();
+  proto::EvalMetric* top5 = st.add_last_eval_metrics();
+  top5->set_name("top5_accuracy");
+  top5->set_value(0.99531);
+  st.set_target("top5_accuracy >= 0.999");
+  const std::string text = FormatJobStatus(st);
+  EXPECT_TRUE(Contains(text, "at version 1200, top5_accuracy 0.9953\n"
+                             "  target: top5_accuracy >= 0.999\n  workers:"))
+      << text;
+}
+
 TEST(FormatJobStatusTest, WorkersAreSortedById) {
   proto::CoordinatorStatusResponse st = RunningJob();
   const float loss = 1;

@@ -71,6 +71,8 @@ TEST(ShippedDashboardsTest, TheJobDashboardShowsEverythingTheIssueAsksFor) {
            "gaptrain_master_model_version",
            "gaptrain_worker_eval_accuracy",
            "gaptrain_worker_eval_loss",
+           "gaptrain_coordinator_eval_metric",               // the user's metrics
+           "gaptrain_coordinator_eval_target",               // and the target
            "gaptrain_coordinator_live_trainers",             // live against desired
            "gaptrain_coordinator_desired_trainers",
            "gaptrain_coordinator_leaves_total",              // preemptions, failures

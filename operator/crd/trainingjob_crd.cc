@@ -247,6 +247,11 @@ Json StatusSchema() {
             {"modelVersion", Typed("integer", "master updates applied")},
             {"testAccuracy", Typed("number", "the evaluator's latest test accuracy")},
             {"testLoss", Typed("number", "the evaluator's latest test loss")},
+            {"testMetrics",
+             {{"description", "the latest evaluation's other metrics by name (the user's "
+                              "eval_fn's, e.g. top5_accuracy)"},
+              {"type", "object"},
+              {"additionalProperties", Typed("number", "the metric's value")}}},
             {"meanGap", Typed("number", "mean gap of recent pushes")},
             {"meanStaleness", Typed("number", "mean staleness of recent pushes, in updates")},
             {"updatesPerSecond", Typed("number", "master updates per second, recently")}}}}},
@@ -257,6 +262,9 @@ Json StatusSchema() {
            {{"epoch",
              Typed("string", "epochs done (to a tenth) / spec.training.epochs, e.g. 2.3/4")},
             {"accuracy", Typed("string", "the latest test accuracy, e.g. 98.45%")},
+            {"target",
+             Typed("string", "spec.training.target's metric, its latest value and its bound, "
+                             "e.g. perplexity 18.4 (<= 20)")},
             {"gap", Typed("string", "mean gap of recent pushes, e.g. 2.17")},
             {"updatesPerSecond",
              Typed("string", "master updates per second while Running, e.g. 270")}}}}},
@@ -360,6 +368,16 @@ std::vector<CrdValidationRule> TrainingJobValidationRules() {
       Rule("spec.output", "has(self.claimName) == has(self.path)", kRuleOutputClaimAndPath),
       // Neither has a default: present means set (their minimums exclude 0).
       Rule("spec.training", "has(self.epochs) != has(self.maxUpdates)", kRuleOneLength),
+      // The section's default {} has none of its fields, which the rule allows.
+      Rule("spec.training.target",
+           "!(has(self.metric) || has(self.atLeast) || has(self.atMost)) || "
+           "(has(self.metric) && has(self.atLeast) != has(self.atMost))",
+           kRuleTargetBound),
+      // targetAccuracy's default is 0, none.
+      Rule("spec.training",
+           "!has(self.target) || !has(self.target.metric) || !has(self.targetAccuracy) || "
+           "self.targetAccuracy == 0.0",
+           kRuleOneTarget),
       Rule("spec.training",
            "!(self.mode == 'async' && self.optimizer.nesterov && self.staleness.rule in [" +
                dana + "])",
@@ -433,6 +451,8 @@ nlohmann::ordered_json TrainingJobCrd() {
         Column("Workers", "string", ".status.workers.summary", "trainers ready/desired"),
         Column("Epoch", "string", ".status.display.epoch", "epochs done / the job's epochs"),
         Column("Accuracy", "string", ".status.display.accuracy", "latest test accuracy"),
+        Column("Target", "string", ".status.display.target",
+               "the target metric's latest value and its bound"),
         Column("Gap", "string", ".status.display.gap", "mean gap of recent pushes"),
         Column("Updates/s", "string", ".status.display.updatesPerSecond",
                "master updates per second"),

@@ -194,6 +194,19 @@ std::vector<Broken> BrokenJobs() {
       {"a model path without a claim", "output-no-claim",
        "{data: {path: /data}, training: {epochs: 1}, output: {path: model.pt}}",
        kRuleOutputClaimAndPath},
+      {"a target without a bound", "target-no-bound",
+       "{data: {path: /data}, training: {epochs: 1, target: {metric: perplexity}}}",
+       kRuleTargetBound},
+      {"a target with both bounds", "target-two-bounds",
+       "{data: {path: /data}, training: {epochs: 1, target: {metric: f1, atLeast: 0.8, "
+       "atMost: 0.9}}}",
+       kRuleTargetBound},
+      {"a bound without a metric", "bound-no-metric",
+       "{data: {path: /data}, training: {epochs: 1, target: {atMost: 20}}}", kRuleTargetBound},
+      {"a target and a targetAccuracy", "two-targets",
+       "{data: {path: /data}, training: {epochs: 1, targetAccuracy: 0.9, target: {metric: f1, "
+       "atLeast: 0.8}}}",
+       kRuleOneTarget},
       {"as many backup workers as workers", "all-backups",
        "{data: {path: /data}, training: {epochs: 1, mode: sync, sync: {backupWorkers: 2}}, "
        "workers: {replicas: 2}}",
@@ -283,6 +296,16 @@ TEST_F(TrainingJobCrdApiTest, JobsOnEachRulesEdgeAreAccepted) {
        "workers: {replicas: 2}}"},
       {"output", "{data: {path: /data}, training: {epochs: 1}, "
                  "output: {claimName: models, path: mnist/model-1.pt}}"},
+      // A metric of the user's evaluation: their evaluator runs.
+      {"target-at-most", "{data: {path: /data}, training: {epochs: 1, "
+                         "target: {metric: perplexity, atMost: 20}}, "
+                         "evaluator: {template: {spec: {containers: [{command: [eval]}]}}}}"},
+      {"target-and-no-accuracy", "{data: {path: /data}, training: {epochs: 1, "
+                                 "targetAccuracy: 0, target: {metric: top5_accuracy, "
+                                 "atLeast: 0.95}}, evaluator: {template: {spec: "
+                                 "{containers: [{command: [eval]}]}}}}"},
+      {"target-loss", "{data: {path: /data}, training: {epochs: 1, "
+                      "target: {metric: loss, atMost: 0.2}}}"},
       // backupWorkers is ignored in async mode.
       {"async-backups", "{data: {path: /data}, training: {epochs: 1, sync: {backupWorkers: 5}}}"},
   };
@@ -357,8 +380,10 @@ TEST_F(TrainingJobCrdApiTest, EveryExampleIsAccepted) {
 TEST_F(TrainingJobCrdApiTest, KubectlGetPrintsTheProgressAsPeopleReadIt) {
   // The state the issue measured: 0.6037 epochs of 4, 96.66%, gap 2.1723.
   json job;
-  ASSERT_TRUE(Create(TestJob("mnist", "{data: {path: /data}, training: {epochs: 4}, "
-                                  "workers: {replicas: 2}}"),
+  ASSERT_TRUE(Create(TestJob("mnist", "{data: {path: /data}, training: {epochs: 4, target: "
+                                  "{metric: top5_accuracy, atLeast: 0.999}}, "
+                                  "workers: {replicas: 2}, evaluator: {template: {spec: "
+                                  "{containers: [{command: [eval]}]}}}}"),
                      &job)
                   .ok());
   ASSERT_TRUE(Create(TestJob("fresh", "{data: {path: /data}, training: {maxUpdates: 1000}}")).ok());
@@ -374,6 +399,7 @@ TEST_F(TrainingJobCrdApiTest, KubectlGetPrintsTheProgressAsPeopleReadIt) {
   coordinator.master_version = 2706;
   coordinator.test_accuracy = 0.9845;
   coordinator.test_loss = 0.05;
+  coordinator.test_metrics["top5_accuracy"] = 0.9975;
   trainingjob::MasterProgress master;
   master.model_version = 2706;
   master.mean_gap = 2.1723000994419266;
@@ -435,12 +461,14 @@ TEST_F(TrainingJobCrdApiTest, KubectlGetPrintsTheProgressAsPeopleReadIt) {
                                                          {"WORKERS", "2/2"},
                                                          {"EPOCH", "2.3/4"},
                                                          {"ACCURACY", "98.45%"},
+                                                         {"TARGET", "top5_accuracy 0.9975 (>= 0.999)"},
                                                          {"GAP", "2.17"},
                                                          {"UPDATES/S", "270"}}))
       << table;
   // A job with no status yet: empty cells.
   const std::map<std::string, std::string> fresh = TableRow(table, "fresh");
-  for (const char* column : {"STATE", "WORKERS", "EPOCH", "ACCURACY", "GAP", "UPDATES/S"}) {
+  for (const char* column :
+       {"STATE", "WORKERS", "EPOCH", "ACCURACY", "TARGET", "GAP", "UPDATES/S"}) {
     EXPECT_EQ(fresh.count(column) ? fresh.at(column) : "?", "") << column << "\n" << table;
   }
 
@@ -449,11 +477,12 @@ TEST_F(TrainingJobCrdApiTest, KubectlGetPrintsTheProgressAsPeopleReadIt) {
   ASSERT_TRUE(cluster_->Kubectl({"get", "tj", "mnist", "-n", ns_, "-o",
                                  "jsonpath={.status.progress.epoch} "
                                  "{.status.progress.testAccuracy} {.status.progress.meanGap} "
-                                 "{.status.progress.updatesPerSecond}"},
+                                 "{.status.progress.updatesPerSecond} "
+                                 "{.status.progress.testMetrics.top5_accuracy}"},
                                 &epoch)
                   .ok())
       << epoch;
-  EXPECT_EQ(epoch, "2.3125 0.9845 2.1723000994419266 270.4");
+  EXPECT_EQ(epoch, "2.3125 0.9845 2.1723000994419266 270.4 0.9975");
 }
 
 }  // namespace

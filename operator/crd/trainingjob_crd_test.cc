@@ -134,6 +134,7 @@ TEST(TrainingJobCrdTest, NamesScopeVersionAndSubresources) {
                          "State string .status.phase", "Workers string .status.workers.summary",
                          "Epoch string .status.display.epoch",
                          "Accuracy string .status.display.accuracy",
+                         "Target string .status.display.target",
                          "Gap string .status.display.gap",
                          "Updates/s string .status.display.updatesPerSecond",
                          "Age date .metadata.creationTimestamp"}));
@@ -178,7 +179,8 @@ TEST(TrainingJobCrdTest, EveryRuleBetweenFieldsIsACelRuleWithTheParsersMessage) 
                            kRuleBackupWorkers,      kRuleClusterJobName,
                            kRuleClaimPathAbsolute,  kRuleOutputClaimAndPath,
                            kRuleAutoscaleRange,     kRuleAutoscaleGap,
-                           kRuleFromTrainerWithoutTorchscript};
+                           kRuleFromTrainerWithoutTorchscript,
+                           kRuleTargetBound,        kRuleOneTarget};
   std::map<std::string, int> stated;
   const YAML::Node root = RootSchema();
   for (const CrdValidationRule& r : TrainingJobValidationRules()) {

@@ -350,6 +350,12 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
       }
     }
   }
+  const TargetSpec target = JobTarget(spec.training);
+  if (target.IsSet() && !IsEvaluatorMetric(target.metric) &&
+      !TemplateSetsCommand(job, "evaluator")) {
+    return Status::InvalidArgument(std::string(kRuleTargetMetricNeedsUsersEvaluator) + ", got '" +
+                                   target.metric + "'");
+  }
   if (!spec.data.claim_name.empty() && (spec.data.path.empty() || spec.data.path[0] != '/')) {
     return Status::InvalidArgument(kRuleClaimPathAbsolute.Text() + ", got '" + spec.data.path +
                                    "'");

@@ -353,6 +353,22 @@ TEST(DesiredChildrenTest, ADeclaredModelNeedsTheUsersTrainersAndEvaluator) {
             with_command["spec"]["containers"][0]["command"]);
 }
 
+// A target on a metric gaptrain's evaluator does not report needs the
+// user's evaluator.
+TEST(DesiredChildrenTest, AUsersTargetMetricNeedsTheUsersEvaluator) {
+  json job = BaseJob();
+  job["spec"]["training"]["target"] = {{"metric", "top5_accuracy"}, {"atLeast", 0.9}};
+  Built b = Build(job);
+  EXPECT_EQ(b.status.message(), std::string(kRuleTargetMetricNeedsUsersEvaluator) +
+                                    ", got 'top5_accuracy'");
+  job["spec"]["evaluator"] = json::parse(
+      R"j({"template": {"spec": {"containers": [{"command": ["python3", "/app/eval.py"]}]}}})j");
+  EXPECT_TRUE(Build(job).status.ok());
+  job = BaseJob();
+  job["spec"]["training"]["target"] = {{"metric", "loss"}, {"atMost", 0.2}};
+  EXPECT_TRUE(Build(job).status.ok());
+}
+
 TEST(DesiredChildrenTest, TemplateCommandRunsAsGiven) {
   json job = BaseJob();
   job["spec"]["data"] = json::parse(

@@ -56,6 +56,13 @@ Status ParseCoordinatorStatus(const std::string& body, CoordinatorStatus* out) {
     const std::optional<double> loss = NumberAt(j, {"evaluation", "loss"});
     if (loss && std::isfinite(*loss)) s.test_loss = *loss;
   }
+  for (const auto& [name, value] : ObjectAt(j, {"evaluation", "metrics"}).items()) {
+    if (!IsMetricName(name) || !value.is_number() || !std::isfinite(value.get<double>())) {
+      return Status::DataLoss("coordinator /status: evaluation.metrics." + name.substr(0, 63) +
+                              ": must be a metric name with a finite number");
+    }
+    s.test_metrics[name] = value.get<double>();
+  }
   *out = std::move(s);
   return Status::OK();
 }

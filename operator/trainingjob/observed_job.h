@@ -18,6 +18,7 @@
 
 #include <array>
 #include <chrono>
+#include <map>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -42,6 +43,8 @@ struct CoordinatorStatus {
   uint64_t live_trainers = 0;
   std::optional<double> test_accuracy;  // the evaluator's latest
   std::optional<double> test_loss;
+  // The metrics beside accuracy and loss (the user's evaluation's), by name.
+  std::map<std::string, double> test_metrics;
   uint64_t evaluation_version = 0;  // the master version that evaluation scored
   // When the phase became Succeeded or Failed (the lastTransitionTime of
   // that condition), when the coordinator says.

@@ -33,6 +33,7 @@ TEST(ObservedJobTest, ParsesTheCoordinatorStatus) {
   EXPECT_EQ(s.test_accuracy, 0.97);
   EXPECT_EQ(s.test_loss, 0.1);
   EXPECT_EQ(s.evaluation_version, 4000u);
+  EXPECT_EQ(s.test_metrics, (std::map<std::string, double>{{"top5_accuracy", 0.995}}));
   EXPECT_FALSE(s.finished());
   EXPECT_FALSE(s.finished_at.has_value());  // still running
 
@@ -49,6 +50,7 @@ TEST(ObservedJobTest, ParsesTheCoordinatorStatus) {
   EXPECT_EQ(s.test_accuracy, 0.9871);
   EXPECT_EQ(s.test_loss, 0.04);
   EXPECT_EQ(s.evaluation_version, 938u);
+  EXPECT_TRUE(s.test_metrics.empty());
 
   // No evaluation yet: accuracy and loss are null.
   ASSERT_TRUE(ParseCoordinatorStatus(examples::kPending, &s).ok());
@@ -77,6 +79,13 @@ TEST(ObservedJobTest, RefusesWhatIsNotACoordinatorStatus) {
   EXPECT_EQ(s.epoch, 0u);
   EXPECT_EQ(s.master_version, 0u);
   EXPECT_DOUBLE_EQ(s.EpochsDone(), 0);
+  const Status metric = ParseCoordinatorStatus(
+      R"({"phase": "Running", "evaluation": {"metrics": {"Top-5": 0.9}}})", &s);
+  EXPECT_EQ(metric.message(), "coordinator /status: evaluation.metrics.Top-5: must be a metric "
+                              "name with a finite number");
+  EXPECT_FALSE(ParseCoordinatorStatus(
+                   R"({"phase": "Running", "evaluation": {"metrics": {"f1": "high"}}})", &s)
+                   .ok());
 }
 
 std::string Metrics(double version, double gap_sum, double gap_count, double st_sum,

@@ -45,12 +45,27 @@ std::string RateText(double updates_per_second) {
   return Printf(updates_per_second < 9.95 ? "%.1f" : "%.0f", std::max(0.0, updates_per_second));
 }
 
+std::string TargetText(const TargetSpec& target, std::optional<double> value) {
+  return value ? target.Progress(*value) : target.Text();
+}
+
 nlohmann::json ProgressDisplay(const nlohmann::json& progress, double epochs,
-                               const std::string& phase) {
+                               const std::string& phase, const TargetSpec& target) {
   nlohmann::json display = nlohmann::json::object();
   if (const auto done = Finite(progress, "epoch")) display["epoch"] = EpochText(*done, epochs);
   if (const auto accuracy = Finite(progress, "testAccuracy")) {
     display["accuracy"] = AccuracyText(*accuracy);
+  }
+  if (target.IsSet()) {
+    std::optional<double> value;
+    if (target.metric == "accuracy") {
+      value = Finite(progress, "testAccuracy");
+    } else if (target.metric == "loss") {
+      value = Finite(progress, "testLoss");
+    } else {
+      value = Finite(ObjectAt(progress, {"testMetrics"}), target.metric.c_str());
+    }
+    display["target"] = TargetText(target, value);
   }
   if (const auto gap = Finite(progress, "meanGap")) display["gap"] = GapText(*gap);
   if (const auto rate = Finite(progress, "updatesPerSecond"); rate && phase == "Running") {

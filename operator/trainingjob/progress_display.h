@@ -8,6 +8,9 @@
 //                               spec.training.epochs; "2.3" for a job
 //                               counted in maxUpdates
 //   accuracy          "98.45%"  the latest test accuracy
+//   target            "perplexity 18.4 (<= 20)"  the job's target metric's
+//                               latest value and its bound; "perplexity
+//                               <= 20" before the first evaluation with it
 //   gap               "2.17"    mean gap of recent pushes
 //   updatesPerSecond  "270"     while the job is Running only (a finished
 //                               or suspended job makes no updates); one
@@ -21,22 +24,28 @@
 #define GAPTRAIN_OPERATOR_TRAININGJOB_PROGRESS_DISPLAY_H_
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+
+#include "services/api/training_job.h"
 
 namespace gaptrain {
 namespace trainingjob {
 
 // `progress` is status.progress as the operator writes it; `epochs` the
 // job's spec.training.epochs (0: unknown, or counted in maxUpdates);
-// `phase` the status.phase written with it.
+// `phase` the status.phase written with it; `target` the job's
+// (JobTarget; unset: no target column).
 nlohmann::json ProgressDisplay(const nlohmann::json& progress, double epochs,
-                               const std::string& phase);
+                               const std::string& phase, const TargetSpec& target);
 
 // The pieces, for tests.
 std::string EpochText(double done, double epochs);
 std::string AccuracyText(double accuracy);
 std::string GapText(double gap);
 std::string RateText(double updates_per_second);
+// `value` absent: the bound alone.
+std::string TargetText(const TargetSpec& target, std::optional<double> value);
 
 }  // namespace trainingjob
 }  // namespace gaptrain

@@ -846,7 +846,11 @@ class Reconciler {
       progress["epoch"] = c.EpochsDone();
       version = c.master_version;
       read_version = true;
-      if (c.test_accuracy) progress["testAccuracy"] = *c.test_accuracy;
+      if (c.test_accuracy) {
+        progress["testAccuracy"] = *c.test_accuracy;
+        progress.erase("testMetrics");  // those of this evaluation only
+        if (!c.test_metrics.empty()) progress["testMetrics"] = c.test_metrics;
+      }
       if (c.test_loss) progress["testLoss"] = *c.test_loss;
     }
     if (o_.master) {
@@ -898,7 +902,10 @@ class Reconciler {
     // The same numbers as `kubectl get tj` prints them (a pure function of
     // progress, so a finished job's stays as it finished).
     const json display =
-        ProgressDisplay(progress, o_.parse_status.ok() ? o_.spec.training.epochs : 0, phase_);
+        o_.parse_status.ok()
+            ? ProgressDisplay(progress, o_.spec.training.epochs, phase_,
+                              JobTarget(o_.spec.training))
+            : ProgressDisplay(progress, 0, phase_, TargetSpec());
     if (!display.empty()) status["display"] = display;
     if (!output_.empty()) status["output"] = output_;
     if (!autoscale_.empty()) status["autoscale"] = autoscale_;

@@ -96,6 +96,22 @@ class UnscriptableCNN(BatchNormCNN):
 MODELS = {"mlp": MLP, "cnn": SmallCNN, "bn-cnn": BatchNormCNN, "unscriptable": UnscriptableCNN}
 
 
+def classification_with_top_k(k):
+    """An eval_fn of the user's own: gaptrain.classification's top-1
+    accuracy and loss, and the top-k accuracy as "top<k>_accuracy" (a
+    metric spec.training.target may name)."""
+    def eval_fn(model, dataset):
+        result = gaptrain.classification(model, dataset)
+        hits, n = 0, 0
+        for inputs, targets in torch.utils.data.DataLoader(dataset, batch_size=256):
+            top = model(inputs).topk(k, dim=1).indices
+            hits += (top == targets.unsqueeze(1)).any(dim=1).sum().item()
+            n += len(targets)
+        result["top%d_accuracy" % k] = hits / n
+        return result
+    return eval_fn
+
+
 def train_in_own_loop(model, dataset, clip_norm, autocast, argv):
     """What gaptrain.train() does, the loop written out as a PyTorch user
     writes one, with gradient clipping and, with `autocast`, mixed
@@ -138,14 +154,18 @@ def main(argv):
                         help="with --own-loop: mixed precision (float16 on a GPU, bfloat16 on "
                              "the CPU)")
     parser.add_argument("--device", default="cpu", help="the model's device (cpu, cuda)")
+    parser.add_argument("--top-k", type=int, default=0,
+                        help="as the evaluator: also report topK_accuracy (0: not)")
     args, rest = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     model = MODELS[args.model]().to(args.device)
     if gaptrain.role(rest) == "evaluator":
         # The job's evaluator: the test split, top-1 accuracy and
-        # cross-entropy (gaptrain.classification).
-        result = gaptrain.evaluate(model, FashionMNIST(args.data, train=False), argv=rest)
+        # cross-entropy (gaptrain.classification), and top-k with --top-k.
+        eval_fn = classification_with_top_k(args.top_k) if args.top_k > 0 else None
+        result = gaptrain.evaluate(model, FashionMNIST(args.data, train=False), eval_fn,
+                                   argv=rest)
     elif args.own_loop:
         result = train_in_own_loop(model, FashionMNIST(args.data), args.clip_norm, args.autocast,
                                    rest)

@@ -231,10 +231,12 @@ class CoordinatorSession:
         return self.call("NextTask", lambda wid: pb.NextTaskRequest(worker_id=wid),
                          self._stub.NextTask)
 
-    def report_evaluation(self, accuracy, loss, version):
-        """The evaluator's result; the job's phase after it."""
+    def report_evaluation(self, accuracy, loss, version, metrics=()):
+        """The evaluator's result, with `metrics` (name, value) beside accuracy
+        and loss; the job's phase after it."""
         return self.call("ReportEvaluation", lambda wid: pb.ReportEvaluationRequest(
-            worker_id=wid, accuracy=accuracy, loss=loss, version=version),
+            worker_id=wid, accuracy=accuracy, loss=loss, version=version,
+            metrics=[pb.EvalMetric(name=n, value=v) for n, v in metrics]),
             self._stub.ReportEvaluation).phase
 
     def complete_task(self, task_id, reached):

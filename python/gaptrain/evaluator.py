@@ -3,12 +3,13 @@ evaluator's part (services/worker/evaluation_loop.cc) with the user's model,
 test set and evaluation function. It registers as the job's evaluator,
 watches the master's version, and every spec.training.evalEveryUpdates
 updates reads θ (an observer pull) and the module's buffers, evaluates, and
-reports the accuracy and loss to the coordinator, which may end the job on
-spec.training.targetAccuracy. When the job ends it evaluates the final
+reports the accuracy, the loss and eval_fn's other metrics to the
+coordinator, which may end the job on spec.training.target. When the job ends it evaluates the final
 model once more, so the job's last accuracy is the final model's."""
 
 import logging
 import math
+import re
 import time
 
 import grpc
@@ -73,19 +74,48 @@ class EvalResult:
             self.evaluations, self.accuracy, self.loss, self.version)
 
 
-def _check_result(result):
-    """eval_fn's dict with a finite accuracy in [0, 1] and loss >= 0."""
+# A metric's name as the coordinator and Prometheus labels take it
+# (kMetricNamePattern in services/api/training_job.h), and how many.
+METRIC_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
+MAX_METRICS = 32
+
+
+def _check_result(result, target_metric=""):
+    """eval_fn's dict: (accuracy, loss, [(name, value)] of the other
+    metrics, sorted). Accuracy must be in [0, 1]; the other metrics need
+    names as METRIC_NAME and finite numbers; `target_metric` (the job's)
+    must be among them."""
     if not isinstance(result, dict):
         raise GaptrainError("eval_fn returned %r: it must return a dict with 'accuracy' and "
                             "'loss'" % (result,))
     for key in ("accuracy", "loss"):
         if key not in result:
             raise GaptrainError("eval_fn returned no %r (it returned %s)" %
-                                (key, sorted(result)))
+                                (key, sorted(map(str, result))))
     accuracy, loss = float(result["accuracy"]), float(result["loss"])
     if not 0.0 <= accuracy <= 1.0:
         raise GaptrainError("eval_fn's accuracy %r is not in [0, 1]" % (accuracy,))
-    return accuracy, loss
+    others = []
+    for name, value in result.items():
+        if name in ("accuracy", "loss"):
+            continue
+        if not isinstance(name, str) or not METRIC_NAME.fullmatch(name):
+            raise GaptrainError("eval_fn's metric %r: a name is lower-case letters, digits and "
+                                "'_', starting with a letter, at most 63 characters" % (name,))
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise GaptrainError("eval_fn's metric %r is %r, not a number" % (name, value))
+        if not math.isfinite(number):
+            raise GaptrainError("eval_fn's metric %r is %r, not finite" % (name, number))
+        others.append((name, number))
+    if len(others) > MAX_METRICS:
+        raise GaptrainError("eval_fn returned %d metrics beside accuracy and loss; at most %d" %
+                            (len(others), MAX_METRICS))
+    if target_metric and target_metric not in result:
+        raise GaptrainError("spec.training.target.metric is %r, which eval_fn does not return "
+                            "(it returned %s)" % (target_metric, sorted(result)))
+    return accuracy, loss, sorted(others)
 
 
 class Evaluator:
@@ -180,20 +210,19 @@ class Evaluator:
         self.model.eval()
         with torch.no_grad():
             result = self.eval_fn(self.model, self.dataset)
-        accuracy, loss = _check_result(result)
+        accuracy, loss, others = _check_result(result, self.opts.target_metric)
         seconds = time.monotonic() - start
         if not math.isfinite(loss) or loss < 0:
             log.warning("evaluation of version %d gave loss %s: not reported", version, loss)
             return
         self.result.evaluations += 1
         self.result.accuracy, self.result.loss, self.result.version = accuracy, loss, version
-        self.result.metrics = {k: float(v) for k, v in result.items()}
-        self.metrics.record_evaluation(accuracy, loss, version, seconds)
-        extra = "".join(", %s %.4g" % (k, float(v)) for k, v in sorted(result.items())
-                        if k not in ("accuracy", "loss"))
+        self.result.metrics = dict(others, accuracy=accuracy, loss=loss)
+        self.metrics.record_evaluation(accuracy, loss, version, seconds, others)
+        extra = "".join(", %s %.4g" % (k, v) for k, v in others)
         log.info("evaluation: version %d, accuracy %.4f, loss %.4f%s (%.2f s)", version,
                  accuracy, loss, extra, seconds)
-        phase = self.session.report_evaluation(accuracy, loss, version)
+        phase = self.session.report_evaluation(accuracy, loss, version, others)
         if phase in (pb.JOB_PHASE_SUCCEEDED, pb.JOB_PHASE_FAILED) and not self.stop.stopped:
             log.info("the job has %s", "succeeded" if phase == pb.JOB_PHASE_SUCCEEDED
                      else "failed")
@@ -214,8 +243,10 @@ def evaluate(model, dataset, eval_fn=None, argv=None, environ=None, options=None
              handle_signals=True):
     """Runs the job's evaluator with the user's `model` and test `dataset`:
     `eval_fn(model, dataset)` returns a dict with "accuracy" (in [0, 1]) and
-    "loss" (finite, >= 0), and may add metrics of its own (logged, and in
-    EvalResult.metrics); by default top-1 accuracy and mean cross-entropy of
+    "loss" (finite, >= 0), and may add metrics of its own (names of
+    lower-case letters, digits and '_', finite numbers, at most 32: reported
+    to the coordinator, so spec.training.target may name one, shown in
+    status and exported as gaptrain_worker_eval_metric); by default top-1 accuracy and mean cross-entropy of
     (input, class) pairs (classification()). The model is evaluated in eval
     mode without gradients, with the master's θ and buffers (BatchNorm's
     statistics). Settings as train() takes them (gaptrain-worker's flags,

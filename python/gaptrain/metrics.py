@@ -99,6 +99,10 @@ class WorkerMetrics:
         self._eval_version = self._gauge_like("gaptrain_worker_eval_version", "gauge",
                                               "Evaluator: the master version evaluated last.",
                                               0.0)
+        self._eval_metric = self._family(
+            "gaptrain_worker_eval_metric", "gauge",
+            "Evaluator: the last evaluation's metrics beside accuracy and loss (eval_fn's own), "
+            "by name.")
         self._eval_seconds = eval_seconds = self._family("gaptrain_worker_eval_duration_seconds", "histogram",
                                     "Evaluator: time of one evaluation (pull and the test set).",
                                     EVAL_BUCKETS)
@@ -170,10 +174,13 @@ class WorkerMetrics:
             key = (("code", code),)
             self._rejected.series[key] = self._rejected.series.get(key, 0.0) + 1
 
-    def record_evaluation(self, accuracy, loss, version, seconds):
+    def record_evaluation(self, accuracy, loss, version, seconds, metrics=()):
         """The evaluator's result for master version `version`, which took
-        `seconds` (the pull and the test set)."""
+        `seconds` (the pull and the test set); `metrics`: (name, value)
+        pairs beside accuracy and loss."""
         with self._mu:
+            self._eval_metric.series = {(("metric", name),): float(value)
+                                        for name, value in metrics}
             self._eval_accuracy.series[()] = float(accuracy)
             self._eval_loss.series[()] = float(loss)
             self._eval_version.series[()] = float(version)

@@ -61,6 +61,8 @@ class Options:
         self.weight_decay = 1e-4
         self.eval_every_updates = 500  # spec.training.evalEveryUpdates
         self.batch_size = 128  # spec.training.batchSize (the evaluator's default)
+        # spec.training.target's metric ("accuracy" for targetAccuracy); "": none
+        self.target_metric = ""
 
 
 def _parser():
@@ -111,6 +113,10 @@ def read_job(options, job_file, name="--job"):
         "spec.training.evalEveryUpdates", 1.0))
     options.batch_size = int(_job_number(_get(job, "spec", "training", "batchSize", default=128),
                                          "spec.training.batchSize", 1.0))
+    target = _get(job, "spec", "training", "target", default=None) or {}
+    options.target_metric = str(target.get("metric", "")) if isinstance(target, dict) else ""
+    if not options.target_metric and _get(job, "spec", "training", "targetAccuracy", default=0):
+        options.target_metric = "accuracy"
     path = _get(job, "spec", "data", "path", default="")
     options.data_path = options.data_dir or ("" if path is None else str(path))
 

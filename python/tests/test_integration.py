@@ -140,14 +140,15 @@ class Job:
 
     def __init__(self, run_dir, wire, updates, gap_source="snapshot", model="{builtin: mlp}",
                  mode="async", rule="gap-aware", trainers=1, eval_every=100000,
-                 target_accuracy=None):
+                 target_accuracy=None, target=None):
         self.run = run_dir
         self.job = os.path.join(run_dir, "job.yaml")
         with open(self.job, "w") as f:
             f.write(JOB.format(wire=wire, data=data_dir(), updates=updates, run=run_dir,
                                gap_source=gap_source, model=model, mode=mode, rule=rule,
                                trainers=trainers, eval_every=eval_every,
-                               target="" if target_accuracy is None else
+                               target=("\n    target: %s" % target) if target else
+                               "" if target_accuracy is None else
                                "\n    targetAccuracy: %g" % target_accuracy))
         self.env = dict(os.environ, GAPTRAIN_TOKEN=TOKEN)
         self.processes = []
@@ -421,7 +422,11 @@ class PythonTrainerTest(unittest.TestCase):
             st = job.status()
             self.assertEqual(st.phase, pb.JOB_PHASE_SUCCEEDED)
             self.assertEqual(st.reason, "TargetAccuracyReached")
-            self.assertGreaterEqual(st.last_accuracy, 0.7)
+            # "accuracy 0.7123 at version 250 reached the target accuracy >= 0.7";
+            # the final model's evaluation after it may score a little less.
+            self.assertRegex(st.message, r"^accuracy [0-9.]+ at version [0-9]+ reached the "
+                                         r"target accuracy >= 0.7$")
+            self.assertGreaterEqual(float(st.message.split()[1]), 0.7)
             self.assertLess(job.master_version(), 5000)
             e = read_result(eval_result)
             self.assertGreaterEqual(e["evaluations"], 1)
@@ -436,6 +441,48 @@ class PythonTrainerTest(unittest.TestCase):
             self.assertIn("worker py-evaluator (evaluator)", log)
             self.assertIn("evaluation: version", log)
             self.assertEqual(read_result(result)["reason"], "finished")
+        finally:
+            job.close()
+
+    def test_the_users_metric_is_the_jobs_target(self):
+        # spec.training.target on a metric of the evaluator's eval_fn:
+        # top-2 accuracy, reported beside accuracy and loss, ends the job.
+        job = Job(self.dir.name, "fp32", updates=5000, eval_every=50,
+                  target="{metric: top2_accuracy, atLeast: 0.85}")
+        try:
+            evaluator, eval_result = job.trainer("py-evaluator", role="evaluator",
+                                                 extra=["--top-k", "2"])
+            trainer, result = job.trainer("py-trainer")
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-trainer"))
+            self.assertEqual(evaluator.wait(timeout=60), 0, job.log("py-evaluator"))
+            st = job.status()
+            self.assertEqual((st.phase, st.reason), (pb.JOB_PHASE_SUCCEEDED, "TargetReached"))
+            self.assertEqual(st.target, "top2_accuracy >= 0.85")
+            metrics = {m.name: m.value for m in st.last_eval_metrics}
+            self.assertEqual(list(metrics), ["top2_accuracy"])
+            self.assertGreaterEqual(metrics["top2_accuracy"], st.last_accuracy)
+            # The evaluation that reached it (the final model's may score less).
+            self.assertRegex(st.message, r"^top2_accuracy [0-9.]+ at version [0-9]+ reached "
+                                         r"the target top2_accuracy >= 0.85$")
+            self.assertGreaterEqual(float(st.message.split()[1]), 0.85)
+            self.assertLess(job.master_version(), 5000)
+            e = read_result(eval_result)
+            self.assertAlmostEqual(e["metrics"]["top2_accuracy"], metrics["top2_accuracy"],
+                                   places=9)
+        finally:
+            job.close()
+
+    def test_a_target_the_evaluation_lacks_fails_the_evaluator_clearly(self):
+        job = Job(self.dir.name, "fp32", updates=5000, eval_every=20,
+                  target="{metric: f1, atLeast: 0.9}")
+        try:
+            evaluator, _ = job.trainer("py-evaluator", role="evaluator")
+            trainer, _ = job.trainer("py-trainer")
+            self.assertNotEqual(evaluator.wait(timeout=240), 0, job.log("py-evaluator"))
+            self.assertIn("spec.training.target.metric is 'f1', which eval_fn does not return "
+                          "(it returned ['accuracy', 'loss'])", job.log("py-evaluator"))
+            trainer.kill()
+            trainer.wait()
         finally:
             job.close()
 

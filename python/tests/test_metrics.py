@@ -53,6 +53,17 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(m.value("gaptrain_worker_samples_total"), 96)
         self.assertTrue(math.isnan(WorkerMetrics().value("gaptrain_worker_loss")))
 
+    def test_the_evaluations_own_metrics_by_name(self):
+        m = WorkerMetrics()
+        m.record_evaluation(0.9, 0.3, 100, 1.5, [("f1", 0.8), ("top5_accuracy", 0.99)])
+        lines = m.render().splitlines()
+        self.assertIn('gaptrain_worker_eval_metric{metric="top5_accuracy"} 0.99', lines)
+        self.assertIn("gaptrain_worker_eval_accuracy 0.9", lines)
+        # The next evaluation's replace them.
+        m.record_evaluation(0.9, 0.3, 200, 1.5, [("f1", 0.85)])
+        self.assertEqual(m.value("gaptrain_worker_eval_metric", metric="f1"), 0.85)
+        self.assertNotIn("top5_accuracy", m.render())
+
     def test_served_on_an_ephemeral_port(self):
         with tempfile.TemporaryDirectory() as d:
             ports = os.path.join(d, "trainer.ports")

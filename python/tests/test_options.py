@@ -125,6 +125,15 @@ class OptionsTest(unittest.TestCase):
             options.parse([], environ=self.env())
         self.assertIn("spec.training.evalEveryUpdates", str(e.exception))
 
+    def test_the_target_metric_from_the_job(self):
+        for spec, metric in [("{}", ""), ("{targetAccuracy: 0.9}", "accuracy"),
+                             ("{target: {metric: top5_accuracy, atLeast: 0.9}}",
+                              "top5_accuracy"),
+                             ("{target: {metric: perplexity, atMost: 20}}", "perplexity")]:
+            with open(self.job, "w") as f:
+                f.write("spec: {training: %s}\n" % spec)
+            self.assertEqual(options.parse([], environ=self.env()).target_metric, metric, spec)
+
     def test_the_data_path_from_the_job_or_data_dir(self):
         with open(self.job, "w") as f:
             f.write("spec: {data: {format: mnist-idx, path: /data/fashion}, "

@@ -2,6 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
+#include <cstdio>
+
 #include "services/api/yaml_fields.h"
 #include "services/base/file_contents.h"
 
@@ -46,9 +49,52 @@ void Validate(const TrainingJob& job, Status* status) {
   require(job.output.claim_name.empty() == job.output.path.empty(), kRuleOutputClaimAndPath);
   require(!job.model.from_trainer || job.model.torchscript.empty(),
           kRuleFromTrainerWithoutTorchscript);
+  const TargetSpec& target = t.target;
+  const bool bounds = !std::isnan(target.at_least) || !std::isnan(target.at_most);
+  if (target.IsSet() || bounds) {
+    require(target.IsSet() && std::isnan(target.at_least) != std::isnan(target.at_most),
+            kRuleTargetBound);
+    require(t.target_accuracy == 0, kRuleOneTarget);
+  }
 }
 
 }  // namespace
+
+std::string TargetSpec::Text() const {
+  return metric + (std::isnan(at_least) ? " <= " + FormatNumber(at_most)
+                                        : " >= " + FormatNumber(at_least));
+}
+
+std::string TargetSpec::Progress(double value) const {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return metric + " " + text + " (" +
+         (std::isnan(at_least) ? "<= " + FormatNumber(at_most) : ">= " + FormatNumber(at_least)) +
+         ")";
+}
+
+bool IsEvaluatorMetric(const std::string& metric) {
+  for (const char* m : kEvaluatorMetrics) {
+    if (metric == m) return true;
+  }
+  return false;
+}
+
+TargetSpec JobTarget(const TrainingSpec& training) {
+  if (!(training.target_accuracy > 0)) return training.target;
+  TargetSpec target;
+  target.metric = "accuracy";
+  target.at_least = training.target_accuracy;
+  return target;
+}
+
+bool IsMetricName(const std::string& name) {
+  if (name.empty() || name.size() > 63 || !(name[0] >= 'a' && name[0] <= 'z')) return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
 
 Status ParseTrainingJob(const std::string& yaml_text, const std::string& source,
                         TrainingJob* job) {

@@ -18,8 +18,10 @@
 #ifndef GAPTRAIN_SERVICES_API_TRAINING_JOB_H_
 #define GAPTRAIN_SERVICES_API_TRAINING_JOB_H_
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -107,6 +109,23 @@ inline constexpr JobRule kRuleFromTrainerWithoutTorchscript{
     "spec.model.fromTrainer", "the trainers declare the model; leave torchscript unset"};
 inline constexpr JobRule kRuleOutputClaimAndPath{"spec.output",
                                                  "set both claimName and path, or neither"};
+// A target is a metric and one bound.
+inline constexpr JobRule kRuleTargetBound{"spec.training.target",
+                                          "set metric and exactly one of atLeast and atMost"};
+inline constexpr JobRule kRuleOneTarget{"spec.training.targetAccuracy",
+                                        "set target or targetAccuracy, not both"};
+// What gaptrain's own evaluator (gaptrain-worker --role evaluator) reports;
+// any other metric comes from the user's (the Python SDK's
+// gaptrain.evaluate, run from spec.evaluator.template).
+inline constexpr const char* kEvaluatorMetrics[] = {"accuracy", "loss"};
+inline constexpr char kRuleTargetMetricNeedsUsersEvaluator[] =
+    "spec.training.target.metric: gaptrain's evaluator reports accuracy and loss only; another "
+    "metric comes from your evaluator (gaptrain.evaluate's eval_fn, run by a command in "
+    "spec.evaluator.template)";
+// A metric's name, as ReportEvaluation and Prometheus labels take it.
+constexpr char kMetricNamePattern[] = "^[a-z][a-z0-9_]{0,62}$";
+constexpr char kMetricNameMeaning[] =
+    "lower-case letters, digits and '_', starting with a letter, at most 63 characters";
 
 // The update rules that measure a Gap (kRuleAutoscaleGap).
 inline constexpr const char* kGapAwareRules[] = {"gap-aware", "gap-aware-dana"};
@@ -266,11 +285,54 @@ inline const FieldSectionOf<SyncSpec>& SyncFields() {
   return fields;
 }
 
+// A target's bound: any finite number of a sane size (a metric's value is
+// a double; one past 1e15 is no measurement).
+constexpr double kMetricBoundLimit = 1e15;
+constexpr char kMetricBoundWhy[] = "a metric's bound, in [-1e15, 1e15]";
+
+// `spec.training.target`: the job succeeds once an evaluation's metric
+// reaches a bound: accuracy or loss, or a metric of the user's evaluator
+// (top-5 accuracy, perplexity, F1...). targetAccuracy: X is
+// {metric: accuracy, atLeast: X}.
+struct TargetSpec {
+  std::string metric;  // "" = no target
+  // Exactly one is set; NaN = unset (any finite bound is meaningful).
+  double at_least = std::numeric_limits<double>::quiet_NaN();
+  double at_most = std::numeric_limits<double>::quiet_NaN();
+
+  bool IsSet() const { return !metric.empty(); }
+  // Whether `value` reaches the bound.
+  bool ReachedBy(double value) const {
+    return std::isnan(at_least) ? value <= at_most : value >= at_least;
+  }
+  // "perplexity <= 20"
+  std::string Text() const;
+  // The metric at `value` against the bound: "perplexity 18.41 (<= 20)"
+  // (4 significant digits).
+  std::string Progress(double value) const;
+};
+
+inline const FieldSectionOf<TargetSpec>& TargetFields() {
+  using S = TargetSpec;
+  using F = FieldsOf<S>;
+  static const FieldSectionOf<S> fields({
+      F::Text("metric", &S::metric,
+              "accuracy, loss, or a metric your evaluator's eval_fn returns")
+          .Pattern(kMetricNamePattern, kMetricNameMeaning),
+      F::Number("atLeast", &S::at_least, "succeed once the metric is at least this")
+          .AtLeast(-kMetricBoundLimit).Limit(kMetricBoundLimit, kMetricBoundWhy).NoDefault(),
+      F::Number("atMost", &S::at_most, "succeed once the metric is at most this")
+          .AtLeast(-kMetricBoundLimit).Limit(kMetricBoundLimit, kMetricBoundWhy).NoDefault(),
+  });
+  return fields;
+}
+
 struct TrainingSpec {
   uint32_t batch_size = 128;    // per worker
   double epochs = 0;            // one of epochs / max_updates is set
   uint64_t max_updates = 0;
   double target_accuracy = 0;   // 0 = none; stop when the evaluator reports it
+  TargetSpec target;
   uint64_t eval_every_updates = 500;
   OptimizerSpec optimizer;
   std::string mode = "async";
@@ -294,6 +356,8 @@ inline const FieldSectionOf<TrainingSpec>& TrainingFields() {
       F::Number("targetAccuracy", &S::target_accuracy,
                 "succeed when the evaluator reports this test accuracy; 0: none")
           .AtLeast(0).AtMost(1),
+      F::Section("target", &S::target, TargetFields(),
+                 "succeed when the evaluator reports a metric at or past a bound"),
       F::Integer("evalEveryUpdates", &S::eval_every_updates, "evaluator period in master updates")
           .AtLeast(1).Limit(1e15, "no job is longer, so a longer period would never evaluate"),
       F::Section("optimizer", &S::optimizer, OptimizerFields(), "SGD with momentum"),
@@ -608,6 +672,14 @@ Status ParseTrainingJob(const std::string& yaml_text, const std::string& source,
                         TrainingJob* job);
 // Reads `path` and parses it.
 Status LoadTrainingJob(const std::string& path, TrainingJob* job);
+
+// Whether gaptrain's own evaluator reports `metric` (kEvaluatorMetrics).
+bool IsEvaluatorMetric(const std::string& metric);
+// Whether `name` matches kMetricNamePattern.
+bool IsMetricName(const std::string& name);
+// What ends the job early: spec.training.target, or targetAccuracy as
+// {accuracy, atLeast}; unset when neither is.
+TargetSpec JobTarget(const TrainingSpec& training);
 
 // The limits that depend on the training set, checked where its size is
 // known (the master, the coordinator, `gaptrain run`, `gaptrain

@@ -495,6 +495,61 @@ TEST(TrainingJobTest, OutputNamesAClaimAndAPathInIt) {
             std::string::npos);
 }
 
+// spec.training.target: a metric and one bound; targetAccuracy is the
+// accuracy's shorthand and the two do not mix.
+TEST(TrainingJobTest, TargetIsAMetricAndOneBound) {
+  TrainingJob job;
+  ASSERT_TRUE(Parse(kFullJob, &job).ok());
+  EXPECT_FALSE(job.training.target.IsSet());
+  auto with_target = [](const std::string& target) {
+    return WithLine("targetAccuracy: 0.99", "target: " + target);
+  };
+  std::string text = with_target("{metric: perplexity, atMost: 20}");
+  ASSERT_TRUE(Parse(text, &job).ok()) << Parse(text, &job).ToString();
+  EXPECT_EQ(job.training.target.Text(), "perplexity <= 20");
+  EXPECT_TRUE(job.training.target.ReachedBy(19.5));
+  EXPECT_TRUE(job.training.target.ReachedBy(20));
+  EXPECT_FALSE(job.training.target.ReachedBy(20.5));
+  EXPECT_EQ(job.training.target_accuracy, 0);
+  text = with_target("{metric: top5_accuracy, atLeast: 0.95}");
+  ASSERT_TRUE(Parse(text, &job).ok());
+  EXPECT_EQ(job.training.target.Text(), "top5_accuracy >= 0.95");
+  EXPECT_TRUE(job.training.target.ReachedBy(0.95));
+  EXPECT_FALSE(job.training.target.ReachedBy(0.9));
+  text = with_target("{metric: r2, atLeast: -0.5}");  // any finite bound
+  ASSERT_TRUE(Parse(text, &job).ok());
+  EXPECT_TRUE(job.training.target.ReachedBy(0));
+
+  for (const char* bad : {"{metric: perplexity}", "{atMost: 20}",
+                          "{metric: f1, atLeast: 0.8, atMost: 0.9}"}) {
+    EXPECT_NE(ErrorOf(with_target(bad))
+                  .find("job.yaml: spec.training.target: set metric and exactly one of atLeast "
+                        "and atMost"),
+              std::string::npos)
+        << bad;
+  }
+  EXPECT_NE(ErrorOf(WithLine("targetAccuracy: 0.99",
+                             "targetAccuracy: 0.99\n    target: {metric: f1, atLeast: 0.8}"))
+                .find("spec.training.targetAccuracy: set target or targetAccuracy, not both"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(with_target("{metric: Top-5, atLeast: 0.8}"))
+                .find("spec.training.target.metric: must consist of lower-case letters, digits "
+                      "and '_'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(with_target("{metric: f1, atLeast: .nan}")).find("spec.training.target.atLeast"),
+            std::string::npos);
+  EXPECT_TRUE(IsEvaluatorMetric("accuracy"));
+  EXPECT_TRUE(IsEvaluatorMetric("loss"));
+  EXPECT_FALSE(IsEvaluatorMetric("top5_accuracy"));
+  EXPECT_TRUE(IsMetricName("top5_accuracy"));
+  EXPECT_TRUE(IsMetricName(std::string(63, 'f')));
+  EXPECT_FALSE(IsMetricName(std::string(64, 'f')));
+  EXPECT_FALSE(IsMetricName("5top"));
+  EXPECT_FALSE(IsMetricName("Top5"));
+  EXPECT_FALSE(IsMetricName("top-5"));
+  EXPECT_FALSE(IsMetricName(""));
+}
+
 // A finished job is kept unless the manifest asks otherwise, as a
 // Kubernetes Job without ttlSecondsAfterFinished is; 0 deletes it at once.
 TEST(TrainingJobTest, FinishedJobsAreKeptWithoutATtl) {

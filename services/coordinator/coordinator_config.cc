@@ -27,7 +27,7 @@ Status CoordinatorConfigFromJob(const TrainingJob& job, uint64_t train_samples,
   c.batch_size = job.training.batch_size;
   c.epochs = job.training.epochs;
   c.max_updates = job.training.max_updates;
-  c.target_accuracy = job.training.target_accuracy;
+  c.target = JobTarget(job.training);
   c.min_trainers = job.workers.min_replicas == 0 ? job.workers.replicas : job.workers.min_replicas;
   c.desired_trainers = job.workers.replicas;
   c.lease_seconds = job.coordinator.lease_seconds;
@@ -53,8 +53,8 @@ Status ValidateCoordinatorConfig(const CoordinatorConfig& c) {
   if (c.epochs > 0 && c.epochs * c.train_samples < 1) {
     return Status::InvalidArgument("epochs: covers no sample of the training set");
   }
-  if (!(c.target_accuracy >= 0 && c.target_accuracy <= 1)) {
-    return Status::InvalidArgument("target_accuracy: must be in [0, 1]");
+  if (c.target.IsSet() && std::isnan(c.target.at_least) == std::isnan(c.target.at_most)) {
+    return Status::InvalidArgument("target: needs exactly one of at_least and at_most");
   }
   if (c.min_trainers == 0) return Status::InvalidArgument("min_trainers: must be >= 1");
   if (!(c.lease_seconds > 0) || !std::isfinite(c.lease_seconds)) {

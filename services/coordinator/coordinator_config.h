@@ -27,10 +27,11 @@ struct CoordinatorConfig {
 
   // The job's length: `epochs` (fractional: the last epoch covers that
   // fraction of the positions), or `max_updates` master versions when
-  // epochs is 0. target_accuracy > 0 ends the job early.
+  // epochs is 0. A target (spec.training.target, or targetAccuracy as
+  // {accuracy, atLeast}) ends the job early.
   double epochs = 0;
   uint64_t max_updates = 0;
-  double target_accuracy = 0;
+  TargetSpec target;
 
   uint32_t min_trainers = 1;   // Pending below this many live trainers
   // spec.workers.replicas: only reported (gaptrain_coordinator_desired_trainers),

@@ -1,6 +1,7 @@
 #include "services/coordinator/coordinator_metrics.h"
 
 #include <cctype>
+#include <cmath>
 #include <limits>
 
 namespace gaptrain {
@@ -91,6 +92,16 @@ CoordinatorMetrics::CoordinatorMetrics(std::shared_ptr<prometheus::Registry> reg
   eval_accuracy_ = Gauge(r, "gaptrain_coordinator_eval_accuracy",
                          "Last accuracy the evaluator reported (NaN before the first).");
   eval_accuracy_->Set(std::numeric_limits<double>::quiet_NaN());
+  eval_metric_family_ = &prometheus::BuildGauge()
+                             .Name("gaptrain_coordinator_eval_metric")
+                             .Help("The last evaluation's metrics by name: accuracy, loss and "
+                                   "those the user's evaluation adds.")
+                             .Register(r);
+  eval_target_family_ = &prometheus::BuildGauge()
+                             .Name("gaptrain_coordinator_eval_target")
+                             .Help("The job's target (spec.training.target): the bound on the "
+                                   "metric that ends it; direction at_least or at_most.")
+                             .Register(r);
   auto& writes = prometheus::BuildCounter()
                      .Name("gaptrain_coordinator_state_writes_total")
                      .Help("State-file writes by result.")
@@ -139,6 +150,34 @@ void CoordinatorMetrics::Observe(const CoordinatorState& state) {
   }
   master_version_->Set(static_cast<double>(state.master_version()));
   if (state.last_accuracy()) eval_accuracy_->Set(*state.last_accuracy());
+  ObserveEvaluation(state);
+}
+
+void CoordinatorMetrics::ObserveEvaluation(const CoordinatorState& state) {
+  const TargetSpec& t = state.config().target;
+  if (t.IsSet() && !eval_target_added_) {
+    eval_target_added_ = true;
+    const bool at_least = !std::isnan(t.at_least);
+    eval_target_family_->Add({{"metric", t.metric}, {"direction", at_least ? "at_least" : "at_most"}})
+        .Set(at_least ? t.at_least : t.at_most);
+  }
+  if (!state.last_accuracy()) return;
+  std::map<std::string, double> values = {{"accuracy", *state.last_accuracy()},
+                                          {"loss", state.last_eval_loss()}};
+  for (const NamedMetric& m : state.last_eval_metrics()) values[m.name] = m.value;
+  for (auto it = eval_metrics_.begin(); it != eval_metrics_.end();) {
+    if (values.count(it->first)) {
+      ++it;
+      continue;
+    }
+    eval_metric_family_->Remove(it->second);
+    it = eval_metrics_.erase(it);
+  }
+  for (const auto& [name, value] : values) {
+    prometheus::Gauge*& gauge = eval_metrics_[name];
+    if (gauge == nullptr) gauge = &eval_metric_family_->Add({{"metric", name}});
+    gauge->Set(value);
+  }
 }
 
 prometheus::Counter* CoordinatorMetrics::Rejected(const std::string& verb, Status::Code code) {

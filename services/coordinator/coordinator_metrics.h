@@ -2,7 +2,8 @@
 // (docs/metrics.md, "Coordinator"): live workers and live trainers against
 // the job's desired and minimum trainers; joins, leaves by reason
 // and lease expiries; tasks by state, reassigned tasks and lost samples;
-// epoch and phase; training redone after master restores; rejected calls
+// epoch and phase; the last evaluation's metrics and the job's target;
+// training redone after master restores; rejected calls
 // by verb and code; state-file writes.
 //
 // Counters mirror the core's totals, which survive restarts: Observe()
@@ -43,6 +44,8 @@ class CoordinatorMetrics {
   void RecordMembersUpdate(bool ok);
 
  private:
+  // The last evaluation's metrics and the target; under mu_.
+  void ObserveEvaluation(const CoordinatorState& state);
   prometheus::Counter* Rejected(const std::string& verb, Status::Code code);
 
   std::shared_ptr<prometheus::Registry> registry_;
@@ -70,6 +73,8 @@ class CoordinatorMetrics {
   std::array<prometheus::Gauge*, 4> phase_;
   prometheus::Gauge* master_version_;
   prometheus::Gauge* eval_accuracy_;
+  prometheus::Family<prometheus::Gauge>* eval_metric_family_;
+  prometheus::Family<prometheus::Gauge>* eval_target_family_;
   prometheus::Counter* state_writes_;
   prometheus::Counter* state_write_failures_;
   prometheus::Counter* members_updates_;
@@ -78,6 +83,8 @@ class CoordinatorMetrics {
 
   std::mutex mu_;  // guards the fields below
   CoordinatorCounters seen_;
+  bool eval_target_added_ = false;
+  std::map<std::string, prometheus::Gauge*> eval_metrics_;  // the last evaluation's
   std::map<std::pair<std::string, Status::Code>, prometheus::Counter*> rejected_;
 };
 

@@ -108,6 +108,12 @@ void ToProto(const JobStatus& s, proto::CoordinatorStatusResponse* out) {
   if (s.last_accuracy) out->set_last_accuracy(*s.last_accuracy);
   out->set_last_eval_loss(s.last_eval_loss);
   out->set_last_eval_version(s.last_eval_version);
+  out->set_target(s.target);
+  for (const NamedMetric& m : s.last_eval_metrics) {
+    proto::EvalMetric* metric = out->add_last_eval_metrics();
+    metric->set_name(m.name);
+    metric->set_value(m.value);
+  }
   out->set_tasks_retrained(s.counters.tasks_retrained);
   out->set_samples_retrained(s.counters.samples_retrained);
   out->set_tasks_retrain_queued(s.tasks_retrain_queued);

@@ -344,8 +344,10 @@ grpc::Status CoordinatorService::ReportEvaluation(grpc::ServerContext* context,
   CoreStatus s, persisted;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    EvalMetrics metrics;
+    for (const proto::EvalMetric& m : request->metrics()) metrics.push_back({m.name(), m.value()});
     s = state_->ReportEvaluation(clock_(), request->worker_id(), request->accuracy(),
-                                 request->loss(), request->version());
+                                 request->loss(), request->version(), metrics);
     persisted = AfterVerb(&changes);
     response->set_phase(ToProto(state_->phase()));
   }

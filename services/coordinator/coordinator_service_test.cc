@@ -373,7 +373,10 @@ TEST(CoordinatorServiceTest, APersistFailureIsUnavailableAndTheRetryIsSafe) {
 }
 
 TEST(CoordinatorServiceTest, StatusOverGrpcAndAsJsonOverHttp) {
-  CoordinatorServer server;
+  CoordinatorConfig config = Config();
+  config.target.metric = "top5_accuracy";
+  config.target.at_least = 0.95;
+  CoordinatorServer server(config);
   CoordinatorClient client = server.Client();
   proto::RegisterResponse a, b, e;
   ASSERT_TRUE(client.Register("pod-a", proto::WORKER_ROLE_TRAINER, 0, &a).ok());
@@ -389,6 +392,9 @@ TEST(CoordinatorServiceTest, StatusOverGrpcAndAsJsonOverHttp) {
   eval.set_accuracy(0.42);
   eval.set_loss(1.5);
   eval.set_version(77);
+  proto::EvalMetric* top5 = eval.add_metrics();
+  top5->set_name("top5_accuracy");
+  top5->set_value(0.875);
   proto::ReportEvaluationResponse evalr;
   ASSERT_TRUE(client.ReportEvaluation(eval, &evalr).ok());
   proto::LeaveResponse leave;
@@ -411,6 +417,9 @@ TEST(CoordinatorServiceTest, StatusOverGrpcAndAsJsonOverHttp) {
   EXPECT_DOUBLE_EQ(st.progress(), 0.05);
   EXPECT_DOUBLE_EQ(st.last_accuracy(), 0.42);
   EXPECT_EQ(st.last_eval_version(), 77u);
+  ASSERT_EQ(st.last_eval_metrics_size(), 1);
+  EXPECT_EQ(st.last_eval_metrics(0).name(), "top5_accuracy");
+  EXPECT_EQ(st.last_eval_metrics(0).value(), 0.875);
   ASSERT_EQ(st.workers_size(), 2);
   EXPECT_EQ(st.workers(0).host(), "pod-a");
   EXPECT_EQ(st.workers(1).role(), proto::WORKER_ROLE_EVALUATOR);
@@ -442,7 +451,17 @@ TEST(CoordinatorServiceTest, StatusOverGrpcAndAsJsonOverHttp) {
   EXPECT_DOUBLE_EQ(j["progress"].get<double>(), 0.05);
   EXPECT_DOUBLE_EQ(j["evaluation"]["accuracy"].get<double>(), 0.42);
   EXPECT_EQ(j["evaluation"]["version"], 77);
+  EXPECT_EQ(j["evaluation"]["metrics"]["top5_accuracy"], 0.875);
+  EXPECT_EQ(j["evaluation"]["target"], "top5_accuracy >= 0.95");
   http->Stop();
+
+  const std::string metrics = server.Metrics();
+  EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_eval_metric{metric=\"top5_accuracy\"}"),
+            0.875);
+  EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_eval_metric{metric=\"loss\"}"), 1.5);
+  EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_eval_target{direction=\"at_least\","
+                                 "metric=\"top5_accuracy\"}"),
+            0.95);
 }
 
 }  // namespace

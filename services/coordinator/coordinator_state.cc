@@ -28,6 +28,54 @@ Status ValidateHost(const std::string& host) {
 
 std::string Worker(WorkerId id) { return "worker " + std::to_string(id); }
 
+// `field` names the list in errors ("metrics").
+Status ValidateEvalMetrics(const EvalMetrics& metrics, const std::string& field) {
+  if (metrics.size() > kMaxEvalMetrics) {
+    return Status::InvalidArgument(field + ": at most " + std::to_string(kMaxEvalMetrics) +
+                                   " metrics, got " + std::to_string(metrics.size()));
+  }
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    const NamedMetric& m = metrics[i];
+    if (!IsMetricName(m.name)) {
+      return Status::InvalidArgument(at + ".name: " + kMetricNameMeaning + ", got '" +
+                                     m.name.substr(0, 80) + "'");
+    }
+    if (IsEvaluatorMetric(m.name)) {
+      return Status::InvalidArgument(at + ".name: " + m.name +
+                                     " has a field of its own in the request");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (metrics[j].name == m.name) {
+        return Status::InvalidArgument(at + ".name: " + m.name + " is also " + field + "[" +
+                                       std::to_string(j) + "]");
+      }
+    }
+    if (!std::isfinite(m.value)) {
+      return Status::InvalidArgument(at + ".value: must be finite, got " +
+                                     std::to_string(m.value));
+    }
+  }
+  return Status::OK();
+}
+
+// The value of `name` in an evaluation, if it reports it.
+std::optional<double> MetricValue(const std::string& name, double accuracy, double loss,
+                                  const EvalMetrics& metrics) {
+  if (name == "accuracy") return accuracy;
+  if (name == "loss") return loss;
+  for (const NamedMetric& m : metrics) {
+    if (m.name == name) return m.value;
+  }
+  return std::nullopt;
+}
+
+std::string FormatMetric(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.6g", v);
+  return text;
+}
+
 std::string Seconds(double s) {
   char text[32];
   std::snprintf(text, sizeof(text), "%g s", s);
@@ -423,7 +471,7 @@ Status CoordinatorState::Leave(double now, WorkerId id, LeaveReason reason, bool
 }
 
 Status CoordinatorState::ReportEvaluation(double now, WorkerId id, double accuracy, double loss,
-                                          uint64_t version) {
+                                          uint64_t version, const EvalMetrics& metrics) {
   WorkerRecord* w = nullptr;
   GAPTRAIN_RETURN_IF_ERROR(FindLive(id, &w));
   if (w->role != WorkerRole::kEvaluator) {
@@ -436,16 +484,21 @@ Status CoordinatorState::ReportEvaluation(double now, WorkerId id, double accura
   if (!std::isfinite(loss) || loss < 0) {
     return Status::InvalidArgument("loss: must be finite and >= 0, got " + std::to_string(loss));
   }
+  GAPTRAIN_RETURN_IF_ERROR(ValidateEvalMetrics(metrics, "metrics"));
   membership_.Renew(w, now);
   if (!last_accuracy_ || version >= last_eval_version_) {
     last_accuracy_ = accuracy;
     last_eval_loss_ = loss;
     last_eval_version_ = version;
+    last_eval_metrics_ = metrics;
     Durable();
-    if (config_.target_accuracy > 0 && accuracy >= config_.target_accuracy) {
-      MoveTo(JobPhase::kSucceeded, "TargetAccuracyReached",
-             "accuracy " + std::to_string(accuracy) + " at version " + std::to_string(version) +
-                 " reached the target " + std::to_string(config_.target_accuracy),
+    const TargetSpec& target = config_.target;
+    std::optional<double> value = MetricValue(target.metric, accuracy, loss, metrics);
+    if (target.IsSet() && value && target.ReachedBy(*value)) {
+      const bool accuracy_at_least = target.metric == "accuracy" && std::isnan(target.at_most);
+      MoveTo(JobPhase::kSucceeded, accuracy_at_least ? "TargetAccuracyReached" : "TargetReached",
+             target.metric + " " + FormatMetric(*value) + " at version " +
+                 std::to_string(version) + " reached the target " + target.Text(),
              now);
     }
   }
@@ -554,6 +607,8 @@ JobStatus CoordinatorState::Describe(double now) const {
   s.last_accuracy = last_accuracy_;
   s.last_eval_loss = last_eval_loss_;
   s.last_eval_version = last_eval_version_;
+  s.last_eval_metrics = last_eval_metrics_;
+  if (config_.target.IsSet()) s.target = config_.target.Text();
   return s;
 }
 
@@ -619,6 +674,11 @@ void CoordinatorState::Save(proto::CoordinatorSnapshot* snapshot) const {
   if (last_accuracy_) snapshot->set_last_accuracy(*last_accuracy_);
   snapshot->set_last_eval_loss(last_eval_loss_);
   snapshot->set_last_eval_version(last_eval_version_);
+  for (const NamedMetric& m : last_eval_metrics_) {
+    proto::EvalMetric* out = snapshot->add_last_eval_metrics();
+    out->set_name(m.name);
+    out->set_value(m.value);
+  }
 }
 
 Status CoordinatorState::Restore(const CoordinatorConfig& config,
@@ -748,6 +808,10 @@ Status CoordinatorState::Restore(const CoordinatorConfig& config,
   if (snapshot.has_last_accuracy()) s->last_accuracy_ = snapshot.last_accuracy();
   s->last_eval_loss_ = snapshot.last_eval_loss();
   s->last_eval_version_ = snapshot.last_eval_version();
+  for (const proto::EvalMetric& m : snapshot.last_eval_metrics()) {
+    s->last_eval_metrics_.push_back({m.name(), m.value()});
+  }
+  GAPTRAIN_RETURN_IF_ERROR(ValidateEvalMetrics(s->last_eval_metrics_, "last_eval_metrics"));
   *state = std::move(s);
   return Status::OK();
 }

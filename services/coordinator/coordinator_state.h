@@ -76,6 +76,15 @@ struct WorkerProgress {
   uint64_t master_version = 0; // newest master version seen; 0: unknown
 };
 
+// A metric of the user's evaluation beside accuracy and loss (top-5
+// accuracy, perplexity, F1), as ReportEvaluation takes them.
+struct NamedMetric {
+  std::string name;
+  double value = 0;
+};
+using EvalMetrics = std::vector<NamedMetric>;
+constexpr size_t kMaxEvalMetrics = 32;
+
 struct RegisterResult {
   WorkerId id = 0;
   WorkerRole role = WorkerRole::kTrainer;
@@ -169,6 +178,8 @@ struct JobStatus {
   std::optional<double> last_accuracy;
   double last_eval_loss = 0;
   uint64_t last_eval_version = 0;
+  EvalMetrics last_eval_metrics;  // beside accuracy and loss
+  std::string target;             // "perplexity <= 20"; "" = none
 };
 
 class CoordinatorState {
@@ -213,9 +224,14 @@ class CoordinatorState {
   // A graceful departure. Leaving again is OK with *already_gone.
   Status Leave(double now, WorkerId id, LeaveReason reason, bool* already_gone);
 
-  // The evaluator's result for master version `version`. An older version
-  // than the last reported one is accepted and ignored.
-  Status ReportEvaluation(double now, WorkerId id, double accuracy, double loss, uint64_t version);
+  // The evaluator's result for master version `version`: accuracy, loss
+  // and the metrics of the user's evaluation beside them (at most
+  // kMaxEvalMetrics, names as kMetricNamePattern and distinct, not accuracy
+  // or loss, values finite). An older version than the last reported one
+  // is accepted and ignored. The first that reaches config.target ends the
+  // job (Succeeded).
+  Status ReportEvaluation(double now, WorkerId id, double accuracy, double loss, uint64_t version,
+                          const EvalMetrics& metrics = {});
 
   // Whether the process could reach the master (the membership feed's
   // last call); unreachable for master_timeout_seconds fails the job.
@@ -244,6 +260,8 @@ class CoordinatorState {
   const UnconfirmedTasks& unconfirmed() const { return unconfirmed_; }
   uint64_t master_version() const { return master_version_; }
   std::optional<double> last_accuracy() const { return last_accuracy_; }
+  double last_eval_loss() const { return last_eval_loss_; }
+  const EvalMetrics& last_eval_metrics() const { return last_eval_metrics_; }
   const Membership& membership() const { return membership_; }
 
   // The master's member set: live trainers, and the evaluator when
@@ -303,6 +321,7 @@ class CoordinatorState {
   std::optional<double> last_accuracy_;
   double last_eval_loss_ = 0;
   uint64_t last_eval_version_ = 0;
+  EvalMetrics last_eval_metrics_;
 
   uint64_t members_generation_ = 0;
   uint64_t durable_generation_ = 0;

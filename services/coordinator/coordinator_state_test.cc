@@ -432,7 +432,8 @@ TEST(CoordinatorStateTest, MaxUpdatesJobsRunEpochAfterEpoch) {
 
 TEST(CoordinatorStateTest, SucceedsWhenTheEvaluatorReportsTheTargetAccuracy) {
   CoordinatorConfig c = Config();
-  c.target_accuracy = 0.9;
+  c.target.metric = "accuracy";
+  c.target.at_least = 0.9;
   auto s = NewState(c);
   WorkerId e = Join(s.get(), 0, "eval", WorkerRole::kEvaluator);
   Join(s.get(), 0, "pod-a");
@@ -447,6 +448,60 @@ TEST(CoordinatorStateTest, SucceedsWhenTheEvaluatorReportsTheTargetAccuracy) {
   EXPECT_EQ(s->phase(), JobPhase::kSucceeded);
   EXPECT_EQ(s->lifecycle().current().reason, "TargetAccuracyReached");
   EXPECT_EQ(s->Describe(3).master_version, 200u);
+}
+
+TEST(CoordinatorStateTest, SucceedsWhenTheUsersMetricReachesItsBound) {
+  CoordinatorConfig c = Config();
+  c.target.metric = "perplexity";
+  c.target.at_most = 20;
+  auto s = NewState(c);
+  WorkerId e = Join(s.get(), 0, "eval", WorkerRole::kEvaluator);
+  Join(s.get(), 0, "pod-a");
+  Join(s.get(), 0, "pod-b");
+  // An evaluation without the metric, and one above the bound, go on.
+  ASSERT_TRUE(s->ReportEvaluation(1, e, 0.99, 0.1, 10).ok());
+  ASSERT_TRUE(s->ReportEvaluation(2, e, 0.2, 3.1, 20, {{"perplexity", 22.5}, {"top5", 0.7}}).ok());
+  EXPECT_EQ(s->phase(), JobPhase::kRunning);
+  JobStatus running = s->Describe(2);
+  ASSERT_EQ(running.last_eval_metrics.size(), 2u);
+  EXPECT_EQ(running.last_eval_metrics[0].name, "perplexity");
+  EXPECT_EQ(running.last_eval_metrics[0].value, 22.5);
+  ASSERT_TRUE(s->ReportEvaluation(3, e, 0.25, 2.9, 30, {{"perplexity", 18.4}}).ok());
+  EXPECT_EQ(s->phase(), JobPhase::kSucceeded);
+  EXPECT_EQ(s->lifecycle().current().reason, "TargetReached");
+  EXPECT_EQ(s->lifecycle().current().message,
+            "perplexity 18.4 at version 30 reached the target perplexity <= 20");
+}
+
+TEST(CoordinatorStateTest, LossAtMostIsATarget) {
+  CoordinatorConfig c = Config();
+  c.target.metric = "loss";
+  c.target.at_most = 0.5;
+  auto s = NewState(c);
+  WorkerId e = Join(s.get(), 0, "eval", WorkerRole::kEvaluator);
+  ASSERT_TRUE(s->ReportEvaluation(1, e, 0.9, 0.6, 10).ok());
+  EXPECT_EQ(s->phase(), JobPhase::kPending);
+  ASSERT_TRUE(s->ReportEvaluation(2, e, 0.9, 0.5, 20).ok());
+  EXPECT_EQ(s->phase(), JobPhase::kSucceeded);
+  EXPECT_EQ(s->lifecycle().current().reason, "TargetReached");
+}
+
+TEST(CoordinatorStateTest, RefusesMalformedMetricsNamingTheEntry) {
+  auto s = NewState();
+  WorkerId e = Join(s.get(), 0, "eval", WorkerRole::kEvaluator);
+  auto refused = [&](const EvalMetrics& metrics) {
+    return s->ReportEvaluation(1, e, 0.5, 0.5, 5, metrics).message();
+  };
+  EXPECT_EQ(refused({{"top5", 0.7}, {"Top-5", 0.7}}),
+            std::string("metrics[1].name: ") + kMetricNameMeaning + ", got 'Top-5'");
+  EXPECT_EQ(refused({{"accuracy", 0.7}}),
+            "metrics[0].name: accuracy has a field of its own in the request");
+  EXPECT_EQ(refused({{"f1", 0.7}, {"f1", 0.6}}), "metrics[1].name: f1 is also metrics[0]");
+  EXPECT_EQ(refused({{"f1", std::nan("")}}), "metrics[0].value: must be finite, got nan");
+  EvalMetrics many;
+  for (size_t i = 0; i <= kMaxEvalMetrics; ++i) many.push_back({"m" + std::to_string(i), 1});
+  EXPECT_EQ(refused(many), "metrics: at most 32 metrics, got 33");
+  EXPECT_FALSE(s->Describe(1).last_accuracy.has_value());
 }
 
 TEST(CoordinatorStateTest, BackToPendingWhenTooFewTrainersRemain) {

@@ -75,7 +75,7 @@ TEST(RestoreTest, MidEpochProgressSurvivesAndNoTaskIsAssignedTwice) {
   p.samples_done = 40;
   uint64_t held = 0;
   ASSERT_TRUE(s->Heartbeat(4, b, p, &held).ok());
-  ASSERT_TRUE(s->ReportEvaluation(4, e, 0.5, 0.7, 30).ok());
+  ASSERT_TRUE(s->ReportEvaluation(4, e, 0.5, 0.7, 30, {{"top5", 0.875}}).ok());
   const JobStatus before = s->Describe(4);
 
   // The coordinator restarts at t = 1000: leases restart then.
@@ -90,6 +90,9 @@ TEST(RestoreTest, MidEpochProgressSurvivesAndNoTaskIsAssignedTwice) {
   EXPECT_EQ(after.samples_done_in_epoch, before.samples_done_in_epoch);
   EXPECT_EQ(after.counters.joins, 3u);
   EXPECT_EQ(after.last_accuracy, 0.5);
+  ASSERT_EQ(after.last_eval_metrics.size(), 1u);
+  EXPECT_EQ(after.last_eval_metrics[0].name, "top5");
+  EXPECT_EQ(after.last_eval_metrics[0].value, 0.875);
   EXPECT_EQ(after.live_workers, 3u);
   EXPECT_EQ(r->lifecycle().conditions().size(), 2u);
   EXPECT_EQ(r->Members(), (std::vector<WorkerId>{a, b}));  // trainers; `e` evaluates

@@ -45,8 +45,9 @@ LiveWorkerStatus Worker(WorkerId id, const std::string& host, WorkerRole role, u
 
 // Running mid-job: epoch 2 of 10 with 15000 of 60000 samples done in the
 // third (2.25 epochs), master version 4210, 5 live workers of which 4
-// trainers (min 2), the evaluator's latest: accuracy 0.97, loss 0.1 at
-// version 4000. Reason EnoughWorkers, message "4 trainers".
+// trainers (min 2), the evaluator's latest: accuracy 0.97, loss 0.1 and
+// top5_accuracy 0.995 at version 4000, against the target top5_accuracy
+// >= 0.999. Reason EnoughWorkers, message "4 trainers".
 JobStatus Running() {
   JobStatus s;
   s.job_name = "mnist";
@@ -75,6 +76,8 @@ JobStatus Running() {
   s.last_accuracy = 0.97;
   s.last_eval_loss = 0.1;
   s.last_eval_version = 4000;
+  s.last_eval_metrics = {{"top5_accuracy", 0.995}};
+  s.target = "top5_accuracy >= 0.999";
   return s;
 }
 

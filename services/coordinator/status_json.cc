@@ -35,6 +35,8 @@ std::string JobStatusToJson(const JobStatus& s) {
                        {"loss", w.record.has_loss ? json(w.record.loss) : json(nullptr)},
                        {"secondsSinceHeartbeat", w.seconds_since_heartbeat}});
   }
+  json metrics = json::object();
+  for (const NamedMetric& m : s.last_eval_metrics) metrics[m.name] = m.value;
   json j = {
       {"jobName", s.job_name},
       {"phase", JobPhaseName(s.phase)},
@@ -75,7 +77,9 @@ std::string JobStatusToJson(const JobStatus& s) {
       {"evaluation",
        {{"accuracy", s.last_accuracy ? json(*s.last_accuracy) : json(nullptr)},
         {"loss", s.last_accuracy ? json(s.last_eval_loss) : json(nullptr)},
-        {"version", s.last_eval_version}}},
+        {"metrics", metrics},
+        {"version", s.last_eval_version},
+        {"target", s.target.empty() ? json(nullptr) : json(s.target)}}},
   };
   return j.dump(2) + "\n";
 }
