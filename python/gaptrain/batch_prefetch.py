@@ -8,7 +8,8 @@ the platform forks (Linux) it runs in a child process forked when train()
 starts (batch_process.py), else, or with train(batch_process=False), on one
 background thread (ThreadBuilder), which shares the GIL with the trainer's
 thread. Each batch is still trained on the parameters the previous push
-brought.
+brought. The trainer receives the batch built ahead while the master
+applies its push (receive_ahead), a moment it would otherwise idle.
 
 All of a trainer's batches are built by its one builder, so the dataset is
 never used by two threads or processes at once. An error raised by the
@@ -53,7 +54,8 @@ def start_builder(dataset, process=True):
 
 class BatchPrefetch:
     """The batches of positions [begin, end) of `order`, `batch_size` each;
-    take() returns one and starts building the next on `builder`."""
+    take() returns one and starts building the next on `builder`, which
+    receive_ahead() may receive before it is taken."""
 
     def __init__(self, order, begin, end, batch_size, builder):
         self._order = order
@@ -64,6 +66,18 @@ class BatchPrefetch:
     def _submit(self, first):
         indices = [self._order[p] for p in range(first, min(self._end, first + self._batch_size))]
         return first, indices, self._builder.submit(indices)
+
+    def receive_ahead(self):
+        """Waits for the batch built ahead and receives it, so the take()
+        that wants it finds it here: work for a moment the trainer would
+        otherwise idle (the master applying its push). Whatever went wrong
+        is raised by take()."""
+        if self._pending is None:
+            return
+        try:
+            self._pending[2].result()
+        except Exception:  # noqa: BLE001 (take() raises it)
+            pass
 
     def take(self, first):
         """The batch at position `first`, (indices, batch) with the batch as

@@ -128,6 +128,7 @@ class Trainer:
         self._signals = None
         self._http = None
         self._builder = None
+        self._prefetch = None  # the current task's BatchPrefetch
         self.session = None
         self._master_failing = False  # the next success is a reconnect
         self._avg = {"pull": 0.0, "compute": 0.0, "push": 0.0}
@@ -357,6 +358,7 @@ class Trainer:
         self.session.set_progress(task.task_id, 0)
         prefetch = batch_prefetch.BatchPrefetch(self._order, task.begin, task.end,
                                                 self.batch_size, self._builder)
+        self._prefetch = prefetch
         for first in range(task.begin, task.end, self.batch_size):
             if self.stop.stopped:
                 return  # abandoned: Leave gives it back
@@ -397,6 +399,14 @@ class Trainer:
                 raise
         self._task = None
         self.session.set_progress(0, 0, last_loss)
+
+    def _while_the_master_applies(self):
+        """Work for the moment the push's bytes are out and the master
+        applies it: the gradient buffer cleared for the next backward, the
+        next batch received from the builder."""
+        self._gradient.clear_early()
+        if self._prefetch is not None:
+            self._prefetch.receive_ahead()
 
     def _send_buffers(self):
         self._pushes_since_buffers = 0
@@ -482,7 +492,7 @@ class Trainer:
         start = time.monotonic()
         try:
             reply, pulled = master.send(gradient, loss, echo,
-                                        while_waiting=self._gradient.clear_early)
+                                        while_waiting=self._while_the_master_applies)
         except wire.LayoutMismatch as e:
             raise GaptrainError(str(e))
         except (grpc.RpcError, wire.MalformedReply) as e:

@@ -1,6 +1,6 @@
 """The trainer's batches built one ahead (batch_prefetch.py), by a thread
 and by a forked child process (batch_process.py): in the task's order, each once, nothing past
-the task, a dataset's error raised where its batch is wanted, tensors of any
+the task, received ahead while the master works, a dataset's error raised where its batch is wanted, tensors of any
 dtype and shape back intact, the child gone after shutdown."""
 
 import os
@@ -74,6 +74,20 @@ class Common:
         with self.assertRaisesRegex(IndexError, "sample 8 is bad"):
             batches.take(4)
         self.assertEqual(batches.take(8)[0], [5, 4])  # the builder still works
+
+    def test_received_ahead_it_is_the_batch_taken_and_errors_wait(self):
+        data = Recorded(10, bad=[8])
+        batches = batch_prefetch.BatchPrefetch(ORDER, 0, 10, 4, self.builder(data))
+        batches.receive_ahead()  # nothing built ahead yet: nothing to do
+        batches.take(0)
+        batches.receive_ahead()  # [0, 8, 2, 6]: its error waits for take()
+        batches.receive_ahead()  # again: the same batch, already here
+        with self.assertRaisesRegex(IndexError, "sample 8 is bad"):
+            batches.take(4)
+        batches.receive_ahead()
+        indices, (_, targets) = batches.take(8)
+        self.assertEqual((indices, targets.tolist()), ([5, 4], [5, 4]))
+        batches.receive_ahead()  # the task's end: none ahead
 
     def test_tensors_of_any_dtype_and_structure(self):
         data = torch.utils.data.TensorDataset(torch.arange(10.0).reshape(10, 1, 1),
