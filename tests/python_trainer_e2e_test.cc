@@ -30,6 +30,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -579,6 +580,72 @@ print("EXPORT_ACCURACY %.6f" % scores["accuracy"])
   // 65.3% when measured; a plain loop of 70 steps scores 67.5% (lr 0.02).
   EXPECT_GE(reported, 0.4);
   EXPECT_LE(std::fabs(reported - exported_accuracy), 0.01);
+}
+
+// Data the trainers' code reads (issue 38): examples/image_folder's job as
+// shipped (`format: custom`, the size in trainSamples, the first trainer
+// declaring its BatchNorm CNN), over a folder of PNG files that
+// make_image_folder.py writes from Fashion-MNIST's IDX files (2,000
+// training and 500 test images here); torchvision's ImageFolder reads them
+// in 2 trainers and the evaluator. Each epoch covers every image once: the
+// trainers' pushed samples add up to 2 epochs of 2,000, none skipped.
+// About 20 s on 2 cores.
+TEST(PythonTrainerE2eTest, AnImageFolderOfPngsIsTrainedExactlyOncePerEpoch) {
+  std::string data, workspace;
+  ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
+  const std::string dir = TestTempDir("python-image-folder");
+  const std::string example = workspace + "/examples/image_folder";
+  const std::string images = dir + "/fashion-mnist-png";
+  std::string made;
+  ASSERT_EQ(RunShell("/usr/bin/python3 " + example + "/make_image_folder.py --data " + data +
+                         "/fashion-mnist --out " + images +
+                         " --train-samples 2000 --test-samples 500",
+                     &made),
+            0)
+      << made;
+  EXPECT_NE(made.find("train: 2000 PNG files"), std::string::npos) << made;
+
+  nlohmann::json job;
+  Status parsed = kube_testing::YamlToJson(ReadRaw(example + "/job-local.yaml"), &job);
+  ASSERT_TRUE(parsed.ok()) << parsed.ToString();
+  nlohmann::json& spec = job["spec"];
+  ASSERT_EQ(spec["data"]["format"], "custom");
+  spec["data"]["path"] = images;
+  spec["data"]["trainSamples"] = 2000;
+  spec["training"]["evalEveryUpdates"] = 100000;  // the final evaluation only
+  const std::string results = dir + "/results";
+  ASSERT_EQ(::mkdir(results.c_str(), 0755), 0);
+  for (const char* role : {"workers", "evaluator"}) {
+    nlohmann::json& container = spec[role]["template"]["spec"]["containers"][0];
+    ASSERT_EQ(container["command"], nlohmann::json({"/usr/bin/python3", "train.py"})) << role;
+    container["command"][1] = example + "/train.py";
+    container["args"] = nlohmann::json({"--result-dir", results, "--threads", "1"});
+  }
+  const std::string job_file = dir + "/image-folder.yaml";
+  std::ofstream(job_file) << job.dump(2);  // JSON is YAML
+  Outcome run;
+  ASSERT_NO_FATAL_FAILURE(RunJob(job_file, dir + "/run", "", &run));
+  ASSERT_EQ(run.summary["outcome"], "Succeeded") << run.summary.dump(2);
+  EXPECT_EQ(run.summary["reason"], "EpochsCompleted") << run.summary.dump(2);
+  uint64_t samples = 0, skipped = 0;
+  int trainers = 0;
+  for (int i = 0; i < 2; ++i) {
+    const std::string file = results + "/trainer-" + std::to_string(i) + ".json";
+    const nlohmann::json r = nlohmann::json::parse(ReadRaw(file), nullptr, false);
+    ASSERT_TRUE(r.is_object()) << file << "\n" << run.output;
+    samples += r.value("samples", uint64_t{0});
+    skipped += r.value("skipped", uint64_t{0});
+    ++trainers;
+  }
+  EXPECT_EQ(trainers, 2);
+  EXPECT_EQ(samples, 2u * 2000u) << run.output;
+  EXPECT_EQ(skipped, 0u);
+  ASSERT_TRUE(run.summary["accuracy"].is_number()) << run.summary.dump(2);
+  const double accuracy = run.summary["accuracy"];
+  std::printf("FIGURE image folder of 2,000 PNGs, 2 Python trainers, 2 epochs: %.2f%% on 500 "
+              "test PNGs\n",
+              100 * accuracy);
+  EXPECT_GE(accuracy, 0.6);
 }
 
 // The job's evaluator from the user's code (issue 37): spec.evaluator.template

@@ -359,8 +359,17 @@ std::vector<CrdValidationRule> TrainingJobValidationRules() {
            "self.training.mode != 'sync' || self.training.sync.backupWorkers < "
            "self.workers.replicas",
            kRuleBackupWorkers),
-      Rule("spec.data", "!has(self.claimName) || self.path.startsWith('/')",
+      Rule("spec.data", "!has(self.claimName) || (has(self.path) && self.path.startsWith('/'))",
            kRuleClaimPathAbsolute),
+      // format has a default, which the API server applies first.
+      Rule("spec.data", "has(self.path) || self.format == 'custom'", kRuleDataPath),
+      Rule("spec.data", "(self.format == 'custom') == has(self.trainSamples)",
+           kRuleCustomDataSize),
+      // The model section's default {} has no fromTrainer.
+      Rule("spec",
+           "self.data.format != 'custom' || (has(self.model.fromTrainer) && "
+           "self.model.fromTrainer)",
+           kRuleCustomDataFromTrainer),
       // The section's default {} has neither field.
       Rule("spec.model", "!has(self.fromTrainer) || !self.fromTrainer || !has(self.torchscript)",
            kRuleFromTrainerWithoutTorchscript),

@@ -147,6 +147,16 @@ std::vector<Broken> BrokenJobs() {
       {"a relative data path under a claim", "relative-path",
        "{data: {path: data/mnist, claimName: datasets}, training: {epochs: 1}}",
        kRuleClaimPathAbsolute},
+      {"no data path", "no-path", "{data: {format: mnist-idx}, training: {epochs: 1}}",
+       kRuleDataPath},
+      {"custom data without its size", "custom-no-size",
+       "{data: {format: custom}, model: {fromTrainer: true}, training: {epochs: 1}}",
+       kRuleCustomDataSize},
+      {"a size for files that have one", "idx-size",
+       "{data: {path: /data, trainSamples: 100}, training: {epochs: 1}}", kRuleCustomDataSize},
+      {"custom data with a built-in model", "custom-builtin",
+       "{data: {format: custom, trainSamples: 100}, training: {epochs: 1}}",
+       kRuleCustomDataFromTrainer},
       {"both epochs and maxUpdates", "both-lengths",
        "{data: {path: /data}, training: {epochs: 1, maxUpdates: 100}}", kRuleOneLength},
       {"neither epochs nor maxUpdates", "no-length",
@@ -296,6 +306,11 @@ TEST_F(TrainingJobCrdApiTest, JobsOnEachRulesEdgeAreAccepted) {
        "workers: {replicas: 2}}"},
       {"output", "{data: {path: /data}, training: {epochs: 1}, "
                  "output: {claimName: models, path: mnist/model-1.pt}}"},
+      // Data the trainers' code reads: its size, no path, their model.
+      {"custom-data", "{data: {format: custom, trainSamples: 60000}, model: {fromTrainer: true}, "
+                      "training: {epochs: 1}, workers: {template: {spec: {containers: "
+                      "[{command: [train]}]}}}, evaluator: {template: {spec: {containers: "
+                      "[{command: [eval]}]}}}}"},
       // A metric of the user's evaluation: their evaluator runs.
       {"target-at-most", "{data: {path: /data}, training: {epochs: 1, "
                          "target: {metric: perplexity, atMost: 20}}, "

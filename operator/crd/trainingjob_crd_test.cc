@@ -180,7 +180,9 @@ TEST(TrainingJobCrdTest, EveryRuleBetweenFieldsIsACelRuleWithTheParsersMessage) 
                            kRuleClaimPathAbsolute,  kRuleOutputClaimAndPath,
                            kRuleAutoscaleRange,     kRuleAutoscaleGap,
                            kRuleFromTrainerWithoutTorchscript,
-                           kRuleTargetBound,        kRuleOneTarget};
+                           kRuleTargetBound,        kRuleOneTarget,
+                           kRuleDataPath,           kRuleCustomDataSize,
+                           kRuleCustomDataFromTrainer};
   std::map<std::string, int> stated;
   const YAML::Node root = RootSchema();
   for (const CrdValidationRule& r : TrainingJobValidationRules()) {

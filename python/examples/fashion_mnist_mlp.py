@@ -154,6 +154,9 @@ def main(argv):
                         help="with --own-loop: mixed precision (float16 on a GPU, bfloat16 on "
                              "the CPU)")
     parser.add_argument("--device", default="cpu", help="the model's device (cpu, cuda)")
+    parser.add_argument("--samples", type=int, default=0,
+                        help="train on the first N training images only (a dataset of the "
+                             "user's own size: the job's spec.data.trainSamples); 0: all")
     parser.add_argument("--top-k", type=int, default=0,
                         help="as the evaluator: also report topK_accuracy (0: not)")
     args, rest = parser.parse_known_args(argv)
@@ -166,11 +169,14 @@ def main(argv):
         eval_fn = classification_with_top_k(args.top_k) if args.top_k > 0 else None
         result = gaptrain.evaluate(model, FashionMNIST(args.data, train=False), eval_fn,
                                    argv=rest)
-    elif args.own_loop:
-        result = train_in_own_loop(model, FashionMNIST(args.data), args.clip_norm, args.autocast,
-                                   rest)
     else:
-        result = gaptrain.train(model, FashionMNIST(args.data), nn.CrossEntropyLoss(), argv=rest)
+        train_set = FashionMNIST(args.data)
+        if args.samples:
+            train_set = torch.utils.data.Subset(train_set, range(args.samples))
+        if args.own_loop:
+            result = train_in_own_loop(model, train_set, args.clip_norm, args.autocast, rest)
+        else:
+            result = gaptrain.train(model, train_set, nn.CrossEntropyLoss(), argv=rest)
     if args.result:
         with open(args.result, "w") as f:
             json.dump(result.as_dict(), f)

@@ -114,10 +114,10 @@ metadata:
   name: python-sdk-{wire}
 spec:
   model: {model}
-  data: {{format: mnist-idx, path: {data}, shuffleSeed: 3}}
+  data: {data_spec}
   training:
     batchSize: 32
-    maxUpdates: {updates}
+    {length}
     evalEveryUpdates: {eval_every}{target}
     wireType: {wire}
     mode: {mode}
@@ -140,11 +140,15 @@ class Job:
 
     def __init__(self, run_dir, wire, updates, gap_source="snapshot", model="{builtin: mlp}",
                  mode="async", rule="gap-aware", trainers=1, eval_every=100000,
-                 target_accuracy=None, target=None):
+                 target_accuracy=None, target=None, data_spec=None, epochs=None):
         self.run = run_dir
         self.job = os.path.join(run_dir, "job.yaml")
         with open(self.job, "w") as f:
-            f.write(JOB.format(wire=wire, data=data_dir(), updates=updates, run=run_dir,
+            f.write(JOB.format(wire=wire, run=run_dir,
+                               length=("epochs: %g" % epochs) if epochs else
+                               "maxUpdates: %d" % updates,
+                               data_spec=data_spec or "{format: mnist-idx, path: %s, "
+                                                      "shuffleSeed: 3}" % data_dir(),
                                gap_source=gap_source, model=model, mode=mode, rule=rule,
                                trainers=trainers, eval_every=eval_every,
                                target=("\n    target: %s" % target) if target else
@@ -483,6 +487,27 @@ class PythonTrainerTest(unittest.TestCase):
                           "(it returned ['accuracy', 'loss'])", job.log("py-evaluator"))
             trainer.kill()
             trainer.wait()
+        finally:
+            job.close()
+
+    def test_data_the_trainers_code_reads_covered_exactly_once(self):
+        # spec.data.format custom: the job gives only the training set's
+        # size; the trainer's own dataset (2000 of Fashion-MNIST's images)
+        # is read by its code, and each epoch covers every sample once.
+        job = Job(self.dir.name, "fp32", updates=0, epochs=2, model="{fromTrainer: true}",
+                  data_spec="{format: custom, trainSamples: 2000, shuffleSeed: 3}")
+        try:
+            # A trainer whose dataset has another size is refused by name.
+            other, _ = job.trainer("py-other", extra=["--samples", "1999"])
+            self.assertNotEqual(other.wait(timeout=120), 0)
+            self.assertIn("2000", job.log("py-other"))
+            trainer, result = job.trainer("py-custom", extra=["--samples", "2000"])
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-custom"))
+            st = job.status()
+            self.assertEqual((st.phase, st.reason), (pb.JOB_PHASE_SUCCEEDED, "EpochsCompleted"))
+            r = read_result(result)
+            self.assertEqual((r["samples"], r["skipped"]), (2 * 2000, 0))
+            self.assertEqual(job.master_version(), r["batches"])
         finally:
             job.close()
 

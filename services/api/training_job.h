@@ -91,6 +91,19 @@ inline constexpr JobRule kRuleClusterJobName{
     "metadata.name",
     "on a cluster it must start with a letter and have at most 51 characters "
     "(NAME-coordinator names a Service, a DNS label)"};
+// Files gaptrain reads have a path and their own size; data the trainers'
+// code reads (format custom) has a size, and its path is the user's.
+inline constexpr JobRule kRuleDataPath{"spec.data.path",
+                                       "is required unless format is custom"};
+inline constexpr JobRule kRuleCustomDataSize{
+    "spec.data.trainSamples",
+    "is required with format custom, and only then (the other formats' files give the size)"};
+inline constexpr JobRule kRuleCustomDataFromTrainer{
+    "spec.model.fromTrainer",
+    "must be true with spec.data.format custom (your trainers read the data and declare the "
+    "model)"};
+// The coordinator counts a task's positions in 32 bits.
+inline constexpr char kTrainSamplesWhy[] = "positions are counted in 32 bits";
 // On a cluster: the claim is mounted at the data path.
 inline constexpr JobRule kRuleClaimPathAbsolute{
     "spec.data.path",
@@ -160,19 +173,32 @@ inline const FieldSectionOf<ModelSpec>& ModelFields() {
 }
 
 struct DataSpec {
+  // mnist-idx | cifar10-bin: files gaptrain reads; custom: the trainers'
+  // own code reads the data (the Python SDK's dataset), train_samples long.
   std::string format = "mnist-idx";
   std::string path;
+  uint64_t train_samples = 0;  // format custom: len(dataset)
   uint64_t shuffle_seed = 1;
   std::string claim_name;  // on a cluster: the PVC that holds `path`
+
+  bool Custom() const { return format == "custom"; }
 };
 
 inline const FieldSectionOf<DataSpec>& DataFields() {
   using S = DataSpec;
   using F = FieldsOf<S>;
   static const FieldSectionOf<S> fields({
-      F::Text("format", &S::format, "mnist-idx (MNIST, Fashion-MNIST) or cifar10-bin")
-          .OneOf({"mnist-idx", "cifar10-bin"}),
-      F::Text("path", &S::path, "the directory that holds the dataset files").Required(),
+      F::Text("format", &S::format,
+              "mnist-idx (MNIST, Fashion-MNIST) or cifar10-bin, files gaptrain reads; custom: "
+              "your trainers' code reads the data")
+          .OneOf({"mnist-idx", "cifar10-bin", "custom"}),
+      F::Text("path", &S::path,
+              "the directory that holds the dataset files; with format custom, where your code "
+              "finds them (optional)"),
+      F::Integer("trainSamples", &S::train_samples,
+                 "format custom: the training set's size in samples, len(dataset); the "
+                 "coordinator cuts tasks over it and every trainer checks it")
+          .AtLeast(1).Limit(4294967295.0, kTrainSamplesWhy).NoDefault(),
       F::Integer("shuffleSeed", &S::shuffle_seed, "seed of the per-epoch shuffle")
           .Limit(9007199254740991.0, "larger seeds lose digits in JSON readers that use doubles"),
       F::Text("claimName", &S::claim_name,

@@ -4,6 +4,11 @@ namespace gaptrain {
 
 Status DescribeJobTrainingSet(const TrainingJob& job, uint64_t train_samples,
                               const std::string& service, DatasetShape* shape) {
+  if (job.data.Custom()) {  // the trainers' code reads it: its size is the job's
+    *shape = DatasetShape();
+    shape->samples = train_samples > 0 ? train_samples : job.data.train_samples;
+    return Status::OK();
+  }
   DatasetFormat format;
   GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
   if (train_samples > 0) {

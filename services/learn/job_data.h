@@ -15,7 +15,9 @@
 
 namespace gaptrain {
 
-// `train_samples` > 0 (the service's --train-samples) is the size, and the
+// With spec.data.format custom the size is spec.data.trainSamples (or
+// --train-samples) and the shape unknown (all zero): the trainers declare
+// the model. Otherwise `train_samples` > 0 (the service's --train-samples) is the size, and the
 // files are not read: the shape is then the format's (mnist-idx 1x28x28,
 // cifar10-bin 3x32x32, 10 classes). Otherwise both come from the train
 // split's headers; an error there says that `service` ("the master") reads
