@@ -1045,5 +1045,96 @@ TEST_F(OperatorE2eTest, TorchvisionResnet18DeclaredByItsTrainersRunsThroughAPree
       Seconds(succeeded - applied), 100 * accuracy, shown.c_str());
 }
 
+// Issue 38: a folder of PNG images read by the trainers' own code on the
+// cluster. examples/image_folder/job-cluster.yaml as shipped but for what
+// the test node needs (its image's train.py is the checkout's) and for
+// size: the images are 6,000 training and 500 test PNGs written by
+// make_image_folder.py onto the fashion-mnist-data claim (beside its IDX
+// files), 2 trainers for 3 epochs. gaptrain mounts the claim and never
+// reads it (`format: custom`, trainSamples 6000): torchvision's ImageFolder
+// does, in the trainers and the evaluator. One trainer is preempted as a
+// node shutdown does once the master is at version 10, and is replaced;
+// every position of the 3 epochs is completed (EpochsCompleted).
+TEST_F(OperatorE2eTest, AnImageFolderReadByTheTrainersRunsThroughAPreemption) {
+  if (!StartCluster(Install::kDeploy)) return;
+  const std::string readme = AbsolutePath("README.md");
+  ASSERT_EQ(readme.front(), '/') << readme;
+  const std::string example = readme.substr(0, readme.rfind('/')) + "/examples/image_folder";
+  std::string claim, data;
+  ASSERT_TRUE(node()->ClaimPath(kNs, "fashion-mnist-data", &claim).ok());
+  ASSERT_TRUE(FindSharedDataDir(&data).ok());
+  std::string made;
+  ASSERT_EQ(RunShell("/usr/bin/python3 " + example + "/make_image_folder.py --data '" + data +
+                         "/fashion-mnist' --out '" + claim +
+                         "' --train-samples 6000 --test-samples 500",
+                     &made),
+            0)
+      << made;
+
+  job_ = "fashion-mnist-png";
+  json job_object;
+  Status s = bed_->ReadJob(example + "/job-cluster.yaml", &job_object);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(job_object["metadata"].value("name", ""), job_);
+  json& spec = job_object["spec"];
+  ASSERT_EQ(spec["data"].value("format", ""), "custom");
+  spec["data"]["claimName"] = "fashion-mnist-data";
+  spec["data"]["trainSamples"] = 6000;
+  spec["training"]["epochs"] = 3;
+  spec["training"]["evalEveryUpdates"] = 100000;  // the final evaluation only
+  spec["workers"]["replicas"] = 2;
+  spec["workers"]["minReplicas"] = 1;
+  for (const char* role : {"workers", "evaluator"}) {
+    json& container = spec[role]["template"]["spec"]["containers"][0];
+    ASSERT_EQ(container["command"], json({"python3", "/app/train.py"})) << role;
+    container["command"][1] = example + "/train.py";
+    container["args"] = json({"--threads", "1"});
+  }
+
+  Clock::time_point applied, running;
+  json job;
+  ASSERT_NO_FATAL_FAILURE(CreateAndAwaitRunning(job_object, &applied, &running, &job));
+  const std::string master = job_ + "-master";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return MetricValue(bed_->PodMetrics(kNs, master), "gaptrain_master_model_version", 0) >=
+               10;
+      },
+      seconds(120)))
+      << Diagnostics();
+  const std::string victim = job_ + "-trainer-1";
+  const json victim_pod = Get(kube::kPods, kNs, victim);
+  ASSERT_TRUE(victim_pod.is_object()) << victim;
+  const std::string old_uid = victim_pod["metadata"]["uid"];
+  s = node()->Preempt(kNs, victim, LocalNode::Disruption::kNodeShutdown);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const Clock::time_point preempted = Clock::now();
+  ASSERT_NO_FATAL_FAILURE(AwaitReplaced(victim, old_uid));
+  const Clock::time_point replaced = Clock::now();
+
+  ASSERT_NO_FATAL_FAILURE(AwaitSucceeded(seconds(240), &job));
+  const Clock::time_point succeeded = Clock::now();
+  const json& status = JobStatus(job);
+  std::string succeeded_message;
+  for (const json& c : status.value("conditions", json::array())) {
+    if (c.value("type", "") == "Succeeded") succeeded_message = c.value("message", "");
+  }
+  EXPECT_EQ(succeeded_message.rfind("EpochsCompleted", 0), 0u) << status.dump(2);
+  EXPECT_EQ(Number(status, {"progress", "epoch"}), 3) << status.dump(2);
+  const double accuracy = Number(status, {"progress", "testAccuracy"});
+  EXPECT_GE(accuracy, 0.5) << status.dump(2) << Diagnostics();
+  EXPECT_EQ(status.value("preemptions", -1), 1) << status.dump(2);
+  EXPECT_EQ(status.value("failures", -1), 0) << status.dump(2);
+  std::string evaluator_log;
+  EXPECT_TRUE(node()->Logs(kNs, job_ + "-evaluator", &evaluator_log).ok());
+  EXPECT_NE(evaluator_log.find("500 test samples"), std::string::npos) << evaluator_log;
+  ExpectOperatorWithinItsPermissions();
+  std::printf(
+      "operator e2e image folder: job Running %.1f s after apply; 1 trainer preempted, replaced "
+      "and ready %.1f s later; Succeeded %.1f s after apply; accuracy %.2f%% on 500 test PNGs\n",
+      Seconds(running - applied), Seconds(replaced - preempted), Seconds(succeeded - applied),
+      100 * accuracy);
+}
+
 }  // namespace
 }  // namespace gaptrain
