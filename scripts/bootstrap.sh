@@ -23,6 +23,8 @@ PACKAGES=(
   # The torchvision example (examples/torchvision/); the virtual environment
   # of today's PyTorch the SDK is also tested with (scripts/python-venv.sh)
   python3-torchvision python3-venv
+  # The image-folder example's S3 dataset (examples/image_folder) and its test
+  python3-boto3
   # A real Prometheus server scrapes /metrics in tests; openssl makes TLS
   # test certificates
   prometheus openssl

@@ -6,8 +6,10 @@ script alone; the job says only how many training images there are
 first trainer declares the model (`fromTrainer`). The same script is the
 job's evaluator (GAPTRAIN_ROLE=evaluator) on the folder's test split.
 The data is spec.data.path: PATH/train and PATH/test, as make_image_folder.py
-writes them.
-  python3 examples/image_folder/train.py [--result-dir DIR]"""
+writes them; or, with --store s3://BUCKET/PREFIX, the same folders as objects
+in an S3-compatible store (s3_image_folder.py: the endpoint in
+$AWS_ENDPOINT_URL, boto3's credentials).
+  python3 examples/image_folder/train.py [--store s3://BUCKET/PREFIX] [--result-dir DIR]"""
 
 import argparse
 import json
@@ -20,6 +22,7 @@ from torch import nn
 from torchvision import datasets, transforms
 
 HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path.insert(0, HERE)
 try:
     import gaptrain
 except ImportError:  # run from a checkout without `pip install ./python`
@@ -53,6 +56,8 @@ class SmallCNN(nn.Module):
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", default="",
+                        help="read the folders from s3://BUCKET/PREFIX instead of the path")
     parser.add_argument("--result-dir", default="",
                         help="write the result as JSON to DIR/<host name>.json")
     args, rest = parser.parse_known_args(argv)
@@ -65,20 +70,24 @@ def main(argv):
         print("train.py: %s" % e, file=sys.stderr)
         return 2
     split = "test" if role == "evaluator" else "train"
-    folder = os.path.join(options.data_path, split)
-    if not os.path.isdir(folder):
-        print("train.py: spec.data.path: no %s folder at %s (make_image_folder.py writes it)"
-              % (split, folder), file=sys.stderr)
-        return 2
+    transform = TEST_TRANSFORM if role == "evaluator" else TRAIN_TRANSFORM
+    if args.store:
+        from s3_image_folder import S3ImageFolder
+        dataset = S3ImageFolder(args.store.rstrip("/") + "/" + split, transform)
+    else:
+        folder = os.path.join(options.data_path, split)
+        if not os.path.isdir(folder):
+            print("train.py: spec.data.path: no %s folder at %s (make_image_folder.py writes it)"
+                  % (split, folder), file=sys.stderr)
+            return 2
+        dataset = datasets.ImageFolder(folder, transform)
     torch.manual_seed(0)  # the first trainer's initial values become the job's
     model = SmallCNN()
     try:
         if role == "evaluator":
-            result = gaptrain.evaluate(model, datasets.ImageFolder(folder, TEST_TRANSFORM),
-                                       options=options)
+            result = gaptrain.evaluate(model, dataset, options=options)
         else:
-            result = gaptrain.train(model, datasets.ImageFolder(folder, TRAIN_TRANSFORM),
-                                    nn.CrossEntropyLoss(), options=options)
+            result = gaptrain.train(model, dataset, nn.CrossEntropyLoss(), options=options)
     except gaptrain.GaptrainError as e:
         print("train.py: %s" % e, file=sys.stderr)
         return 1
