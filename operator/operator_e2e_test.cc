@@ -1054,7 +1054,10 @@ TEST_F(OperatorE2eTest, TorchvisionResnet18DeclaredByItsTrainersRunsThroughAPree
 // reads it (`format: custom`, trainSamples 6000): torchvision's ImageFolder
 // does, in the trainers and the evaluator. One trainer is preempted as a
 // node shutdown does once the master is at version 10, and is replaced;
-// every position of the 3 epochs is completed (EpochsCompleted).
+// every position of the 3 epochs is completed (EpochsCompleted). The
+// trainers and the evaluator run as a ServiceAccount annotated for IRSA and
+// get a Secret's keys through envFrom, as a job reading object storage
+// would.
 TEST_F(OperatorE2eTest, AnImageFolderReadByTheTrainersRunsThroughAPreemption) {
   if (!StartCluster(Install::kDeploy)) return;
   const std::string readme = AbsolutePath("README.md");
@@ -1084,16 +1087,44 @@ TEST_F(OperatorE2eTest, AnImageFolderReadByTheTrainersRunsThroughAPreemption) {
   spec["training"]["evalEveryUpdates"] = 100000;  // the final evaluation only
   spec["workers"]["replicas"] = 2;
   spec["workers"]["minReplicas"] = 1;
+  // Credentials as a user's data store needs them: a ServiceAccount as IRSA
+  // annotates one, and a Secret's keys through envFrom, both in the
+  // templates; the operator keeps them, and the test node issues the
+  // account's token and resolves the Secret as a kubelet does.
+  std::string made_objects;
+  s = bed_->cluster()->Kubectl(
+      {"--namespace", kNs, "create", "serviceaccount", "image-reader"}, &made_objects);
+  ASSERT_TRUE(s.ok()) << s.ToString() << made_objects;
+  s = bed_->cluster()->Kubectl({"--namespace", kNs, "annotate", "serviceaccount", "image-reader",
+                                "eks.amazonaws.com/role-arn=arn:aws:iam::111122223333:role/"
+                                "image-reader"},
+                               &made_objects);
+  ASSERT_TRUE(s.ok()) << s.ToString() << made_objects;
+  s = bed_->cluster()->Kubectl({"--namespace", kNs, "create", "secret", "generic",
+                                "store-credentials", "--from-literal=AWS_ACCESS_KEY_ID=test-key",
+                                "--from-literal=AWS_SECRET_ACCESS_KEY=not-a-secret"},
+                               &made_objects);
+  ASSERT_TRUE(s.ok()) << s.ToString() << made_objects;
   for (const char* role : {"workers", "evaluator"}) {
+    spec[role]["template"]["spec"]["serviceAccountName"] = "image-reader";
     json& container = spec[role]["template"]["spec"]["containers"][0];
     ASSERT_EQ(container["command"], json({"python3", "/app/train.py"})) << role;
     container["command"][1] = example + "/train.py";
     container["args"] = json({"--threads", "1"});
+    container["envFrom"] = json::parse(R"j([{"secretRef": {"name": "store-credentials"}}])j");
   }
 
   Clock::time_point applied, running;
   json job;
   ASSERT_NO_FATAL_FAILURE(CreateAndAwaitRunning(job_object, &applied, &running, &job));
+  for (const std::string pod : {job_ + "-trainer-0", job_ + "-evaluator"}) {
+    const json object = Get(kube::kPods, kNs, pod);
+    ASSERT_TRUE(object.is_object()) << pod;
+    EXPECT_EQ(object["spec"].value("serviceAccountName", ""), "image-reader") << pod;
+    EXPECT_EQ(object["spec"]["containers"][0]["envFrom"],
+              json::parse(R"j([{"secretRef": {"name": "store-credentials"}}])j"))
+        << pod;
+  }
   const std::string master = job_ + "-master";
   ASSERT_TRUE(Eventually(
       [&] {
