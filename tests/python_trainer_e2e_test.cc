@@ -827,6 +827,52 @@ TEST(PythonTrainerE2eTest, AnImageFolderInAnS3StoreIsReadThroughBoto3) {
               100 * accuracy);
 }
 
+// Not images, and the user's own metric as the target (issues 37 and 38):
+// examples/char_lm/job-local.yaml as shipped, a character-level LSTM on the
+// licence texts Debian ships (`format: custom`, 20,000 windows), 2 trainers,
+// the evaluator reporting perplexity; the job ends at the first evaluation
+// whose perplexity is at most 7 (TargetReached), well before its 2 epochs.
+// About 15 s on 2 cores.
+TEST(PythonTrainerE2eTest, ACharacterLanguageModelTrainsToItsPerplexityTarget) {
+  std::string data, workspace;
+  ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
+  const std::string dir = TestTempDir("python-char-lm");
+  const std::string example = workspace + "/examples/char_lm";
+  nlohmann::json job;
+  Status parsed = kube_testing::YamlToJson(ReadRaw(example + "/job-local.yaml"), &job);
+  ASSERT_TRUE(parsed.ok()) << parsed.ToString();
+  nlohmann::json& spec = job["spec"];
+  ASSERT_EQ(spec["data"]["format"], "custom");
+  ASSERT_EQ(spec["training"]["target"], nlohmann::json::parse(R"({"metric": "perplexity",
+                                                                  "atMost": 7.0})"));
+  for (const char* role : {"workers", "evaluator"}) {
+    nlohmann::json& container = spec[role]["template"]["spec"]["containers"][0];
+    ASSERT_EQ(container["command"], nlohmann::json({"/usr/bin/python3", "train.py"})) << role;
+    container["command"][1] = example + "/train.py";
+    container["args"] = nlohmann::json({"--threads", "1"});
+  }
+  const std::string job_file = dir + "/char-lm.yaml";
+  std::ofstream(job_file) << job.dump(2);  // JSON is YAML
+  Outcome run;
+  ASSERT_NO_FATAL_FAILURE(RunJob(job_file, dir + "/run", "", &run));
+  ASSERT_EQ(run.summary["outcome"], "Succeeded") << run.summary.dump(2);
+  EXPECT_EQ(run.summary["reason"], "TargetReached") << run.summary.dump(2);
+  EXPECT_EQ(run.summary["target"], "perplexity <= 7") << run.summary.dump(2);
+  // "perplexity 6.73407 at version 422 reached the target perplexity <= 7"
+  const std::string message = run.summary["message"];
+  double reached = 0;
+  ASSERT_EQ(std::sscanf(message.c_str(), "perplexity %lf at version", &reached), 1) << message;
+  EXPECT_LE(reached, 7.0) << message;
+  // The last evaluation's perplexity is e^(its loss), as the example computes it.
+  ASSERT_TRUE(run.summary["evalMetrics"]["perplexity"].is_number()) << run.summary.dump(2);
+  EXPECT_NEAR(run.summary["evalMetrics"]["perplexity"].get<double>(),
+              std::exp(run.summary["evalLoss"].get<double>()), 1e-3)
+      << run.summary.dump(2);
+  EXPECT_LT(run.summary["version"].get<uint64_t>(), 2u * 20000u / 32u) << "not before 2 epochs";
+  std::printf("FIGURE char-level LSTM on Debian's licence texts, 2 trainers: %s (%llu updates)\n",
+              message.c_str(), static_cast<unsigned long long>(run.summary["version"]));
+}
+
 // The job's evaluator from the user's code (issue 37): spec.evaluator.template
 // names the example, which runs gaptrain.evaluate on the test split as
 // `gaptrain run` starts it (GAPTRAIN_ROLE=evaluator); 2 C++ trainers train
