@@ -87,6 +87,10 @@ class WorkerMetrics:
             self._reconnects.series[(("service", service),)] = 0.0
         self._rejected = self._family("gaptrain_worker_pushes_rejected_total", "counter",
                                       "Pushes the master refused, by status code.")
+        self._data_errors = self._gauge_like(
+            "gaptrain_worker_data_errors_total", "counter",
+            "Batches the dataset could not read because its store was away (read again after "
+            "a pause).", 0.0)
         self._version = self._gauge_like("gaptrain_worker_master_version", "gauge",
                                          "The newest master version this worker pulled.", 0.0)
         # Evaluator-only gauges: NaN on trainers, as gaptrain-worker's.
@@ -167,6 +171,10 @@ class WorkerMetrics:
         """service: "master" or "coordinator"."""
         with self._mu:
             self._reconnects.series[(("service", service),)] += 1
+
+    def record_data_error(self):
+        with self._mu:
+            self._data_errors.series[()] += 1
 
     def record_push_rejected(self, code):
         """code: the status code's name in lower case ("failed_precondition")."""

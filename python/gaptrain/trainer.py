@@ -25,6 +25,7 @@ import grpc
 import torch
 
 from gaptrain import batch_prefetch
+from gaptrain import data_errors
 from gaptrain import heap_policy as heap_policy_mod
 from gaptrain import job_role
 from gaptrain import module_buffers
@@ -63,12 +64,14 @@ class TrainResult:
         self.losses = []  # every pushed batch's loss, in order
         self.reason = ""  # "finished" or "preempted"
         self.master_version = 0
+        self.data_errors = 0  # batches read again: the dataset's store was away
 
     def as_dict(self):
         """The result as JSON-ready values (last_loss aside: losses ends with it)."""
         return {"worker_id": self.worker_id, "batches": self.batches, "samples": self.samples,
                 "skipped": self.skipped, "tasks": self.tasks, "losses": self.losses,
-                "reason": self.reason, "master_version": self.master_version}
+                "reason": self.reason, "master_version": self.master_version,
+                "data_errors": self.data_errors}
 
     def __repr__(self):
         return ("TrainResult(worker %d: %d batches, %d samples, %d skipped, %d tasks, last loss "
@@ -370,7 +373,10 @@ class Trainer:
             # take() starts building the next batch, during this one's
             # compute and push; only a pushed batch counts (_task_done), so
             # one built ahead is never handed back as trained.
-            indices, batch = prefetch.take(first)
+            taken = self._take_batch(prefetch, first, task)
+            if taken is None:
+                return  # stopped while the store was away: Leave gives the task back
+            indices, batch = taken
             outcome, loss, reply = yield from self._train_batch(indices, batch, generation)
             if outcome == _STOPPED:
                 continue
@@ -399,6 +405,26 @@ class Trainer:
                 raise
         self._task = None
         self.session.set_progress(0, 0, last_loss)
+
+    def _take_batch(self, prefetch, first, task):
+        """prefetch.take(first), read again after a pause while the dataset
+        says its store is away (data_errors.py); None when stopped
+        meanwhile. Any other error of the dataset is raised."""
+        backoff = rpc.Backoff(self.opts.host_name, initial=0.5, cap=10.0)
+        while True:
+            try:
+                return prefetch.take(first)
+            except Exception as e:  # noqa: BLE001 (classified below)
+                if not data_errors.store_unavailable(e):
+                    raise
+                wait = backoff.next()
+                self.result.data_errors += 1
+                self.metrics.record_data_error()
+                log.warning("data unavailable (%s: %s): task %d's batch at position %d is read "
+                            "again in %.1f s; nothing of it is trained meanwhile",
+                            type(e).__name__, e, task.task_id, first, wait)
+                if not self.stop.sleep(wait):
+                    return None
 
     def _while_the_master_applies(self):
         """Work for the moment the push's bytes are out and the master

@@ -625,6 +625,52 @@ class PythonTrainerTest(unittest.TestCase):
         finally:
             job.close()
 
+    def test_a_store_that_is_away_is_waited_for(self):
+        # The dataset's store refuses connections for a while (sample 40,
+        # three reads): the trainer reads that batch again after a pause,
+        # holding its task, and trains every sample of the epoch once.
+        sys.path.insert(0, os.path.dirname(EXAMPLE))
+        import torch
+        import gaptrain
+        import fashion_mnist_mlp
+
+        class Flaky(torch.utils.data.Dataset):
+            def __init__(self, base, n):
+                self.base, self.n, self.refusals = base, n, 3
+
+            def __len__(self):
+                return self.n
+
+            def __getitem__(self, i):
+                if i == 40 and self.refusals > 0:
+                    self.refusals -= 1
+                    raise ConnectionRefusedError(111, "store:9000 refused the connection")
+                return self.base[i]
+
+        torch.manual_seed(0)
+        job = Job(self.dir.name, "fp32", updates=0, epochs=1, model="{fromTrainer: true}",
+                  data_spec="{format: custom, trainSamples: 256, shuffleSeed: 3}")
+        try:
+            options = gaptrain.parse_options(
+                ["--job", job.job, "--coordinator", job.coordinator, "--host-name", "in-process",
+                 "--http-address", "127.0.0.1", "--http-port", "0", "--threads", "1"],
+                {"GAPTRAIN_TOKEN": TOKEN})
+            dataset = Flaky(fashion_mnist_mlp.FashionMNIST(data_dir()), 256)
+            with self.assertLogs("gaptrain", level="WARNING") as logs:
+                result = gaptrain.train(fashion_mnist_mlp.MLP(), dataset,
+                                        torch.nn.CrossEntropyLoss(), options=options,
+                                        handle_signals=False, heap_policy=False,
+                                        batch_process=False)
+            self.assertEqual((result.reason, result.samples, result.skipped), ("finished", 256, 0))
+            self.assertEqual((result.data_errors, dataset.refusals), (3, 0))
+            self.assertEqual(sum("data unavailable (ConnectionRefusedError" in line
+                                 for line in logs.output), 3)
+            st = job.status()
+            self.assertEqual((st.phase, st.reason), (pb.JOB_PHASE_SUCCEEDED, "EpochsCompleted"))
+            self.assertEqual(st.tasks_reassigned, 0)  # held, not handed back
+        finally:
+            job.close()
+
     def test_the_loop_is_the_callers(self):
         # In this process: a model of two inputs from dict samples, a loop
         # that leaves every 4th batch unstepped (skipped, its samples
