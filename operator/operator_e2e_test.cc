@@ -193,6 +193,31 @@ class OperatorE2eTest : public ::testing::Test {
     *running = Clock::now();
   }
 
+  // Waits until the job's master is at `version`, then preempts
+  // JOB-trainer-1 as a node shutdown does and waits for its replacement,
+  // ready; the times of the three moments.
+  void PreemptOneTrainerAt(double version, Clock::time_point* training,
+                           Clock::time_point* preempted, Clock::time_point* replaced) {
+    const std::string master = job_ + "-master";
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return MetricValue(bed_->PodMetrics(kNs, master), "gaptrain_master_model_version",
+                             0) >= version;
+        },
+        seconds(120)))
+        << Diagnostics();
+    *training = Clock::now();
+    const std::string victim = job_ + "-trainer-1";
+    const json victim_pod = Get(kube::kPods, kNs, victim);
+    ASSERT_TRUE(victim_pod.is_object()) << victim;
+    const std::string old_uid = victim_pod["metadata"]["uid"];
+    const Status s = node()->Preempt(kNs, victim, LocalNode::Disruption::kNodeShutdown);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    *preempted = Clock::now();
+    ASSERT_NO_FATAL_FAILURE(AwaitReplaced(victim, old_uid));
+    *replaced = Clock::now();
+  }
+
   // Waits until pod `name` is a new pod (not `old_uid`) and ready.
   void AwaitReplaced(const std::string& name, const std::string& old_uid) {
     ASSERT_TRUE(Eventually(
@@ -956,24 +981,8 @@ TEST_F(OperatorE2eTest, TorchvisionResnet18DeclaredByItsTrainersRunsThroughAPree
   json job;
   ASSERT_NO_FATAL_FAILURE(CreateAndAwaitRunning(job_object, &applied, &running, &job));
   const std::string master = job_ + "-master";
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return MetricValue(bed_->PodMetrics(kNs, master), "gaptrain_master_model_version", 0) >=
-               20;
-      },
-      seconds(120)))
-      << Diagnostics();
-  const Clock::time_point training = Clock::now();
-
-  const std::string victim = job_ + "-trainer-1";
-  const json victim_pod = Get(kube::kPods, kNs, victim);
-  ASSERT_TRUE(victim_pod.is_object()) << victim;
-  const std::string old_uid = victim_pod["metadata"]["uid"];
-  s = node()->Preempt(kNs, victim, LocalNode::Disruption::kNodeShutdown);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  const Clock::time_point preempted = Clock::now();
-  ASSERT_NO_FATAL_FAILURE(AwaitReplaced(victim, old_uid));
-  const Clock::time_point replaced = Clock::now();
+  Clock::time_point training, preempted, replaced;
+  ASSERT_NO_FATAL_FAILURE(PreemptOneTrainerAt(20, &training, &preempted, &replaced));
 
   ASSERT_NO_FATAL_FAILURE(AwaitSucceeded(seconds(240), &job));
   const Clock::time_point succeeded = Clock::now();
@@ -1125,23 +1134,8 @@ TEST_F(OperatorE2eTest, AnImageFolderReadByTheTrainersRunsThroughAPreemption) {
               json::parse(R"j([{"secretRef": {"name": "store-credentials"}}])j"))
         << pod;
   }
-  const std::string master = job_ + "-master";
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return MetricValue(bed_->PodMetrics(kNs, master), "gaptrain_master_model_version", 0) >=
-               10;
-      },
-      seconds(120)))
-      << Diagnostics();
-  const std::string victim = job_ + "-trainer-1";
-  const json victim_pod = Get(kube::kPods, kNs, victim);
-  ASSERT_TRUE(victim_pod.is_object()) << victim;
-  const std::string old_uid = victim_pod["metadata"]["uid"];
-  s = node()->Preempt(kNs, victim, LocalNode::Disruption::kNodeShutdown);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  const Clock::time_point preempted = Clock::now();
-  ASSERT_NO_FATAL_FAILURE(AwaitReplaced(victim, old_uid));
-  const Clock::time_point replaced = Clock::now();
+  Clock::time_point training, preempted, replaced;
+  ASSERT_NO_FATAL_FAILURE(PreemptOneTrainerAt(10, &training, &preempted, &replaced));
 
   ASSERT_NO_FATAL_FAILURE(AwaitSucceeded(seconds(240), &job));
   const Clock::time_point succeeded = Clock::now();

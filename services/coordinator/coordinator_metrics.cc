@@ -161,7 +161,8 @@ void CoordinatorMetrics::ObserveEvaluation(const CoordinatorState& state) {
     eval_target_family_->Add({{"metric", t.metric}, {"direction", at_least ? "at_least" : "at_most"}})
         .Set(at_least ? t.at_least : t.at_most);
   }
-  if (!state.last_accuracy()) return;
+  if (!state.last_accuracy() || state.evaluations_stored() == evaluations_shown_) return;
+  evaluations_shown_ = state.evaluations_stored();
   std::map<std::string, double> values = {{"accuracy", *state.last_accuracy()},
                                           {"loss", state.last_eval_loss()}};
   for (const NamedMetric& m : state.last_eval_metrics()) values[m.name] = m.value;

@@ -19,6 +19,7 @@
 #include <prometheus/registry.h>
 
 #include <array>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -84,6 +85,9 @@ class CoordinatorMetrics {
   std::mutex mu_;  // guards the fields below
   CoordinatorCounters seen_;
   bool eval_target_added_ = false;
+  // The state's evaluations_stored() last shown; none yet, so a restored
+  // state's last evaluation shows at the first Observe.
+  uint64_t evaluations_shown_ = UINT64_MAX;
   std::map<std::string, prometheus::Gauge*> eval_metrics_;  // the last evaluation's
   std::map<std::pair<std::string, Status::Code>, prometheus::Counter*> rejected_;
 };

@@ -491,6 +491,7 @@ Status CoordinatorState::ReportEvaluation(double now, WorkerId id, double accura
     last_eval_loss_ = loss;
     last_eval_version_ = version;
     last_eval_metrics_ = metrics;
+    ++evaluations_stored_;
     Durable();
     const TargetSpec& target = config_.target;
     std::optional<double> value = MetricValue(target.metric, accuracy, loss, metrics);

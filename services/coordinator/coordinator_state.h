@@ -262,6 +262,9 @@ class CoordinatorState {
   std::optional<double> last_accuracy() const { return last_accuracy_; }
   double last_eval_loss() const { return last_eval_loss_; }
   const EvalMetrics& last_eval_metrics() const { return last_eval_metrics_; }
+  // Evaluations stored since this object was made (not saved): what shows
+  // them changes only when this does.
+  uint64_t evaluations_stored() const { return evaluations_stored_; }
   const Membership& membership() const { return membership_; }
 
   // The master's member set: live trainers, and the evaluator when
@@ -322,6 +325,7 @@ class CoordinatorState {
   double last_eval_loss_ = 0;
   uint64_t last_eval_version_ = 0;
   EvalMetrics last_eval_metrics_;
+  uint64_t evaluations_stored_ = 0;
 
   uint64_t members_generation_ = 0;
   uint64_t durable_generation_ = 0;
