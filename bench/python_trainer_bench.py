@@ -58,11 +58,16 @@ def plain_loop(data, model_name, steps, warmup=50):
     """Steps per second of a plain PyTorch training loop, one thread."""
     torch.set_num_threads(1)
     torch.manual_seed(1)
-    model = MODELS[model_name]()
-    loss_fn = nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     loader = torch.utils.data.DataLoader(FashionMNIST(data), batch_size=BATCH, shuffle=True,
                                          drop_last=True)
+    return timed_steps(MODELS[model_name](), loader, steps, warmup)
+
+
+def timed_steps(model, loader, steps, warmup):
+    """Steps per second of SGD with momentum on `model` over `loader`'s
+    batches (again from its start when they run out), after `warmup`."""
+    loss_fn = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     done, start = 0, None
     while done < steps + warmup:
         for x, y in loader:

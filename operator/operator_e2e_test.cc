@@ -28,6 +28,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,6 +59,8 @@
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 #include "services/testing/testdata_dir.h"
+#include "tests/s3_test_server.h"
+#include "tests/task_coverage.h"
 
 namespace gaptrain {
 namespace {
@@ -191,6 +194,95 @@ class OperatorE2eTest : public ::testing::Test {
                         seconds(90), job))
         << Diagnostics();
     *running = Clock::now();
+  }
+
+  // examples/shards/job-cluster.yaml as shipped but for what the test node
+  // needs (its image's train.py is the checkout's) and for size: 8 shards
+  // of 750 PNGs and a test shard of 500, written by make_shards.py into
+  // `store`, a real S3 server (rclone serve s3) over a directory of the
+  // test's on the node's bridge, which the pods reach with the endpoint
+  // and keys of the Secret the job names (envFrom); 2 trainers, `epochs`
+  // epochs, the final evaluation only. Call after StartCluster.
+  void ShardsInAStoreJob(uint32_t epochs, S3TestServer* store, json* job_object) {
+    const std::string readme = AbsolutePath("README.md");
+    ASSERT_EQ(readme.front(), '/') << readme;
+    const std::string example = readme.substr(0, readme.rfind('/')) + "/examples/shards";
+    std::string data;
+    ASSERT_TRUE(FindSharedDataDir(&data).ok());
+    const std::string root = TestTempDir("operator-shards-s3");
+    const std::string bucket = root + "/datasets";
+    ASSERT_EQ(::mkdir(bucket.c_str(), 0755), 0);
+    std::string made;
+    ASSERT_EQ(RunShell("/usr/bin/python3 " + example + "/make_shards.py --data '" + data +
+                           "/fashion-mnist' --out '" + bucket +
+                           "/fashion-mnist-shards' --shards 8 --train-samples 6000 "
+                           "--test-samples 500",
+                       &made),
+              0)
+        << made;
+    // On the node's bridge: pods reach it there, as a store outside the cluster.
+    Status s = store->Create(root, root + ".s3-server.log", node()->host_ip());
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    s = store->AwaitAnswer("PYTHONPATH=" + example + ":" + example +
+                               "/../../python /usr/bin/python3 -c \"import tar_shards as t; "
+                               "print('shards', t.TarShards('s3://datasets/"
+                               "fashion-mnist-shards', 'train').num_shards)\"",
+                           "shards 8");
+    ASSERT_TRUE(s.ok()) << s.ToString();
+
+    job_ = "fashion-mnist-shards";
+    s = bed_->ReadJob(example + "/job-cluster.yaml", job_object);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_EQ((*job_object)["metadata"].value("name", ""), job_);
+    json& spec = (*job_object)["spec"];
+    ASSERT_EQ(spec["data"].value("format", ""), "shards");
+    spec["data"]["shards"] = 8;
+    spec["data"]["trainSamples"] = 6000;
+    spec["training"]["epochs"] = epochs;
+    spec["training"]["evalEveryUpdates"] = 100000;  // the final evaluation only
+    spec["workers"]["replicas"] = 2;
+    spec["workers"]["minReplicas"] = 1;
+    // The store's endpoint and keys in the Secret the job names.
+    std::vector<std::string> create = {"--namespace", kNs, "create", "secret", "generic",
+                                       "fashion-mnist-store"};
+    for (const json& variable : store->Env()) {
+      create.push_back("--from-literal=" + variable["name"].get<std::string>() + "=" +
+                       variable["value"].get<std::string>());
+    }
+    std::string made_secret;
+    s = bed_->cluster()->Kubectl(create, &made_secret);
+    ASSERT_TRUE(s.ok()) << s.ToString() << made_secret;
+    for (const char* role : {"workers", "evaluator"}) {
+      json& container = spec[role]["template"]["spec"]["containers"][0];
+      ASSERT_EQ(container["command"], json({"python3", "/app/train.py"})) << role;
+      ASSERT_EQ(container["args"], json({"--store", "s3://datasets/fashion-mnist-shards"}))
+          << role;
+      ASSERT_EQ(container["envFrom"],
+                json::parse(R"j([{"secretRef": {"name": "fashion-mnist-store"}}])j"))
+          << role;
+      container["command"][1] = example + "/train.py";
+      container["args"].push_back("--threads");
+      container["args"].push_back("1");
+    }
+  }
+
+  // Whether rclone is there for an S3 server; skips (fails in CI) if not.
+  bool RequireS3Server() {
+    if (!S3TestServer::Binary().empty()) return true;
+    [] {
+      GAPTRAIN_SKIP_OR_FAIL_IN_CI(
+          "no S3 server: $GAPTRAIN_RCLONE names no rclone (scripts/s3-server.sh builds it; "
+          "scripts/test.sh sets it)");
+    }();
+    return false;
+  }
+
+  // The job's condition of `type` now ({} when it has none).
+  static json Condition(const json& job, const std::string& type) {
+    for (const json& c : JobStatus(job).value("conditions", json::array())) {
+      if (c.value("type", "") == type) return c;
+    }
+    return json::object();
   }
 
   // Waits until the job's master is at `version`, then preempts
@@ -1159,6 +1251,107 @@ TEST_F(OperatorE2eTest, AnImageFolderReadByTheTrainersRunsThroughAPreemption) {
       "and ready %.1f s later; Succeeded %.1f s after apply; accuracy %.2f%% on 500 test PNGs\n",
       Seconds(running - applied), Seconds(replaced - preempted), Seconds(succeeded - applied),
       100 * accuracy);
+}
+
+// Issue 38: tar shards streamed from an S3-compatible store by the
+// trainers' own code on the cluster (ShardsInAStoreJob): gaptrain mounts
+// nothing, each trainer streams the shards the coordinator gives it
+// (`format: shards`). One trainer is preempted as a node shutdown does once
+// the master is at version 10, and is replaced; the coordinator's log shows
+// each of the 8 epochs' 8 shards completed exactly once.
+TEST_F(OperatorE2eTest, ShardsInAStoreAreStreamedThroughAPreemption) {
+  if (!RequireS3Server()) return;
+  if (!StartCluster(Install::kDeploy)) return;
+  S3TestServer store;
+  json job_object;
+  // Long enough for the replacement to train too: the MLP runs through an
+  // epoch of 6,000 PNGs in about a second, its pod starts in a few.
+  ASSERT_NO_FATAL_FAILURE(ShardsInAStoreJob(8, &store, &job_object));
+  Clock::time_point applied, running;
+  json job;
+  ASSERT_NO_FATAL_FAILURE(CreateAndAwaitRunning(job_object, &applied, &running, &job));
+  Clock::time_point training, preempted, replaced;
+  ASSERT_NO_FATAL_FAILURE(PreemptOneTrainerAt(10, &training, &preempted, &replaced));
+
+  ASSERT_NO_FATAL_FAILURE(AwaitSucceeded(seconds(240), &job));
+  const Clock::time_point succeeded = Clock::now();
+  const json& status = JobStatus(job);
+  EXPECT_EQ(Number(status, {"progress", "epoch"}), 8) << status.dump(2);
+  const double accuracy = Number(status, {"progress", "testAccuracy"});
+  EXPECT_GE(accuracy, 0.5) << status.dump(2) << Diagnostics();
+  EXPECT_EQ(status.value("preemptions", -1), 1) << status.dump(2);
+  std::string coordinator_log;
+  ASSERT_TRUE(node()->Logs(kNs, job_ + "-coordinator", &coordinator_log).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectEachEpochCoveredOnce(coordinator_log, 8, 8));
+  ExpectOperatorWithinItsPermissions();
+  std::printf(
+      "operator e2e shards: job Running %.1f s after apply; 1 trainer preempted, replaced and "
+      "ready %.1f s later; 8 epochs of 8 shards streamed from the store, each once; Succeeded "
+      "%.1f s after apply; accuracy %.2f%% on the test shard\n",
+      Seconds(running - applied), Seconds(replaced - preempted), Seconds(succeeded - applied),
+      100 * accuracy);
+}
+
+// Issue 38: the same job's store goes away once the master is at version
+// 10 (the S3 server stopped). The trainers hand back the shards they cannot
+// read; the job says why, the condition DataUnavailable (True,
+// StoreUnreachable, the trainer's error) and a Warning Event; once the
+// store is back (the same server started again) the job finishes, the
+// condition False (DataAvailable), every shard of its 4 epochs completed
+// exactly once.
+TEST_F(OperatorE2eTest, AJobWhoseStoreGoesAwaySaysWhyAndFinishesWhenItReturns) {
+  if (!RequireS3Server()) return;
+  if (!StartCluster(Install::kDeploy)) return;
+  S3TestServer store;
+  json job_object;
+  ASSERT_NO_FATAL_FAILURE(ShardsInAStoreJob(4, &store, &job_object));
+  Clock::time_point applied, running;
+  json job;
+  ASSERT_NO_FATAL_FAILURE(CreateAndAwaitRunning(job_object, &applied, &running, &job));
+  const std::string master = job_ + "-master";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return MetricValue(bed_->PodMetrics(kNs, master), "gaptrain_master_model_version", 0) >=
+               10;
+      },
+      seconds(120)))
+      << Diagnostics();
+  store.Stop();
+  const Clock::time_point away = Clock::now();
+  // The operator reads the coordinator's status every poll (15 s here).
+  ASSERT_TRUE(WaitJob(
+      [&](const json& j) { return Condition(j, "DataUnavailable").value("status", "") == "True"; },
+      seconds(60), &job))
+      << JobStatus(job).dump(2) << Diagnostics();
+  const json unavailable = Condition(job, "DataUnavailable");
+  const Clock::time_point shown = Clock::now();
+  EXPECT_EQ(unavailable.value("reason", ""), "StoreUnreachable") << unavailable.dump(2);
+  EXPECT_NE(unavailable.value("message", "").find("cannot reach its data"), std::string::npos)
+      << unavailable.dump(2);
+  EXPECT_EQ(EventReasons().count("DataUnavailable"), 1u);
+  ASSERT_TRUE(store.Start().ok());
+
+  ASSERT_NO_FATAL_FAILURE(AwaitSucceeded(seconds(240), &job));
+  const json available = Condition(job, "DataUnavailable");
+  EXPECT_EQ(available.value("status", ""), "False") << JobStatus(job).dump(2);
+  EXPECT_EQ(available.value("reason", ""), "DataAvailable") << available.dump(2);
+  std::multiset<std::string> reasons;
+  EXPECT_TRUE(Eventually([&] {
+    reasons = EventReasons();
+    return reasons.count("DataAvailable") == 1;
+  }, seconds(10)));
+  EXPECT_EQ(reasons.count("DataUnavailable"), 1u);
+  std::string coordinator_log;
+  ASSERT_TRUE(node()->Logs(kNs, job_ + "-coordinator", &coordinator_log).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectEachEpochCoveredOnce(coordinator_log, 4, 8));
+  EXPECT_NE(coordinator_log.find(") handed back by worker "), std::string::npos)
+      << coordinator_log;
+  std::printf(
+      "operator e2e store outage: the job showed DataUnavailable %.1f s after its store went "
+      "away (%s); Succeeded once it was back, 4 epochs of 8 shards each completed once, "
+      "accuracy %.2f%%\n",
+      Seconds(shown - away), unavailable.value("message", "").c_str(),
+      100 * Number(JobStatus(job), {"progress", "testAccuracy"}));
 }
 
 }  // namespace

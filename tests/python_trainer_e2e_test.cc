@@ -38,6 +38,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -48,7 +49,10 @@
 #include "operator/envtest/free_port.h"
 #include "services/coordinator/coordinator_client.h"
 #include "tests/push_accounting.h"
+#include "tests/s3_test_server.h"
+#include "tests/task_coverage.h"
 #include "services/testing/missing_requirement.h"
+#include "services/testing/status_assertions.h"
 #include "services/testing/testdata_dir.h"
 #include "services/testing/yaml_to_json.h"
 #include "tests/gaptrain_run_fixture.h"
@@ -142,10 +146,11 @@ size_t Count(const std::string& text, const std::string& needle) {
   return n;
 }
 
-// Runs the job to its end, polling the coordinator meanwhile; `k` is
-// --template-trainers ("": no flag).
+// Runs the job to its end, polling the coordinator meanwhile (and calling
+// `while_running` at each poll); `k` is --template-trainers ("": no flag).
 void RunJob(const std::string& job_file, const std::string& run_dir, const std::string& k,
-            Outcome* outcome, const std::vector<std::string>& extra = {}) {
+            Outcome* outcome, const std::vector<std::string>& extra = {},
+            const std::function<void()>& while_running = nullptr) {
   const std::string log = run_dir + ".out";
   std::vector<std::string> args = {"run", "-f", job_file, "--run-dir", run_dir};
   if (!k.empty()) args.insert(args.end(), {"--template-trainers", k});
@@ -155,6 +160,7 @@ void RunJob(const std::string& job_file, const std::string& run_dir, const std::
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
   while (run->Running() && std::chrono::steady_clock::now() < deadline) {
     for (const std::string& host : TrainerHosts(run_dir)) outcome->trainers_seen.insert(host);
+    if (while_running) while_running();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   ASSERT_TRUE(run->WaitExit(std::chrono::seconds(1))) << ReadRaw(log);
@@ -590,38 +596,49 @@ print("EXPORT_ACCURACY %.6f" % scores["accuracy"])
 // Fashion-MNIST's IDX files (trainSamples 2000, the final evaluation only),
 // its trainers and evaluator running the example's train.py with `args`.
 // Returns the job as JSON, for the test to adjust and write.
-void ImageFolderJob(const std::string& dir, const std::string& data,
-                    const std::string& workspace, const nlohmann::json& args,
-                    nlohmann::json* job) {
-  const std::string example = workspace + "/examples/image_folder";
-  const std::string images = dir + "/fashion-mnist-png";
-  std::string made;
-  ASSERT_EQ(RunShell("/usr/bin/python3 " + example + "/make_image_folder.py --data " + data +
-                         "/fashion-mnist --out " + images +
-                         " --train-samples 2000 --test-samples 500",
-                     &made),
-            0)
-      << made;
-  ASSERT_NE(made.find("train: 2000 PNG files"), std::string::npos) << made;
-  Status parsed = kube_testing::YamlToJson(ReadRaw(example + "/job-local.yaml"), job);
+// examples/EXAMPLE's job-local.yaml, its data written first by the
+// example's script `make` (a command line after `python3 EXAMPLE/`, which
+// must print `made`), with spec.data.path `path`, the final evaluation
+// only, and the trainers and the evaluator running the example's train.py
+// with `args`.
+void LocalExampleJob(const std::string& workspace, const std::string& example,
+                     const std::string& make, const std::string& made, const std::string& path,
+                     const nlohmann::json& args, nlohmann::json* job) {
+  const std::string folder = workspace + "/examples/" + example;
+  std::string out;
+  ASSERT_EQ(RunShell("/usr/bin/python3 " + folder + "/" + make, &out), 0) << out;
+  ASSERT_NE(out.find(made), std::string::npos) << out;
+  Status parsed = kube_testing::YamlToJson(ReadRaw(folder + "/job-local.yaml"), job);
   ASSERT_TRUE(parsed.ok()) << parsed.ToString();
   nlohmann::json& spec = (*job)["spec"];
-  ASSERT_EQ(spec["data"]["format"], "custom");
-  spec["data"]["path"] = images;
-  spec["data"]["trainSamples"] = 2000;
+  spec["data"]["path"] = path;
   spec["training"]["evalEveryUpdates"] = 100000;  // the final evaluation only
   for (const char* role : {"workers", "evaluator"}) {
     nlohmann::json& container = spec[role]["template"]["spec"]["containers"][0];
     ASSERT_EQ(container["command"], nlohmann::json({"/usr/bin/python3", "train.py"})) << role;
-    container["command"][1] = example + "/train.py";
+    container["command"][1] = folder + "/train.py";
     container["args"] = args;
   }
+}
+
+void ImageFolderJob(const std::string& dir, const std::string& data,
+                    const std::string& workspace, const nlohmann::json& args,
+                    nlohmann::json* job) {
+  const std::string images = dir + "/fashion-mnist-png";
+  ASSERT_NO_FATAL_FAILURE(LocalExampleJob(
+      workspace, "image_folder",
+      "make_image_folder.py --data " + data + "/fashion-mnist --out " + images +
+          " --train-samples 2000 --test-samples 500",
+      "train: 2000 PNG files", images, args, job));
+  nlohmann::json& spec = (*job)["spec"];
+  ASSERT_EQ(spec["data"]["format"], "custom");
+  spec["data"]["trainSamples"] = 2000;
 }
 
 // Runs `job` (written to DIR/NAME.yaml) with `gaptrain run` and checks it
 // completed its epochs with 2 trainers whose results (train.py
 // --result-dir `results`) skipped nothing; returns the samples they pushed.
-void RunImageFolderJob(const std::string& dir, const std::string& name,
+void RunExampleJob(const std::string& dir, const std::string& name,
                        const nlohmann::json& job, const std::string& results, Outcome* run,
                        uint64_t* samples) {
   const std::string job_file = dir + "/" + name + ".yaml";
@@ -658,7 +675,7 @@ TEST(PythonTrainerE2eTest, AnImageFolderOfPngsIsTrainedExactlyOncePerEpoch) {
       dir, data, workspace, nlohmann::json({"--result-dir", results, "--threads", "1"}), &job));
   Outcome run;
   uint64_t samples = 0;
-  ASSERT_NO_FATAL_FAILURE(RunImageFolderJob(dir, "image-folder", job, results, &run, &samples));
+  ASSERT_NO_FATAL_FAILURE(RunExampleJob(dir, "image-folder", job, results, &run, &samples));
   EXPECT_EQ(samples, 2u * 2000u) << run.output;
   ASSERT_TRUE(run.summary["accuracy"].is_number()) << run.summary.dump(2);
   const double accuracy = run.summary["accuracy"];
@@ -668,28 +685,25 @@ TEST(PythonTrainerE2eTest, AnImageFolderOfPngsIsTrainedExactlyOncePerEpoch) {
   EXPECT_GE(accuracy, 0.5);  // it learned: 64.6-75.8% measured, 10% by chance
 }
 
-// What a run's coordinator.log says each epoch's completed tasks covered:
-// epoch -> their position ranges (the coordinator logs one line a
-// completion, "task 7 (epoch 1, positions [448, 512)) completed by worker
-// 3"), in the order completed.
-std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> CompletedPositions(
-    const std::string& log) {
-  std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> epochs;
-  std::istringstream lines(log);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const size_t at = line.find("] task ");
-    if (at == std::string::npos || line.find(") completed by worker ") == std::string::npos) {
-      continue;
-    }
-    unsigned long long id = 0;
-    unsigned epoch = 0, begin = 0, end = 0;
-    if (std::sscanf(line.c_str() + at, "] task %llu (epoch %u, positions [%u, %u))", &id, &epoch,
-                    &begin, &end) == 4) {
-      epochs[epoch].push_back({begin, end});
-    }
-  }
-  return epochs;
+// Runs `job` for 3 epochs in DIR/run with its trainers SIGTERMed and
+// SIGKILLed every 20% of the job (restarted 1 s later, seed 5), training on
+// while one is down, a SIGKILLed trainer's task back in the queue 3 s
+// later; checks it succeeded with at least 2 kills, which *kills counts.
+void RunThreeEpochsUnderChaos(const std::string& dir, nlohmann::json* job, Outcome* run,
+                              uint64_t* kills) {
+  nlohmann::json& spec = (*job)["spec"];
+  spec["training"]["epochs"] = 3;
+  spec["workers"]["minReplicas"] = 1;
+  spec["coordinator"]["leaseSeconds"] = 3;
+  const std::string job_file = dir + "/chaos.yaml";
+  std::ofstream(job_file) << job->dump(2);  // JSON is YAML
+  ASSERT_NO_FATAL_FAILURE(
+      RunJob(job_file, dir + "/run", "", run, {"--chaos", "every=20%,restart=1s,seed=5"}));
+  ASSERT_EQ(run->summary["outcome"], "Succeeded") << run->summary.dump(2);
+  EXPECT_EQ(run->summary["reason"], "EpochsCompleted") << run->summary.dump(2);
+  *kills = run->summary["chaos"]["trainerSigterms"].get<uint64_t>() +
+           run->summary["chaos"]["trainerSigkills"].get<uint64_t>();
+  EXPECT_GE(*kills, 2u) << run->summary.dump(2);
 }
 
 // examples/image_folder under chaos (issue 38): the job of
@@ -704,35 +718,11 @@ TEST(PythonTrainerE2eTest, AnImageFolderUnderChaosIsCoveredExactlyOncePerEpoch) 
   nlohmann::json job;
   ASSERT_NO_FATAL_FAILURE(
       ImageFolderJob(dir, data, workspace, nlohmann::json({"--threads", "1"}), &job));
-  nlohmann::json& spec = job["spec"];
-  spec["training"]["epochs"] = 3;
-  spec["workers"]["minReplicas"] = 1;       // trains on while one is down
-  spec["coordinator"]["leaseSeconds"] = 3;  // a SIGKILLed trainer's task returns soon
-  const std::string job_file = dir + "/image-folder.yaml";
-  std::ofstream(job_file) << job.dump(2);  // JSON is YAML
-  const std::string run_dir = dir + "/run";
   Outcome run;
+  uint64_t kills = 0;
+  ASSERT_NO_FATAL_FAILURE(RunThreeEpochsUnderChaos(dir, &job, &run, &kills));
   ASSERT_NO_FATAL_FAILURE(
-      RunJob(job_file, run_dir, "", &run, {"--chaos", "every=20%,restart=1s,seed=5"}));
-  ASSERT_EQ(run.summary["outcome"], "Succeeded") << run.summary.dump(2);
-  EXPECT_EQ(run.summary["reason"], "EpochsCompleted") << run.summary.dump(2);
-  const uint64_t kills = run.summary["chaos"]["trainerSigterms"].get<uint64_t>() +
-                         run.summary["chaos"]["trainerSigkills"].get<uint64_t>();
-  EXPECT_GE(kills, 2u) << run.summary.dump(2);
-
-  const std::string log = ReadRaw(run_dir + "/logs/coordinator.log");
-  const auto epochs = CompletedPositions(log);
-  ASSERT_EQ(epochs.size(), 3u) << log;
-  for (const auto& [epoch, ranges] : epochs) {
-    std::vector<int> covered(2000, 0);
-    for (const auto& [begin, end] : ranges) {
-      ASSERT_LE(end, 2000u) << "epoch " << epoch;
-      for (uint32_t p = begin; p < end; ++p) ++covered[p];
-    }
-    for (uint32_t p = 0; p < 2000; ++p) {
-      ASSERT_EQ(covered[p], 1) << "epoch " << epoch << ", position " << p << "\n" << log;
-    }
-  }
+      ExpectEachEpochCoveredOnce(ReadRaw(dir + "/run/logs/coordinator.log"), 3, 2000));
   std::printf("FIGURE image folder under chaos: %llu trainer kills (%llu SIGTERM, %llu SIGKILL), "
               "%llu tasks reassigned; 3 epochs of 2,000 positions each completed exactly once; "
               "accuracy %.2f%%\n",
@@ -742,6 +732,40 @@ TEST(PythonTrainerE2eTest, AnImageFolderUnderChaosIsCoveredExactlyOncePerEpoch) 
               static_cast<unsigned long long>(run.summary["workers"]["tasksReassigned"]),
               100 * run.summary.value("accuracy", 0.0));
   EXPECT_GE(run.summary.value("accuracy", 0.0), 0.5) << run.summary.dump(2);
+}
+
+// Starts `store` over ROOT (its folders are buckets); skips, or fails in
+// CI, without rclone: the caller returns when IsSkipped().
+void StartS3Store(const std::string& root, const std::string& log_file, S3TestServer* store) {
+  if (S3TestServer::Binary().empty()) {
+    GAPTRAIN_SKIP_OR_FAIL_IN_CI(
+        "no S3 server: $GAPTRAIN_RCLONE names no rclone (scripts/s3-server.sh builds it; "
+        "scripts/test.sh sets it)");
+    return;
+  }
+  Status started = store->Create(root, log_file);
+  ASSERT_TRUE(started.ok()) << started.ToString();
+}
+
+// Moves DIR/NAME (an example's data) into the bucket gaptrain of `store`, a
+// real S3 server started over DIR/s3, waits until the shell line `probe`
+// prints `expected` through it, and points `job` there: no data path, the
+// store's endpoint and keys in the templates' env. The caller returns when
+// IsSkipped().
+void ServeFromS3(const std::string& dir, const std::string& name, const std::string& probe,
+                 const std::string& expected, nlohmann::json* job, S3TestServer* store) {
+  const std::string root = dir + "/s3";
+  ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((root + "/gaptrain").c_str(), 0755), 0);
+  ASSERT_EQ(::rename((dir + "/" + name).c_str(), (root + "/gaptrain/" + name).c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(StartS3Store(root, dir + "/s3-server.log", store));
+  if (::testing::Test::IsSkipped()) return;
+  ASSERT_OK(store->AwaitAnswer(probe, expected));
+  nlohmann::json& spec = (*job)["spec"];
+  spec["data"].erase("path");
+  for (const char* role : {"workers", "evaluator"}) {
+    spec[role]["template"]["spec"]["containers"][0]["env"] = store->Env();
+  }
 }
 
 // examples/image_folder reading its PNGs from an S3-compatible store
@@ -755,12 +779,6 @@ TEST(PythonTrainerE2eTest, AnImageFolderUnderChaosIsCoveredExactlyOncePerEpoch) 
 TEST(PythonTrainerE2eTest, AnImageFolderInAnS3StoreIsReadThroughBoto3) {
   std::string data, workspace;
   ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
-  const char* rclone = std::getenv("GAPTRAIN_RCLONE");
-  if (rclone == nullptr || access(rclone, X_OK) != 0) {
-    GAPTRAIN_SKIP_OR_FAIL_IN_CI(
-        "no S3 server: $GAPTRAIN_RCLONE names no rclone (scripts/s3-server.sh builds it; "
-        "scripts/test.sh sets it)");
-  }
   const std::string dir = TestTempDir("python-image-folder-s3");
   const std::string results = dir + "/results";
   ASSERT_EQ(::mkdir(results.c_str(), 0755), 0);
@@ -770,61 +788,168 @@ TEST(PythonTrainerE2eTest, AnImageFolderInAnS3StoreIsReadThroughBoto3) {
       nlohmann::json({"--store", "s3://gaptrain/fashion-mnist-png", "--result-dir", results,
                       "--threads", "1"}),
       &job));
-  // The store serves DIR/s3's folders as buckets: the images go to the
-  // bucket gaptrain, and the job names no path.
-  const std::string root = dir + "/s3";
-  ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
-  ASSERT_EQ(::mkdir((root + "/gaptrain").c_str(), 0755), 0);
-  ASSERT_EQ(::rename((dir + "/fashion-mnist-png").c_str(),
-                     (root + "/gaptrain/fashion-mnist-png").c_str()),
-            0);
-  nlohmann::json& spec = job["spec"];
-  spec["data"].erase("path");
-
-  uint16_t port = 0;
-  Status free = envtest::FreePort(false, &port);
-  ASSERT_TRUE(free.ok()) << free.ToString();
-  const std::string endpoint = "127.0.0.1:" + std::to_string(port);
-  Process::Spec server;
-  server.binary = rclone;
-  server.args = {"serve", "s3", "--addr", endpoint, "--auth-key", "gaptrain-test,not-a-secret",
-                 "--config", "/dev/null", root};
-  server.log_file = dir + "/s3-server.log";
-  std::unique_ptr<Process> store;
-  Status started = Process::Start(server, &store);
-  ASSERT_TRUE(started.ok()) << started.ToString();
-  std::string listed;
-  const std::string list = "AWS_ENDPOINT_URL=http://" + endpoint +
-                           " AWS_ACCESS_KEY_ID=gaptrain-test AWS_SECRET_ACCESS_KEY=not-a-secret "
-                           "AWS_DEFAULT_REGION=us-east-1 PYTHONPATH=" + workspace +
-                           "/examples/image_folder /usr/bin/python3 -c \"import "
-                           "s3_image_folder as s; print(len(s.S3ImageFolder('s3://gaptrain/"
-                           "fashion-mnist-png/train')))\"";
-  // Until the server answers (it binds within a second of starting).
-  for (int attempt = 0; attempt < 50 && listed.find("2000") == std::string::npos; ++attempt) {
-    listed.clear();
-    RunShell(list, &listed);
-    if (!store->Running()) break;
-  }
-  ASSERT_NE(listed.find("2000"), std::string::npos) << listed << ReadRaw(server.log_file);
-
-  for (const char* role : {"workers", "evaluator"}) {
-    spec[role]["template"]["spec"]["containers"][0]["env"] = nlohmann::json::parse(
-        R"j([{"name": "AWS_ENDPOINT_URL", "value": "http://)j" + endpoint + R"j("},
-             {"name": "AWS_ACCESS_KEY_ID", "value": "gaptrain-test"},
-             {"name": "AWS_SECRET_ACCESS_KEY", "value": "not-a-secret"},
-             {"name": "AWS_DEFAULT_REGION", "value": "us-east-1"}])j");
-  }
+  S3TestServer store;
+  ASSERT_NO_FATAL_FAILURE(ServeFromS3(
+      dir, "fashion-mnist-png",
+      "PYTHONPATH=" + workspace + "/examples/image_folder /usr/bin/python3 -c \"import "
+      "s3_image_folder as s; print(len(s.S3ImageFolder('s3://gaptrain/fashion-mnist-png/"
+      "train')))\"",
+      "2000", &job, &store));
+  if (IsSkipped()) return;
   Outcome run;
   uint64_t samples = 0;
   ASSERT_NO_FATAL_FAILURE(
-      RunImageFolderJob(dir, "image-folder-s3", job, results, &run, &samples));
+      RunExampleJob(dir, "image-folder-s3", job, results, &run, &samples));
   EXPECT_EQ(samples, 2u * 2000u) << run.output;
   const double accuracy = run.summary.value("accuracy", 0.0);
   EXPECT_GE(accuracy, 0.5) << run.summary.dump(2);
   std::printf("FIGURE image folder in an S3 store (rclone serve s3, boto3): 2 trainers, 2 epochs "
               "of 2,000 PNGs, %.2f%% on 500 test PNGs read from the store\n",
               100 * accuracy);
+}
+
+// examples/shards' job as shipped (`format: shards`, the first trainer
+// declaring its MLP) over 8 tar shards of 250 PNGs each and one test shard
+// of 500, which make_shards.py writes from Fashion-MNIST's IDX files into
+// DIR/fashion-mnist-shards; the trainers and the evaluator run the
+// example's train.py with `args`. The evaluation is the final one only.
+void ShardsJob(const std::string& dir, const std::string& data, const std::string& workspace,
+               const nlohmann::json& args, nlohmann::json* job) {
+  const std::string shards = dir + "/fashion-mnist-shards";
+  ASSERT_NO_FATAL_FAILURE(LocalExampleJob(
+      workspace, "shards",
+      "make_shards.py --data " + data + "/fashion-mnist --out " + shards +
+          " --shards 8 --train-samples 2000 --test-samples 500",
+      "train: 2000 samples in 8 shards (250 to 250 each)", shards, args, job));
+  nlohmann::json& spec = (*job)["spec"];
+  ASSERT_EQ(spec["data"]["format"], "shards");
+  spec["data"]["shards"] = 8;
+  spec["data"]["trainSamples"] = 2000;
+}
+
+// A shell line that prints "shards N" once examples/shards' TarShards lists
+// the N training shards of s3://gaptrain/fashion-mnist-shards.
+std::string ShardsProbe(const std::string& workspace) {
+  return "PYTHONPATH=" + workspace + "/examples/shards:" + workspace +
+         "/python /usr/bin/python3 -c \"import tar_shards as t; print('shards', t.TarShards("
+         "'s3://gaptrain/fashion-mnist-shards', 'train').num_shards)\"";
+}
+
+// examples/shards reading its tar shards from an S3-compatible store
+// (issue 38): rclone serve s3 and boto3 as in
+// AnImageFolderInAnS3StoreIsReadThroughBoto3, each shard one streamed
+// GetObject read as the tar goes by. 2 trainers, 2 epochs of 8 shards:
+// every shard of each epoch completed once (the coordinator's log), every
+// sample pushed once (the trainers' results: 2 x 2,000), and the
+// evaluator scores the test shard read from the store. About 10 s.
+TEST(PythonTrainerE2eTest, ShardsInAnS3StoreAreStreamedOncePerEpoch) {
+  std::string data, workspace;
+  ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
+  const std::string dir = TestTempDir("python-shards-s3");
+  const std::string results = dir + "/results";
+  ASSERT_EQ(::mkdir(results.c_str(), 0755), 0);
+  nlohmann::json job;
+  ASSERT_NO_FATAL_FAILURE(ShardsJob(
+      dir, data, workspace,
+      nlohmann::json({"--store", "s3://gaptrain/fashion-mnist-shards", "--result-dir", results,
+                      "--threads", "1"}),
+      &job));
+  S3TestServer store;
+  ASSERT_NO_FATAL_FAILURE(ServeFromS3(dir, "fashion-mnist-shards", ShardsProbe(workspace),
+                                      "shards 8", &job, &store));
+  if (IsSkipped()) return;
+  Outcome run;
+  uint64_t samples = 0;
+  ASSERT_NO_FATAL_FAILURE(RunExampleJob(dir, "shards-s3", job, results, &run, &samples));
+  EXPECT_EQ(samples, 2u * 2000u) << run.output;
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectEachEpochCoveredOnce(ReadRaw(dir + "/run/logs/coordinator.log"), 2, 8));
+  const double accuracy = run.summary.value("accuracy", 0.0);
+  EXPECT_GE(accuracy, 0.5) << run.summary.dump(2);
+  std::printf("FIGURE tar shards in an S3 store (rclone serve s3, boto3 streams): 2 trainers, "
+              "2 epochs of 8 shards (2,000 PNGs), %.2f%% on the test shard\n",
+              100 * accuracy);
+}
+
+// examples/shards under chaos (issue 38): 3 epochs of 8 shards, the 2
+// trainers SIGTERMed and SIGKILLed every 20% of the job (restarted 1 s
+// later). A trainer stopped inside a shard hands it back whole, and the
+// next reads it again from its start: each epoch's completed tasks cover
+// its 8 shards exactly once (the coordinator's log).
+TEST(PythonTrainerE2eTest, ShardsUnderChaosAreCoveredExactlyOncePerEpoch) {
+  std::string data, workspace;
+  ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
+  const std::string dir = TestTempDir("python-shards-chaos");
+  nlohmann::json job;
+  ASSERT_NO_FATAL_FAILURE(ShardsJob(dir, data, workspace, nlohmann::json({"--threads", "1"}),
+                                    &job));
+  Outcome run;
+  uint64_t kills = 0;
+  ASSERT_NO_FATAL_FAILURE(RunThreeEpochsUnderChaos(dir, &job, &run, &kills));
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectEachEpochCoveredOnce(ReadRaw(dir + "/run/logs/coordinator.log"), 3, 8));
+  std::printf("FIGURE shards under chaos: %llu trainer kills, %llu shards handed back and read "
+              "again; 3 epochs of 8 shards each completed exactly once; accuracy %.2f%%\n",
+              static_cast<unsigned long long>(kills),
+              static_cast<unsigned long long>(run.summary["workers"]["tasksReassigned"]),
+              100 * run.summary.value("accuracy", 0.0));
+}
+
+// examples/shards when its store goes away (issue 38): the job of
+// ShardsInAnS3StoreAreStreamedOncePerEpoch, its S3 server stopped once the
+// coordinator logged 2 completed shards and started again (same port, same
+// files) once the trainers had handed shards back twice. Meanwhile the
+// trainers hand back the shards they cannot read (ReleaseTask), ask again
+// after a pause, and `gaptrain status` says why; once the store is back the job finishes: each epoch's 8 shards
+// completed exactly once (the coordinator's log), the hand-backs counted in
+// the summary. About 15 s.
+TEST(PythonTrainerE2eTest, AStoreThatGoesAwayHasItsShardsHandedBackUntilItReturns) {
+  std::string data, workspace;
+  ASSERT_NO_FATAL_FAILURE(FindPrerequisites(&data, &workspace));
+  const std::string dir = TestTempDir("python-shards-outage");
+  nlohmann::json job;
+  ASSERT_NO_FATAL_FAILURE(
+      ShardsJob(dir, data, workspace,
+                nlohmann::json({"--store", "s3://gaptrain/fashion-mnist-shards", "--threads",
+                                "1"}),
+                &job));
+  S3TestServer store;
+  ASSERT_NO_FATAL_FAILURE(ServeFromS3(dir, "fashion-mnist-shards", ShardsProbe(workspace),
+                                      "shards 8", &job, &store));
+  if (IsSkipped()) return;
+  const std::string job_file = dir + "/shards-outage.yaml";
+  std::ofstream(job_file) << job.dump(2);  // JSON is YAML
+  const std::string run_dir = dir + "/run";
+  enum { kServing, kAway, kBack } store_state = kServing;
+  std::string status_while_away;
+  auto outage = [&] {
+    const std::string log = ReadRaw(run_dir + "/logs/coordinator.log");
+    if (store_state == kServing && Count(log, ") completed by worker ") >= 2) {
+      store.Stop();
+      store_state = kAway;
+    } else if (store_state == kAway && Count(log, ") handed back by worker ") >= 2) {
+      RunGaptrain({"status", "--run-dir", run_dir}, &status_while_away);
+      ASSERT_OK(store.Start());
+      store_state = kBack;
+    }
+  };
+  Outcome run;
+  ASSERT_NO_FATAL_FAILURE(RunJob(job_file, run_dir, "", &run, {}, outage));
+  ASSERT_EQ(store_state, kBack) << "the store never went away and came back\n" << run.output;
+  ASSERT_EQ(run.summary["outcome"], "Succeeded") << run.summary.dump(2);
+  EXPECT_EQ(run.summary["reason"], "EpochsCompleted") << run.summary.dump(2);
+  EXPECT_NE(status_while_away.find("data unavailable"), std::string::npos) << status_while_away;
+  const std::string log = ReadRaw(run_dir + "/logs/coordinator.log");
+  ASSERT_NO_FATAL_FAILURE(ExpectEachEpochCoveredOnce(log, 2, 8));
+  const uint64_t released = run.summary["workers"]["tasksReleased"].get<uint64_t>();
+  EXPECT_GE(released, 2u) << run.summary.dump(2);
+  EXPECT_EQ(released, Count(log, ") handed back by worker ")) << log;
+  EXPECT_NE(log.find("the data is available again"), std::string::npos) << log;
+  std::printf("FIGURE shards from a store that went away: %llu shards handed back while it was "
+              "away, 2 epochs of 8 shards each completed exactly once once it returned; "
+              "accuracy %.2f%%\n",
+              static_cast<unsigned long long>(released),
+              100 * run.summary.value("accuracy", 0.0));
 }
 
 // Not images, and the user's own metric as the target (issues 37 and 38):

@@ -488,6 +488,7 @@ void JobRunner::Finish(bool interrupted, RunSummary* summary) {
   s.lease_expiries = status_.expired();
   s.failed = status_.failed();
   s.tasks_reassigned = status_.tasks_reassigned();
+  s.tasks_released = status_.tasks_released();
   s.chaos_sigterms = monkey_.trainer_sigterms();
   s.chaos_sigkills = monkey_.trainer_sigkills();
   s.master_restarts = master_restarts_;

@@ -56,15 +56,17 @@ int Fail(const std::string& message, int code) {
 // What the workers will read, and whether this machine holds them, checked
 // before anything starts.
 Status CheckInputs(const TrainingJob& job) {
-  // Custom data is the trainers' own to read: its size is the job's, and
-  // the bytes the trainers hold are not known here.
+  // Custom and sharded data are the trainers' own to read: the size is the
+  // job's, and the bytes the trainers hold are not known here.
   uint64_t train_samples = job.data.train_samples, dataset_bytes = 0;
   DatasetFormat format;
-  if (!job.data.Custom()) GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
+  if (!job.data.ReadByTrainers()) {
+    GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));
+  }
   // The headers only: each worker reads and checks every byte when it loads
   // its split.
   for (Split split : {Split::kTrain, Split::kTest}) {
-    if (job.data.Custom()) break;
+    if (job.data.ReadByTrainers()) break;
     DatasetShape shape;
     Status s = DescribeDataset(format, job.data.path, split, &shape);
     if (!s.ok()) return Status(s.code(), "spec.data.path: " + s.message());

@@ -183,7 +183,11 @@ std::string SummaryText(const RunSummary& s) {
   text += "  workers: " + std::to_string(s.joined) + " joins, " + std::to_string(s.preempted) +
           " preempted, " + std::to_string(s.lease_expiries) + " lost (lease expired), " +
           std::to_string(s.failed) + " failed; " + std::to_string(s.tasks_reassigned) +
-          " tasks reassigned\n";
+          " tasks reassigned" +
+          (s.tasks_released > 0
+               ? ", " + std::to_string(s.tasks_released) + " handed back (data unavailable)"
+               : "") +
+          "\n";
   if (s.chaos_sigterms + s.chaos_sigkills + s.master_restarts + s.worker_restarts > 0) {
     text += "  survived: " + std::to_string(s.chaos_sigterms) + " SIGTERM and " +
             std::to_string(s.chaos_sigkills) + " SIGKILL of trainers, " +
@@ -240,7 +244,8 @@ std::string SummaryJson(const RunSummary& s) {
                   {"preempted", s.preempted},
                   {"leaseExpiries", s.lease_expiries},
                   {"failed", s.failed},
-                  {"tasksReassigned", s.tasks_reassigned}};
+                  {"tasksReassigned", s.tasks_reassigned},
+                  {"tasksReleased", s.tasks_released}};
   nlohmann::json faults = nlohmann::json::array();
   for (const ChaosFault& f : s.chaos_faults) {
     faults.push_back({{"atSeconds", f.at_seconds}, {"fault", f.fault}, {"target", f.target}});

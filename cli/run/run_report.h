@@ -115,6 +115,7 @@ struct RunSummary {
   double pushes_accepted = 0, mean_staleness = 0, mean_gap = 0;
   uint64_t joined = 0, preempted = 0, lease_expiries = 0, failed = 0;
   uint64_t tasks_reassigned = 0;
+  uint64_t tasks_released = 0;  // handed back by trainers whose data was unavailable
   uint64_t chaos_sigterms = 0, chaos_sigkills = 0, master_restarts = 0;
   double chaos_started_at = -1;  // the first trainer's registration; < 0: never
   std::vector<ChaosFault> chaos_faults;

@@ -311,6 +311,7 @@ RunSummary FullSummary() {
   s.lease_expiries = 1;
   s.failed = 0;
   s.tasks_reassigned = 3;
+  s.tasks_released = 2;
   s.chaos_sigterms = 2;
   s.chaos_sigkills = 1;
   s.master_restarts = 1;
@@ -327,7 +328,7 @@ TEST(SummaryTextTest, FullRun) {
             "  test accuracy 98.12% (loss 0.0613) at version 9000\n"
             "  9100 updates, 10000 pushes (80.0/s), mean staleness 3.46, mean Gap 1.234\n"
             "  workers: 6 joins, 2 preempted, 1 lost (lease expired), 0 failed; 3 tasks "
-            "reassigned\n"
+            "reassigned, 2 handed back (data unavailable)\n"
             "  survived: 2 SIGTERM and 1 SIGKILL of trainers, 1 master restart(s), 0 worker "
             "crash restart(s)\n"
             "  checkpoint: runs/mnist-ga/checkpoints/ckpt-9100\n"
@@ -473,6 +474,7 @@ TEST(SummaryJsonTest, Fields) {
   EXPECT_EQ(j["workers"]["leaseExpiries"].get<uint64_t>(), 1u);
   EXPECT_EQ(j["workers"]["failed"].get<uint64_t>(), 0u);
   EXPECT_EQ(j["workers"]["tasksReassigned"].get<uint64_t>(), 3u);
+  EXPECT_EQ(j["workers"]["tasksReleased"].get<uint64_t>(), 2u);
   EXPECT_EQ(j["chaos"]["trainerSigterms"].get<uint64_t>(), 2u);
   EXPECT_EQ(j["chaos"]["trainerSigkills"].get<uint64_t>(), 1u);
   EXPECT_EQ(j["chaos"]["masterRestarts"].get<uint64_t>(), 1u);

@@ -62,13 +62,24 @@ std::string FormatJobStatus(const proto::CoordinatorStatusResponse& st) {
   }
   text += "\n";
   if (!st.target().empty()) text += "  target: " + st.target() + "\n";
+  if (st.has_data_unavailable()) {
+    const proto::DataUnavailable& d = st.data_unavailable();
+    text += "  data unavailable: trainer " + d.host() + " (worker " +
+            std::to_string(d.worker_id()) + "): " + d.message() + " (" +
+            std::to_string(d.releases()) + (d.releases() == 1 ? " task" : " tasks") +
+            " handed back)\n";
+  }
   text += "  workers: " + std::to_string(st.live_workers()) + " live (" +
           std::to_string(st.live_trainers()) + " trainers, at least " +
           std::to_string(st.min_trainers()) + " needed); " + std::to_string(st.joined()) +
           " joined, " + std::to_string(st.preempted()) + " preempted, " +
           std::to_string(st.failed()) + " failed, " + std::to_string(st.expired()) +
           " lost (lease expired); " + std::to_string(st.tasks_reassigned()) +
-          " tasks reassigned\n";
+          " tasks reassigned" +
+          (st.tasks_released() > 0
+               ? ", " + std::to_string(st.tasks_released()) + " handed back (data unavailable)"
+               : std::string()) +
+          "\n";
   if (st.workers_size() > 0) {
     char line[160];
     std::snprintf(line, sizeof line, "  %4s  %-16s %-9s %6s %8s %8s %9s\n", "ID", "HOST", "ROLE",

@@ -88,6 +88,24 @@ TEST(FormatJobStatusTest, TheUsersMetricsAndTheTarget) {
       << text;
 }
 
+TEST(FormatJobStatusTest, ATrainersDataThatIsUnavailable) {
+  proto::CoordinatorStatusResponse st = RunningJob();
+  st.set_tasks_released(3);
+  proto::DataUnavailable* d = st.mutable_data_unavailable();
+  d->set_worker_id(7);
+  d->set_host("trainer-1");
+  d->set_message("ConnectionRefusedError: store:9000 refused the connection");
+  d->set_releases(2);
+  const std::string text = FormatJobStatus(st);
+  EXPECT_TRUE(Contains(text, "  data unavailable: trainer trainer-1 (worker 7): "
+                             "ConnectionRefusedError: store:9000 refused the connection (2 tasks "
+                             "handed back)\n  workers:"))
+      << text;
+  EXPECT_TRUE(Contains(text, "tasks reassigned, 3 handed back (data unavailable)\n")) << text;
+  st.clear_data_unavailable();
+  EXPECT_FALSE(Contains(FormatJobStatus(st), "data unavailable:"));
+}
+
 TEST(FormatJobStatusTest, WorkersAreSortedById) {
   proto::CoordinatorStatusResponse st = RunningJob();
   const float loss = 1;

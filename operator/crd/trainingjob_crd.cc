@@ -138,7 +138,8 @@ Json StatusSchema() {
   Json condition_type = Typed("string", "what the condition is about");
   condition_type["enum"] = {"Created",           "Running",        "Restarting",
                             "Succeeded",         "Failed",         "Suspended",
-                            "PodsUnschedulable", "ReplicaFailure", "ModelExported"};
+                            "PodsUnschedulable", "ReplicaFailure", "ModelExported",
+                            "DataUnavailable"};
   Json condition_status = Typed("string", "whether it holds");
   condition_status["enum"] = {"True", "False", "Unknown"};
   Json condition{
@@ -362,12 +363,13 @@ std::vector<CrdValidationRule> TrainingJobValidationRules() {
       Rule("spec.data", "!has(self.claimName) || (has(self.path) && self.path.startsWith('/'))",
            kRuleClaimPathAbsolute),
       // format has a default, which the API server applies first.
-      Rule("spec.data", "has(self.path) || self.format == 'custom'", kRuleDataPath),
-      Rule("spec.data", "(self.format == 'custom') == has(self.trainSamples)",
+      Rule("spec.data", "has(self.path) || self.format in ['custom', 'shards']", kRuleDataPath),
+      Rule("spec.data", "(self.format in ['custom', 'shards']) == has(self.trainSamples)",
            kRuleCustomDataSize),
+      Rule("spec.data", "(self.format == 'shards') == has(self.shards)", kRuleShardCount),
       // The model section's default {} has no fromTrainer.
       Rule("spec",
-           "self.data.format != 'custom' || (has(self.model.fromTrainer) && "
+           "!(self.data.format in ['custom', 'shards']) || (has(self.model.fromTrainer) && "
            "self.model.fromTrainer)",
            kRuleCustomDataFromTrainer),
       // The section's default {} has neither field.

@@ -154,6 +154,12 @@ std::vector<Broken> BrokenJobs() {
        kRuleCustomDataSize},
       {"a size for files that have one", "idx-size",
        "{data: {path: /data, trainSamples: 100}, training: {epochs: 1}}", kRuleCustomDataSize},
+      {"shards without their count", "shards-no-count",
+       "{data: {format: shards, trainSamples: 100}, model: {fromTrainer: true}, "
+       "training: {epochs: 1}}",
+       kRuleShardCount},
+      {"a shard count for files", "idx-shards",
+       "{data: {path: /data, shards: 4}, training: {epochs: 1}}", kRuleShardCount},
       {"custom data with a built-in model", "custom-builtin",
        "{data: {format: custom, trainSamples: 100}, training: {epochs: 1}}",
        kRuleCustomDataFromTrainer},
@@ -311,6 +317,10 @@ TEST_F(TrainingJobCrdApiTest, JobsOnEachRulesEdgeAreAccepted) {
                       "training: {epochs: 1}, workers: {template: {spec: {containers: "
                       "[{command: [train]}]}}}, evaluator: {template: {spec: {containers: "
                       "[{command: [eval]}]}}}}"},
+      {"sharded-data", "{data: {format: shards, shards: 40, trainSamples: 60000}, model: "
+                       "{fromTrainer: true}, training: {epochs: 1}, workers: {template: {spec: "
+                       "{containers: [{command: [train]}]}}}, evaluator: {template: {spec: "
+                       "{containers: [{command: [eval]}]}}}}"},
       // A metric of the user's evaluation: their evaluator runs.
       {"target-at-most", "{data: {path: /data}, training: {epochs: 1, "
                          "target: {metric: perplexity, atMost: 20}}, "
@@ -390,6 +400,38 @@ TEST_F(TrainingJobCrdApiTest, EveryExampleIsAccepted) {
     EXPECT_TRUE(applied.ok()) << output;
   }
   EXPECT_GE(jobs, 12);
+}
+
+// The operator's condition for a trainer whose data store is away
+// (DataUnavailable) is one the CRD takes on the status subresource, and
+// `kubectl get` reads it back; a type the CRD does not list is refused.
+TEST_F(TrainingJobCrdApiTest, TheStatusTakesTheDataUnavailableCondition) {
+  ASSERT_TRUE(Create(TestJob("away", "{data: {path: /data}, training: {epochs: 1}}")).ok());
+  json condition = {{"type", "DataUnavailable"},
+                    {"status", "True"},
+                    {"reason", "StoreUnreachable"},
+                    {"message", "trainer away-trainer-0 (worker 2) cannot reach its data: "
+                                "ConnectionRefusedError: [Errno 111] store:9000 refused the "
+                                "connection (1 task handed back since 2026-11-23T06:05:00Z)"},
+                    {"lastTransitionTime", "2026-11-23T06:05:00Z"},
+                    {"lastUpdateTime", "2026-11-23T06:05:00Z"}};
+  const auto patch = [&](const json& c) {
+    return cluster_->admin()->MergePatch(
+        kube::kTrainingJobs.Subresource("status"), ns_, "away",
+        {{"status", {{"phase", "Running"}, {"conditions", json::array({c})}}}}, nullptr);
+  };
+  const Status patched = patch(condition);
+  ASSERT_TRUE(patched.ok()) << patched.ToString();
+  std::string reason;
+  ASSERT_TRUE(cluster_->Kubectl({"get", "tj", "away", "-n", ns_, "-o",
+                                 "jsonpath={.status.conditions[?(@.type==\"DataUnavailable\")]"
+                                 ".reason}"},
+                                &reason)
+                  .ok())
+      << reason;
+  EXPECT_EQ(reason, "StoreUnreachable");
+  condition["type"] = "StoreAway";
+  EXPECT_FALSE(patch(condition).ok());
 }
 
 TEST_F(TrainingJobCrdApiTest, KubectlGetPrintsTheProgressAsPeopleReadIt) {

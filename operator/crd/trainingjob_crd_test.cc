@@ -181,7 +181,7 @@ TEST(TrainingJobCrdTest, EveryRuleBetweenFieldsIsACelRuleWithTheParsersMessage) 
                            kRuleAutoscaleRange,     kRuleAutoscaleGap,
                            kRuleFromTrainerWithoutTorchscript,
                            kRuleTargetBound,        kRuleOneTarget,
-                           kRuleDataPath,           kRuleCustomDataSize,
+                           kRuleDataPath,           kRuleCustomDataSize,  kRuleShardCount,
                            kRuleCustomDataFromTrainer};
   std::map<std::string, int> stated;
   const YAML::Node root = RootSchema();

@@ -15,7 +15,8 @@ using nlohmann::json;
 // order (and is not rewritten for it).
 constexpr const char* kOrder[] = {"Created",           "Running",        "Restarting",
                                   "Succeeded",         "Failed",         "Suspended",
-                                  "PodsUnschedulable", "ReplicaFailure", "ModelExported"};
+                                  "PodsUnschedulable", "ReplicaFailure", "ModelExported",
+                                  "DataUnavailable"};
 
 }  // namespace
 

@@ -6,7 +6,8 @@
 //
 // Conditions are kept one per type, in the order Created, Running,
 // Restarting, Succeeded, Failed, Suspended, PodsUnschedulable,
-// ReplicaFailure, ModelExported; any other type is dropped. Times are RFC
+// ReplicaFailure, ModelExported, DataUnavailable; any other type is
+// dropped. Times are RFC
 // 3339 in UTC with whole seconds ("2026-11-23T06:00:00Z"), as the API
 // server stores them.
 

@@ -59,19 +59,21 @@ TEST(JobConditionsTest, CanonicalOrderAndOddInput) {
   JobConditions c(json::parse(R"([{"type": "Suspended", "status": "False"}, "junk", 3,
                                   {"status": "True"}, {"type": "Created", "status": "True"}])"),
                   "T");
+  c.Set({"DataUnavailable", "True", "StoreUnreachable", "m"});
   c.Set({"Running", "True", "R", "m"});
   c.Set({"ReplicaFailure", "True", "FailedCreate", "m"});
   c.Set({"ModelExported", "True", "ModelExported", "m"});
   c.Set({"PodsUnschedulable", "True", "Unschedulable", "m"});
   c.Set({"Invented", "True", "R", "m"});  // not a type of the CRD's: dropped
   const json list = c.ToJson();
-  ASSERT_EQ(list.size(), 6u);
+  ASSERT_EQ(list.size(), 7u);
   EXPECT_EQ(list[0]["type"], "Created");
   EXPECT_EQ(list[1]["type"], "Running");
   EXPECT_EQ(list[2]["type"], "Suspended");
   EXPECT_EQ(list[3]["type"], "PodsUnschedulable");
   EXPECT_EQ(list[4]["type"], "ReplicaFailure");
   EXPECT_EQ(list[5]["type"], "ModelExported");
+  EXPECT_EQ(list[6]["type"], "DataUnavailable");  // added last: older statuses keep their order
   EXPECT_TRUE(c.IsTrue("Created"));
   EXPECT_FALSE(c.IsTrue("Suspended"));
   EXPECT_FALSE(c.Get("Failed").has_value());

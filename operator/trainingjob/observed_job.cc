@@ -56,6 +56,19 @@ Status ParseCoordinatorStatus(const std::string& body, CoordinatorStatus* out) {
     const std::optional<double> loss = NumberAt(j, {"evaluation", "loss"});
     if (loss && std::isfinite(*loss)) s.test_loss = *loss;
   }
+  if (const nlohmann::json* away = FieldAt(j, {"dataUnavailable"});
+      away != nullptr && !away->is_null()) {
+    if (!away->is_object()) {
+      return Status::DataLoss("coordinator /status: dataUnavailable: must be an object");
+    }
+    DataUnavailableStatus d;
+    d.since = StringAt(*away, {"since"});
+    d.message = StringAt(*away, {"message"});
+    d.worker = count({"dataUnavailable", "worker"});
+    d.host = StringAt(*away, {"host"});
+    d.releases = count({"dataUnavailable", "releases"});
+    s.data_unavailable = std::move(d);
+  }
   for (const auto& [name, value] : ObjectAt(j, {"evaluation", "metrics"}).items()) {
     if (!IsMetricName(name) || !value.is_number() || !std::isfinite(value.get<double>())) {
       return Status::DataLoss("coordinator /status: evaluation.metrics." + name.substr(0, 63) +

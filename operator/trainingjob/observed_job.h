@@ -31,6 +31,17 @@
 namespace gaptrain {
 namespace trainingjob {
 
+// A trainer's data store could not be reached (the coordinator's
+// "dataUnavailable": a trainer handed its task back; cleared by the next
+// completed task).
+struct DataUnavailableStatus {
+  std::string since;    // RFC 3339, the episode's first release
+  std::string message;  // what the trainer's dataset raised
+  uint64_t worker = 0;  // the last releasing trainer's id and host
+  std::string host;
+  uint64_t releases = 0;  // tasks handed back in this episode
+};
+
 // The fields of the coordinator's GET /status the operator uses.
 struct CoordinatorStatus {
   std::string phase;  // "Pending" | "Running" | "Succeeded" | "Failed"
@@ -49,6 +60,7 @@ struct CoordinatorStatus {
   // When the phase became Succeeded or Failed (the lastTransitionTime of
   // that condition), when the coordinator says.
   std::optional<std::chrono::system_clock::time_point> finished_at;
+  std::optional<DataUnavailableStatus> data_unavailable;  // absent: the data is available
 
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
   // Epochs done, fractional.

@@ -62,6 +62,27 @@ TEST(ObservedJobTest, ParsesTheCoordinatorStatus) {
   EXPECT_FALSE(s.finished());
 }
 
+// A trainer's store away: the coordinator's dataUnavailable, absent when
+// the data is available.
+TEST(ObservedJobTest, ParsesWhyTheDataIsUnavailable) {
+  CoordinatorStatus s;
+  ASSERT_TRUE(ParseCoordinatorStatus(examples::kDataUnavailable, &s).ok());
+  EXPECT_EQ(s.phase, "Running");
+  ASSERT_TRUE(s.data_unavailable.has_value());
+  EXPECT_EQ(s.data_unavailable->since, "2026-11-23T06:05:00Z");
+  EXPECT_EQ(s.data_unavailable->message,
+            "ConnectionRefusedError: [Errno 111] store:9000 refused the connection");
+  EXPECT_EQ(s.data_unavailable->worker, 2u);
+  EXPECT_EQ(s.data_unavailable->host, "mnist-trainer-0");
+  EXPECT_EQ(s.data_unavailable->releases, 2u);
+  ASSERT_TRUE(ParseCoordinatorStatus(examples::kRunning, &s).ok());
+  EXPECT_FALSE(s.data_unavailable.has_value());
+  ASSERT_TRUE(ParseCoordinatorStatus(R"({"phase": "Running", "dataUnavailable": null})", &s).ok());
+  EXPECT_FALSE(s.data_unavailable.has_value());
+  EXPECT_EQ(ParseCoordinatorStatus(R"({"phase": "Running", "dataUnavailable": "yes"})", &s).code(),
+            Status::Code::kDataLoss);
+}
+
 // Hand-written on purpose: what the coordinator never writes.
 TEST(ObservedJobTest, RefusesWhatIsNotACoordinatorStatus) {
   CoordinatorStatus s;

@@ -313,6 +313,7 @@ class Reconciler {
   }
 
   void Active() {
+    PlanDataAvailability();
     if (const std::optional<Clock::time_point> due = FinalEvaluationDue()) {
       AwaitFinalEvaluation(*due);
       return;
@@ -531,6 +532,37 @@ class Reconciler {
       Event("Warning", "FailedScheduling", "Schedule", message, PlannedEvent::After::kStatus);
     }
     conditions_.Set(Condition{"PodsUnschedulable", "True", "Unschedulable", message});
+  }
+
+  // Condition DataUnavailable: a trainer's data store cannot be reached
+  // (the coordinator's dataUnavailable: the trainer handed its task back
+  // and waits for the store), in the trainer's own words, and a Warning
+  // Event DataUnavailable as it becomes True, once per episode; False
+  // (DataAvailable, a Normal Event) once the coordinator no longer reports
+  // it (a task was completed since). Without a reading of the coordinator
+  // it stays as it was.
+  void PlanDataAvailability() {
+    if (!o_.coordinator) return;
+    const std::optional<DataUnavailableStatus>& away = o_.coordinator->data_unavailable;
+    const bool was = conditions_.IsTrue("DataUnavailable");
+    if (!away) {
+      if (was) {
+        const std::string message = "the trainers read their data again";
+        Event("Normal", "DataAvailable", "Train", message, PlannedEvent::After::kStatus);
+        conditions_.Clear("DataUnavailable", "DataAvailable", message);
+      }
+      return;
+    }
+    const std::string worker = "worker " + std::to_string(away->worker);
+    const std::string who = away->host.empty() ? worker : away->host + " (" + worker + ")";
+    const std::string message =
+        "trainer " + who + " cannot reach its data: " + away->message + " (" +
+        std::to_string(away->releases) + (away->releases == 1 ? " task" : " tasks") +
+        " handed back since " + away->since + ")";
+    if (!was) {
+      Event("Warning", "DataUnavailable", "Train", message, PlannedEvent::After::kStatus);
+    }
+    conditions_.Set(Condition{"DataUnavailable", "True", "StoreUnreachable", message});
   }
 
   std::optional<Ending> EndingOf(uint32_t permanent_trainers) const {

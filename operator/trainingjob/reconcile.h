@@ -62,6 +62,12 @@
 //     it becomes True; it turns False once none waits (or the job is
 //     suspended or finished). Children the API refuses are the executor's
 //     to report (ReplicaFailure, plan_executor.h): only it sees the answer.
+//   - A trainer whose data store cannot be reached hands its task back,
+//     and the coordinator's /status says so (dataUnavailable): condition
+//     DataUnavailable True (StoreUnreachable) with the trainer, its
+//     dataset's words and the tasks handed back, and a Warning Event
+//     DataUnavailable as it becomes True; False (DataAvailable, a Normal
+//     Event) once the coordinator no longer reports it.
 //
 // Deletes carry the pod's uid as a precondition (a replacement with the
 // same name is never deleted by mistake); a pod that has finished, or a

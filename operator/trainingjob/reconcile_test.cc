@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "operator/testing/coordinator_status_examples.h"
 #include "operator/trainingjob/desired_children.h"
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_ledger.h"
@@ -1065,6 +1066,81 @@ TEST(ReconcileTest, ManyWaitingPodsAreCountedAndNamedShort) {
   const ReconcilePlan suspend = c.Plan();
   ASSERT_TRUE(suspend.status.has_value());
   EXPECT_EQ(ConditionOf(*suspend.status, "PodsUnschedulable")["status"], "False");
+}
+
+// --- data unavailable ---------------------------------------------------------
+
+// A trainer whose store is away hands its task back and the coordinator's
+// /status says so (its own document, parsed): DataUnavailable True with
+// the trainer's words and a Warning Event once per episode, not per
+// reconcile nor per release; False with a Normal DataAvailable Event once
+// the coordinator no longer reports it; a later episode warns again.
+TEST(ReconcileTest, ATrainersStoreThatIsAwayIsAConditionAndOneEventPerEpisode) {
+  Cluster c = RunningCluster();
+  EXPECT_TRUE(ConditionOf(c.status(), "DataUnavailable").is_null());
+  CoordinatorStatus away;
+  ASSERT_TRUE(
+      ParseCoordinatorStatus(coordinator_status_examples::kDataUnavailable, &away).ok());
+  c.coordinator = away;
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  const std::string message =
+      "trainer mnist-trainer-0 (worker 2) cannot reach its data: ConnectionRefusedError: "
+      "[Errno 111] store:9000 refused the connection (2 tasks handed back since "
+      "2026-11-23T06:05:00Z)";
+  const json condition = ConditionOf(*plan.status, "DataUnavailable");
+  EXPECT_EQ(condition["status"], "True");
+  EXPECT_EQ(condition["reason"], "StoreUnreachable");
+  EXPECT_EQ(condition["message"], message);
+  EXPECT_EQ((*plan.status)["phase"], "Running");  // the job goes on
+  const PlannedEvent* event = EventWith(plan, "DataUnavailable");
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->type, "Warning");
+  EXPECT_EQ(event->note, message);
+  EXPECT_EQ(event->after, PlannedEvent::After::kStatus);
+  c.Carry(plan);
+  ExpectQuietLater(&c);
+  EXPECT_TRUE(c.Plan().events.empty());
+
+  // Another release: the message follows, no second Event.
+  away.data_unavailable->releases = 3;
+  c.coordinator = away;
+  const ReconcilePlan more = c.Plan();
+  ASSERT_TRUE(more.status.has_value());
+  EXPECT_NE(ConditionOf(*more.status, "DataUnavailable")["message"].get<std::string>().find(
+                "(3 tasks handed back"),
+            std::string::npos);
+  EXPECT_FALSE(HasReason(more, "DataUnavailable"));
+  c.Carry(more);
+
+  // The coordinator unreachable for a while: nothing changes.
+  c.coordinator.reset();
+  EXPECT_TRUE(c.Plan().WritesNothing());
+  EXPECT_TRUE(c.Plan().events.empty());
+
+  // A task completed: the store is back.
+  c.coordinator = CoordinatorIn("Running");
+  const ReconcilePlan back = c.Plan();
+  ASSERT_TRUE(back.status.has_value());
+  const json cleared = ConditionOf(*back.status, "DataUnavailable");
+  EXPECT_EQ(cleared["status"], "False");
+  EXPECT_EQ(cleared["reason"], "DataAvailable");
+  EXPECT_EQ(cleared["message"], "the trainers read their data again");
+  const PlannedEvent* available = EventWith(back, "DataAvailable");
+  ASSERT_NE(available, nullptr);
+  EXPECT_EQ(available->type, "Normal");
+  EXPECT_FALSE(HasReason(back, "DataUnavailable"));
+  c.Carry(back);
+  ExpectQuietLater(&c);
+  EXPECT_TRUE(c.Plan().events.empty());
+
+  // Away again later: a new episode, a new Warning.
+  c.coordinator = away;
+  const ReconcilePlan again = c.Plan();
+  EXPECT_TRUE(HasReason(again, "DataUnavailable"));
+  c.Carry(again);
+  EXPECT_EQ(ConditionOf(c.status(), "DataUnavailable")["status"], "True");
+  ExpectQuietLater(&c);
 }
 
 // --- suspend and resume -------------------------------------------------------

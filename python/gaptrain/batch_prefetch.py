@@ -22,6 +22,7 @@ import sys
 
 from gaptrain.batch_process import ProcessBuilder
 from gaptrain.collate import collate_or_error
+from gaptrain.shard_stream import ShardStream
 
 log = logging.getLogger("gaptrain")
 
@@ -31,11 +32,15 @@ class ThreadBuilder:
 
     def __init__(self, dataset):
         self._dataset = dataset
+        self._stream = ShardStream(dataset) if hasattr(dataset, "shard") else None
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="gaptrain-batches")
 
     def submit(self, indices):
         return self._pool.submit(collate_or_error, self._dataset, indices)
+
+    def submit_shard(self, shard, start, count):
+        return self._pool.submit(self._stream.read_or_error, shard, start, count)
 
     def shutdown(self):
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -55,7 +60,8 @@ def start_builder(dataset, process=True):
 class BatchPrefetch:
     """The batches of positions [begin, end) of `order`, `batch_size` each;
     take() returns one and starts building the next on `builder`, which
-    receive_ahead() may receive before it is taken."""
+    receive_ahead() may receive before it is taken. ShardPrefetch is its
+    twin for sharded data."""
 
     def __init__(self, order, begin, end, batch_size, builder):
         self._order = order
@@ -80,8 +86,11 @@ class BatchPrefetch:
             pass
 
     def take(self, first):
-        """The batch at position `first`, (indices, batch) with the batch as
-        collated: the one built ahead, or built now (by the builder too)."""
+        """The batch at position `first`, (samples, batch, the next batch's
+        position) with the batch as collated: the one built ahead, or built
+        now (by the builder too); None at `end`."""
+        if first >= self._end:
+            return None
         pending, self._pending = self._pending, None
         if pending is None or pending[0] != first:
             pending = self._submit(first)
@@ -92,4 +101,50 @@ class BatchPrefetch:
             self._pending = self._submit(after)
         if isinstance(batch, Exception):
             raise batch
-        return indices, batch
+        return len(indices), batch, min(after, self._end)
+
+
+class ShardPrefetch:
+    """The batches of the shards at positions [begin, end) of `order`, read
+    as streams (shard_stream.py), `batch_size` samples each (a shard's last
+    batch may be shorter): take() returns one and starts reading the next,
+    as BatchPrefetch does."""
+
+    def __init__(self, order, begin, end, batch_size, builder):
+        self._shards = [order[p] for p in range(begin, end)]
+        self._batch_size = batch_size
+        self._builder = builder
+        self._pending = None  # (cursor, future)
+
+    def _submit(self, cursor):
+        shard, start = cursor
+        return cursor, self._builder.submit_shard(self._shards[shard], start, self._batch_size)
+
+    def receive_ahead(self):
+        if self._pending is None:
+            return
+        try:
+            self._pending[1].result()
+        except Exception:  # noqa: BLE001 (take() raises it)
+            pass
+
+    def take(self, cursor):
+        """The batch at `cursor` = (shard within the task, first sample):
+        (samples, batch, next cursor), or None when the task's shards are
+        read. Starting with (0, 0), pass the cursor each take() returned."""
+        while cursor[0] < len(self._shards):
+            pending, self._pending = self._pending, None
+            if pending is None or pending[0] != cursor:
+                pending = self._submit(cursor)
+            reply = pending[1].result()
+            if isinstance(reply, Exception):
+                raise reply
+            batch, samples, ended = reply
+            shard, start = cursor
+            cursor = (shard + 1, 0) if ended else (shard, start + samples)
+            if cursor[0] < len(self._shards):
+                self._pending = self._submit(cursor)
+            if batch is not None:
+                return samples, batch, cursor
+        return None
+

@@ -4,7 +4,7 @@ thread of its own, as a DataLoader worker: the child reads the parent's
 copy of the dataset, so the trainer's thread never waits for the GIL behind
 the collate's Python.
 
-Requests (indices) go in over one pipe and replies come back over another,
+Requests (indices, or a shard's next samples) go in over one pipe and replies come back over another,
 in order: each message is a header, a protocol-5 pickle and its out-of-band
 buffers, the tensors' bytes as they are, read into one buffer that becomes
 the tensor (torch's own pickling for processes passes each tensor through
@@ -25,6 +25,7 @@ import struct
 import torch
 
 from gaptrain.collate import collate_or_error
+from gaptrain.shard_stream import ShardStream
 
 
 class _PackedTensor:
@@ -114,12 +115,16 @@ def _child_loop(dataset, requests, replies, seed):
         ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
+    stream = ShardStream(dataset) if hasattr(dataset, "shard") else None
     while True:
         try:
-            indices = _read_message(requests)
+            request = _read_message(requests)
         except EOFError:
             return
-        batch = collate_or_error(dataset, indices)
+        if isinstance(request, tuple):  # (shard, start, count)
+            batch = stream.read_or_error(*request)
+        else:  # indices
+            batch = collate_or_error(dataset, request)
         try:
             _write_message(replies, batch if isinstance(batch, Exception) else _pack(batch))
         except (pickle.PicklingError, TypeError, AttributeError) as e:
@@ -168,7 +173,14 @@ class ProcessBuilder:
         self._waiting = collections.deque()
 
     def submit(self, indices):
-        _write_message(self._requests, list(indices))
+        return self._request(list(indices))
+
+    def submit_shard(self, shard, start, count):
+        """ShardStream.read(shard, start, count) in the child."""
+        return self._request((shard, start, count))
+
+    def _request(self, request):
+        _write_message(self._requests, request)
         reply = _Reply(self)
         self._waiting.append(reply)
         return reply

@@ -1,7 +1,8 @@
 """The trainer's side of the coordinator (services/worker/coordinator_session.cc):
 registering, heartbeats with the task's progress every third of the lease,
-every verb (NextTask, CompleteTask) retried on transient failures and
-registering again when the coordinator lost this worker, and Leave."""
+every verb (NextTask, CompleteTask, ReleaseTask) retried on transient
+failures and registering again when the coordinator lost this worker, and
+Leave."""
 
 import logging
 import math
@@ -15,6 +16,18 @@ from gaptrain._proto import gaptrain_pb2 as pb
 from gaptrain._proto import gaptrain_pb2_grpc as pb_grpc
 
 log = logging.getLogger("gaptrain")
+
+# The most bytes of ReleaseTask's message the coordinator takes.
+MAX_RELEASE_MESSAGE_BYTES = 1024
+
+
+def release_message(text):
+    """`text` as ReleaseTask takes it: one line (control characters become
+    spaces), cut to MAX_RELEASE_MESSAGE_BYTES of UTF-8 on a character
+    boundary."""
+    line = "".join(" " if ord(c) < 0x20 or ord(c) == 0x7f else c for c in str(text))
+    data = line.encode("utf-8", "replace")  # a lone surrogate becomes "?"
+    return data[:MAX_RELEASE_MESSAGE_BYTES].decode("utf-8", "ignore")
 
 
 class CoordinatorSession:
@@ -238,6 +251,17 @@ class CoordinatorSession:
             worker_id=wid, accuracy=accuracy, loss=loss, version=version,
             metrics=[pb.EvalMetric(name=n, value=v) for n, v in metrics]),
             self._stub.ReportEvaluation).phase
+
+    def release_task(self, task_id, message):
+        """Hands task `task_id` back untrained because the dataset's store
+        cannot be reached (`message`: what the dataset raised, made one line
+        of at most 1024 bytes); the coordinator queues it at the front and
+        this worker stays in the job. The reply says already_released for a
+        retry the coordinator had answered before."""
+        text = release_message(message)
+        return self.call("ReleaseTask", lambda wid: pb.ReleaseTaskRequest(
+            worker_id=wid, task_id=task_id, reason=pb.RELEASE_REASON_DATA_UNAVAILABLE,
+            message=text), self._stub.ReleaseTask)
 
     def complete_task(self, task_id, reached):
         """`reached`: {incarnation: newest master version a push of the task reached}."""

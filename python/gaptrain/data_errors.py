@@ -1,9 +1,9 @@
 """Which errors a dataset raises mean that its store is away for a while
 (a connection refused or reset, a timeout, an object store's endpoint
 unreachable) rather than that the data or the code is wrong. A trainer
-reads such a batch again after a pause instead of failing the job; the
-batch is pushed only once read, so nothing is counted as trained
-meanwhile."""
+hands its task back to the coordinator on such an error (ReleaseTask:
+nothing of the task is credited, the job's status says why) and asks for a
+task again after a pause, instead of failing the job."""
 
 import errno
 

@@ -89,8 +89,8 @@ class WorkerMetrics:
                                       "Pushes the master refused, by status code.")
         self._data_errors = self._gauge_like(
             "gaptrain_worker_data_errors_total", "counter",
-            "Batches the dataset could not read because its store was away (read again after "
-            "a pause).", 0.0)
+            "Batches the dataset could not read because its store was away (each task handed "
+            "back to the coordinator).", 0.0)
         self._version = self._gauge_like("gaptrain_worker_master_version", "gauge",
                                          "The newest master version this worker pulled.", 0.0)
         # Evaluator-only gauges: NaN on trainers, as gaptrain-worker's.

@@ -15,7 +15,14 @@ gradients zeroed; the caller computes a loss and its backward as it likes
 step() pushes the gradient, which the master applies with the job's rule
 and optimizer. A batch whose push's fate is unknown (the master went away)
 comes again on fresh parameters, so no gradient is applied twice and every
-batch of a task is trained once before the task counts as done."""
+batch of a task is trained once before the task counts as done.
+
+A dataset whose store is away (a refused connection, a timeout: what
+data_errors.py classifies) does not end the trainer: it hands its task back
+to the coordinator (ReleaseTask), which queues it at the front, credits
+nothing of it and shows why in the job's status; the trainer waits (0.5 s
+doubling to 10 s) and asks for a task again, and the job goes on once the
+store returns. Any other error of the dataset ends the trainer (FAILED)."""
 
 import logging
 import math
@@ -42,12 +49,16 @@ from gaptrain.master_optimizer import MasterOptimizer
 from gaptrain.metrics import WorkerMetrics
 from gaptrain.parameter_mirror import parameter_device, to_device
 from gaptrain.preemption import PreemptionSignals
+from gaptrain.sharded_dataset import is_sharded
 from gaptrain.rpc import Error, GaptrainError, Stop, TRANSIENT, LOST_MEMBERSHIP
 from gaptrain._proto import gaptrain_pb2 as pb
 
 log = logging.getLogger("gaptrain")
 
 MAX_RECOMPUTES = 3
+
+# What _take_batch() returns once a task's batches are all read.
+_TASK_READ = "task read"
 
 # What step() made of a batch.
 _TRAINED, _SKIPPED, _AGAIN, _STOPPED = "trained", "skipped", "again", "stopped"
@@ -64,7 +75,7 @@ class TrainResult:
         self.losses = []  # every pushed batch's loss, in order
         self.reason = ""  # "finished" or "preempted"
         self.master_version = 0
-        self.data_errors = 0  # batches read again: the dataset's store was away
+        self.data_errors = 0  # batches its store could not give: each task handed back
 
     def as_dict(self):
         """The result as JSON-ready values (last_loss aside: losses ends with it)."""
@@ -139,7 +150,10 @@ class Trainer:
         self._task_done = 0
         self._slim = None  # DanaSlimMomentum under the dana-slim rule
         self._pushes_since_buffers = 0  # since the module's buffers were last sent
-        self._pending = None  # the yielded batch's (indices, generation, backoff, start)
+        # The pause after a store that is away before asking for a task again.
+        self._data_backoff = rpc.Backoff(self.opts.host_name, initial=0.5, cap=10.0)
+        self._release_unsupported = False  # the coordinator predates ReleaseTask
+        self._pending = None  # the yielded batch's (samples, backoff, start)
         self._outcome = None  # step()'s (what, loss, reply) for it
 
     # -- the process around the loop ---------------------------------------
@@ -293,11 +307,7 @@ class Trainer:
             return False  # stopped while registering
         self.session.start_heartbeats()
         self.result.worker_id = reg.worker_id
-        n = len(self.dataset)
-        if reg.train_samples != n:
-            raise GaptrainError(
-                "the coordinator cuts tasks over %d training samples, this trainer's dataset has "
-                "%d" % (reg.train_samples, n))
+        self._positions = self._check_dataset(reg)
         self.batch_size = self.batch_size_override or reg.batch_size
         if self.batch_size <= 0:
             raise GaptrainError("the coordinator sent batch size 0")
@@ -318,6 +328,32 @@ class Trainer:
             log.info("DANA-Slim momentum on this trainer (momentum %g, weight decay %g)",
                      self.opts.momentum, self.opts.weight_decay)
         return True
+
+    def _check_dataset(self, reg):
+        """The positions the coordinator's tasks name: samples of a map-style
+        dataset as long as the job's, or shards of a sharded one with as
+        many shards."""
+        if reg.train_shards:
+            if not is_sharded(self.dataset):
+                raise GaptrainError(
+                    "the job's data is sharded (spec.data.format shards, %d shards): the "
+                    "dataset must be a gaptrain.ShardedDataset (num_shards and shard(index)), "
+                    "not a %s" % (reg.train_shards, type(self.dataset).__name__))
+            if self.dataset.num_shards != reg.train_shards:
+                raise GaptrainError(
+                    "the coordinator cuts tasks over %d shards (spec.data.shards), this "
+                    "trainer's dataset has %d" % (reg.train_shards, self.dataset.num_shards))
+            return reg.train_shards
+        if is_sharded(self.dataset) and not hasattr(self.dataset, "__len__"):
+            raise GaptrainError(
+                "this trainer's dataset is sharded (%d shards) but the job's data is not: set "
+                "spec.data.format shards and spec.data.shards" % self.dataset.num_shards)
+        n = len(self.dataset)
+        if reg.train_samples != n:
+            raise GaptrainError(
+                "the coordinator cuts tasks over %d training samples, this trainer's dataset has "
+                "%d" % (reg.train_samples, n))
+        return n
 
     def _loop(self):
         while not self.stop.stopped:
@@ -343,12 +379,13 @@ class Trainer:
                 self.stop.sleep(1.0)
 
     def _task_batches(self, task):
-        n = len(self.dataset)
+        n = self._positions
         if task.task_id == 0 or task.begin >= task.end or task.end > n:
             raise GaptrainError(
                 "coordinator: task %d covers positions [%d, %d) of epoch %d, not a range within "
-                "this trainer's %d training samples" % (task.task_id, task.begin, task.end,
-                                                        task.epoch, n))
+                "this trainer's %d training %s" % (
+                    task.task_id, task.begin, task.end, task.epoch, n,
+                    "shards" if self.session.registration.train_shards else "samples"))
         if self._order_epoch != task.epoch:
             self._order = epoch_permutation(self._shuffle_seed, task.epoch, n)
             self._order_epoch = task.epoch
@@ -359,25 +396,38 @@ class Trainer:
         reached = {}  # incarnation -> newest version a push of this task reached
         last_loss = None
         self.session.set_progress(task.task_id, 0)
-        prefetch = batch_prefetch.BatchPrefetch(self._order, task.begin, task.end,
-                                                self.batch_size, self._builder)
+        if self.session.registration.train_shards:
+            prefetch = batch_prefetch.ShardPrefetch(self._order, task.begin, task.end,
+                                                    self.batch_size, self._builder)
+            cursor = (0, 0)  # (shard within the task, its next sample)
+        else:
+            prefetch = batch_prefetch.BatchPrefetch(self._order, task.begin, task.end,
+                                                    self.batch_size, self._builder)
+            cursor = task.begin
         self._prefetch = prefetch
-        for first in range(task.begin, task.end, self.batch_size):
+        while True:
             if self.stop.stopped:
                 return  # abandoned: Leave gives it back
             if self.session.generation != generation:
                 log.warning("task %d abandoned: the coordinator took it back", task.task_id)
                 self._task = None
                 return
-            last = min(task.end, first + self.batch_size)
             # take() starts building the next batch, during this one's
             # compute and push; only a pushed batch counts (_task_done), so
             # one built ahead is never handed back as trained.
-            taken = self._take_batch(prefetch, first, task)
+            taken = self._take_batch(prefetch, cursor, task)
             if taken is None:
-                return  # stopped while the store was away: Leave gives the task back
-            indices, batch = taken
-            outcome, loss, reply = yield from self._train_batch(indices, batch, generation)
+                # Handed back while the store was away (_hand_back), or
+                # stopped then: Leave gives back what the trainer holds.
+                return
+            if taken is _TASK_READ:
+                self._task_done = task.end - task.begin
+                break
+            samples, batch, cursor = taken
+            # Positions of the task trained once this batch is: samples
+            # up to it, or the shards it finished.
+            done = (cursor[0] if isinstance(cursor, tuple) else cursor - task.begin)
+            outcome, loss, reply = yield from self._train_batch(samples, batch, generation)
             if outcome == _STOPPED:
                 continue
             if outcome == _SKIPPED:
@@ -387,7 +437,7 @@ class Trainer:
                 if reply.incarnation:
                     reached[reply.incarnation] = max(reached.get(reply.incarnation, 0),
                                                      reply.version)
-            self._task_done = last - task.begin
+            self._task_done = done
             self.session.set_progress(task.task_id, self._task_done, last_loss)
         if self.stop.stopped and self._task_done < task.end - task.begin:
             return
@@ -407,24 +457,64 @@ class Trainer:
         self.session.set_progress(0, 0, last_loss)
 
     def _take_batch(self, prefetch, first, task):
-        """prefetch.take(first), read again after a pause while the dataset
-        says its store is away (data_errors.py); None when stopped
-        meanwhile. Any other error of the dataset is raised."""
-        backoff = rpc.Backoff(self.opts.host_name, initial=0.5, cap=10.0)
+        """prefetch.take(first) as (samples, batch, next position), or
+        _TASK_READ past the task's end. None when the dataset says its store
+        is away (data_errors.py): the task was handed back (_hand_back) and
+        the trainer asks for a task again; None too when stopped. Any other
+        error of the dataset is raised."""
         while True:
             try:
-                return prefetch.take(first)
+                taken = prefetch.take(first)
+                self._data_backoff.reset()
+                return _TASK_READ if taken is None else taken
             except Exception as e:  # noqa: BLE001 (classified below)
                 if not data_errors.store_unavailable(e):
                     raise
-                wait = backoff.next()
                 self.result.data_errors += 1
                 self.metrics.record_data_error()
-                log.warning("data unavailable (%s: %s): task %d's batch at position %d is read "
-                            "again in %.1f s; nothing of it is trained meanwhile",
-                            type(e).__name__, e, task.task_id, first, wait)
-                if not self.stop.sleep(wait):
+                if not self._hand_back(task, first, e):
                     return None
+
+    def _hand_back(self, task, first, error):
+        """The dataset's store is away (`error`, at position `first` of
+        `task`): the task goes back to the coordinator untrained
+        (ReleaseTask: the front of its queue, nothing of it credited, the
+        job's status says why), and after a pause (0.5 s doubling to 10 s,
+        from 0.5 s again once a batch is read) the trainer asks for a task
+        again, typically getting the same one. False then, or when stopped
+        meanwhile; True when the batch is to be read again holding the task
+        (a coordinator that predates ReleaseTask)."""
+        wait = self._data_backoff.next()
+        why = "%s: %s" % (type(error).__name__, error)
+        if not self._release_unsupported:
+            try:
+                self.session.release_task(task.task_id, why)
+            except Error as e:
+                if self.stop.stopped:
+                    return False  # Leave gives back what the worker still holds
+                if e.code == grpc.StatusCode.UNIMPLEMENTED:
+                    self._release_unsupported = True
+                    log.warning("the coordinator cannot take a task back (%s): this trainer "
+                                "keeps its tasks while the data is away", e)
+                elif e.code not in LOST_MEMBERSHIP:
+                    raise
+                else:
+                    log.warning("coordinator: task %d was no longer this trainer's: %s",
+                                task.task_id, e)
+        if self._release_unsupported:
+            log.warning("data unavailable (%s): task %d's batch at position %s is read again in "
+                        "%.1f s; nothing of it is trained meanwhile", why, task.task_id, first,
+                        wait)
+            return self.stop.sleep(wait)
+        log.warning("data unavailable (%s): task %d (epoch %d, positions [%d, %d)) handed back "
+                    "to the coordinator at position %s, none of it credited (the %d positions trained "
+                    "are trained again with it); asking for a task again in %.1f s", why,
+                    task.task_id, task.epoch, task.begin, task.end, first, self._task_done, wait)
+        self._task = None  # Leave has nothing to hand back
+        self._task_done = 0
+        self.session.set_progress(0, 0)
+        self.stop.sleep(wait)
+        return False
 
     def _while_the_master_applies(self):
         """Work for the moment the push's bytes are out and the master
@@ -446,7 +536,7 @@ class Trainer:
             self._master_failing = False
             self.metrics.record_reconnect("master")
 
-    def _train_batch(self, indices, batch, generation):
+    def _train_batch(self, samples, batch, generation):
         """Yields `batch` on fresh parameters until step() trained or
         skipped it: (outcome, loss, reply)."""
         backoff = rpc.Backoff(self.opts.host_name)
@@ -478,7 +568,7 @@ class Trainer:
                 return _STOPPED, None, None
             self.model.train()
             self._gradient.zero(self.model)
-            self._pending = (indices, backoff, time.monotonic())
+            self._pending = (samples, backoff, time.monotonic())
             self._outcome = None
             yield batch
             outcome, self._pending, self._outcome = self._outcome, None, None
@@ -499,7 +589,7 @@ class Trainer:
     def _push(self, loss_value):
         """step(): the gradient of the pending batch pushed; (outcome, loss,
         reply) with outcome _AGAIN when the batch must be computed again."""
-        indices, backoff, started = self._pending
+        samples, backoff, started = self._pending
         master = self.master
         loss = float(loss_value.detach()) if isinstance(loss_value, torch.Tensor) else (
             math.nan if loss_value is None else float(loss_value))
@@ -562,9 +652,9 @@ class Trainer:
             master.pulled_with_push = True
         if master.rule == "sync" and reply.outcome == pb.PushResponse.ACCUMULATED:
             self._wait_for_next_step(master.base_version)
-        self.metrics.record_batch(len(indices), loss)
+        self.metrics.record_batch(samples, loss)
         self.result.batches += 1
-        self.result.samples += len(indices)
+        self.result.samples += samples
         if loss_value is not None:
             self.result.last_loss = loss
             self.result.losses.append(loss)

@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 
 from gaptrain import batch_prefetch, batch_process  # noqa: E402
+from gaptrain.sharded_dataset import ShardedDataset, is_sharded  # noqa: E402
 
 
 class Recorded(torch.utils.data.Dataset):
@@ -35,6 +36,45 @@ class Recorded(torch.utils.data.Dataset):
 ORDER = [9, 3, 7, 1, 0, 8, 2, 6, 5, 4]
 
 
+def taken(batches, first):
+    """The samples of the batch at `first`: Recorded's targets are them."""
+    return batches.take(first)[1][1].tolist()
+
+
+class Streams(ShardedDataset):
+    """Shard s holds samples 100 s .. 100 s + sizes[s] - 1, each (i, i);
+    `fail` maps a shard to how many of its opens raise ConnectionError
+    after `fail_after` samples."""
+
+    def __init__(self, sizes, fail=None, fail_after=0):
+        super().__init__(len(sizes))
+        self.sizes, self.fail, self.fail_after = sizes, dict(fail or {}), fail_after
+        self.opens = []
+
+    def shard(self, index):
+        self.opens.append(index)
+        failing = self.fail.get(index, 0) > 0
+        if failing:
+            self.fail[index] -= 1
+        for k in range(self.sizes[index]):
+            if failing and k == self.fail_after:
+                raise ConnectionError("shard %d: connection reset" % index)
+            yield torch.tensor([float(100 * index + k)]), 100 * index + k
+
+
+def read_shards(batches, cursor=(0, 0)):
+    """The batches of a ShardPrefetch from `cursor` on, each as its
+    samples' list, in order."""
+    got = []
+    while True:
+        taken_ = batches.take(cursor)
+        if taken_ is None:
+            return got
+        samples, (_, targets), cursor = taken_
+        assert samples == len(targets)
+        got.append(targets.tolist())
+
+
 class Common:
     """Cases for both builders; self.make(dataset) gives one."""
 
@@ -55,17 +95,19 @@ class Common:
         batches = batch_prefetch.BatchPrefetch(ORDER, 2, 9, 3, self.builder(data))
         got = []
         for first in range(2, 9, 3):  # positions [2, 9): 3 + 3 + 1
-            indices, (inputs, targets) = batches.take(first)
+            samples, (inputs, targets), after = batches.take(first)
+            indices = targets.tolist()
             got.append(indices)
-            self.assertEqual(targets.tolist(), indices)
+            self.assertEqual((samples, after), (len(indices), min(9, first + 3)))
             self.assertEqual(inputs.reshape(-1).tolist(), [float(i) for i in indices])
         self.assertEqual(got, [[7, 1, 0], [8, 2, 6], [5]])
+        self.assertIsNone(batches.take(9))  # the task's end
 
     def test_a_batch_out_of_turn_is_built_then(self):
         batches = batch_prefetch.BatchPrefetch(ORDER, 0, 10, 4, self.builder(Recorded(10)))
-        self.assertEqual(batches.take(0)[0], [9, 3, 7, 1])
-        self.assertEqual(batches.take(8)[0], [5, 4])  # not the one built ahead
-        self.assertEqual(batches.take(4)[0], [0, 8, 2, 6])
+        self.assertEqual(taken(batches, 0), [9, 3, 7, 1])
+        self.assertEqual(taken(batches, 8), [5, 4])  # not the one built ahead
+        self.assertEqual(taken(batches, 4), [0, 8, 2, 6])
 
     def test_an_error_is_raised_when_its_batch_is_taken(self):
         batches = batch_prefetch.BatchPrefetch(ORDER, 0, 10, 4,
@@ -73,7 +115,7 @@ class Common:
         batches.take(0)  # builds [0, 8, 2, 6] ahead: its error waits for take()
         with self.assertRaisesRegex(IndexError, "sample 8 is bad"):
             batches.take(4)
-        self.assertEqual(batches.take(8)[0], [5, 4])  # the builder still works
+        self.assertEqual(taken(batches, 8), [5, 4])  # the builder still works
 
     def test_received_ahead_it_is_the_batch_taken_and_errors_wait(self):
         data = Recorded(10, bad=[8])
@@ -85,15 +127,14 @@ class Common:
         with self.assertRaisesRegex(IndexError, "sample 8 is bad"):
             batches.take(4)
         batches.receive_ahead()
-        indices, (_, targets) = batches.take(8)
-        self.assertEqual((indices, targets.tolist()), ([5, 4], [5, 4]))
+        self.assertEqual(taken(batches, 8), [5, 4])
         batches.receive_ahead()  # the task's end: none ahead
 
     def test_tensors_of_any_dtype_and_structure(self):
         data = torch.utils.data.TensorDataset(torch.arange(10.0).reshape(10, 1, 1),
                                               torch.arange(10))
         batches = batch_prefetch.BatchPrefetch(ORDER, 0, 10, 5, self.builder(data))
-        _, (inputs, targets) = batches.take(0)
+        _, (inputs, targets), _ = batches.take(0)
         self.assertEqual(targets.tolist(), [9, 3, 7, 1, 0])
         self.assertEqual((inputs.dtype, tuple(inputs.shape)), (torch.float32, (5, 1, 1)))
         pairs = [({"x": torch.full((2,), i, dtype=torch.bfloat16), "n": i}, torch.tensor(i))
@@ -104,6 +145,37 @@ class Common:
         self.assertEqual(inputs["x"].tolist(), [[2.0, 2.0], [0.0, 0.0]])
         self.assertEqual(inputs["n"].tolist(), [2, 0])
         self.assertEqual(targets.tolist(), [2, 0])
+
+
+    def test_shards_are_streamed_in_the_tasks_order_each_batch_from_one_shard(self):
+        data = Streams([5, 4, 3, 6])
+        # Positions [1, 4) of the order [3, 0, 2, 1]: shards 0, 2, 1.
+        batches = batch_prefetch.ShardPrefetch([3, 0, 2, 1], 1, 4, 2, self.builder(data))
+        self.assertEqual(read_shards(batches),
+                         [[0, 1], [2, 3], [4], [200, 201], [202], [100, 101], [102, 103]])
+
+    def test_a_broken_stream_is_opened_again_where_its_last_batch_ended(self):
+        # Shard 0 fails once after 3 samples: the batch [2, 3] raises, and
+        # taking it again reads the shard again from its start, skipping 2.
+        data = Streams([5], fail={0: 1}, fail_after=3)
+        batches = batch_prefetch.ShardPrefetch([0], 0, 1, 2, self.builder(data))
+        _, (_, targets), cursor = batches.take((0, 0))
+        self.assertEqual((targets.tolist(), cursor), ([0, 1], (0, 2)))
+        with self.assertRaisesRegex(ConnectionError, "connection reset"):
+            batches.take(cursor)
+        self.assertEqual(read_shards(batches, cursor), [[2, 3], [4]])
+
+
+class ShardedDatasetTest(unittest.TestCase):
+    def test_iterated_it_yields_every_shard_and_dataloader_workers_split_them(self):
+        data = Streams([2, 1, 3])
+        self.assertTrue(is_sharded(data))
+        self.assertFalse(is_sharded(Recorded(3)))
+        self.assertEqual([t for _, t in data], [0, 1, 100, 200, 201, 202])
+        loader = torch.utils.data.DataLoader(data, batch_size=None, num_workers=2)
+        self.assertEqual(sorted(int(t) for _, t in loader), [0, 1, 100, 200, 201, 202])
+        with self.assertRaisesRegex(ValueError, "num_shards: must be an int >= 1"):
+            ShardedDataset(0)
 
 
 class ThreadBuilderTest(Common, unittest.TestCase):
@@ -130,7 +202,7 @@ class ProcessBuilderTest(Common, unittest.TestCase):
         data = Recorded(10)
         b = self.builder(data)
         batches = batch_prefetch.BatchPrefetch(ORDER, 0, 10, 5, b)
-        self.assertEqual(batches.take(0)[0], [9, 3, 7, 1, 0])
+        self.assertEqual(taken(batches, 0), [9, 3, 7, 1, 0])
         self.assertEqual(data.reads, [])  # the child's copy was read, not ours
         pid = b._pid
         b.shutdown()

@@ -12,6 +12,7 @@ test, never skip it."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -165,6 +166,7 @@ class Job:
             ["--state-dir", os.path.join(run_dir, "coordinator"), "--master", self.master,
              "--task-batches", "20"])
         self.coordinator = "127.0.0.1:%d" % coordinator_port
+        self.http_port = self.ports("coordinator")[1]  # /status, /metrics
         md = (("authorization", "Bearer " + TOKEN),)
         self._channels = [grpc.insecure_channel(self.coordinator),
                           grpc.insecure_channel(self.master)]
@@ -194,6 +196,11 @@ class Job:
                 pass
             time.sleep(0.05)
         raise AssertionError("%s did not start within 60 s" % name)
+
+    def ports(self, name):
+        """NAME's (gRPC port, HTTP port) from its ports file."""
+        with open(os.path.join(self.run, name + ".ports")) as f:
+            return tuple(int(w) for w in f.read().split()[:2])
 
     def log(self, name, tail=3000):
         """The end of NAME.log (all of it with tail=None)."""
@@ -627,47 +634,97 @@ class PythonTrainerTest(unittest.TestCase):
 
     def test_a_store_that_is_away_is_waited_for(self):
         # The dataset's store refuses connections for a while (sample 40,
-        # three reads): the trainer reads that batch again after a pause,
-        # holding its task, and trains every sample of the epoch once.
+        # three reads): the trainer hands its task back each time
+        # (ReleaseTask), the coordinator's /status says why meanwhile, the
+        # task comes back from the front of the queue, and once the store
+        # answers the job finishes with every sample trained once by the
+        # completed tasks. 640 samples make tasks of two batches, sample 40
+        # in the second batch of its task: the first one, pushed before
+        # each refusal, counts for nothing.
         sys.path.insert(0, os.path.dirname(EXAMPLE))
         import torch
         import gaptrain
         import fashion_mnist_mlp
+        from gaptrain.epoch_order import epoch_permutation
+
+        n, refused = 640, 40
+        job = None
 
         class Flaky(torch.utils.data.Dataset):
-            def __init__(self, base, n):
-                self.base, self.n, self.refusals = base, n, 3
+            def __init__(self, base):
+                self.base, self.refusals, self.seen = base, 3, []
 
             def __len__(self):
-                return self.n
+                return n
 
             def __getitem__(self, i):
-                if i == 40 and self.refusals > 0:
+                if i == refused and self.refusals > 0:
+                    if self.refusals < 3:  # a release happened: the job says why
+                        self.seen.append(json.loads(http_get(job.http_port, "/status")[1]))
                     self.refusals -= 1
                     raise ConnectionRefusedError(111, "store:9000 refused the connection")
                 return self.base[i]
 
         torch.manual_seed(0)
         job = Job(self.dir.name, "fp32", updates=0, epochs=1, model="{fromTrainer: true}",
-                  data_spec="{format: custom, trainSamples: 256, shuffleSeed: 3}")
+                  data_spec="{format: custom, trainSamples: %d, shuffleSeed: 3}" % n)
         try:
             options = gaptrain.parse_options(
                 ["--job", job.job, "--coordinator", job.coordinator, "--host-name", "in-process",
                  "--http-address", "127.0.0.1", "--http-port", "0", "--threads", "1"],
                 {"GAPTRAIN_TOKEN": TOKEN})
-            dataset = Flaky(fashion_mnist_mlp.FashionMNIST(data_dir()), 256)
+            dataset = Flaky(fashion_mnist_mlp.FashionMNIST(data_dir()))
             with self.assertLogs("gaptrain", level="WARNING") as logs:
                 result = gaptrain.train(fashion_mnist_mlp.MLP(), dataset,
                                         torch.nn.CrossEntropyLoss(), options=options,
                                         handle_signals=False, heap_policy=False,
                                         batch_process=False)
-            self.assertEqual((result.reason, result.samples, result.skipped), ("finished", 256, 0))
+            self.assertEqual((result.reason, result.skipped), ("finished", 0))
             self.assertEqual((result.data_errors, dataset.refusals), (3, 0))
-            self.assertEqual(sum("data unavailable (ConnectionRefusedError" in line
-                                 for line in logs.output), 3)
+            handed_back = [line for line in logs.output
+                           if "data unavailable (ConnectionRefusedError" in line]
+            self.assertEqual(len(handed_back), 3, logs.output)
+            self.assertIn("handed back to the coordinator", handed_back[0])
+
+            # While the store was away, /status said so: since the first
+            # release, the trainer's message, who, how many.
+            self.assertEqual(len(dataset.seen), 2)
+            for releases, status in enumerate(dataset.seen, start=1):
+                away = status["dataUnavailable"]
+                self.assertEqual((away["releases"], away["worker"], away["host"]),
+                                 (releases, result.worker_id, "in-process"))
+                self.assertIn("ConnectionRefusedError: [Errno 111] store:9000 refused",
+                              away["message"])
+                self.assertEqual(status["tasks"]["released"], releases)
+            self.assertEqual(dataset.seen[0]["dataUnavailable"]["since"],
+                             dataset.seen[1]["dataUnavailable"]["since"])
+
             st = job.status()
             self.assertEqual((st.phase, st.reason), (pb.JOB_PHASE_SUCCEEDED, "EpochsCompleted"))
-            self.assertEqual(st.tasks_reassigned, 0)  # held, not handed back
+            self.assertEqual((st.tasks_released, st.tasks_reassigned), (3, 0))
+            self.assertFalse(st.HasField("data_unavailable"))  # the completions cleared it
+            status = json.loads(http_get(job.http_port, "/status")[1])
+            self.assertEqual(status["tasks"]["released"], 3)
+            self.assertNotIn("dataUnavailable", status)
+            log = job.log("coordinator", tail=None)
+            self.assertEqual(log.count("handed back by worker %d: data unavailable: "
+                                       "ConnectionRefusedError" % result.worker_id), 3, log)
+            self.assertIn("the data is available again", log)
+
+            # Completed tasks cover the epoch once; the batch pushed before
+            # each refusal was trained again with its task, not credited.
+            completed = sorted((int(b), int(e)) for b, e in re.findall(
+                r"positions \[(\d+), (\d+)\)\) completed by worker", log))
+            self.assertEqual(completed[0][0], 0)
+            self.assertEqual(completed[-1][1], n)
+            for (_, end), (begin, _) in zip(completed, completed[1:]):
+                self.assertEqual(end, begin)
+            position = epoch_permutation(3, 0, n).index(refused)
+            task_begin = max(b for b, _ in completed if b <= position)
+            in_vain = position // 32 * 32 - task_begin
+            self.assertEqual(in_vain, 32)  # the task's first batch
+            self.assertEqual(result.samples, n + 3 * in_vain)
+            self.assertEqual(job.master_version(), result.batches)
         finally:
             job.close()
 

@@ -47,9 +47,10 @@ void Validate(const TrainingJob& job, Status* status) {
     require(t.sync.backup_workers < w.replicas, kRuleBackupWorkers, replicas);
   }
   require(job.output.claim_name.empty() == job.output.path.empty(), kRuleOutputClaimAndPath);
-  require(job.data.Custom() || !job.data.path.empty(), kRuleDataPath);
-  require(job.data.Custom() == (job.data.train_samples > 0), kRuleCustomDataSize);
-  require(!job.data.Custom() || job.model.from_trainer, kRuleCustomDataFromTrainer);
+  require(job.data.ReadByTrainers() || !job.data.path.empty(), kRuleDataPath);
+  require(job.data.ReadByTrainers() == (job.data.train_samples > 0), kRuleCustomDataSize);
+  require(job.data.Sharded() == (job.data.shards > 0), kRuleShardCount);
+  require(!job.data.ReadByTrainers() || job.model.from_trainer, kRuleCustomDataFromTrainer);
   require(!job.model.from_trainer || job.model.torchscript.empty(),
           kRuleFromTrainerWithoutTorchscript);
   const TargetSpec& target = t.target;

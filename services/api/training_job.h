@@ -92,16 +92,20 @@ inline constexpr JobRule kRuleClusterJobName{
     "on a cluster it must start with a letter and have at most 51 characters "
     "(NAME-coordinator names a Service, a DNS label)"};
 // Files gaptrain reads have a path and their own size; data the trainers'
-// code reads (format custom) has a size, and its path is the user's.
+// code reads (format custom or shards) has a size, and its path is the
+// user's.
 inline constexpr JobRule kRuleDataPath{"spec.data.path",
-                                       "is required unless format is custom"};
+                                       "is required unless format is custom or shards"};
 inline constexpr JobRule kRuleCustomDataSize{
     "spec.data.trainSamples",
-    "is required with format custom, and only then (the other formats' files give the size)"};
+    "is required with format custom or shards, and only then (the other formats' files give "
+    "the size)"};
+inline constexpr JobRule kRuleShardCount{"spec.data.shards",
+                                         "is required with format shards, and only then"};
 inline constexpr JobRule kRuleCustomDataFromTrainer{
     "spec.model.fromTrainer",
-    "must be true with spec.data.format custom (your trainers read the data and declare the "
-    "model)"};
+    "must be true with spec.data.format custom or shards (your trainers read the data and "
+    "declare the model)"};
 // The coordinator counts a task's positions in 32 bits.
 inline constexpr char kTrainSamplesWhy[] = "positions are counted in 32 bits";
 // On a cluster: the claim is mounted at the data path.
@@ -174,14 +178,21 @@ inline const FieldSectionOf<ModelSpec>& ModelFields() {
 
 struct DataSpec {
   // mnist-idx | cifar10-bin: files gaptrain reads; custom: the trainers'
-  // own code reads the data (the Python SDK's dataset), train_samples long.
+  // own code reads the data (the Python SDK's map-style dataset),
+  // train_samples long; shards: the trainers' code streams it, `shards`
+  // shards (an iterable dataset per shard) of train_samples in all.
   std::string format = "mnist-idx";
   std::string path;
-  uint64_t train_samples = 0;  // format custom: len(dataset)
+  uint64_t train_samples = 0;  // custom: len(dataset); shards: all shards' samples
+  uint64_t shards = 0;         // format shards: how many
   uint64_t shuffle_seed = 1;
   std::string claim_name;  // on a cluster: the PVC that holds `path`
 
-  bool Custom() const { return format == "custom"; }
+  bool Sharded() const { return format == "shards"; }
+  // The trainers' own code reads the data: gaptrain reads no files.
+  bool ReadByTrainers() const { return format == "custom" || Sharded(); }
+  // What the coordinator's task positions count: samples, or shards.
+  uint64_t Positions(uint64_t samples) const { return Sharded() ? shards : samples; }
 };
 
 inline const FieldSectionOf<DataSpec>& DataFields() {
@@ -190,14 +201,21 @@ inline const FieldSectionOf<DataSpec>& DataFields() {
   static const FieldSectionOf<S> fields({
       F::Text("format", &S::format,
               "mnist-idx (MNIST, Fashion-MNIST) or cifar10-bin, files gaptrain reads; custom: "
-              "your trainers' code reads the data")
-          .OneOf({"mnist-idx", "cifar10-bin", "custom"}),
+              "your trainers' code reads the data (a map-style dataset); shards: your trainers' "
+              "code streams it, shard by shard (an iterable dataset)")
+          .OneOf({"mnist-idx", "cifar10-bin", "custom", "shards"}),
       F::Text("path", &S::path,
-              "the directory that holds the dataset files; with format custom, where your code "
-              "finds them (optional)"),
+              "the directory that holds the dataset files; with format custom or shards, where "
+              "your code finds them (optional)"),
       F::Integer("trainSamples", &S::train_samples,
                  "format custom: the training set's size in samples, len(dataset); the "
-                 "coordinator cuts tasks over it and every trainer checks it")
+                 "coordinator cuts tasks over it and every trainer checks it. Format shards: "
+                 "the samples of all shards together, the length of an epoch for the "
+                 "learning-rate schedule")
+          .AtLeast(1).Limit(4294967295.0, kTrainSamplesWhy).NoDefault(),
+      F::Integer("shards", &S::shards,
+                 "format shards: how many shards the training set has; each task is one shard, "
+                 "the shards' order shuffled per epoch, and every trainer's dataset has as many")
           .AtLeast(1).Limit(4294967295.0, kTrainSamplesWhy).NoDefault(),
       F::Integer("shuffleSeed", &S::shuffle_seed, "seed of the per-epoch shuffle")
           .Limit(9007199254740991.0, "larger seeds lose digits in JSON readers that use doubles"),

@@ -495,6 +495,43 @@ TEST(TrainingJobTest, OutputNamesAClaimAndAPathInIt) {
             std::string::npos);
 }
 
+// Data the trainers' code streams: a shard count and the samples they hold
+// in all, no path, the trainers' model.
+TEST(TrainingJobTest, ShardedDataHasItsShardsAndSamples) {
+  auto job_with = [](const std::string& data, const std::string& model) {
+    return "apiVersion: gaptrain.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: s}\n"
+           "spec:\n  data: " + data + "\n  model: " + model +
+           "\n  training: {epochs: 1}\n";
+  };
+  TrainingJob job;
+  const std::string ok =
+      job_with("{format: shards, shards: 40, trainSamples: 60000}", "{fromTrainer: true}");
+  ASSERT_TRUE(Parse(ok, &job).ok()) << Parse(ok, &job).ToString();
+  EXPECT_TRUE(job.data.Sharded());
+  EXPECT_TRUE(job.data.ReadByTrainers());
+  EXPECT_EQ(job.data.shards, 40u);
+  EXPECT_EQ(job.data.Positions(60000), 40u);  // tasks are cut over shards
+
+  EXPECT_NE(ErrorOf(job_with("{format: shards, trainSamples: 100}", "{fromTrainer: true}"))
+                .find("spec.data.shards: is required with format shards, and only then"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(job_with("{format: custom, trainSamples: 100, shards: 2}",
+                             "{fromTrainer: true}"))
+                .find("spec.data.shards: is required with format shards, and only then"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(job_with("{format: shards, shards: 4}", "{fromTrainer: true}"))
+                .find("spec.data.trainSamples: is required with format custom or shards"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(job_with("{format: shards, shards: 4, trainSamples: 100}", "{}"))
+                .find("spec.model.fromTrainer: must be true with spec.data.format custom or "
+                      "shards"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(job_with("{format: shards, shards: 0, trainSamples: 100}",
+                             "{fromTrainer: true}"))
+                .find("spec.data.shards: must be >= 1"),
+            std::string::npos);
+}
+
 // spec.training.target: a metric and one bound; targetAccuracy is the
 // accuracy's shorthand and the two do not mix.
 TEST(TrainingJobTest, TargetIsAMetricAndOneBound) {

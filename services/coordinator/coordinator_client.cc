@@ -89,6 +89,13 @@ Status CoordinatorClient::CompleteTask(const proto::CompleteTaskRequest& request
   return Finish(Stub()->CompleteTask(&context, request, response));
 }
 
+Status CoordinatorClient::ReleaseTask(const proto::ReleaseTaskRequest& request,
+                                      proto::ReleaseTaskResponse* response) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  return Finish(Stub()->ReleaseTask(&context, request, response));
+}
+
 Status CoordinatorClient::Leave(uint32_t worker, proto::LeaveReason reason,
                                 const std::string& message, proto::LeaveResponse* response,
                                 double deadline_seconds) {

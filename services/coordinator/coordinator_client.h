@@ -49,6 +49,9 @@ class CoordinatorClient {
   // With where the task's pushes landed (MasterPosition per master run).
   Status CompleteTask(const proto::CompleteTaskRequest& request,
                       proto::CompleteTaskResponse* response);
+  // Hands a task back untrained (a Python trainer whose data is away).
+  Status ReleaseTask(const proto::ReleaseTaskRequest& request,
+                     proto::ReleaseTaskResponse* response);
   // `deadline_seconds` > 0 replaces Options::deadline_seconds for this
   // call: a worker leaving after SIGTERM has little time.
   Status Leave(uint32_t worker, proto::LeaveReason reason, const std::string& message,

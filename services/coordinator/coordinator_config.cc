@@ -23,6 +23,14 @@ Status CoordinatorConfigFromJob(const TrainingJob& job, uint64_t train_samples,
       std::max<uint64_t>(1, train_samples / (kTasksPerTrainer * std::max<uint64_t>(1, trainers) * batch));
   const uint64_t per_task = std::min<uint64_t>(task_batches, spread_batches) * batch;
   c.samples_per_task = static_cast<uint32_t>(std::min<uint64_t>(per_task, train_samples));
+  if (job.data.Sharded()) {
+    // A shard is read as a stream from its start: a task is one shard, so
+    // that a task handed back is read again from where a shard starts.
+    GAPTRAIN_RETURN_IF_ERROR(CheckJobAgainstData(job, job.data.shards));
+    c.shards = true;
+    c.train_samples = static_cast<uint32_t>(job.data.shards);
+    c.samples_per_task = 1;
+  }
   c.shuffle_seed = job.data.shuffle_seed;
   c.batch_size = job.training.batch_size;
   c.epochs = job.training.epochs;

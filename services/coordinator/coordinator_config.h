@@ -19,9 +19,11 @@ struct CoordinatorConfig {
 
   // Data: positions [0, train_samples) of each epoch's permutation are cut
   // into tasks of samples_per_task (the last one of an epoch may be
-  // shorter).
+  // shorter). With `shards` a position is a shard (spec.data.format
+  // shards) and a task is one shard: train_samples counts shards.
   uint32_t train_samples = 0;
   uint32_t samples_per_task = 0;
+  bool shards = false;
   uint64_t shuffle_seed = 1;   // passed to workers; the core never shuffles
   uint32_t batch_size = 1;     // passed to workers
 
@@ -68,7 +70,8 @@ constexpr uint64_t kTasksPerTrainer = 8;
 // The config for `job` with a training set of `train_samples` and tasks of
 // at most `task_batches` batches, fewer when an epoch would otherwise hold
 // fewer than kTasksPerTrainer tasks per trainer (never less than one
-// batch). Errors name the value that is out of range.
+// batch); with sharded data, of spec.data.shards shards and one shard per
+// task. Errors name the value that is out of range.
 Status CoordinatorConfigFromJob(const TrainingJob& job, uint64_t train_samples,
                                 uint32_t task_batches, CoordinatorConfig* config);
 

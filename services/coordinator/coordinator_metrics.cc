@@ -73,6 +73,15 @@ CoordinatorMetrics::CoordinatorMetrics(std::shared_ptr<prometheus::Registry> reg
                                "updates: the retrained tasks' and those workers rewound.");
   master_restores_ = Counter(r, "gaptrain_coordinator_master_restores_total",
                              "New master runs seen that replaced a known one.");
+  tasks_released_ = &prometheus::BuildCounter()
+                         .Name("gaptrain_coordinator_tasks_released_total")
+                         .Help("Tasks trainers handed back untrained and queued again, by "
+                               "reason: data_unavailable (their data store was unreachable).")
+                         .Register(r)
+                         .Add({{"reason", ReleaseReasonName(ReleaseReason::kDataUnavailable)}});
+  data_unavailable_ = Gauge(r, "gaptrain_coordinator_data_unavailable",
+                            "1 while a trainer's data store is unreachable (it handed its task "
+                            "back; cleared by the next completed task), else 0.");
   tasks_unconfirmed_ = Gauge(r, "gaptrain_coordinator_tasks_unconfirmed",
                              "Completed tasks whose updates no master checkpoint holds yet.");
   tasks_retrain_queued_ = Gauge(r, "gaptrain_coordinator_tasks_retrain_queued",
@@ -139,6 +148,8 @@ void CoordinatorMetrics::Observe(const CoordinatorState& state) {
   Advance(tasks_retrained_, c.tasks_retrained, &seen_.tasks_retrained);
   Advance(samples_retrained_, c.samples_retrained, &seen_.samples_retrained);
   Advance(master_restores_, c.master_restores, &seen_.master_restores);
+  Advance(tasks_released_, c.tasks_released, &seen_.tasks_released);
+  data_unavailable_->Set(state.data_unavailable() ? 1 : 0);
   tasks_unconfirmed_->Set(static_cast<double>(state.unconfirmed().size()));
   tasks_retrain_queued_->Set(state.retrain().queued() + state.retrain().in_flight());
   tasks_queued_->Set(tasks.queued());

@@ -3,7 +3,8 @@
 // the job's desired and minimum trainers; joins, leaves by reason
 // and lease expiries; tasks by state, reassigned tasks and lost samples;
 // epoch and phase; the last evaluation's metrics and the job's target;
-// training redone after master restores; rejected calls
+// training redone after master restores; tasks handed back and whether a
+// trainer's data is unavailable; rejected calls
 // by verb and code; state-file writes.
 //
 // Counters mirror the core's totals, which survive restarts: Observe()
@@ -68,6 +69,8 @@ class CoordinatorMetrics {
   prometheus::Counter* tasks_retrained_;
   prometheus::Counter* samples_retrained_;
   prometheus::Counter* master_restores_;
+  prometheus::Counter* tasks_released_;  // reason data_unavailable
+  prometheus::Gauge* data_unavailable_;
   prometheus::Gauge* tasks_unconfirmed_;
   prometheus::Gauge* tasks_retrain_queued_;
   prometheus::Gauge* epoch_;

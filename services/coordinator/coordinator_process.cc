@@ -200,6 +200,13 @@ void CoordinatorProcess::OnTick() {
                  "progress {:.1f}%",
                  JobPhaseName(s.phase), s.condition.reason, s.epoch, s.tasks_done, s.tasks_total,
                  s.tasks_in_flight, s.live_workers, 100 * s.progress);
+    if (s.data_unavailable) {
+      spdlog::warn("data unavailable since {}: {} tasks handed back, the last by worker {} "
+                   "({}): {}",
+                   Rfc3339(s.data_unavailable->since), s.data_unavailable->releases,
+                   s.data_unavailable->worker, s.data_unavailable->host,
+                   s.data_unavailable->message);
+    }
   }
 }
 

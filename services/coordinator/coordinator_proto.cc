@@ -49,6 +49,18 @@ Status FromProto(int reason, LeaveReason* out) {
   return Status::InvalidArgument("reason: unknown value " + std::to_string(reason));
 }
 
+Status FromProto(int reason, ReleaseReason* out) {
+  switch (reason) {
+    case proto::RELEASE_REASON_DATA_UNAVAILABLE:
+      *out = ReleaseReason::kDataUnavailable;
+      return Status::OK();
+    case proto::RELEASE_REASON_UNSPECIFIED:
+      return Status::InvalidArgument("reason: required (DATA_UNAVAILABLE)");
+    default: break;
+  }
+  return Status::InvalidArgument("reason: unknown value " + std::to_string(reason));
+}
+
 void ToProto(const DataTask& task, proto::DataTask* out) {
   out->set_task_id(task.id);
   out->set_epoch(task.epoch);
@@ -66,6 +78,18 @@ void ToProto(const JobCondition& c, proto::JobCondition* out) {
 
 JobCondition FromProto(const proto::JobCondition& c) {
   return {c.type(), c.status(), c.reason(), c.message(), c.last_transition_time()};
+}
+
+void ToProto(const DataUnavailable& d, proto::DataUnavailable* out) {
+  out->set_since(d.since);
+  out->set_message(d.message);
+  out->set_worker_id(d.worker);
+  out->set_host(d.host);
+  out->set_releases(d.releases);
+}
+
+DataUnavailable FromProto(const proto::DataUnavailable& d) {
+  return {d.since(), d.message(), d.worker_id(), d.host(), d.releases()};
 }
 
 void ToProto(const JobStatus& s, proto::CoordinatorStatusResponse* out) {
@@ -119,6 +143,8 @@ void ToProto(const JobStatus& s, proto::CoordinatorStatusResponse* out) {
   out->set_tasks_retrain_queued(s.tasks_retrain_queued);
   out->set_master_restores(s.counters.master_restores);
   out->set_tasks_unconfirmed(s.tasks_unconfirmed);
+  out->set_tasks_released(s.counters.tasks_released);
+  if (s.data_unavailable) ToProto(*s.data_unavailable, out->mutable_data_unavailable());
 }
 
 }  // namespace gaptrain

@@ -21,10 +21,14 @@ Status FromProto(int role, WorkerRole* out);
 
 // UNSPECIFIED or an unknown value is INVALID_ARGUMENT.
 Status FromProto(int reason, LeaveReason* out);
+// UNSPECIFIED or an unknown value is INVALID_ARGUMENT.
+Status FromProto(int reason, ReleaseReason* out);
 
 void ToProto(const DataTask& task, proto::DataTask* out);
 void ToProto(const JobCondition& condition, proto::JobCondition* out);
 JobCondition FromProto(const proto::JobCondition& condition);
+void ToProto(const DataUnavailable& data, proto::DataUnavailable* out);
+DataUnavailable FromProto(const proto::DataUnavailable& data);
 
 void ToProto(const JobStatus& status, proto::CoordinatorStatusResponse* out);
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "services/coordinator/coordinator_proto.h"
@@ -21,6 +22,13 @@ proto::NextTaskResponse::Outcome ToProto(TaskOutcome outcome) {
     case TaskOutcome::kJobFinished: return proto::NextTaskResponse::JOB_FINISHED;
   }
   return proto::NextTaskResponse::OUTCOME_UNSPECIFIED;
+}
+
+// "data unavailable": a release's reason as the log says it.
+std::string ReleaseReasonText(ReleaseReason reason) {
+  std::string text = ReleaseReasonName(reason);
+  std::replace(text.begin(), text.end(), '_', ' ');
+  return text;
 }
 
 // The codes are numbered alike.
@@ -199,7 +207,11 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* context,
     response->set_job_name(config.job_name);
     response->set_master_address(options_.master_address);
     response->set_lease_seconds(static_cast<uint32_t>(std::ceil(config.lease_seconds)));
-    response->set_train_samples(config.train_samples);
+    if (config.shards) {
+      response->set_train_shards(config.train_samples);
+    } else {
+      response->set_train_samples(config.train_samples);
+    }
     response->set_shuffle_seed(config.shuffle_seed);
     response->set_batch_size(config.batch_size);
     response->set_phase(ToProto(state_->phase()));
@@ -309,6 +321,41 @@ grpc::Status CoordinatorService::CompleteTask(grpc::ServerContext* context,
   if (completion.samples_retrained > 0) {
     spdlog::info("worker {} retrained {} samples of task {} after a master restore",
                  request->worker_id(), completion.samples_retrained, request->task_id());
+  }
+  if (r.data_available_again) {
+    spdlog::info("task {} completed by worker {}: the data is available again", r.task.id,
+                 request->worker_id());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::ReleaseTask(grpc::ServerContext* context,
+                                             const proto::ReleaseTaskRequest* request,
+                                             proto::ReleaseTaskResponse* response) {
+  grpc::Status auth = AuthorizeBearer(*context, options_.token);
+  if (!auth.ok()) return auth;
+  ReleaseReason reason;
+  CoreStatus s = FromProto(request->reason(), &reason);
+  if (!s.ok()) return Reject("release_task", s);
+  ReleaseTaskResult r;
+  Changes changes;
+  CoreStatus persisted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = state_->ReleaseTask(clock_(), request->worker_id(), request->task_id(), reason,
+                            request->message(), &r);
+    persisted = AfterVerb(&changes);
+    response->set_phase(ToProto(state_->phase()));
+  }
+  Publish(changes);
+  if (!s.ok()) return Reject("release_task", s);
+  if (!persisted.ok()) return ToGrpc(persisted);
+  response->set_already_released(r.already_released);
+  if (!r.already_released) {
+    spdlog::warn("task {} (epoch {}, positions [{}, {})) handed back by worker {}: {}{}{}",
+                 r.task.id, r.task.epoch, r.task.range.begin, r.task.range.end,
+                 request->worker_id(), ReleaseReasonText(reason),
+                 request->message().empty() ? "" : ": ", request->message());
   }
   return grpc::Status::OK;
 }

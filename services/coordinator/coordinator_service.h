@@ -1,8 +1,8 @@
 // CoordinatorService: the coordinator's gRPC API (proto/gaptrain.proto,
 // service Coordinator) over a CoordinatorState: Register, Heartbeat,
-// NextTask, CompleteTask, Leave, ReportEvaluation, Status. A thin layer:
-// it checks the token, converts messages, and runs the core's verb under
-// one mutex with the clock's `now`.
+// NextTask, CompleteTask, ReleaseTask, Leave, ReportEvaluation, Status. A
+// thin layer: it checks the token, converts messages, and runs the core's
+// verb under one mutex with the clock's `now`.
 //
 // What callers may rely on:
 //   - Every RPC needs "authorization: Bearer <token>" when a token is
@@ -10,11 +10,12 @@
 //   - Bad input gets the core's precise code and message, is counted in
 //     gaptrain_coordinator_requests_rejected_total{verb,code}, and changes
 //     nothing.
-//   - A change a restart must not lose (an id issued, a task assigned or
-//     completed, a departure, a phase) is handed to the persist function
-//     before the reply; if it fails the call is UNAVAILABLE and retrying
-//     it is safe (NextTask and CompleteTask are idempotent). Heartbeat
-//     progress is persisted lazily by PersistNow().
+//   - A change a restart must not lose (an id issued, a task assigned,
+//     completed or handed back, a departure, a phase) is handed to the
+//     persist function before the reply; if it fails the call is
+//     UNAVAILABLE and retrying it is safe (NextTask, CompleteTask and
+//     ReleaseTask are idempotent). Heartbeat progress is persisted lazily
+//     by PersistNow().
 //   - When the master's member set changes, the members function gets the
 //     new set with a growing generation, called without the mutex, so it
 //     may block or take other locks; a receiver keeps the newest
@@ -91,6 +92,9 @@ class CoordinatorService final : public proto::Coordinator::Service {
   grpc::Status CompleteTask(grpc::ServerContext* context,
                             const proto::CompleteTaskRequest* request,
                             proto::CompleteTaskResponse* response) override;
+  grpc::Status ReleaseTask(grpc::ServerContext* context,
+                           const proto::ReleaseTaskRequest* request,
+                           proto::ReleaseTaskResponse* response) override;
   grpc::Status Leave(grpc::ServerContext* context, const proto::LeaveRequest* request,
                      proto::LeaveResponse* response) override;
   grpc::Status ReportEvaluation(grpc::ServerContext* context,

@@ -174,6 +174,12 @@ TEST(CoordinatorServiceTest, EveryRpcNeedsTheJobToken) {
     proto::LeaveResponse leave;
     EXPECT_EQ(client.Leave(1, proto::LEAVE_REASON_FAILED, "", &leave).code(),
               Status::Code::kUnauthenticated);
+    proto::ReleaseTaskRequest release;
+    release.set_worker_id(1);
+    release.set_task_id(1);
+    release.set_reason(proto::RELEASE_REASON_DATA_UNAVAILABLE);
+    proto::ReleaseTaskResponse released;
+    EXPECT_EQ(client.ReleaseTask(release, &released).code(), Status::Code::kUnauthenticated);
     proto::ReportEvaluationRequest eval;
     proto::ReportEvaluationResponse evalr;
     EXPECT_EQ(client.ReportEvaluation(eval, &evalr).code(), Status::Code::kUnauthenticated);
@@ -313,6 +319,38 @@ TEST(CoordinatorServiceTest, BadInputGetsPreciseCodesIsCountedAndChangesNothing)
   EXPECT_EQ(client.Leave(a.worker_id(), proto::LEAVE_REASON_UNSPECIFIED, "", &leave).code(),
             Status::Code::kInvalidArgument);
 
+  // ReleaseTask: a reason is required, the message is bounded and one
+  // printable line, the worker must be known and hold the task.
+  proto::ReleaseTaskRequest release;
+  release.set_worker_id(a.worker_id());
+  release.set_task_id(1);
+  release.set_message("store:9000 refused the connection");
+  proto::ReleaseTaskResponse released;
+  s = client.ReleaseTask(release, &released);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "reason: required (DATA_UNAVAILABLE)");
+  release.set_reason(static_cast<proto::ReleaseReason>(7));
+  EXPECT_EQ(client.ReleaseTask(release, &released).code(), Status::Code::kInvalidArgument);
+  release.set_reason(proto::RELEASE_REASON_DATA_UNAVAILABLE);
+  release.set_message(std::string(2000, 'x'));
+  s = client.ReleaseTask(release, &released);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "message: at most 1024 bytes, got 2000");
+  release.set_message("refused\r\n");
+  s = client.ReleaseTask(release, &released);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "message: UTF-8 without control characters only");
+  release.set_message("refused");
+  release.set_worker_id(99);
+  s = client.ReleaseTask(release, &released);
+  EXPECT_EQ(s.code(), Status::Code::kNotFound);
+  EXPECT_EQ(s.message(), "unknown worker 99");
+  release.set_worker_id(a.worker_id());
+  s = client.ReleaseTask(release, &released);  // issued, not held
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "worker 1 does not hold task 1 (it holds none); only a task's holder "
+                         "can hand it back");
+
   proto::ReportEvaluationRequest eval;
   eval.set_worker_id(e.worker_id());
   eval.set_accuracy(std::nan(""));
@@ -333,6 +371,8 @@ TEST(CoordinatorServiceTest, BadInputGetsPreciseCodesIsCountedAndChangesNothing)
   ASSERT_TRUE(client.GetStatus(&status).ok());
   EXPECT_EQ(status.live_workers(), 2u);
   EXPECT_EQ(status.tasks_queued(), 10u);
+  EXPECT_EQ(status.tasks_released(), 0u);
+  EXPECT_FALSE(status.has_data_unavailable());
   EXPECT_FALSE(status.has_last_accuracy());
 
   const std::string m = server.Metrics();
@@ -346,8 +386,91 @@ TEST(CoordinatorServiceTest, BadInputGetsPreciseCodesIsCountedAndChangesNothing)
   EXPECT_EQ(rejected("next_task", "failed_precondition"), 1);
   EXPECT_EQ(rejected("complete_task", "failed_precondition"), 1);
   EXPECT_EQ(rejected("leave", "invalid_argument"), 1);
+  EXPECT_EQ(rejected("release_task", "invalid_argument"), 4);
+  EXPECT_EQ(rejected("release_task", "not_found"), 1);
+  EXPECT_EQ(rejected("release_task", "failed_precondition"), 1);
   EXPECT_EQ(rejected("report_evaluation", "invalid_argument"), 1);
   EXPECT_EQ(rejected("heartbeat", "invalid_argument"), 1);
+}
+
+// A trainer whose data store is away hands its task back: persisted before
+// the reply, counted, shown in Status, /status and /metrics until the next
+// completed task; the other trainer gets the task from the front.
+TEST(CoordinatorServiceTest, AReleasedTaskIsRequeuedAndTheJobSaysWhyUntilATaskCompletes) {
+  CoordinatorServer server;
+  CoordinatorClient client = server.Client();
+  proto::RegisterResponse a, b;
+  ASSERT_TRUE(client.Register("pod-a", proto::WORKER_ROLE_TRAINER, 0, &a).ok());
+  ASSERT_TRUE(client.Register("pod-b", proto::WORKER_ROLE_TRAINER, 0, &b).ok());
+  proto::NextTaskResponse next;
+  ASSERT_TRUE(client.NextTask(a.worker_id(), &next).ok());
+  const proto::DataTask task = next.task();
+  server.Advance(5);
+  proto::ReleaseTaskRequest release;
+  release.set_worker_id(a.worker_id());
+  release.set_task_id(task.task_id());
+  release.set_reason(proto::RELEASE_REASON_DATA_UNAVAILABLE);
+  release.set_message("ConnectionRefusedError: [Errno 111] store:9000 refused the connection");
+  proto::ReleaseTaskResponse released;
+  ASSERT_TRUE(client.ReleaseTask(release, &released).ok());
+  EXPECT_FALSE(released.already_released());
+  EXPECT_EQ(released.phase(), proto::JOB_PHASE_RUNNING);
+  // Persisted before the reply.
+  const proto::CoordinatorSnapshot saved = server.persisted();
+  EXPECT_EQ(saved.counters().tasks_released(), 1u);
+  EXPECT_EQ(saved.workers(0).task_id(), 0u);
+  EXPECT_EQ(saved.workers(0).last_released_task_id(), task.task_id());
+  EXPECT_EQ(saved.data_unavailable().releases(), 1u);
+  // A retry after a lost reply moves nothing again.
+  ASSERT_TRUE(client.ReleaseTask(release, &released).ok());
+  EXPECT_TRUE(released.already_released());
+
+  proto::CoordinatorStatusResponse st;
+  ASSERT_TRUE(client.GetStatus(&st).ok());
+  EXPECT_EQ(st.tasks_released(), 1u);
+  EXPECT_EQ(st.tasks_reassigned(), 0u);
+  EXPECT_EQ(st.tasks_queued(), 10u);
+  EXPECT_EQ(st.live_trainers(), 2u);
+  ASSERT_TRUE(st.has_data_unavailable());
+  EXPECT_EQ(st.data_unavailable().since(), 1700000005.0);
+  EXPECT_EQ(st.data_unavailable().message(), release.message());
+  EXPECT_EQ(st.data_unavailable().worker_id(), a.worker_id());
+  EXPECT_EQ(st.data_unavailable().host(), "pod-a");
+  EXPECT_EQ(st.data_unavailable().releases(), 1u);
+  nlohmann::json j = nlohmann::json::parse(JobStatusToJson(server.service()->Describe()));
+  EXPECT_EQ(j["tasks"]["released"], 1);
+  EXPECT_EQ(j["dataUnavailable"]["since"], "2023-11-14T22:13:25Z");
+  EXPECT_EQ(j["dataUnavailable"]["message"], release.message());
+  EXPECT_EQ(j["dataUnavailable"]["worker"], a.worker_id());
+  EXPECT_EQ(j["dataUnavailable"]["host"], "pod-a");
+  EXPECT_EQ(j["dataUnavailable"]["releases"], 1);
+  std::string metrics = server.Metrics();
+  EXPECT_EQ(MetricValue(metrics,
+                        "gaptrain_coordinator_tasks_released_total{reason=\"data_unavailable\"}"),
+            1);
+  EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_data_unavailable"), 1);
+  EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_tasks_reassigned_total"), 0);
+
+  // b gets the handed-back task from the front and completes it: the
+  // store is back.
+  ASSERT_TRUE(client.NextTask(b.worker_id(), &next).ok());
+  EXPECT_EQ(next.task().task_id(), task.task_id());
+  proto::CompleteTaskResponse done;
+  ASSERT_TRUE(client.CompleteTask(b.worker_id(), task.task_id(), &done).ok());
+  ASSERT_TRUE(client.GetStatus(&st).ok());
+  EXPECT_FALSE(st.has_data_unavailable());
+  EXPECT_EQ(st.tasks_released(), 1u);
+  j = nlohmann::json::parse(JobStatusToJson(server.service()->Describe()));
+  EXPECT_FALSE(j.contains("dataUnavailable"));
+  metrics = server.Metrics();
+  EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_data_unavailable"), 0);
+  EXPECT_EQ(MetricValue(metrics,
+                        "gaptrain_coordinator_tasks_released_total{reason=\"data_unavailable\"}"),
+            1);
+  // a is still a member and asks again.
+  EXPECT_EQ(server.members(), (std::vector<WorkerId>{a.worker_id(), b.worker_id()}));
+  ASSERT_TRUE(client.NextTask(a.worker_id(), &next).ok());
+  EXPECT_EQ(next.outcome(), proto::NextTaskResponse::ASSIGNED);
 }
 
 TEST(CoordinatorServiceTest, APersistFailureIsUnavailableAndTheRetryIsSafe) {

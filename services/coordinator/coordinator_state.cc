@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "services/base/utf8.h"
 #include "services/coordinator/coordinator_proto.h"
 
 namespace gaptrain {
@@ -27,6 +28,19 @@ Status ValidateHost(const std::string& host) {
 }
 
 std::string Worker(WorkerId id) { return "worker " + std::to_string(id); }
+
+// `field` names the text in errors ("message").
+Status ValidateReleaseMessage(const std::string& message, const std::string& field) {
+  if (message.size() > kMaxReleaseMessageBytes) {
+    return Status::InvalidArgument(field + ": at most " +
+                                   std::to_string(kMaxReleaseMessageBytes) + " bytes, got " +
+                                   std::to_string(message.size()));
+  }
+  if (!IsPrintableUtf8(message)) {
+    return Status::InvalidArgument(field + ": UTF-8 without control characters only");
+  }
+  return Status::OK();
+}
 
 // `field` names the list in errors ("metrics").
 Status ValidateEvalMetrics(const EvalMetrics& metrics, const std::string& field) {
@@ -83,6 +97,13 @@ std::string Seconds(double s) {
 }
 
 }  // namespace
+
+const char* ReleaseReasonName(ReleaseReason reason) {
+  switch (reason) {
+    case ReleaseReason::kDataUnavailable: return "data_unavailable";
+  }
+  return "data_unavailable";
+}
 
 const char* LeaveReasonName(LeaveReason reason) {
   switch (reason) {
@@ -178,15 +199,39 @@ Status CoordinatorState::FindLive(WorkerId id, WorkerRecord** worker) {
   return Status::NotFound("unknown " + Worker(id));
 }
 
+void CoordinatorState::Requeue(uint64_t task_id) {
+  uint32_t index = 0;
+  if (tasks_.IndexOf(task_id, &index)) {
+    tasks_.Requeue(index);
+  } else {
+    retrain_.Requeue(task_id);
+  }
+}
+
+Status CoordinatorState::Retried(double now, WorkerRecord* worker, uint64_t task_id,
+                                 DataTask* task) {
+  membership_.Renew(worker, now);
+  TaskById(task_id, task);
+  UpdatePhase(now);
+  return Status::OK();
+}
+
+Status CoordinatorState::NotHeld(const WorkerRecord& worker, uint64_t task_id,
+                                 const std::string& rule) const {
+  if (task_id > TaskIdBase(tasks_.epoch()) + tasks_.num_tasks()) {
+    return Status::NotFound("task " + std::to_string(task_id) + " was never issued");
+  }
+  return Status::FailedPrecondition(
+      Worker(worker.id) + " does not hold task " + std::to_string(task_id) +
+      (worker.task_id == 0 ? std::string(" (it holds none)")
+                           : " (it holds task " + std::to_string(worker.task_id) + ")") +
+      "; " + rule);
+}
+
 void CoordinatorState::Depart(WorkerRecord* worker) {
   DataTask held;
   if (HeldTask(*worker, &held)) {
-    uint32_t index = 0;
-    if (tasks_.IndexOf(held.id, &index)) {
-      tasks_.Requeue(index);
-    } else {
-      retrain_.Requeue(held.id);
-    }
+    Requeue(held.id);
     ++counters_.tasks_reassigned;
     counters_.samples_lost += worker->samples_done;
   }
@@ -406,15 +451,14 @@ Status CoordinatorState::CompleteTask(double now, WorkerId id, uint64_t task_id,
     w->last_completed_task_id = task_id;
     membership_.Renew(w, now);
     counters_.samples_retrained += completion.samples_retrained;
+    // A task was read whole: whatever store was away is back.
+    result->data_available_again = data_unavailable_.has_value();
+    data_unavailable_.reset();
     Durable();
     if (fate == UnconfirmedTasks::Fate::kLost) {
       // The master restarted from a point before some of these updates:
       // the task is trained again, from the front of its queue.
-      if (current_epoch) {
-        tasks_.Requeue(index);
-      } else {
-        retrain_.Requeue(task_id);
-      }
+      Requeue(task_id);
       ++counters_.tasks_retrained;
       counters_.samples_retrained += held.range.size();
       result->retrain = true;
@@ -432,22 +476,63 @@ Status CoordinatorState::CompleteTask(double now, WorkerId id, uint64_t task_id,
   }
   if (task_id == w->last_completed_task_id) {
     // A retry after a lost reply: completed once, counted once.
-    membership_.Renew(w, now);
     result->already_completed = true;
-    TaskById(task_id, &result->task);
+    return Retried(now, w, task_id, &result->task);
+  }
+  Status refused =
+      NotHeld(*w, task_id, "a task taken back from a departed worker belongs to its new holder");
+  if (refused.code() == Status::Code::kFailedPrecondition) {
+    ++counters_.stale_completions;
+    ++progress_generation_;
+  }
+  return refused;
+}
+
+Status CoordinatorState::ReleaseTask(double now, WorkerId id, uint64_t task_id,
+                                     ReleaseReason reason, const std::string& message,
+                                     ReleaseTaskResult* result) {
+  WorkerRecord* w = nullptr;
+  GAPTRAIN_RETURN_IF_ERROR(FindLive(id, &w));
+  if (w->role != WorkerRole::kTrainer) {
+    return Status::FailedPrecondition(Worker(id) + " is the evaluator; evaluators take no tasks");
+  }
+  if (task_id == 0) return Status::InvalidArgument("task_id: required");
+  GAPTRAIN_RETURN_IF_ERROR(ValidateReleaseMessage(message, "message"));
+  *result = ReleaseTaskResult();
+  DataTask held;
+  if (task_id == w->task_id && HeldTask(*w, &held)) {
+    Requeue(task_id);
+    ++counters_.tasks_released;
+    counters_.samples_lost += w->samples_done;
+    w->task_id = 0;
+    w->samples_done = 0;
+    w->last_released_task_id = task_id;
+    membership_.Renew(w, now);
+    // No data to train until its next task: in sync mode no step waits for it.
+    SetIdle(w, true);
+    switch (reason) {
+      case ReleaseReason::kDataUnavailable:
+        if (!data_unavailable_) {
+          data_unavailable_.emplace();
+          data_unavailable_->since = now;
+        }
+        data_unavailable_->message = message;
+        data_unavailable_->worker = id;
+        data_unavailable_->host = w->host;
+        ++data_unavailable_->releases;
+        break;
+    }
+    result->task = held;
+    Durable();
     UpdatePhase(now);
     return Status::OK();
   }
-  if (task_id > TaskIdBase(tasks_.epoch()) + tasks_.num_tasks()) {
-    return Status::NotFound("task " + std::to_string(task_id) + " was never issued");
+  if (task_id == w->last_released_task_id) {
+    // A retry after a lost reply: handed back once.
+    result->already_released = true;
+    return Retried(now, w, task_id, &result->task);
   }
-  ++counters_.stale_completions;
-  ++progress_generation_;
-  return Status::FailedPrecondition(
-      Worker(id) + " does not hold task " + std::to_string(task_id) +
-      (w->task_id == 0 ? std::string(" (it holds none)")
-                       : " (it holds task " + std::to_string(w->task_id) + ")") +
-      "; a task taken back from a departed worker belongs to its new holder");
+  return NotHeld(*w, task_id, "only a task's holder can hand it back");
 }
 
 Status CoordinatorState::Leave(double now, WorkerId id, LeaveReason reason, bool* already_gone) {
@@ -610,6 +695,7 @@ JobStatus CoordinatorState::Describe(double now) const {
   s.last_eval_version = last_eval_version_;
   s.last_eval_metrics = last_eval_metrics_;
   if (config_.target.IsSet()) s.target = config_.target.Text();
+  s.data_unavailable = data_unavailable_;
   return s;
 }
 
@@ -631,6 +717,7 @@ void CoordinatorState::Save(proto::CoordinatorSnapshot* snapshot) const {
     p->set_samples_done(w.samples_done);
     if (w.has_loss) p->set_loss(w.loss);
     p->set_last_completed_task_id(w.last_completed_task_id);
+    p->set_last_released_task_id(w.last_released_task_id);
   }
   snapshot->set_epoch(tasks_.epoch());
   for (uint32_t i : tasks_.QueuedIndices()) snapshot->add_queued(i);
@@ -652,6 +739,7 @@ void CoordinatorState::Save(proto::CoordinatorSnapshot* snapshot) const {
   c->set_tasks_retrained(counters_.tasks_retrained);
   c->set_samples_retrained(counters_.samples_retrained);
   c->set_master_restores(counters_.master_restores);
+  c->set_tasks_released(counters_.tasks_released);
   for (const auto& [task_id, reached] : unconfirmed_.tasks()) {
     proto::CoordinatorSnapshot::UnconfirmedTask* u = snapshot->add_unconfirmed();
     u->set_task_id(task_id);
@@ -680,6 +768,7 @@ void CoordinatorState::Save(proto::CoordinatorSnapshot* snapshot) const {
     out->set_name(m.name);
     out->set_value(m.value);
   }
+  if (data_unavailable_) ToProto(*data_unavailable_, snapshot->mutable_data_unavailable());
 }
 
 Status CoordinatorState::Restore(const CoordinatorConfig& config,
@@ -769,6 +858,7 @@ Status CoordinatorState::Restore(const CoordinatorConfig& config,
       return Status::DataLoss(who + " is a second evaluator");
     }
     w.last_completed_task_id = p.last_completed_task_id();
+    w.last_released_task_id = p.last_released_task_id();
     GAPTRAIN_RETURN_IF_ERROR(s->membership_.Restore(w));
   }
   if (!retrain_holders.empty()) {
@@ -790,7 +880,7 @@ Status CoordinatorState::Restore(const CoordinatorConfig& config,
   s->counters_ = {c.joins(),           c.left_finished(),     c.left_preempted(),
                   c.left_failed(),     c.expiries(),          c.tasks_reassigned(),
                   c.samples_lost(),    c.stale_completions(), c.tasks_retrained(),
-                  c.samples_retrained(), c.master_restores()};
+                  c.samples_retrained(), c.master_restores(), c.tasks_released()};
   std::map<uint64_t, std::vector<MasterPosition>> unconfirmed;
   for (const auto& u : snapshot.unconfirmed()) {
     DataTask task;
@@ -813,6 +903,12 @@ Status CoordinatorState::Restore(const CoordinatorConfig& config,
     s->last_eval_metrics_.push_back({m.name(), m.value()});
   }
   GAPTRAIN_RETURN_IF_ERROR(ValidateEvalMetrics(s->last_eval_metrics_, "last_eval_metrics"));
+  if (snapshot.has_data_unavailable()) {
+    s->data_unavailable_ = FromProto(snapshot.data_unavailable());
+    Status message = ValidateReleaseMessage(s->data_unavailable_->message,
+                                            "data_unavailable.message");
+    if (!message.ok()) return Status::DataLoss("saved " + message.message());
+  }
   *state = std::move(s);
   return Status::OK();
 }

@@ -25,6 +25,13 @@
 //     NextTask returns the task already held, and a repeated CompleteTask
 //     from the worker that completed the task succeeds with
 //     already_completed, so retries after a lost reply are safe.
+//   - A trainer may hand its task back untrained (ReleaseTask: its data's
+//     store is unreachable): the task goes to the front of its queue like a
+//     departed worker's, counted in tasks_released (its reported progress
+//     in samples_lost), nothing of it credited, and the trainer stays a
+//     live member that asks NextTask again. A data-unavailable release
+//     records why (data_unavailable(): since when, the last message and
+//     worker, the releases) until a task is next completed.
 //   - An epoch advances when all its tasks are done; the job succeeds after
 //     the last one, once no task is waiting to be trained again.
 //   - Training lost in a master restore is done again: a completion says
@@ -114,6 +121,31 @@ struct CompleteTaskResult {
   bool already_completed = false;  // a retry; nothing was counted again
   bool epoch_advanced = false;
   bool retrain = false;  // its updates were lost already: queued again
+  bool data_available_again = false;  // it ended a data-unavailable episode
+};
+
+// Why a trainer hands its task back.
+enum class ReleaseReason { kDataUnavailable };
+
+// "data_unavailable"
+const char* ReleaseReasonName(ReleaseReason reason);
+
+// The most bytes of a release's message.
+constexpr size_t kMaxReleaseMessageBytes = 1024;
+
+struct ReleaseTaskResult {
+  DataTask task;                  // the task handed back
+  bool already_released = false;  // a retry; nothing changed
+};
+
+// A trainer's data store could not be reached: set by a data-unavailable
+// release, cleared by the next completed task (the store came back).
+struct DataUnavailable {
+  double since = 0;       // the episode's first release
+  std::string message;    // what the last release's dataset raised
+  WorkerId worker = 0;    // the last releasing trainer
+  std::string host;       // its host
+  uint64_t releases = 0;  // releases in this episode
 };
 
 // What ObserveMaster found.
@@ -141,6 +173,7 @@ struct CoordinatorCounters {
   uint64_t tasks_retrained = 0;    // queued again: a master restore lost them
   uint64_t samples_retrained = 0;  // their samples, and those workers rewound
   uint64_t master_restores = 0;    // master runs seen replacing a known one
+  uint64_t tasks_released = 0;     // handed back untrained (ReleaseTask)
 };
 
 struct LiveWorkerStatus {
@@ -180,6 +213,7 @@ struct JobStatus {
   uint64_t last_eval_version = 0;
   EvalMetrics last_eval_metrics;  // beside accuracy and loss
   std::string target;             // "perplexity <= 20"; "" = none
+  std::optional<DataUnavailable> data_unavailable;  // absent: the data is available
 };
 
 class CoordinatorState {
@@ -220,6 +254,15 @@ class CoordinatorState {
   Status CompleteTask(double now, WorkerId id, uint64_t task_id, CompleteTaskResult* result) {
     return CompleteTask(now, id, task_id, TaskCompletion(), result);
   }
+
+  // The trainer hands back task `task_id`, which it holds, untrained: the
+  // task goes to the front of its queue, nothing of it is credited, and the
+  // trainer stays live without a task. `message` (what its dataset raised)
+  // is printable UTF-8 of at most kMaxReleaseMessageBytes. Releasing the
+  // task it released last again is OK with already_released, changing
+  // nothing; a task it does not hold is FAILED_PRECONDITION.
+  Status ReleaseTask(double now, WorkerId id, uint64_t task_id, ReleaseReason reason,
+                     const std::string& message, ReleaseTaskResult* result);
 
   // A graceful departure. Leaving again is OK with *already_gone.
   Status Leave(double now, WorkerId id, LeaveReason reason, bool* already_gone);
@@ -266,6 +309,8 @@ class CoordinatorState {
   // them changes only when this does.
   uint64_t evaluations_stored() const { return evaluations_stored_; }
   const Membership& membership() const { return membership_; }
+  // Set while a trainer's data store is unreachable (see ReleaseTask).
+  const std::optional<DataUnavailable>& data_unavailable() const { return data_unavailable_; }
 
   // The master's member set: live trainers, and the evaluator when
   // config.evaluator_is_member. Ascending.
@@ -291,6 +336,15 @@ class CoordinatorState {
   bool HeldTask(const WorkerRecord& worker, DataTask* task) const;
   // Queues a completed task again whose updates were lost.
   void Retrain(uint64_t task_id, MasterObservation* observation);
+  // Puts a held task back at the front of its queue (this epoch's, or the
+  // retrain queue).
+  void Requeue(uint64_t task_id);
+  // A retried CompleteTask or ReleaseTask (the reply was lost): renews the
+  // lease, fills in the task, changes nothing else.
+  Status Retried(double now, WorkerRecord* worker, uint64_t task_id, DataTask* task);
+  // Why `worker` cannot complete or hand back `task_id`: NOT_FOUND for an
+  // id never issued, else FAILED_PRECONDITION ending with `rule`.
+  Status NotHeld(const WorkerRecord& worker, uint64_t task_id, const std::string& rule) const;
   // After a completion: advances the epoch or ends the job.
   void AdvanceIfDone(double now, CompleteTaskResult* result);
 
@@ -326,6 +380,7 @@ class CoordinatorState {
   uint64_t last_eval_version_ = 0;
   EvalMetrics last_eval_metrics_;
   uint64_t evaluations_stored_ = 0;
+  std::optional<DataUnavailable> data_unavailable_;
 
   uint64_t members_generation_ = 0;
   uint64_t durable_generation_ = 0;

@@ -186,6 +186,211 @@ TEST(CoordinatorStateTest, LeaveCountsEachReasonAndGivesTheTaskBack) {
   EXPECT_EQ(s->Leave(3, 99, LeaveReason::kFailed, &gone).code(), Status::Code::kNotFound);
 }
 
+ReleaseTaskResult Release(CoordinatorState* s, double now, WorkerId id, uint64_t task,
+                          const std::string& message = "store:9000 refused the connection") {
+  ReleaseTaskResult r;
+  Status st = s->ReleaseTask(now, id, task, ReleaseReason::kDataUnavailable, message, &r);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return r;
+}
+
+// A trainer whose data store is away hands its task back: it goes to the
+// front of the queue, nothing of it is credited (its reported progress is
+// lost), and the trainer stays live; a second trainer then gets it.
+TEST(CoordinatorStateTest, AReleasedTaskGoesBackToTheFrontAndNothingIsCredited) {
+  auto s = NewState();
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  WorkerId b = Join(s.get(), 0, "pod-b");
+  DataTask ta = Take(s.get(), 1, a);
+  DataTask tb = Take(s.get(), 1, b);
+  WorkerProgress p;
+  p.task_id = ta.id;
+  p.samples_done = 30;
+  uint64_t held = 0;
+  ASSERT_TRUE(s->Heartbeat(2, a, p, &held).ok());
+  const uint64_t durable = s->durable_generation();
+
+  ReleaseTaskResult r = Release(s.get(), 3, a, ta.id);
+  EXPECT_FALSE(r.already_released);
+  EXPECT_EQ(r.task.id, ta.id);
+  EXPECT_EQ(r.task.range.begin, ta.range.begin);
+  EXPECT_GT(s->durable_generation(), durable);
+  EXPECT_EQ(s->counters().tasks_released, 1u);
+  EXPECT_EQ(s->counters().samples_lost, 30u);
+  EXPECT_EQ(s->counters().tasks_reassigned, 0u);  // no worker departed
+  EXPECT_EQ(s->tasks().done(), 0u);
+  EXPECT_EQ(s->tasks().in_flight(), 1u);
+  EXPECT_EQ(s->tasks().QueuedIndices().front(), ta.index);
+  const WorkerRecord* w = s->membership().Find(a);
+  ASSERT_NE(w, nullptr);  // still a live member
+  EXPECT_EQ(w->task_id, 0u);
+  EXPECT_EQ(w->last_seen, 3);  // the release renewed its lease
+  EXPECT_EQ(s->Members(), (std::vector<WorkerId>{a, b}));
+  EXPECT_EQ(s->phase(), JobPhase::kRunning);
+  EXPECT_EQ(s->Describe(3).samples_done_in_epoch, 0u);
+  ASSERT_TRUE(s->Heartbeat(4, a, {}, &held).ok());
+  EXPECT_EQ(held, 0u);
+
+  // b finishes its own task, then gets the handed-back one first.
+  Finish(s.get(), 5, b, tb.id);
+  EXPECT_EQ(Take(s.get(), 5, b).id, ta.id);
+  EXPECT_EQ(s->tasks().worker(ta.index), b);
+  // a asks again and gets the next task in line.
+  EXPECT_EQ(Take(s.get(), 6, a).index, 2u);
+  Finish(s.get(), 7, b, ta.id);
+  EXPECT_EQ(s->tasks().done(), 2u);
+}
+
+// The releasing trainer itself gets its task back when it asks first, and
+// may hand it back again; an earlier epoch's task in retraining goes back to
+// the retrain queue.
+TEST(CoordinatorStateTest, TheReleasingTrainerGetsItsTaskBackFromTheFront) {
+  auto s = NewState();
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  Join(s.get(), 0, "pod-b");
+  DataTask t = Take(s.get(), 1, a);
+  Release(s.get(), 2, a, t.id);
+  EXPECT_EQ(Take(s.get(), 3, a).id, t.id);
+  Release(s.get(), 4, a, t.id);
+  EXPECT_EQ(Take(s.get(), 5, a).id, t.id);
+  EXPECT_EQ(s->counters().tasks_released, 2u);
+  Finish(s.get(), 6, a, t.id);
+  EXPECT_EQ(s->tasks().done(), 1u);
+}
+
+// In sync mode a trainer without data holds no step: it is no member from
+// its release until its next task.
+TEST(CoordinatorStateTest, InSyncModeATrainerThatReleasedIsNoMemberUntilItsNextTask) {
+  CoordinatorConfig c = Config();
+  c.idle_trainers_are_members = false;
+  auto s = NewState(c);
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  WorkerId b = Join(s.get(), 0, "pod-b");
+  DataTask t = Take(s.get(), 1, a);
+  Take(s.get(), 1, b);
+  const uint64_t generation = s->members_generation();
+  Release(s.get(), 2, a, t.id);
+  EXPECT_EQ(s->Members(), (std::vector<WorkerId>{b}));
+  EXPECT_GT(s->members_generation(), generation);
+  EXPECT_EQ(Take(s.get(), 3, a).id, t.id);
+  EXPECT_EQ(s->Members(), (std::vector<WorkerId>{a, b}));
+}
+
+TEST(CoordinatorStateTest, ReleasingATaskNotHeldIsRefusedAndARetryIsAcknowledgedOnce) {
+  auto s = NewState();
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  WorkerId b = Join(s.get(), 0, "pod-b");
+  WorkerId e = Join(s.get(), 0, "eval", WorkerRole::kEvaluator);
+  DataTask ta = Take(s.get(), 1, a);
+  DataTask tb = Take(s.get(), 1, b);
+  const std::string before = Saved(*s);
+  const uint64_t durable = s->durable_generation();
+  ReleaseTaskResult r;
+  const ReleaseReason why = ReleaseReason::kDataUnavailable;
+  Status other = s->ReleaseTask(2, a, tb.id, why, "", &r);
+  EXPECT_EQ(other.code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(other.message(),
+            "worker 1 does not hold task 2 (it holds task 1); only a task's holder can hand it "
+            "back");
+  EXPECT_EQ(s->ReleaseTask(2, a, 1000000, why, "", &r).code(), Status::Code::kNotFound);
+  EXPECT_EQ(s->ReleaseTask(2, a, 0, why, "", &r).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s->ReleaseTask(2, e, ta.id, why, "", &r).code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(s->ReleaseTask(2, 0, ta.id, why, "", &r).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s->ReleaseTask(2, 42, ta.id, why, "", &r).code(), Status::Code::kNotFound);
+  Status long_message =
+      s->ReleaseTask(2, a, ta.id, why, std::string(kMaxReleaseMessageBytes + 1, 'x'), &r);
+  EXPECT_EQ(long_message.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(long_message.message(), "message: at most 1024 bytes, got 1025");
+  Status two_lines = s->ReleaseTask(2, a, ta.id, why, "refused\nby the store", &r);
+  EXPECT_EQ(two_lines.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(two_lines.message(), "message: UTF-8 without control characters only");
+  EXPECT_EQ(s->ReleaseTask(2, a, ta.id, why, "\xff\xfe", &r).code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(Saved(*s), before);
+  EXPECT_EQ(s->durable_generation(), durable);
+  EXPECT_FALSE(s->data_unavailable());
+
+  // A message of exactly 1024 bytes is fine; a retry after a lost reply
+  // is acknowledged without moving anything again.
+  Release(s.get(), 3, a, ta.id, std::string(kMaxReleaseMessageBytes, 'x'));
+  const std::string released = Saved(*s);
+  r = Release(s.get(), 4, a, ta.id);
+  EXPECT_TRUE(r.already_released);
+  EXPECT_EQ(r.task.id, ta.id);
+  EXPECT_EQ(s->counters().tasks_released, 1u);
+  EXPECT_EQ(s->data_unavailable()->releases, 1u);
+  EXPECT_EQ(Saved(*s), released);
+  // Once someone else holds it, a's retry still changes nothing, and b
+  // cannot hand back what a released.
+  EXPECT_EQ(Take(s.get(), 5, a).id, ta.id);
+  Release(s.get(), 6, a, ta.id);
+  Finish(s.get(), 7, b, tb.id);
+  EXPECT_EQ(Take(s.get(), 8, b).id, ta.id);
+  EXPECT_TRUE(Release(s.get(), 9, a, ta.id).already_released);
+  EXPECT_EQ(s->tasks().worker(ta.index), b);
+}
+
+// Why the job waits: set by a data-unavailable release (since the first of
+// the episode, the last message and worker, the releases), kept across a
+// restart, cleared by the next completed task.
+TEST(CoordinatorStateTest, DataUnavailableIsSetByAReleaseAndClearedByTheNextCompletion) {
+  auto s = NewState();
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  WorkerId b = Join(s.get(), 0, "pod-b");
+  DataTask ta = Take(s.get(), 1, a);
+  DataTask tb = Take(s.get(), 1, b);
+  EXPECT_FALSE(s->Describe(1).data_unavailable);
+  Release(s.get(), 10, a, ta.id, "ConnectionRefusedError: store:9000");
+  Release(s.get(), 12, b, tb.id, "EndpointConnectionError: s3.local");
+  JobStatus st = s->Describe(13);
+  ASSERT_TRUE(st.data_unavailable);
+  EXPECT_EQ(st.data_unavailable->since, 10);
+  EXPECT_EQ(st.data_unavailable->message, "EndpointConnectionError: s3.local");
+  EXPECT_EQ(st.data_unavailable->worker, b);
+  EXPECT_EQ(st.data_unavailable->host, "pod-b");
+  EXPECT_EQ(st.data_unavailable->releases, 2u);
+  EXPECT_EQ(st.counters.tasks_released, 2u);
+
+  // A restart keeps it, the counter, and what makes a retry safe.
+  proto::CoordinatorSnapshot snapshot;
+  s->Save(&snapshot);
+  std::unique_ptr<CoordinatorState> restored;
+  Status rs = CoordinatorState::Restore(Config(), snapshot, 20, &restored);
+  ASSERT_TRUE(rs.ok()) << rs.ToString();
+  EXPECT_EQ(Saved(*restored), Saved(*s));
+  st = restored->Describe(20);
+  ASSERT_TRUE(st.data_unavailable);
+  EXPECT_EQ(st.data_unavailable->since, 10);
+  EXPECT_EQ(st.data_unavailable->releases, 2u);
+  EXPECT_EQ(st.counters.tasks_released, 2u);
+  EXPECT_TRUE(Release(restored.get(), 21, a, ta.id).already_released);
+  EXPECT_EQ(restored->counters().tasks_released, 2u);
+
+  // The store is back: the next completed task clears it.
+  DataTask again = Take(restored.get(), 22, b);
+  EXPECT_EQ(again.id, tb.id);  // the last one handed back is at the front
+  CompleteTaskResult done;
+  ASSERT_TRUE(restored->CompleteTask(23, b, again.id, &done).ok());
+  EXPECT_TRUE(done.data_available_again);
+  EXPECT_FALSE(restored->data_unavailable());
+  EXPECT_FALSE(restored->Describe(23).data_unavailable);
+  EXPECT_EQ(restored->counters().tasks_released, 2u);
+  // A retried completion says nothing of it.
+  ASSERT_TRUE(restored->CompleteTask(24, b, again.id, &done).ok());
+  EXPECT_TRUE(done.already_completed);
+  EXPECT_FALSE(done.data_available_again);
+  // A new episode starts at its own first release.
+  Release(restored.get(), 30, a, Take(restored.get(), 30, a).id);
+  EXPECT_EQ(restored->data_unavailable()->since, 30);
+  EXPECT_EQ(restored->data_unavailable()->releases, 1u);
+
+  // A saved message the coordinator would have refused is corrupt.
+  restored->Save(&snapshot);
+  snapshot.mutable_data_unavailable()->set_message("a\nb");
+  EXPECT_EQ(CoordinatorState::Restore(Config(), snapshot, 40, &restored).code(),
+            Status::Code::kDataLoss);
+}
+
 TEST(CoordinatorStateTest, ReRegistrationWithALiveIdResumesItsTask) {
   auto s = NewState();
   WorkerId a = Join(s.get(), 0, "pod-a");
@@ -762,6 +967,38 @@ TEST(CoordinatorStateTest, ConfigFromTheJobManifest) {
   EXPECT_EQ(c.samples_per_task, 100u);
   EXPECT_EQ(CoordinatorConfigFromJob(job, 0, 200, &c).code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(CoordinatorConfigFromJob(job, 1000, 0, &c).code(), Status::Code::kInvalidArgument);
+}
+
+// Sharded data: a position is a shard and a task one shard, whatever the
+// samples; an epoch of 40 shards is 40 tasks, each assigned once.
+TEST(CoordinatorStateTest, ShardedDataIsCutIntoOneShardPerTask) {
+  TrainingJob job;
+  job.name = "shards";
+  job.training.batch_size = 64;
+  job.training.epochs = 1;
+  job.workers.replicas = 2;
+  job.workers.min_replicas = 1;
+  job.data.format = "shards";
+  job.data.shards = 40;
+  job.data.train_samples = 60000;
+  CoordinatorConfig c;
+  ASSERT_TRUE(CoordinatorConfigFromJob(job, 60000, 200, &c).ok());
+  EXPECT_TRUE(c.shards);
+  EXPECT_EQ(c.train_samples, 40u);
+  EXPECT_EQ(c.samples_per_task, 1u);
+  std::unique_ptr<CoordinatorState> state;
+  ASSERT_TRUE(CoordinatorState::Create(c, 0, &state).ok());
+  EXPECT_EQ(state->tasks().num_tasks(), 40u);
+  RegisterResult r;
+  ASSERT_TRUE(state->Register(0, "pod-a", WorkerRole::kTrainer, 0, &r).ok());
+  NextTaskResult next;
+  ASSERT_TRUE(state->NextTask(0, r.id, &next).ok());
+  ASSERT_EQ(next.outcome, TaskOutcome::kAssigned);
+  EXPECT_EQ(next.task.range.begin, 0u);
+  EXPECT_EQ(next.task.range.end, 1u);
+  // Fewer shards than an epoch's fraction can cover: refused.
+  job.training.epochs = 0.01;
+  EXPECT_EQ(CoordinatorConfigFromJob(job, 60000, 200, &c).code(), Status::Code::kInvalidArgument);
 }
 
 }  // namespace

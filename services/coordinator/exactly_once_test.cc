@@ -1,7 +1,8 @@
 // Exactly once under churn: seeded random schedules of 8 workers that take
 // tasks, push gradients to a simulated master, report progress, complete
-// them, go silent (their leases expire), come back as zombies with stale
-// completions, leave, re-register, while the coordinator itself restarts
+// them or hand them back (their data away), go silent (their leases
+// expire), come back as zombies with stale completions, leave,
+// re-register, while the coordinator itself restarts
 // from saved state now and then, and the master checkpoints, crashes and
 // resumes from its newest checkpoint, losing the updates after it. The
 // coordinator hears of master runs through ObserveMaster at random times,
@@ -128,7 +129,9 @@ class Churn {
       for (Sim& w : sims_) Act(w);
       state_->Tick(now_);
       if (Chance(0.01)) Restart();
-      ActMaster();
+      // Once the job has succeeded the master is stopped with a final
+      // checkpoint, which holds every update: no crash loses any.
+      if (state_->phase() != JobPhase::kSucceeded) ActMaster();
     }
     return state_->phase() == JobPhase::kSucceeded;
   }
@@ -148,6 +151,7 @@ class Churn {
   const CoordinatorState& state() const { return *state_; }
   int restarts() const { return restarts_; }
   int zombie_rejections() const { return zombie_rejections_; }
+  int releases() const { return releases_; }
   int master_crashes() const { return master_.crashes(); }
 
  private:
@@ -227,6 +231,8 @@ class Churn {
       }
     } else if (r < 0.35) {
       TryComplete(w, /*zombie=*/false);
+    } else if (r < 0.37) {
+      Release(w);
     } else {
       w.progress = std::min(w.task.range.size(), w.progress + 5);
       Push(w);
@@ -294,6 +300,25 @@ class Churn {
     w.Drop();
   }
 
+  // Its data store is away: the task goes back untrained, its pushes stay
+  // applied but count for nothing (they are never in an accepted range).
+  void Release(Sim& w) {
+    ReleaseTaskResult result;
+    Status s = state_->ReleaseTask(now_, w.id, w.task.id, ReleaseReason::kDataUnavailable,
+                                   "store unreachable", &result);
+    if (!Alive(w, s)) return;
+    EXPECT_FALSE(result.already_released);
+    ++releases_;
+    if (Chance(0.2)) {  // the reply was lost: the retry moves nothing
+      ReleaseTaskResult again;
+      ASSERT_TRUE(state_->ReleaseTask(now_, w.id, w.task.id, ReleaseReason::kDataUnavailable,
+                                      "store unreachable", &again)
+                      .ok());
+      EXPECT_TRUE(again.already_released);
+    }
+    w.Drop();
+  }
+
   // The coordinator must never hand a task to a second live worker.
   void CheckNotHeldElsewhere(const Sim& taker, const DataTask& task) {
     for (const Sim& other : sims_) {
@@ -325,6 +350,7 @@ class Churn {
   std::vector<Accepted> accepted_;
   int restarts_ = 0;
   int zombie_rejections_ = 0;
+  int releases_ = 0;
 };
 
 void ExpectTiles(std::vector<SampleRange> ranges, uint32_t samples, uint32_t epoch) {
@@ -341,7 +367,7 @@ void ExpectTiles(std::vector<SampleRange> ranges, uint32_t samples, uint32_t epo
 
 TEST(ExactlyOnceTest, CompletedTasksCoverEveryEpochOnceUnderChurnAndRestarts) {
   uint64_t reassigned = 0, lost = 0, stale = 0, expiries = 0, retrained = 0, master_restores = 0;
-  int restarts = 0, zombies = 0, crashes = 0;
+  int restarts = 0, zombies = 0, crashes = 0, releases = 0;
   for (uint32_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     Churn churn(seed);
@@ -351,7 +377,10 @@ TEST(ExactlyOnceTest, CompletedTasksCoverEveryEpochOnceUnderChurnAndRestarts) {
     for (uint32_t e = 0; e < 3; ++e) ExpectTiles(completed.at(e), 1000, e);
     ExpectTiles(completed.at(3), 500, 3);
     EXPECT_EQ(churn.state().lifecycle().current().reason, "EpochsCompleted");
+    // The last task completed: no store is away any more.
+    EXPECT_FALSE(churn.state().data_unavailable());
     const CoordinatorCounters& c = churn.state().counters();
+    EXPECT_EQ(c.tasks_released, static_cast<uint64_t>(churn.releases()));
     reassigned += c.tasks_reassigned;
     lost += c.samples_lost;
     stale += c.stale_completions;
@@ -361,6 +390,7 @@ TEST(ExactlyOnceTest, CompletedTasksCoverEveryEpochOnceUnderChurnAndRestarts) {
     restarts += churn.restarts();
     zombies += churn.zombie_rejections();
     crashes += churn.master_crashes();
+    releases += churn.releases();
   }
   // The schedules did exercise what the test is about.
   EXPECT_GT(reassigned, 20u);
@@ -371,12 +401,13 @@ TEST(ExactlyOnceTest, CompletedTasksCoverEveryEpochOnceUnderChurnAndRestarts) {
   EXPECT_GT(zombies, 5);
   EXPECT_GT(crashes, 5);
   EXPECT_GT(retrained, 10u);
+  EXPECT_GT(releases, 20);
   EXPECT_GE(master_restores, static_cast<uint64_t>(crashes) / 2);
   std::printf("reassigned %lu, samples lost %lu, stale completions %lu, expiries %lu, "
-              "restarts %d, master crashes %d, tasks retrained %lu\n",
+              "restarts %d, master crashes %d, tasks retrained %lu, released %d\n",
               static_cast<unsigned long>(reassigned), static_cast<unsigned long>(lost),
               static_cast<unsigned long>(stale), static_cast<unsigned long>(expiries), restarts,
-              crashes, static_cast<unsigned long>(retrained));
+              crashes, static_cast<unsigned long>(retrained), releases);
 }
 
 }  // namespace

@@ -40,6 +40,9 @@ struct WorkerRecord {
   // The last task it completed: a repeated CompleteTask for it (the reply
   // was lost) succeeds without counting it again.
   uint64_t last_completed_task_id = 0;
+  // The last task it handed back (ReleaseTask): a repeated release of it
+  // succeeds without moving anything again.
+  uint64_t last_released_task_id = 0;
 
   // It asked for a task and got none; cleared by its next assignment. Not
   // persisted: after a restart it is set again by the next NextTask.

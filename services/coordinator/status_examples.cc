@@ -123,6 +123,19 @@ JobStatus Pending() {
   return s;
 }
 
+// Running as above while trainer 2 (mnist-trainer-0) cannot reach its
+// data store: 2 tasks handed back since 2026-11-23T06:05:00Z (Unix
+// 1795413900), the last saying "ConnectionRefusedError: [Errno 111]
+// store:9000 refused the connection".
+JobStatus DataUnavailable() {
+  JobStatus s = Running();
+  s.counters.tasks_released = 2;
+  s.data_unavailable = gaptrain::DataUnavailable{
+      kT0 + 300, "ConnectionRefusedError: [Errno 111] store:9000 refused the connection", 2,
+      "mnist-trainer-0", 2};
+  return s;
+}
+
 struct Example {
   const char* name;
   JobStatus (*make)();
@@ -132,6 +145,7 @@ const Example kExamples[] = {
     {"kRunning", Running},
     {"kSucceeded", Succeeded},
     {"kPending", Pending},
+    {"kDataUnavailable", DataUnavailable},
 };
 
 // The header's include guard for `path` (its last three components).

@@ -65,7 +65,8 @@ std::string JobStatusToJson(const JobStatus& s) {
         {"staleCompletions", s.counters.stale_completions},
         {"retrained", s.counters.tasks_retrained},
         {"retrainQueued", s.tasks_retrain_queued},
-        {"unconfirmed", s.tasks_unconfirmed}}},
+        {"unconfirmed", s.tasks_unconfirmed},
+        {"released", s.counters.tasks_released}}},
       {"samples",
        {{"doneInEpoch", s.samples_done_in_epoch},
         {"inEpoch", s.samples_in_epoch},
@@ -81,6 +82,14 @@ std::string JobStatusToJson(const JobStatus& s) {
         {"version", s.last_eval_version},
         {"target", s.target.empty() ? json(nullptr) : json(s.target)}}},
   };
+  if (s.data_unavailable) {
+    const DataUnavailable& d = *s.data_unavailable;
+    j["dataUnavailable"] = {{"since", Rfc3339(d.since)},
+                            {"message", d.message},
+                            {"worker", d.worker},
+                            {"host", d.host},
+                            {"releases", d.releases}};
+  }
   return j.dump(2) + "\n";
 }
 

@@ -1,8 +1,9 @@
 // The coordinator's Status as JSON, for tools (`gaptrain status`, the
 // operator, curl): GET /status on the HTTP port. Field names are camelCase
 // like the TrainingJob status; times are RFC 3339 UTC; absent values
-// (no evaluation yet, no loss reported) are null. docs/coordinator.md
-// shows an example.
+// (no evaluation yet, no loss reported) are null; `dataUnavailable` is
+// there only while a trainer's data store is unreachable.
+// docs/coordinator.md shows an example.
 
 #ifndef GAPTRAIN_SERVICES_COORDINATOR_STATUS_JSON_H_
 #define GAPTRAIN_SERVICES_COORDINATOR_STATUS_JSON_H_

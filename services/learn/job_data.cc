@@ -4,7 +4,7 @@ namespace gaptrain {
 
 Status DescribeJobTrainingSet(const TrainingJob& job, uint64_t train_samples,
                               const std::string& service, DatasetShape* shape) {
-  if (job.data.Custom()) {  // the trainers' code reads it: its size is the job's
+  if (job.data.ReadByTrainers()) {  // the trainers' code reads it: its size is the job's
     *shape = DatasetShape();
     shape->samples = train_samples > 0 ? train_samples : job.data.train_samples;
     return Status::OK();

@@ -69,10 +69,11 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
   const DeviceChoice device = ChooseDevice(options.device);
   if (!device.note.empty()) spdlog::warn("{}", device.note);
 
-  if (job.data.Custom()) {
+  if (job.data.ReadByTrainers()) {
     return Status::FailedPrecondition(
-        "spec.data.format: custom data is read by your own trainer's code (the Python SDK); "
-        "gaptrain-worker reads mnist-idx and cifar10-bin files");
+        "spec.data.format: " + job.data.format +
+        " data is read by your own trainer's code (the Python SDK); gaptrain-worker reads "
+        "mnist-idx and cifar10-bin files");
   }
   DatasetFormat format;
   GAPTRAIN_RETURN_IF_ERROR(ParseDatasetFormat(job.data.format, &format));

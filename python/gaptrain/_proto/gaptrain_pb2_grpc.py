@@ -371,6 +371,11 @@ class CoordinatorStub(object):
                 request_serializer=gaptrain__pb2.LeaveRequest.SerializeToString,
                 response_deserializer=gaptrain__pb2.LeaveResponse.FromString,
                 )
+        self.ReleaseTask = channel.unary_unary(
+                '/gaptrain.proto.Coordinator/ReleaseTask',
+                request_serializer=gaptrain__pb2.ReleaseTaskRequest.SerializeToString,
+                response_deserializer=gaptrain__pb2.ReleaseTaskResponse.FromString,
+                )
         self.ReportEvaluation = channel.unary_unary(
                 '/gaptrain.proto.Coordinator/ReportEvaluation',
                 request_serializer=gaptrain__pb2.ReportEvaluationRequest.SerializeToString,
@@ -416,6 +421,13 @@ class CoordinatorServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReleaseTask(self, request, context):
+        """A trainer hands its task back without leaving (its data is away).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ReportEvaluation(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -455,6 +467,11 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.Leave,
                     request_deserializer=gaptrain__pb2.LeaveRequest.FromString,
                     response_serializer=gaptrain__pb2.LeaveResponse.SerializeToString,
+            ),
+            'ReleaseTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseTask,
+                    request_deserializer=gaptrain__pb2.ReleaseTaskRequest.FromString,
+                    response_serializer=gaptrain__pb2.ReleaseTaskResponse.SerializeToString,
             ),
             'ReportEvaluation': grpc.unary_unary_rpc_method_handler(
                     servicer.ReportEvaluation,
@@ -558,6 +575,23 @@ class Coordinator(object):
         return grpc.experimental.unary_unary(request, target, '/gaptrain.proto.Coordinator/Leave',
             gaptrain__pb2.LeaveRequest.SerializeToString,
             gaptrain__pb2.LeaveResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReleaseTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/gaptrain.proto.Coordinator/ReleaseTask',
+            gaptrain__pb2.ReleaseTaskRequest.SerializeToString,
+            gaptrain__pb2.ReleaseTaskResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
