@@ -17,6 +17,7 @@
 
 #include "cli/run/template_command.h"
 #include "operator/trainingjob/desired_children.h"
+#include "operator/trainingjob/spot_scheduling.h"
 #include "services/api/training_job.h"
 #include "services/testing/test_files.h"
 #include "services/testing/testdata_dir.h"
@@ -153,6 +154,66 @@ TEST(PythonExamplesTest, TorchvisionJobsDeclareTheirModelAndEvaluateWithTheScrip
     }
   }
   EXPECT_EQ(scripts, (std::map<std::string, int>{{"evaluator", 1}, {"trainer", 4}}));
+}
+
+// examples/torchvision/job-gpu-spot.yaml placed per role (issue 39) under
+// the operator's eks preset: the trainers on spot nodes (the preset's
+// required affinity) with one GPU each and the GPU pool's toleration, the
+// evaluator, the master and the coordinator preferring on-demand nodes,
+// with no GPU and no toleration.
+TEST(PythonExamplesTest, TheGpuSpotJobPutsTrainersOnSpotGpusAndTheRestOnDemand) {
+  const std::string file = "examples/torchvision/job-gpu-spot.yaml";
+  const std::string text = ReadRaw(file);
+  TrainingJob spec;
+  Status s = ParseTrainingJob(text, file, &spec);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(spec.workers.preemptible);
+  EXPECT_FALSE(spec.evaluator.preemptible);
+  json object;
+  s = kube_testing::YamlToJson(text, &object);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  object["metadata"]["namespace"] = "default";
+  object["metadata"]["uid"] = "0d1c6a4e-8f3b-4b1e-9d7a-5c2e4f6a8b90";
+  trainingjob::OperatorConfig config;
+  ASSERT_TRUE(trainingjob::SpotPreset("eks", &config.spot).ok());
+  trainingjob::DesiredChildren children;
+  s = trainingjob::BuildDesiredChildren(object, spec, config, std::array<uint8_t, 32>{},
+                                       &children);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const json spot = {{"key", "eks.amazonaws.com/capacityType"},
+                     {"operator", "In"},
+                     {"values", json::array({"SPOT"})}};
+  const json on_demand = {{"key", "eks.amazonaws.com/capacityType"},
+                          {"operator", "NotIn"},
+                          {"values", json::array({"SPOT"})}};
+  std::map<std::string, int> placed;  // replica type -> pods checked
+  for (const json& pod : children.pods) {
+    const std::string type = pod["metadata"]["labels"]["gaptrain.io/replica-type"];
+    SCOPED_TRACE(type);
+    json pod_spec = pod["spec"];  // a copy: a field it lacks reads as null
+    json node_affinity = pod_spec["affinity"]["nodeAffinity"];
+    json limits = pod_spec["containers"][0]["resources"]["limits"];
+    if (type == "trainer") {
+      EXPECT_EQ(node_affinity["requiredDuringSchedulingIgnoredDuringExecution"]
+                             ["nodeSelectorTerms"][0]["matchExpressions"],
+                json::array({spot}));
+      EXPECT_EQ(limits["nvidia.com/gpu"], 1);
+      EXPECT_EQ(pod_spec["tolerations"],
+                json::parse(R"j([{"key": "nvidia.com/gpu", "operator": "Exists",
+                                  "effect": "NoSchedule"}])j"));
+      EXPECT_EQ(pod_spec["containers"][0]["args"], json::parse(R"j(["--device", "cuda"])j"));
+    } else {
+      EXPECT_FALSE(node_affinity.contains("requiredDuringSchedulingIgnoredDuringExecution"));
+      EXPECT_EQ(node_affinity["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"]
+                             ["matchExpressions"],
+                json::array({on_demand}));
+      EXPECT_FALSE(limits.is_object() && limits.contains("nvidia.com/gpu"));
+      EXPECT_FALSE(pod_spec.contains("tolerations"));
+    }
+    ++placed[type];
+  }
+  EXPECT_EQ(placed, (std::map<std::string, int>{
+                        {"coordinator", 1}, {"evaluator", 1}, {"master", 1}, {"trainer", 4}}));
 }
 
 }  // namespace

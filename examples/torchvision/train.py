@@ -70,6 +70,8 @@ def main(argv):
     parser.add_argument("--eval-samples", type=int, default=0,
                         help="evaluate on the first N test images (0: all 10,000)")
     parser.add_argument("--result", default="", help="write the result as JSON here")
+    parser.add_argument("--device", default="cpu",
+                        help="where the trainer's model computes: cpu, cuda [cpu]")
     args, rest = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -84,6 +86,8 @@ def main(argv):
         return 2
     torch.manual_seed(0)  # the first trainer's initial values become the job's
     model = resnet18_for_fashion_mnist()
+    if role != "evaluator":
+        model.to(args.device)
     try:
         if role == "evaluator":
             test_set = FashionMNIST(options.data_path, train=False, transform=TEST_TRANSFORM)

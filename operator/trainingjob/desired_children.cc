@@ -116,7 +116,8 @@ void SetRestrictedSecurity(const OperatorConfig& config, GaptrainPodParts* parts
 }
 
 // The preferred node affinity away from spot nodes, for the pods that hold
-// or read the job's state (the master, the coordinator, the export).
+// or read the job's state (the master, the coordinator, the export) and an
+// evaluator that is not preemptible.
 json AwayFromSpot(const SpotScheduling& spot) {
   json terms = json::array();
   for (const json& r : spot.spot_node_selector) {
@@ -257,15 +258,20 @@ class PodBuilder {
             json{{"name", "GAPTRAIN_HOST_NAME"}, {"value", "$(POD_NAME)"}},
             json{{"name", "GAPTRAIN_GRACE_SECONDS"}, {"value", std::to_string(grace)}}});
         parts.ports = json::array({Port("metrics", http_port)});
-        if (spec_.workers.preemptible) {
-          parts.tolerations = config_.spot.tolerations;
-          parts.required_node_requirements = config_.spot.spot_node_selector;
-        }
         break;
       }
     }
-    if (type == ReplicaType::kMaster || type == ReplicaType::kCoordinator) {
-      // Keep the job's state off nodes that may vanish, where there is a choice.
+    // Each role where its spec puts it: trainers, and the evaluator when
+    // its section says so, on spot nodes; the job's state (the master, the
+    // coordinator) and an evaluator that is not preemptible off nodes that
+    // may vanish, where there is a choice.
+    const bool preemptible = type == ReplicaType::kTrainer     ? spec_.workers.preemptible
+                             : type == ReplicaType::kEvaluator ? spec_.evaluator.preemptible
+                                                               : false;
+    if (preemptible) {
+      parts.tolerations = config_.spot.tolerations;
+      parts.required_node_requirements = config_.spot.spot_node_selector;
+    } else if (type != ReplicaType::kTrainer) {
       parts.preferred_node_terms = AwayFromSpot(config_.spot);
     }
     SetRestrictedSecurity(config_, &parts);

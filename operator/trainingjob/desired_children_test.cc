@@ -186,8 +186,10 @@ TEST(DesiredChildrenTest, SpotPresetsOnPreemptibleWorkers) {
     ASSERT_TRUE(b.status.ok()) << b.status.ToString();
     const json requirement = {{"key", c.label_key}, {"operator", "In"},
                               {"values", json::array({c.label_value})}};
+    job["spec"]["evaluator"]["preemptible"] = true;  // with the trainers
+    const Built both = Build(job, config);
     for (const char* worker : {"mnist-trainer-0", "mnist-evaluator"}) {
-      const json& spec = PodNamed(b, worker)["spec"];
+      const json& spec = PodNamed(both, worker)["spec"];
       EXPECT_EQ(spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"],
                 json({{"nodeSelectorTerms",
                        json::array({{{"matchExpressions", json::array({requirement})}}})}}))
@@ -201,7 +203,8 @@ TEST(DesiredChildrenTest, SpotPresetsOnPreemptibleWorkers) {
         EXPECT_FALSE(spec.contains("tolerations"));
       }
     }
-    for (const char* control : {"mnist-master", "mnist-coordinator"}) {
+    // The evaluator's own default: on-demand nodes, as the job's state.
+    for (const char* control : {"mnist-master", "mnist-coordinator", "mnist-evaluator"}) {
       const json& spec = PodNamed(b, control)["spec"];
       EXPECT_FALSE(spec.contains("tolerations")) << control;
       EXPECT_EQ(spec["affinity"],

@@ -534,6 +534,9 @@ inline const FieldSectionOf<MasterSpec>& MasterFields() {
 }
 
 struct EvaluatorSpec {
+  // On spot nodes with the trainers; else, as the master and the
+  // coordinator, on on-demand nodes where there are any.
+  bool preemptible = false;
   std::string template_yaml;
 };
 
@@ -541,6 +544,9 @@ inline const FieldSectionOf<EvaluatorSpec>& EvaluatorFields() {
   using S = EvaluatorSpec;
   using F = FieldsOf<S>;
   static const FieldSectionOf<S> fields({
+      F::Flag("preemptible", &S::preemptible,
+              "add the operator's spot tolerations and affinity; else the evaluator prefers "
+              "on-demand nodes, as the master and the coordinator do"),
       F::Object("template", &S::template_yaml, "the evaluator's PodTemplateSpec"),
   });
   return fields;
