@@ -270,7 +270,18 @@ Json StatusSchema() {
             {"updatesPerSecond",
              Typed("string", "master updates per second while Running, e.g. 270")}}}}},
         {"output", output},
-        {"autoscale", autoscale}}}};
+        {"autoscale", autoscale},
+        {"gang",
+         {{"description", "spec.runPolicy.scheduleTimeoutSeconds at work: since when the job "
+                          "waits for minReplicas ready trainers, when it last gave their "
+                          "pods back, how often"},
+          {"type", "object"},
+          {"properties",
+           {{"waitingSince", Typed("string", "since when fewer than minReplicas trainers are "
+                                             "ready (RFC 3339)")},
+            {"releasedAt", Typed("string", "when the trainers' pods were last given back (RFC "
+                                           "3339)")},
+            {"releases", Typed("integer", "times the trainers' pods were given back")}}}}}}}};
 }
 
 // The node at dotted `path` ("" is the root) of a schema built above.

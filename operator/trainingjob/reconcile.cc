@@ -7,6 +7,7 @@
 #include <set>
 
 #include "operator/trainingjob/desired_children.h"
+#include "operator/trainingjob/gang_release.h"
 #include "operator/trainingjob/job_autoscale.h"
 #include "operator/trainingjob/job_conditions.h"
 #include "operator/trainingjob/json_diff.h"
@@ -312,6 +313,38 @@ class Reconciler {
     plan_.requeue_after = std::min(config_.progress_poll_interval, CeilSeconds(due - o_.now));
   }
 
+  // spec.runPolicy.scheduleTimeoutSeconds (gang_release.h): a job waiting
+  // too long for minReplicas ready trainers gives back the pods its
+  // trainers hold and makes none for a while; status.gang keeps the times.
+  GangDecision PlanGangRelease() {
+    uint32_t ready = 0;
+    bool holding = false;
+    for (const ObservedPod& p : pods_) {
+      if (p.state.type != ReplicaType::kTrainer || !p.state.active()) continue;
+      if (p.state.running() && p.state.ready) ++ready;
+      holding |= !p.state.unschedulable &&
+                 (p.state.running() || !StringAt(*p.object, {"spec", "nodeName"}).empty());
+    }
+    const GangStatus old = GangStatus::FromJson(ObjectAt(old_status_, {"gang"}));
+    const GangDecision d =
+        DecideGangRelease(o_.spec.run_policy.schedule_timeout_seconds, o_.now,
+                          ready < MinTrainers(), holding, JitterOf(uid_), old);
+    gang_ = d.status.ToJson();
+    if (!d.release) return d;
+    const std::string why =
+        std::to_string(ready) + " of at least " + std::to_string(MinTrainers()) +
+        " trainers ready after " + std::to_string(o_.spec.run_policy.schedule_timeout_seconds) +
+        " s (scheduleTimeoutSeconds): their nodes are given back for " +
+        std::to_string(d.backoff.count()) + " s";
+    for (const ObservedPod& p : pods_) {
+      if (p.state.type != ReplicaType::kTrainer || !p.state.active()) continue;
+      ledger_.released.insert(p.state.uid);
+      Delete(kube::kPods, p.state, std::nullopt, "released: " + why);
+    }
+    Event("Warning", "TrainersReleased", "Release", why, PlannedEvent::After::kStatus);
+    return d;
+  }
+
   void Active() {
     PlanDataAvailability();
     if (const std::optional<Clock::time_point> due = FinalEvaluationDue()) {
@@ -367,9 +400,12 @@ class Reconciler {
       return;
     }
 
+    const GangDecision gang = PlanGangRelease();
     EnsureSupportObjects();
     for (const json& pod : desired_.pods) {
-      if (occupied_.count(NameOf(pod)) == 0) Apply(kube::kPods, pod, true);
+      if (occupied_.count(NameOf(pod)) > 0) continue;
+      if (gang.hold_trainers && desired_types[NameOf(pod)] == ReplicaType::kTrainer) continue;
+      Apply(kube::kPods, pod, true);
     }
     for (const ChildDelete& d : replacements) {
       plan_.deletes.push_back(d);
@@ -437,7 +473,13 @@ class Reconciler {
                 std::to_string(spec.workers.replicas),
             PlannedEvent::After::kStatus);
     }
-    plan_.requeue_after = config_.progress_poll_interval;
+plan_.requeue_after = config_.progress_poll_interval;
+    if (gang.wake_after) {
+      plan_.requeue_after =
+          std::min(*plan_.requeue_after,
+                   std::max(std::chrono::seconds(1),
+                            std::chrono::ceil<std::chrono::seconds>(*gang.wake_after)));
+    }
     if (spec.run_policy.active_deadline_seconds > 0) {
       if (const auto start = ParseTime(start_time_)) {
         const Clock::time_point deadline =
@@ -941,6 +983,7 @@ class Reconciler {
     if (!display.empty()) status["display"] = display;
     if (!output_.empty()) status["output"] = output_;
     if (!autoscale_.empty()) status["autoscale"] = autoscale_;
+    if (!gang_.empty()) status["gang"] = gang_;
     return status;
   }
 
@@ -992,6 +1035,7 @@ class Reconciler {
   bool progress_final_ = false;  // finished before this reconcile: keep its progress
   json output_ = json::object();  // status.output; empty: none
   json autoscale_;                // status.autoscale; empty: none
+  json gang_;                     // status.gang (gang_release.h); empty: none
 
   std::string phase_;
   std::string start_time_;

@@ -62,6 +62,11 @@
 //     it becomes True; it turns False once none waits (or the job is
 //     suspended or finished). Children the API refuses are the executor's
 //     to report (ReplicaFailure, plan_executor.h): only it sees the answer.
+//   - spec.runPolicy.scheduleTimeoutSeconds (gang_release.h): a job with
+//     fewer than minReplicas trainers ready for that long deletes its
+//     trainers' pods (gracefully; neither preemptions nor failures), with
+//     a Warning Event TrainersReleased, makes no trainer for its backoff,
+//     then all of them; status.gang keeps the times.
 //   - A trainer whose data store cannot be reached hands its task back,
 //     and the coordinator's /status says so (dataUnavailable): condition
 //     DataUnavailable True (StoreUnreachable) with the trainer, its

@@ -8,6 +8,8 @@
 
 #include "operator/trainingjob/reconcile.h"
 
+#include "operator/trainingjob/gang_release.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -1030,6 +1032,66 @@ TEST(ReconcileTest, PodsTheSchedulerCannotPlaceSayWhy) {
   EXPECT_EQ(cleared["status"], "False");
   EXPECT_EQ(cleared["reason"], "PodsScheduled");
   ExpectQuietLater(&c);
+}
+
+// spec.runPolicy.scheduleTimeoutSeconds (gang_release.h): a job whose
+// trainers are placed but never all ready (another job holds the rest of
+// the pool) gives their pods back after the timeout, counting neither a
+// preemption nor a failure, says so (a Warning Event, status.gang), makes
+// none during its backoff and all of them after it.
+TEST(ReconcileTest, AJobWaitingTooLongForItsTrainersGivesTheirNodesBack) {
+  json job = BaseJob();
+  job["spec"]["runPolicy"] = {{"scheduleTimeoutSeconds", 60}};
+  Cluster c(job);
+  c.Settle();
+  (*c.Pod("mnist-trainer-0"))["spec"]["nodeName"] = "node-a";  // holds its node
+  c.SetPodStatus("mnist-trainer-0", json::parse(R"j({"phase": "Pending", "conditions": [
+      {"type": "PodScheduled", "status": "True"}]})j"));
+  MarkUnschedulable(&c, "mnist-trainer-1", kNoSpotNode);
+  c.Settle();
+  EXPECT_EQ(c.status()["gang"]["waitingSince"], "2026-11-23T06:00:00Z");
+  c.now = kStart + seconds(59);
+  EXPECT_EQ(c.Plan().requeue_after, seconds(1));
+  EXPECT_TRUE(c.Plan().deletes.empty());
+
+  c.now = kStart + seconds(60);
+  const ReconcilePlan release = c.Plan();
+  ASSERT_EQ(release.deletes.size(), 2u);
+  for (const ChildDelete& d : release.deletes) {
+    EXPECT_EQ(d.name.rfind("mnist-trainer-", 0), 0u) << d.name;
+    EXPECT_EQ(d.grace_period_seconds, std::nullopt) << d.name;  // gracefully: the trainer hands its task back
+  }
+  const PlannedEvent* event = EventWith(release, "TrainersReleased");
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->type, "Warning");
+  const int64_t backoff = static_cast<int64_t>(60 * (1 + JitterOf("job-uid") / 2));
+  EXPECT_EQ(event->note, "0 of at least 2 trainers ready after 60 s (scheduleTimeoutSeconds): "
+                         "their nodes are given back for " + std::to_string(backoff) + " s");
+  ASSERT_TRUE(release.status.has_value());
+  EXPECT_EQ((*release.status)["gang"],
+            json::parse(R"j({"releasedAt": "2026-11-23T06:01:00Z", "releases": 1})j"));
+  EXPECT_EQ(release.requeue_after, seconds(15));  // the progress poll comes before its end
+  c.Carry(release);
+
+  // Backing off: the master, coordinator and evaluator stay, no trainer is made.
+  c.now = kStart + seconds(61);
+  const ReconcilePlan held = c.Plan();
+  for (const ChildApply& a : held.applies) {
+    EXPECT_EQ(NameOf(a.object).rfind("mnist-trainer-", 0), std::string::npos) << NameOf(a.object);
+  }
+  c.Carry(held);
+  EXPECT_EQ(c.status()["preemptions"], 0);
+  EXPECT_EQ(c.status()["failures"], 0);
+  EXPECT_EQ(c.Pod("mnist-trainer-0"), nullptr);
+  EXPECT_NE(c.Pod("mnist-master"), nullptr);
+
+  // After it: both made again, waiting anew.
+  c.now = kStart + seconds(60 + backoff);
+  c.Settle();
+  EXPECT_NE(c.Pod("mnist-trainer-0"), nullptr);
+  EXPECT_NE(c.Pod("mnist-trainer-1"), nullptr);
+  EXPECT_EQ(c.status()["gang"]["releases"], 1);
+  EXPECT_TRUE(c.status()["gang"].contains("waitingSince"));
 }
 
 // Many trainers waiting for one reason read as one short sentence; a

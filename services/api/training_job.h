@@ -592,6 +592,9 @@ struct RunPolicySpec {
   std::string clean_pod_policy = "Running";
   bool suspend = false;
   std::string volume_retention_policy = "Delete";
+  // On a cluster: a job whose ready trainers stay below minReplicas this
+  // long gives their pods back for a while (gang_release.h); 0: never.
+  uint64_t schedule_timeout_seconds = 0;
 };
 
 inline const FieldSectionOf<RunPolicySpec>& RunPolicyFields() {
@@ -612,6 +615,11 @@ inline const FieldSectionOf<RunPolicySpec>& RunPolicyFields() {
       F::Text("cleanPodPolicy", &S::clean_pod_policy, "which pods are deleted when the job ends")
           .OneOf({"All", "Running", "None"}),
       F::Flag("suspend", &S::suspend, "stop the job's pods; false resumes"),
+      F::Integer("scheduleTimeoutSeconds", &S::schedule_timeout_seconds,
+                 "on a cluster: when fewer than minReplicas trainers have been ready this "
+                 "long, delete the trainers' pods (giving their nodes back to other jobs) and "
+                 "make them again after as long and up to half as much again; 0: wait")
+          .Limit(86400, "a day"),
       F::Text("volumeRetentionPolicy", &S::volume_retention_policy,
               "Delete: the job's volumes go with it; Retain: they outlive it")
           .OneOf({"Delete", "Retain"}),
