@@ -1354,5 +1354,72 @@ TEST_F(OperatorE2eTest, AJobWhoseStoreGoesAwaySaysWhyAndFinishesWhenItReturns) {
       100 * Number(JobStatus(job), {"progress", "testAccuracy"}));
 }
 
+// Issue 39: spec.runPolicy.scheduleTimeoutSeconds on the real scheduler. A
+// job whose 2 trainers ask for 20 CPUs each, on a node that offers 32: the
+// scheduler places one, which then waits for a second that can never come
+// (as two jobs each holding part of a GPU pool would wait for each other).
+// After the timeout (5 s) the operator gives the placed trainer's node back
+// (its pod deleted gracefully, Event TrainersReleased, status.gang) and
+// makes no trainer during its backoff; the template asking for less meanwhile,
+// the trainers made after the backoff fit, and the job runs to its end with
+// neither a preemption nor a failure counted.
+TEST_F(OperatorE2eTest, AJobThatCannotGetItsTrainersGivesBackWhatItHolds) {
+  if (!StartCluster(Install::kDeploy)) return;
+  json job_object;
+  Status s = bed_->ReadJob(kJobFile, &job_object);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  json& spec = job_object["spec"];
+  spec["training"].erase("epochs");
+  spec["training"]["maxUpdates"] = 300;
+  spec["workers"]["replicas"] = 2;
+  spec["workers"]["minReplicas"] = 2;
+  spec["runPolicy"]["scheduleTimeoutSeconds"] = 5;
+  json& resources = spec["workers"]["template"]["spec"]["containers"][0]["resources"];
+  resources["requests"]["cpu"] = "20";
+  s = admin()->Create(kube::kTrainingJobs, kNs, job_object, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  job_ = kJob;
+
+  // One trainer placed and running, the other unschedulable; then released.
+  const std::string trainers =
+      std::string("gaptrain.io/job-name=") + kJob + ",gaptrain.io/replica-type=trainer";
+  ASSERT_TRUE(Eventually([&] { return EventReasons().count("TrainersReleased") >= 1; },
+                         seconds(120)))
+      << Diagnostics();
+  const Clock::time_point released = Clock::now();
+  json job = Job();
+  EXPECT_GE(JobStatus(job).value("gang", json::object()).value("releases", 0), 1)
+      << JobStatus(job).dump(2);
+  EXPECT_EQ(JobStatus(job).value("phase", ""), "Pending") << JobStatus(job).dump(2);
+  // Given back: no trainer pod left while the job backs off.
+  ASSERT_TRUE(Eventually([&] { return Pods(kNs, trainers).empty(); }, seconds(30)))
+      << Diagnostics();
+
+  // Asking for what the node has: the trainers made after the backoff fit.
+  s = admin()->MergePatch(
+      kube::kTrainingJobs, kNs, kJob,
+      {{"spec", {{"workers", {{"template", {{"spec", {{"containers", json::array({
+          {{"name", "gaptrain"},
+           {"resources", {{"requests", {{"cpu", "500m"}, {"memory", "512Mi"}}},
+                          {"limits", {{"memory", "1Gi"}}}}}}})}}}}}}}}}},
+      nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_NO_FATAL_FAILURE(AwaitSucceeded(seconds(240), &job));
+  const json& status = JobStatus(job);
+  EXPECT_EQ(status.value("preemptions", -1), 0) << status.dump(2);
+  EXPECT_EQ(status.value("failures", -1), 0) << status.dump(2);
+  // The releases on record, no wait left.
+  const json gang = status.value("gang", json::object());
+  EXPECT_GE(gang.value("releases", 0), 1) << status.dump(2);
+  EXPECT_TRUE(gang.contains("releasedAt")) << status.dump(2);
+  EXPECT_FALSE(gang.contains("waitingSince")) << status.dump(2);
+  ExpectOperatorWithinItsPermissions();
+  std::printf("operator e2e gang release: the job gave its placed trainer back after its 5 s "
+              "timeout (%d release(s)), made its trainers again after the backoff and "
+              "Succeeded %.1f s after the release\n",
+              status.value("gang", json::object()).value("releases", 0),
+              Seconds(Clock::now() - released));
+}
+
 }  // namespace
 }  // namespace gaptrain

@@ -109,9 +109,12 @@ class Reconciler {
         ledger_before_(ReadPodLedger(observed.job)),
         ledger_(ledger_before_),
         conditions_(ArrayAt(old_status_, {"conditions"}), now_text_),
-        autoscale_(ObjectAt(old_status_, {"autoscale"})) {
-    // Unless a running job measures anew (Active), no window goes on.
+        autoscale_(ObjectAt(old_status_, {"autoscale"})),
+        gang_(ObjectAt(old_status_, {"gang"})) {
+    // Unless a running job measures anew (Active), no window goes on, and
+    // no wait for trainers: the releases stay on record.
     autoscale_.erase("window");
+    gang_.erase("waitingSince");
   }
 
   ReconcilePlan Run() {
