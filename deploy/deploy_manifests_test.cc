@@ -336,6 +336,21 @@ TEST_F(DeployManifestsTest, TheChecksCatchABrokenInstall) {
                                  }),
                                  ScrapeConfig())),
             "");
+  // The label job NetworkPolicies admit the operator's pods by.
+  EXPECT_NE(ProblemLines(OperatorDeploymentProblems(with([](json& o) {
+              if (o["kind"] == "Deployment") {
+                o["spec"]["template"]["metadata"]["labels"].erase("app.kubernetes.io/part-of");
+              }
+            }))),
+            "");
+  // Secrets read again: a verb the operator does not use.
+  EXPECT_NE(ProblemLines(RbacProblems(with([&](json& o) {
+              if (!operator_role(o)) return;
+              for (json& rule : o["rules"]) {
+                if (rule["resources"] == json::array({"secrets"})) rule["verbs"].push_back("list");
+              }
+            }))),
+            "");
   // Root, and an object without a name.
   EXPECT_NE(ProblemLines(OperatorDeploymentProblems(with([&](json& o) {
               if (o["kind"] == "Deployment") {

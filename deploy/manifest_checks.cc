@@ -14,6 +14,7 @@
 
 #include "operator/operator_options.h"
 #include "operator/operator_permissions.h"
+#include "operator/trainingjob/operator_config.h"
 #include "services/base/process.h"
 #include "services/testing/test_files.h"
 #include "services/testing/yaml_to_json.h"
@@ -476,6 +477,13 @@ Problems OperatorDeploymentProblems(const std::vector<json>& objects) {
   expect(SelectorMatches(At(deployment, {"spec", "selector"}),
                          At(deployment, {"spec", "template", "metadata", "labels"})),
          "its selector matches its pod template");
+  // Job NetworkPolicies admit the operator's reads of job pods by this label.
+  expect(Str(At(deployment, {"spec", "template", "metadata", "labels",
+                             trainingjob::kOperatorPodLabel})) ==
+             trainingjob::kOperatorPodLabelValue,
+         std::string("its pods are labelled ") + trainingjob::kOperatorPodLabel + ": " +
+             trainingjob::kOperatorPodLabelValue +
+             " (job NetworkPolicies admit the operator's pods by it)");
 
   // The downward API: the pod's name in the Lease and Events, its
   // namespace for the Lease.

@@ -12,8 +12,9 @@
 //     probes /healthz and /readyz on the health port, names its /metrics
 //     port `metrics`, runs non-root as the image's user (no fixed
 //     runAsUser or runAsGroup) with a read-only root file system and no
-//     capabilities, and gets its pod name and namespace from the downward
-//     API;
+//     capabilities, gets its pod name and namespace from the downward
+//     API, and labels its pods app.kubernetes.io/part-of: gaptrain, which
+//     job NetworkPolicies admit the operator's reads by;
 //   - Prometheus finds it: the example scrape configuration
 //     (deploy/monitoring/prometheus-scrape.yml) keeps its metrics port and
 //     nothing else, the scrape annotations name the same port, and the

@@ -54,6 +54,7 @@ const json kEverythingOn = R"({
   "imagePullSecrets": [{"name": "regcred"}],
   "jobImage": "registry.example.com/gaptrain:jobs",
   "watchNamespace": "team-a",
+  "networkPolicy": {"prometheusNamespace": "kube-prometheus"},
   "extraArgs": ["--workers=4"],
   "extraEnv": [{"name": "TZ", "value": "UTC"}],
   "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/gaptrain"}},
@@ -167,7 +168,9 @@ json ArgsMeaning(const json& args) {
           {"metricsPort", o.metrics_port},
           {"healthPort", o.health_port},
           {"portsFile", o.ports_file},
-          {"podName", o.pod_name}};
+          {"podName", o.pod_name},
+          {"networkPolicy", o.job.network_policy.enabled},
+          {"networkPolicyPrometheusNamespace", o.job.network_policy.prometheus_namespace}};
 }
 
 // deploy/'s and the chart's objects made comparable: the chart-only
@@ -315,6 +318,15 @@ TEST_F(GaptrainChartTest, DefaultsRenderWhatKustomizeRenders) {
     Normalize(&o);
     from_chart[KindAndName(o)] = o;
   }
+  // With its PodMonitors on, the chart also lets Prometheus' namespace
+  // ("monitoring", docs/install.md's) into job pods' /metrics. deploy/'s
+  // add-on is other objects and cannot change deploy/'s operator:
+  // docs/install.md adds that flag with a kustomization of the user's own.
+  json& deploy_args =
+      from_deploy["Deployment/gaptrain-operator"]["spec"]["template"]["spec"]["containers"][0]
+                 ["args"];
+  EXPECT_EQ(deploy_args["networkPolicyPrometheusNamespace"], "");
+  deploy_args["networkPolicyPrometheusNamespace"] = "monitoring";
   for (const char* name : {"Deployment/gaptrain-operator", "ClusterRole/gaptrain-edit",
                            "PodMonitor/gaptrain-jobs", "ConfigMap/gaptrain-dashboards"}) {
     ASSERT_TRUE(from_deploy.count(name)) << "kubectl kustomize rendered no " << name;
@@ -405,6 +417,9 @@ TEST_F(GaptrainChartTest, SchemaRefusesWrongValues) {
       {{{"image", {{"digest", "latest"}}}}, {"at '/image/digest'"}},
       {{{"workers", 0}}, {"at '/workers': minimum: got 0, want 1"}},
       {{{"jobPodIds", "openshift"}}, {"at '/jobPodIds': value must be one of 'auto', 'image', 'cluster'"}},
+      {{{"networkPolicy", {{"enabled", "yes"}}}}, {"at '/networkPolicy/enabled'"}},
+      {{{"networkPolicy", {{"prometheusNamespace", "Monitoring"}}}},
+       {"at '/networkPolicy/prometheusNamespace'"}},
   };
   for (const auto& [overrides, named] : cases) {
     const std::string refusal = Refusal(overrides);
@@ -571,6 +586,49 @@ TEST_F(GaptrainChartTest, OperatorFlagsFromValues) {
   EXPECT_EQ(OperatorDeployment(objects)["spec"]["template"]["metadata"]["annotations"]
                                        ["prometheus.io/port"],
             "9090");
+}
+
+// Each job's NetworkPolicy: on by default (the operator's default, so no
+// flag), off with networkPolicy.enabled=false; Prometheus' namespace let in
+// when named, and "monitoring" by default once the PodMonitors are on.
+TEST_F(GaptrainChartTest, NetworkPolicyValues) {
+  OperatorOptions o = ParsedArgs(OperatorContainer(RenderChart(json::object())));
+  EXPECT_TRUE(o.job.network_policy.enabled);
+  EXPECT_EQ(o.job.network_policy.prometheus_namespace, "");
+  // The operator's pods carry the label the policies admit them by,
+  // whatever the chart's names.
+  for (const json& values : {json::object(), json{{"nameOverride", "trainer"}},
+                             json{{"fullnameOverride", "ops"}}}) {
+    const std::vector<json> objects = RenderChart(values);
+    json deployment;
+    for (const json& object : objects) {
+      if (object["kind"] == "Deployment") deployment = object;
+    }
+    EXPECT_EQ(deployment["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/part-of"],
+              "gaptrain")
+        << values;
+  }
+
+  o = ParsedArgs(OperatorContainer(RenderChart({{"networkPolicy", {{"enabled", false}}}})));
+  EXPECT_FALSE(o.job.network_policy.enabled);
+  o = ParsedArgs(OperatorContainer(
+      RenderChart({{"networkPolicy", {{"prometheusNamespace", "observability"}}}})));
+  EXPECT_TRUE(o.job.network_policy.enabled);
+  EXPECT_EQ(o.job.network_policy.prometheus_namespace, "observability");
+  o = ParsedArgs(OperatorContainer(RenderChart(kMonitoringOn)));
+  EXPECT_EQ(o.job.network_policy.prometheus_namespace, "monitoring");
+  json named = kMonitoringOn;
+  named["networkPolicy"] = {{"prometheusNamespace", "observability"}};
+  o = ParsedArgs(OperatorContainer(RenderChart(named)));
+  EXPECT_EQ(o.job.network_policy.prometheus_namespace, "observability");
+  // Off is off, whatever else is set.
+  named["networkPolicy"]["enabled"] = false;
+  o = ParsedArgs(OperatorContainer(RenderChart(named)));
+  EXPECT_FALSE(o.job.network_policy.enabled);
+  EXPECT_EQ(o.job.network_policy.prometheus_namespace, "");
+  // The ClusterRole is the same either way (OperatorPolicyRules()).
+  EXPECT_EQ(ProblemLines(RbacProblems(RenderChart({{"networkPolicy", {{"enabled", false}}}}))),
+            "");
 }
 
 TEST_F(GaptrainChartTest, PodValues) {

@@ -83,9 +83,11 @@ controller::Result JobReconciler::Reconcile(const std::string& key) {
   trainingjob::ObservedJob observed = trainingjob::ObserveJob(std::move(job));
   observed.pods = Children(caches_.pods, ns, name);
   observed.services = Children(caches_.services, ns, name);
-  observed.secrets = Children(caches_.secrets, ns, name);
   observed.config_maps = Children(caches_.config_maps, ns, name);
   observed.persistent_volume_claims = Children(caches_.persistent_volume_claims, ns, name);
+  if (caches_.network_policies != nullptr) {
+    observed.network_policies = Children(caches_.network_policies, ns, name);
+  }
   if (ShouldReadProgress(observed)) {
     std::vector<std::string> problems;
     progress_->Read(key, &observed, &problems);

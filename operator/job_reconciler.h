@@ -36,14 +36,16 @@
 namespace gaptrain {
 
 // The informers a reconcile reads; children are indexed by the
-// gaptrain.io/job-name label.
+// gaptrain.io/job-name label. None for Secrets: the operator reads none
+// (trainingjob/reconcile.h). network_policies is null when jobs get no
+// NetworkPolicy (OperatorConfig::network_policy off).
 struct JobCaches {
   controller::Informer* jobs = nullptr;
   controller::Informer* pods = nullptr;
   controller::Informer* services = nullptr;
-  controller::Informer* secrets = nullptr;
   controller::Informer* config_maps = nullptr;
   controller::Informer* persistent_volume_claims = nullptr;
+  controller::Informer* network_policies = nullptr;
 };
 
 // The metrics reason of a failed API call ("Conflict", ...).

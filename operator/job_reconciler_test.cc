@@ -2,9 +2,11 @@
 // kube-apiserver (operator/envtest) with real informers, through a
 // FaultProxy that counts the requests and injects the one error: a missing
 // job is done without a write; a new job gets its children and status and
-// asks to be polled; a second reconcile from caches that have caught up
-// writes nothing; an API error comes back as a retryable error with its
-// reason.
+// asks to be polled, its NetworkPolicy and token Secret among them, as the
+// API server stores them; a second reconcile from caches that have caught
+// up writes nothing; a pod recreated comes with a create of the Secret,
+// which keeps its token; an API error comes back as a retryable error with
+// its reason.
 
 #include "operator/job_reconciler.h"
 
@@ -67,9 +69,9 @@ class JobReconcilerTest : public ::testing::Test {
     caches_.jobs = informer(kube::kTrainingJobs, false);
     caches_.pods = informer(kube::kPods, true);
     caches_.services = informer(kube::kServices, true);
-    caches_.secrets = informer(kube::kSecrets, true);
     caches_.config_maps = informer(kube::kConfigMaps, true);
     caches_.persistent_volume_claims = informer(kube::kPersistentVolumeClaims, true);
+    caches_.network_policies = informer(kube::kNetworkPolicies, true);
     for (auto& i : informers_) ASSERT_TRUE(i->Start().ok());
     for (auto& i : informers_) ASSERT_TRUE(i->WaitForSync(seconds(10)));
     config_.progress_poll_interval = seconds(7);
@@ -87,6 +89,7 @@ class JobReconcilerTest : public ::testing::Test {
       json job;
       return caches_.jobs->Get(ns_, "mnist", &job) &&
              caches_.pods->ListByLabel(ns_, trainingjob::kJobNameLabel, "mnist").size() == 5 &&
+             caches_.network_policies->Get(ns_, "mnist-ingress", nullptr) &&
              job["metadata"]["resourceVersion"] == Job()["metadata"]["resourceVersion"];
     }, seconds(10)));
   }
@@ -151,16 +154,51 @@ TEST_F(JobReconcilerTest, CreatesTheChildrenThenWritesNothingOnceInStep) {
   ASSERT_TRUE(admin->List(kube::kPods, ns_, selected, &pods).ok());
   EXPECT_EQ(pods.items.size(), 5u);
   EXPECT_EQ(Job()["status"]["phase"], "Pending");
+  // The NetworkPolicy, as the API server accepted and stored it.
+  json policy;
+  ASSERT_OK(admin->Get(kube::kNetworkPolicies, ns_, "mnist-ingress", &policy));
+  EXPECT_EQ(policy["spec"]["podSelector"],
+            json({{"matchLabels", {{"gaptrain.io/job-name", "mnist"}}}}));
+  EXPECT_EQ(policy["spec"]["policyTypes"], json({"Ingress"}));
+  ASSERT_EQ(policy["spec"]["ingress"].size(), 2u) << policy.dump(2);
+  EXPECT_EQ(policy["metadata"]["ownerReferences"][0]["name"], "mnist");
+  // The token, created with the pods.
+  json secret;
+  ASSERT_OK(admin->Get(kube::kSecrets, ns_, "mnist-token", &secret));
+  const json token = secret["data"]["token"];
+  EXPECT_TRUE(token.is_string());
 
   CatchUp();
-  const size_t writes = Writes();
+  size_t writes = Writes();
   r = reconciler_->Reconcile(ns_ + "/mnist");
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-  EXPECT_EQ(Writes(), writes);
+  EXPECT_EQ(Writes(), writes) << "the stored children are as desired: nothing to write";
 
-  // The API refuses the next write: a retryable error, named.
+  // A pod gone: it is recreated after a create of the token Secret, which
+  // exists (409 AlreadyExists) and keeps its token.
   kube::DeleteOptions now;
   now.grace_period_seconds = 0;
+  ASSERT_TRUE(admin->Delete(kube::kPods, ns_, "mnist-trainer-0", now).ok());
+  ASSERT_TRUE(Eventually([&] {
+    return caches_.pods->ListByLabel(ns_, trainingjob::kJobNameLabel, "mnist").size() == 4;
+  }));
+  writes = proxy_->RequestLog().size();
+  r = reconciler_->Reconcile(ns_ + "/mnist");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  std::vector<std::string> sent;
+  const std::vector<kube_testing::ProxiedRequest> log = proxy_->RequestLog();
+  for (size_t i = writes; i < log.size(); ++i) {
+    if (log[i].method != "GET") sent.push_back(log[i].method + " " + log[i].path);
+  }
+  ASSERT_GE(sent.size(), 2u);
+  EXPECT_EQ(sent[0], "POST /api/v1/namespaces/" + ns_ + "/secrets");
+  EXPECT_EQ(sent[1].rfind("PATCH /api/v1/namespaces/" + ns_ + "/pods/mnist-trainer-0", 0), 0u)
+      << sent[1];
+  ASSERT_OK(admin->Get(kube::kSecrets, ns_, "mnist-token", &secret));
+  EXPECT_EQ(secret["data"]["token"], token);
+  CatchUp();
+
+  // The API refuses the next write: a retryable error, named.
   ASSERT_TRUE(admin->Delete(kube::kPods, ns_, "mnist-trainer-1", now).ok());
   ASSERT_TRUE(Eventually([&] {
     return caches_.pods->ListByLabel(ns_, trainingjob::kJobNameLabel, "mnist").size() == 4;

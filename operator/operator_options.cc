@@ -78,6 +78,15 @@ std::string OperatorUsage() {
          "                           ids outside the namespace's range); auto:\n"
          "                           cluster where the API serves\n"
          "                           security.openshift.io, else image [auto]\n"
+         "  --network-policy true|false   give each job a NetworkPolicy admitting only\n"
+         "                           its own traffic into its pods: its pods to the\n"
+         "                           master's and coordinator's gRPC ports, this\n"
+         "                           operator's pods (namespace $POD_NAMESPACE, label\n"
+         "                           app.kubernetes.io/part-of=gaptrain) to their HTTP\n"
+         "                           ports [true]\n"
+         "  --network-policy-prometheus-namespace NS   also admit every pod of NS\n"
+         "                           (where Prometheus runs) to each job pod's\n"
+         "                           /metrics port [none]\n"
          "  --progress-poll-seconds N   how often a running job's progress is read\n"
          "                           [15]\n"
          "  --workers N              jobs reconciled at once [2]\n"
@@ -110,6 +119,7 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
                           OperatorOptions* options) {
   OperatorOptions o;
   std::string leader_elect = "true";
+  std::string network_policy = "true";
   std::string spot_preset = "none";
   uint64_t poll_seconds = 15;
   uint64_t lease_seconds = 15;
@@ -127,6 +137,9 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
   flags.String("--image", &image);
   flags.String("--spot-preset", &spot_preset);
   flags.OneOf("--pod-ids", {"auto", "image", "cluster"}, &o.pod_ids);
+  flags.OneOf("--network-policy", {"true", "false"}, &network_policy);
+  flags.String("--network-policy-prometheus-namespace",
+               &o.job.network_policy.prometheus_namespace);
   flags.Unsigned("--progress-poll-seconds", 1, 3600, &poll_seconds);
   flags.Unsigned("--workers", 1, 64, &o.workers);
   flags.OneOf("--leader-elect", {"true", "false"}, &leader_elect);
@@ -149,6 +162,10 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
     GAPTRAIN_RETURN_IF_ERROR(
         CheckDnsName("--leader-election-namespace", o.leader_election_namespace, false));
   }
+  if (!o.job.network_policy.prometheus_namespace.empty()) {
+    GAPTRAIN_RETURN_IF_ERROR(CheckDnsName("--network-policy-prometheus-namespace",
+                                          o.job.network_policy.prometheus_namespace, false));
+  }
   GAPTRAIN_RETURN_IF_ERROR(CheckDnsName("--lease-name", o.lease_name, true));
   o.image_given = image != image_unset;
   if (o.image_given) {
@@ -161,6 +178,7 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
   GAPTRAIN_RETURN_IF_ERROR(ParseSpotScheduling(spot_preset, "--spot-preset", &o.job.spot));
   o.job.progress_poll_interval = std::chrono::seconds(poll_seconds);
   o.leader_elect = leader_elect == "true";
+  o.job.network_policy.enabled = network_policy == "true";
 
   // LeaderElector's rules, named by the flags.
   o.lease_duration = std::chrono::seconds(lease_seconds);
@@ -185,6 +203,11 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
   }
   o.own_pod_name = EnvOr(env, "POD_NAME");
   o.own_pod_namespace = EnvOr(env, "POD_NAMESPACE");
+  // Job NetworkPolicies admit the operator's pods from its own namespace
+  // (out of a cluster, without one, the default install's).
+  if (!o.own_pod_namespace.empty()) {
+    o.job.network_policy.operator_namespace = o.own_pod_namespace;
+  }
   if (o.pod_name.empty()) o.pod_name = EnvOr(env, "POD_NAME");
   if (o.pod_name.empty()) o.pod_name = EnvOr(env, "HOSTNAME");
   if (o.pod_name.empty()) o.pod_name = "gaptrain-operator";

@@ -54,6 +54,11 @@ TEST(OperatorOptionsTest, DefaultsAreControllerRuntimes) {
   EXPECT_EQ(o.health_port, 8081);
   EXPECT_EQ(o.pod_name, "gaptrain-operator-7d9f-abcde");
   EXPECT_EQ(o.job.reporting_instance, o.pod_name);
+  // Jobs get a NetworkPolicy admitting the default install's operator
+  // (out of a cluster: no $POD_NAMESPACE), and no Prometheus.
+  EXPECT_TRUE(o.job.network_policy.enabled);
+  EXPECT_EQ(o.job.network_policy.operator_namespace, "gaptrain-system");
+  EXPECT_EQ(o.job.network_policy.prometheus_namespace, "");
 }
 
 TEST(OperatorOptionsTest, EveryFlagInBothSpellings) {
@@ -65,7 +70,8 @@ TEST(OperatorOptionsTest, EveryFlagInBothSpellings) {
              "--lease-duration-seconds", "4", "--renew-deadline-seconds=2.5",
              "--retry-period-seconds", "0.5", "--metrics-address", "127.0.0.1",
              "--metrics-port=0", "--health-port", "9000", "--ports-file", "/tmp/p",
-             "--pod-name", "op-0"},
+             "--pod-name", "op-0", "--network-policy=false",
+             "--network-policy-prometheus-namespace", "monitoring"},
             {{"POD_NAME", "ignored"}});
   EXPECT_EQ(o.kubeconfig, "/k/config");
   EXPECT_EQ(o.context, "kind");
@@ -88,6 +94,9 @@ TEST(OperatorOptionsTest, EveryFlagInBothSpellings) {
   EXPECT_EQ(o.health_port, 9000);
   EXPECT_EQ(o.ports_file, "/tmp/p");
   EXPECT_EQ(o.pod_name, "op-0");
+  EXPECT_FALSE(o.job.network_policy.enabled);
+  EXPECT_EQ(o.job.network_policy.prometheus_namespace, "monitoring");
+  EXPECT_TRUE(Parse({"--network-policy", "true"}).job.network_policy.enabled);
 }
 
 TEST(OperatorOptionsTest, PodNameComesFromTheDownwardApiFirst) {
@@ -107,6 +116,8 @@ TEST(OperatorOptionsTest, TheOwnPodComesFromTheDownwardApiOnly) {
   EXPECT_EQ(o.own_pod_namespace, "gaptrain-system");
   EXPECT_EQ(o.pod_name, "op-0");
   EXPECT_FALSE(o.image_given);
+  // Job NetworkPolicies admit the operator's pods from its own namespace.
+  EXPECT_EQ(Parse({}, {{"POD_NAMESPACE", "ops"}}).job.network_policy.operator_namespace, "ops");
   o = Parse({}, {{"HOSTNAME", "laptop"}});
   EXPECT_EQ(o.own_pod_name, "");
   EXPECT_EQ(o.pod_name, "laptop");
@@ -138,6 +149,11 @@ TEST(OperatorOptionsTest, BadValuesNameTheFlag) {
             "--image: must be an image reference without spaces, got 'a b'");
   EXPECT_EQ(Error({"--image="}), "--image: must be an image reference without spaces, got ''");
   EXPECT_EQ(Error({"--spot-preset", "gcp"}).rfind("--spot-preset", 0), 0u);
+  EXPECT_EQ(Error({"--network-policy", "off"}),
+            "--network-policy: must be true or false, got 'off'");
+  EXPECT_EQ(Error({"--network-policy-prometheus-namespace", "Monitoring"})
+                .rfind("--network-policy-prometheus-namespace: must be a DNS label", 0),
+            0u);
   EXPECT_EQ(Error({"--pod-ids", "openshift"}),
             "--pod-ids: must be auto, image or cluster, got 'openshift'");
   EXPECT_EQ(Error({"--progress-poll-seconds", "0"}),
@@ -159,7 +175,8 @@ TEST(OperatorOptionsTest, UsageNamesEveryFlag) {
         "--progress-poll-seconds", "--workers", "--leader-elect", "--leader-election-namespace",
         "--lease-name", "--lease-duration-seconds", "--renew-deadline-seconds",
         "--retry-period-seconds", "--metrics-address", "--metrics-port", "--health-port",
-        "--ports-file", "--pod-name", "--help"}) {
+        "--ports-file", "--pod-name", "--network-policy",
+        "--network-policy-prometheus-namespace", "--help"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }

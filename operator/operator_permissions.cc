@@ -21,12 +21,15 @@ struct Uses {
 
 // Who makes each call:
 //   informers      list, watch: TrainingJobs and the children (selected by
-//                  the gaptrain.io/job-name label)
+//                  the gaptrain.io/job-name label), Secrets excepted: RBAC
+//                  cannot narrow list or watch to labelled Secrets, so the
+//                  operator never reads one (trainingjob/reconcile.h)
 //   ExecutePlan    trainingjobs: patch (the pod ledger), delete (TTL);
 //                  trainingjobs/status: patch; trainingjobs/scale: patch
 //                  (Gap-aware autoscaling, as `kubectl scale` writes it);
 //                  pods: apply, delete;
-//                  services, configmaps, PVCs: apply; secrets: create;
+//                  services, configmaps, PVCs, networkpolicies: apply;
+//                  secrets: create (the job's token, with its pods);
 //                  events: create
 //   LeaderElector  leases: get, create, update
 //   OperatorProcess pods: get, once at start-up: its own pod, whose
@@ -41,9 +44,11 @@ const std::vector<Uses>& OperatorCalls() {
       {kube::kTrainingJobs.Subresource("scale"), {Call::kMergePatch}},
       {kube::kPods, {Call::kGet, Call::kList, Call::kWatch, Call::kApply, Call::kDelete}},
       {kube::kServices, {Call::kList, Call::kWatch, Call::kApply}},
-      {kube::kSecrets, {Call::kList, Call::kWatch, Call::kCreate}},
+      {kube::kSecrets, {Call::kCreate}},
       {kube::kConfigMaps, {Call::kList, Call::kWatch, Call::kApply}},
       {kube::kPersistentVolumeClaims, {Call::kList, Call::kWatch, Call::kApply}},
+      // Each job's NetworkPolicy (--network-policy, on by default).
+      {kube::kNetworkPolicies, {Call::kList, Call::kWatch, Call::kApply}},
       {kube::kEvents, {Call::kCreate}},
       {kube::kLeases, {Call::kGet, Call::kCreate, Call::kUpdate}},
   };

@@ -39,10 +39,19 @@ TEST(OperatorPermissionsTest, ASortedSubsetOfWhatTheClientCanDo) {
   }
   // Its own pod, read once at start-up for the job pods' image.
   EXPECT_TRUE(std::binary_search(mine.begin(), mine.end(), RbacPermission{"", "pods", "get"}));
+  // Secrets: create, and nothing else (no read of any Secret in the
+  // cluster: RBAC cannot narrow a list or watch to gaptrain's).
+  for (const RbacPermission& p : mine) {
+    if (p.resource == "secrets") EXPECT_EQ(p.verb, "create");
+  }
+  EXPECT_TRUE(
+      std::binary_search(mine.begin(), mine.end(), RbacPermission{"", "secrets", "create"}));
   // The few things it must not be able to do.
   for (const RbacPermission& forbidden :
-       {RbacPermission{"", "secrets", "get"}, RbacPermission{"", "secrets", "update"},
+       {RbacPermission{"", "secrets", "get"}, RbacPermission{"", "secrets", "list"},
+        RbacPermission{"", "secrets", "watch"}, RbacPermission{"", "secrets", "update"},
         RbacPermission{"", "secrets", "delete"}, RbacPermission{"", "pods", "update"},
+        RbacPermission{"networking.k8s.io", "networkpolicies", "delete"},
         RbacPermission{"coordination.k8s.io", "leases", "delete"},
         RbacPermission{"gaptrain.io", "trainingjobs", "create"}}) {
     EXPECT_FALSE(std::binary_search(mine.begin(), mine.end(), forbidden))

@@ -119,9 +119,11 @@ Status OperatorProcess::Wire(const kube::ClusterConfig& config) {
   jobs_ = caches.jobs;
   caches.pods = informer(kube::kPods, true);
   caches.services = informer(kube::kServices, true);
-  caches.secrets = informer(kube::kSecrets, true);
   caches.config_maps = informer(kube::kConfigMaps, true);
   caches.persistent_volume_claims = informer(kube::kPersistentVolumeClaims, true);
+  if (options_.job.network_policy.enabled) {
+    caches.network_policies = informer(kube::kNetworkPolicies, true);
+  }
 
   reconciler_ = std::make_unique<JobReconciler>(api_client_.get(), caches, options_.job,
                                                 progress_.get(), metrics_.get());
@@ -142,9 +144,9 @@ Status OperatorProcess::Wire(const kube::ClusterConfig& config) {
   const controller::KeyMapper owner =
       controller::OwnerKey({"gaptrain.io", "TrainingJob", trainingjob::kJobNameLabel});
   for (controller::Informer* child :
-       {caches.pods, caches.services, caches.secrets, caches.config_maps,
-        caches.persistent_volume_claims}) {
-    GAPTRAIN_RETURN_IF_ERROR(controller_->Watch(child, owner));
+       {caches.pods, caches.services, caches.config_maps, caches.persistent_volume_claims,
+        caches.network_policies}) {
+    if (child != nullptr) GAPTRAIN_RETURN_IF_ERROR(controller_->Watch(child, owner));
   }
   return Status::OK();
 }

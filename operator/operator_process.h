@@ -1,8 +1,10 @@
 // OperatorProcess: a running gaptrain-operator. It wires the parts
 // together: the cluster config (--kubeconfig, else $KUBECONFIG,
 // ~/.kube/config, in-cluster), informers for TrainingJobs and for their
-// children (Pods, Services, Secrets, ConfigMaps, PVCs labelled
-// gaptrain.io/job-name, indexed by it) in one namespace or all, the
+// children (Pods, Services, ConfigMaps, PVCs and, unless --network-policy
+// is false, NetworkPolicies labelled gaptrain.io/job-name, indexed by it;
+// no Secrets: the operator creates the job's token, never reads one) in one
+// namespace or all, the
 // Controller whose workers run JobReconciler, Lease leader election, and
 // the HTTP endpoints: /metrics (operator_metrics.h) on the metrics port,
 // /healthz and /readyz on the health port.

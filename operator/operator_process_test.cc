@@ -20,6 +20,12 @@
 // coordinator's /status served by the test from a pod network namespace).
 // Issue 31: a job with Gap-aware autoscaling grows and shrinks through the
 // scale subresource on the Gap of a fake master's /metrics.
+// Issue 39: every job gets a NetworkPolicy the API server accepts (its
+// pods selected, only its own traffic admitted), which kubectl lists and
+// the garbage collector deletes with the job, none with
+// --network-policy=false; the operator may create Secrets and nothing
+// more (kubectl auth can-i), and the job's token survives its pods being
+// recreated. No network plugin runs here: nothing enforces the policies.
 // Issue 29: the API server runs the OwnerReferencesPermissionEnforcement
 // admission plugin (OpenShift's default), so every job here is run by an
 // operator whose children's blockOwnerDeletion needs `update` on
@@ -478,6 +484,55 @@ class OperatorProcessTest : public ::testing::Test {
     return records;
   }
 
+  // The NetworkPolicy of job ns/job as the API server stored it: it selects
+  // the job's pods, isolates their ingress, and admits the job's pods to
+  // the gRPC ports, the operator's pods (label app.kubernetes.io/part-of:
+  // gaptrain in `operator_ns`, a namespace the selector's label does name)
+  // to the HTTP ports and, with `prometheus_ns`, its pods to every
+  // /metrics port; owned by the job, and listed by `kubectl get
+  // networkpolicy`.
+  void ExpectJobNetworkPolicy(const std::string& ns, const std::string& job,
+                              const std::string& operator_ns,
+                              const std::string& prometheus_ns = "") {
+    json policy;
+    ASSERT_TRUE(Eventually([&] {
+      policy = Get(kube::kNetworkPolicies, ns, job + "-ingress");
+      return policy.is_object();
+    })) << "no NetworkPolicy " << ns << "/" << job << "-ingress";
+    const json job_pods = {{"matchLabels", {{"gaptrain.io/job-name", job}}}};
+    EXPECT_EQ(policy["spec"]["podSelector"], job_pods);
+    EXPECT_EQ(policy["spec"]["policyTypes"], json({"Ingress"}));
+    const json& ingress = policy["spec"]["ingress"];
+    ASSERT_EQ(ingress.size(), prometheus_ns.empty() ? 2u : 3u) << policy.dump(2);
+    EXPECT_EQ(ingress[0]["from"], json::array({{{"podSelector", job_pods}}}));
+    EXPECT_EQ(ingress[0]["ports"], json::parse(R"([{"protocol": "TCP", "port": 7070},
+                                                   {"protocol": "TCP", "port": 7071}])"));
+    EXPECT_EQ(ingress[1]["from"],
+              json::parse(R"([{"namespaceSelector": {"matchLabels":
+                                  {"kubernetes.io/metadata.name": ")" + operator_ns + R"("}},
+                               "podSelector": {"matchLabels":
+                                  {"app.kubernetes.io/part-of": "gaptrain"}}}])"));
+    EXPECT_EQ(ingress[1]["ports"], json::parse(R"([{"protocol": "TCP", "port": 9090},
+                                                   {"protocol": "TCP", "port": 9091}])"));
+    if (!prometheus_ns.empty()) {
+      EXPECT_EQ(ingress[2]["from"][0]["namespaceSelector"]["matchLabels"]
+                       ["kubernetes.io/metadata.name"],
+                prometheus_ns);
+      EXPECT_EQ(ingress[2]["ports"].size(), 3u);
+    }
+    // The namespace selector's label is one the API server gives the
+    // operator's namespace.
+    EXPECT_EQ(Get(kNamespaces, "", operator_ns)["metadata"]["labels"]
+                 ["kubernetes.io/metadata.name"],
+              operator_ns);
+    EXPECT_EQ(policy["metadata"]["ownerReferences"][0]["uid"],
+              Get(kube::kTrainingJobs, ns, job)["metadata"]["uid"]);
+    std::string output;
+    ASSERT_OK(cluster_->Kubectl({"get", "networkpolicy", "--namespace", ns}, &output));
+    EXPECT_NE(output.find(job + "-ingress"), std::string::npos) << output;
+    EXPECT_NE(output.find("gaptrain.io/job-name=" + job), std::string::npos) << output;
+  }
+
   // A job's life, with the test as the kubelet: created, a worker
   // preempted and replaced, scaled up, suspended and resumed, a genuine
   // failure past backoffLimit 0 fails the job, and ttlSecondsAfterFinished
@@ -507,6 +562,11 @@ class OperatorProcessTest : public ::testing::Test {
                              kOperatorNamespace + "/" + own_pod + ")"),
               std::string::npos)
         << op->Log();
+    ASSERT_NO_FATAL_FAILURE(ExpectJobNetworkPolicy(ns, "mnist", kOperatorNamespace));
+    // The token, created with the pods; the operator reads no Secret, and
+    // creating it again with each pod it recreates keeps it.
+    const json token = Get(kube::kSecrets, ns, "mnist-token")["data"]["token"];
+    ASSERT_TRUE(token.is_string());
     RunAllPods(ns, "mnist");
     ASSERT_TRUE(WaitForJob(ns, "mnist", [](const json& j) { return Phase(j) == "Running"; }))
         << Get(kube::kTrainingJobs, ns, "mnist").dump(2) << op->Log();
@@ -547,6 +607,7 @@ class OperatorProcessTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.ToString();
     ASSERT_TRUE(Eventually([&] { return Pods(ns, "mnist").size() == 6; })) << op->Log();
     RunAllPods(ns, "mnist");
+    EXPECT_EQ(Get(kube::kSecrets, ns, "mnist-token")["data"]["token"], token);
 
     // A genuine failure of trainer 1: past backoffLimit 0, the job fails
     // and, with ttlSecondsAfterFinished 0, is deleted with its children.
@@ -560,6 +621,13 @@ class OperatorProcessTest : public ::testing::Test {
                            seconds(30)))
         << op->Log();
     EXPECT_TRUE(Eventually([&] { return Pods(ns, "mnist").empty(); }, seconds(30)));
+    // The garbage collector deletes what the job owned, its policy and token.
+    EXPECT_TRUE(Eventually(
+        [&] {
+          return Get(kube::kNetworkPolicies, ns, "mnist-ingress").is_null() &&
+                 Get(kube::kSecrets, ns, "mnist-token").is_null();
+        },
+        seconds(30)));
     const std::vector<std::string> reasons = EventReasons(ns);
     for (const char* reason : {"TrainingJobCreated", "TrainingJobRunning", "WorkerPreempted",
                                "WorkerFailed", "BackoffLimitExceeded", "TrainingJobDeleted"}) {
@@ -705,7 +773,7 @@ TEST_F(OperatorProcessTest, AJobsLifeNeedsExactlyTheShippedPermissions) {
   }
   std::set<kube::RbacPermission> created_by_apply;
   for (const kube::Resource& r : {kube::kPods, kube::kServices, kube::kConfigMaps,
-                                  kube::kPersistentVolumeClaims}) {
+                                  kube::kPersistentVolumeClaims, kube::kNetworkPolicies}) {
     created_by_apply.insert({std::string(r.group), r.RbacName(), "create"});
   }
   for (const kube::RbacPermission& p : OperatorAdmissionPermissions()) {
@@ -722,6 +790,21 @@ TEST_F(OperatorProcessTest, AJobsLifeNeedsExactlyTheShippedPermissions) {
     EXPECT_EQ(used.count(p), 1u) << "declared but never used: " << p.group << "/" << p.resource
                                  << " " << p.verb;
   }
+  // Secrets: it created the token and read none; RBAC lets it create
+  // Secrets and nothing else, in no namespace.
+  EXPECT_EQ(used.count({"", "secrets", "create"}), 1u);
+  for (const char* verb : {"get", "list", "watch", "update", "patch", "delete"}) {
+    std::string output;
+    const Status s = cluster_->Kubectl(
+        {"auth", "can-i", verb, "secrets", "--all-namespaces", "--as", kOperatorUser}, &output);
+    EXPECT_FALSE(s.ok()) << verb << " secrets: " << output;
+    EXPECT_NE(output.find("no"), std::string::npos) << verb << " secrets: " << output;
+  }
+  std::string output;
+  EXPECT_OK(cluster_->Kubectl(
+      {"auth", "can-i", "create", "secrets", "--namespace", "team-a", "--as", kOperatorUser},
+      &output));
+  EXPECT_NE(output.find("yes"), std::string::npos) << output;
 }
 
 // The chart's RBAC, as `helm template` renders it, is enough too.
@@ -735,6 +818,30 @@ TEST_F(OperatorProcessTest, AJobsLifeWithTheChartsRbac) {
   if (s.code() == Status::Code::kNotFound) GAPTRAIN_SKIP_OR_FAIL_IN_CI(s.message());
   ASSERT_TRUE(s.ok()) << s.ToString();
   LiveAJobsLife("team-chart");
+}
+
+// --network-policy=false: jobs get no NetworkPolicy. An operator started
+// later with the default (and Prometheus' namespace) gives the same running
+// job its policy, the scrape rule among its rules.
+TEST_F(OperatorProcessTest, NetworkPoliciesFollowTheOperatorsFlags) {
+  const std::string ns = "policies";
+  CreateNamespace(ns);
+  CreateNamespace("monitoring");
+  {
+    std::unique_ptr<RunningOperator> op =
+        StartOperator("op", {"--leader-elect=false", "--network-policy=false"});
+    ASSERT_NE(op, nullptr);
+    CreateJob(Job(ns, "open"));
+    ASSERT_TRUE(Eventually([&] { return Pods(ns, "open").size() == 5; })) << op->Log();
+    kube::ObjectList policies;
+    ASSERT_OK(admin()->List(kube::kNetworkPolicies, ns, kube::ListOptions(), &policies));
+    EXPECT_EQ(policies.items.size(), 0u);
+  }
+  std::unique_ptr<RunningOperator> op = StartOperator(
+      "op2", {"--leader-elect=false", "--network-policy-prometheus-namespace=monitoring"});
+  ASSERT_NE(op, nullptr);
+  ASSERT_NO_FATAL_FAILURE(ExpectJobNetworkPolicy(ns, "open", kOperatorNamespace, "monitoring"));
+  EXPECT_EQ(op->Log().find("Forbidden"), std::string::npos) << op->Log();
 }
 
 // Bad input never crashes the operator: a template the API would refuse

@@ -468,7 +468,7 @@ TEST_F(TrainingJobCrdApiTest, KubectlGetPrintsTheProgressAsPeopleReadIt) {
     trainingjob::ObservedJob o = trainingjob::ObserveJob(job);
     o.pods = children["Pod"];
     o.services = children["Service"];
-    o.secrets = children["Secret"];
+    o.network_policies = children["NetworkPolicy"];
     o.config_maps = children["ConfigMap"];
     o.persistent_volume_claims = children["PersistentVolumeClaim"];
     o.coordinator = coordinator;

@@ -529,6 +529,20 @@ void ExpectDocumented(const std::map<std::string, std::string>& sections,
   }
 }
 
+// docs/trainingjob.md's "Rules between fields" lists every CEL rule of the
+// CRD, in the words the API server answers with.
+TEST(TrainingJobCrdTest, TheDocsListEveryRuleBetweenFields) {
+  const std::map<std::string, std::string> sections = DocSections();
+  const auto rules = sections.find("Rules");  // ### Rules between fields
+  ASSERT_NE(rules, sections.end()) << "docs/trainingjob.md has no ### Rules between fields";
+  const std::vector<CrdValidationRule> cel = TrainingJobValidationRules();
+  ASSERT_FALSE(cel.empty());
+  for (const CrdValidationRule& r : cel) {
+    EXPECT_NE(rules->second.find("`" + r.message + "`"), std::string::npos)
+        << "docs/trainingjob.md, Rules between fields, does not list " << r.message;
+  }
+}
+
 TEST(TrainingJobCrdTest, TheDocsListEveryFieldAndTheStatus) {
   const std::map<std::string, std::string> sections = DocSections();
   ASSERT_FALSE(sections.empty()) << "cannot read docs/trainingjob.md";

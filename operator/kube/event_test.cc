@@ -147,8 +147,9 @@ TEST(ResourceTest, PermissionsTableCoversEveryCall) {
                     const std::string& verb) {
     return std::find(all.begin(), all.end(), RbacPermission{group, resource, verb}) != all.end();
   };
-  // 8 resources x 7 verbs, plus 3 subresources x {get, update, patch}.
-  EXPECT_EQ(all.size(), 8u * 7u + 3u * 3u);
+  // 9 resources x 7 verbs, plus 3 subresources x {get, update, patch}.
+  EXPECT_EQ(all.size(), 9u * 7u + 3u * 3u);
+  EXPECT_TRUE(has("networking.k8s.io", "networkpolicies", "patch"));
   EXPECT_TRUE(has("", "pods", "watch"));
   EXPECT_TRUE(has("", "pods/status", "patch"));
   EXPECT_TRUE(has("gaptrain.io", "trainingjobs/scale", "update"));

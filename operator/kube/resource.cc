@@ -34,7 +34,7 @@ std::string Resource::ObjectPath(const std::string& ns, const std::string& name)
 const std::vector<Resource>& KnownResources() {
   static const std::vector<Resource> resources = {
       kPods, kServices, kSecrets, kConfigMaps, kPersistentVolumeClaims,
-      kEvents, kLeases, kTrainingJobs};
+      kNetworkPolicies, kEvents, kLeases, kTrainingJobs};
   return resources;
 }
 

@@ -62,6 +62,8 @@ inline constexpr Resource kSecrets{"", "v1", "secrets", "Secret", true, ""};
 inline constexpr Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true, ""};
 inline constexpr Resource kPersistentVolumeClaims{"",   "v1", "persistentvolumeclaims",
                                                   "PersistentVolumeClaim", true, ""};
+inline constexpr Resource kNetworkPolicies{"networking.k8s.io", "v1", "networkpolicies",
+                                           "NetworkPolicy", true, ""};
 inline constexpr Resource kEvents{"events.k8s.io", "v1", "events", "Event", true, ""};
 inline constexpr Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true, ""};
 inline constexpr Resource kTrainingJobs{"gaptrain.io", "v1alpha1", "trainingjobs", "TrainingJob",

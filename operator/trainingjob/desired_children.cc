@@ -304,6 +304,7 @@ bool TemplateSetsCommand(const json& job, const char* role) {
 }  // namespace
 
 std::string TokenSecretName(const std::string& job) { return job + "-token"; }
+std::string NetworkPolicyName(const std::string& job) { return job + "-ingress"; }
 std::string ExportPodName(const std::string& job) { return job + "-export"; }
 std::string JobConfigMapName(const std::string& job) { return job + "-job"; }
 std::string CheckpointsClaimName(const std::string& job) { return job + "-checkpoints"; }
@@ -323,6 +324,40 @@ json OwnerReference(const json& job) {
               {"uid", UidOf(job)},
               {"controller", true},
               {"blockOwnerDeletion", true}};
+}
+
+json JobNetworkPolicy(const json& job, const NetworkPolicyConfig& config) {
+  const std::string name = NameOf(job);
+  const auto tcp = [](std::initializer_list<int> numbers) {
+    json ports = json::array();
+    for (int port : numbers) ports.push_back(json{{"protocol", "TCP"}, {"port", port}});
+    return ports;
+  };
+  const auto in_namespace = [](const std::string& ns) {
+    return json{{"matchLabels", {{kNamespaceNameLabel, ns}}}};
+  };
+  const json job_pods = {{"matchLabels", Labels(name)}};
+  json ingress = json::array(
+      {json{{"from", json::array({json{{"podSelector", job_pods}}})},
+            {"ports", tcp({kMasterGrpcPort, kCoordinatorGrpcPort})}},
+       json{{"from", json::array({json{
+                         {"namespaceSelector", in_namespace(config.operator_namespace)},
+                         {"podSelector",
+                          {{"matchLabels", {{kOperatorPodLabel, kOperatorPodLabelValue}}}}}}})},
+            {"ports", tcp({kMasterHttpPort, kCoordinatorHttpPort})}}});
+  if (!config.prometheus_namespace.empty()) {
+    ingress.push_back(
+        json{{"from", json::array({json{
+                          {"namespaceSelector", in_namespace(config.prometheus_namespace)}}})},
+             {"ports", tcp({kMasterHttpPort, kCoordinatorHttpPort, kWorkerHttpPort})}});
+  }
+  return json{{"apiVersion", "networking.k8s.io/v1"},
+              {"kind", "NetworkPolicy"},
+              {"metadata", ObjectMeta(job, NetworkPolicyName(name), Labels(name), true)},
+              {"spec",
+               {{"podSelector", job_pods},
+                {"policyTypes", json::array({"Ingress"})},
+                {"ingress", ingress}}}};
 }
 
 std::string TokenText(const std::array<uint8_t, 32>& token_bytes) {
@@ -388,6 +423,10 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
       HeadlessService(job, ReplicaType::kMaster, kMasterGrpcPort, kMasterHttpPort));
   d.services.push_back(HeadlessService(job, ReplicaType::kCoordinator, kCoordinatorGrpcPort,
                                        kCoordinatorHttpPort));
+
+  if (config.network_policy.enabled) {
+    d.network_policy = JobNetworkPolicy(job, config.network_policy);
+  }
 
   const PodBuilder builder(job, spec, config);
   for (ReplicaType type : {ReplicaType::kMaster, ReplicaType::kCoordinator,

@@ -13,6 +13,9 @@
 //              NAME-trainer-0 .. NAME-trainer-(replicas-1)
 //   Pod        NAME-export, only once the job has succeeded and only with
 //              spec.output (BuildExportPod; the reconcile decides when)
+//   NetworkPolicy NAME-ingress         with OperatorConfig::network_policy
+//              enabled: into the job's pods only the job's own traffic
+//              (JobNetworkPolicy below)
 //
 // Every child is labelled gaptrain.io/job-name=NAME and has a controller
 // ownerReference to the job (PVCs only with volumeRetentionPolicy Delete).
@@ -80,6 +83,7 @@ std::string JobConfigMapName(const std::string& job);      // NAME-job
 std::string CheckpointsClaimName(const std::string& job);  // NAME-checkpoints
 std::string CoordinatorStateClaimName(const std::string& job);  // NAME-coordinator-state
 std::string ExportPodName(const std::string& job);         // NAME-export
+std::string NetworkPolicyName(const std::string& job);     // NAME-ingress
 // NAME-master, NAME-coordinator, NAME-evaluator, NAME-trainer-INDEX; also
 // the master's and coordinator's Service.
 std::string ReplicaName(const std::string& job, ReplicaType type, int64_t index = 0);
@@ -94,7 +98,25 @@ struct DesiredChildren {
   std::vector<nlohmann::json> services;                  // master, coordinator
   // master, coordinator, evaluator, then trainers by index.
   std::vector<nlohmann::json> pods;
+  // JobNetworkPolicy; absent when OperatorConfig::network_policy is off.
+  std::optional<nlohmann::json> network_policy;
 };
+
+// The job's NetworkPolicy (networking.k8s.io/v1), NAME-ingress: it selects
+// the job's pods (gaptrain.io/job-name=NAME) and isolates their ingress
+// only, admitting
+//   - from the job's own pods: the master's and the coordinator's gRPC
+//     ports (7070, 7071), which the coordinator and the workers call;
+//   - from the operator's pods (kOperatorPodLabel in
+//     config.operator_namespace, operator_config.h): the master's and the
+//     coordinator's HTTP
+//     ports (9090 /metrics, 9091 /status), which it reads progress from;
+//   - with config.prometheus_namespace, from every pod there: each job
+//     pod's HTTP port (9090, 9091, 9092), for /metrics.
+// Egress is left open: trainers read data from stores the operator does
+// not know (object storage, NFS), and look names up in the cluster's DNS.
+// Labelled and owned as every child. A pure function; rules in this order.
+nlohmann::json JobNetworkPolicy(const nlohmann::json& job, const NetworkPolicyConfig& config);
 
 // `job` is the TrainingJob object (its metadata and templates are read
 // from it: templates keep their JSON types there), `spec` its parse.

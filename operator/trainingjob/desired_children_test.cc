@@ -583,6 +583,49 @@ TEST(DesiredChildrenTest, ServicesVolumesSecretAndConfigMap) {
   EXPECT_EQ(yaml.find("resourceVersion"), std::string::npos);
 }
 
+// Into the job's pods only the job's own traffic: its pods to the master's
+// and coordinator's gRPC ports, the operator's pods (its namespace, its
+// label) to their HTTP ports, and with a Prometheus namespace its pods to
+// every job pod's /metrics. Egress is not isolated.
+TEST(DesiredChildrenTest, GoldenNetworkPolicy) {
+  OperatorConfig config;
+  config.network_policy.operator_namespace = "ops";
+  const Built b = Build(BaseJob(), config);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  ASSERT_TRUE(b.children.network_policy.has_value());
+  json expected = json::parse(R"j({
+    "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+    "metadata": {"name": "mnist-ingress", "namespace": "team-a",
+                 "labels": {"gaptrain.io/job-name": "mnist"}},
+    "spec": {
+      "podSelector": {"matchLabels": {"gaptrain.io/job-name": "mnist"}},
+      "policyTypes": ["Ingress"],
+      "ingress": [
+        {"from": [{"podSelector": {"matchLabels": {"gaptrain.io/job-name": "mnist"}}}],
+         "ports": [{"protocol": "TCP", "port": 7070}, {"protocol": "TCP", "port": 7071}]},
+        {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ops"}},
+                   "podSelector": {"matchLabels": {"app.kubernetes.io/part-of": "gaptrain"}}}],
+         "ports": [{"protocol": "TCP", "port": 9090}, {"protocol": "TCP", "port": 9091}]}]}})j");
+  expected["metadata"]["ownerReferences"] = json::array({kOwner});
+  EXPECT_EQ(*b.children.network_policy, expected) << b.children.network_policy->dump(2);
+  // The ports are the pods' own.
+  EXPECT_EQ(PodNamed(b, "mnist-master")["spec"]["containers"][0]["ports"][0]["containerPort"],
+            7070);
+
+  config.network_policy.prometheus_namespace = "monitoring";
+  const json scraped = JobNetworkPolicy(BaseJob(), config.network_policy);
+  ASSERT_EQ(scraped["spec"]["ingress"].size(), 3u);
+  EXPECT_EQ(scraped["spec"]["ingress"][2], json::parse(R"j({
+      "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+      "ports": [{"protocol": "TCP", "port": 9090}, {"protocol": "TCP", "port": 9091},
+                {"protocol": "TCP", "port": 9092}]})j"));
+
+  config.network_policy.enabled = false;
+  const Built off = Build(BaseJob(), config);
+  ASSERT_TRUE(off.status.ok());
+  EXPECT_FALSE(off.children.network_policy.has_value());
+}
+
 TEST(DesiredChildrenTest, WhatAClusterWouldRefuseIsAnError) {
   struct Case {
     const char* name;

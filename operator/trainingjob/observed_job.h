@@ -101,11 +101,14 @@ struct ObservedJob {
   TrainingJob spec;           // meaningful when parse_status is OK
 
   // Children: the objects labelled gaptrain.io/job-name=NAME, as read.
+  // Not the token Secret: the operator reads no Secret (it may create them,
+  // no more); the reconcile creates the token with the pods that mount it
+  // (reconcile.h). NetworkPolicies only when the operator makes them.
   std::vector<nlohmann::json> pods;
   std::vector<nlohmann::json> services;
-  std::vector<nlohmann::json> secrets;
   std::vector<nlohmann::json> config_maps;
   std::vector<nlohmann::json> persistent_volume_claims;
+  std::vector<nlohmann::json> network_policies;
 
   std::optional<CoordinatorStatus> coordinator;  // absent: not running or unreachable
   std::optional<MasterProgress> master;          // absent: not running or unreachable
@@ -114,7 +117,8 @@ struct ObservedJob {
   std::optional<MasterScrape> master_scrape;
 
   std::chrono::system_clock::time_point now;
-  // Random bytes for the job token; used only when the Secret is missing.
+  // Random bytes for the job token; used only when the Secret is missing
+  // (a create of an existing Secret changes nothing).
   std::array<uint8_t, 32> token_bytes{};
 };
 

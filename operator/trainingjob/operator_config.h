@@ -14,6 +14,29 @@
 namespace gaptrain {
 namespace trainingjob {
 
+// What a job's NetworkPolicy admits the operator's pods by: their namespace
+// (NetworkPolicyConfig::operator_namespace), by the label Kubernetes gives
+// every namespace, and this label of theirs, which the operator's pods
+// carry in deploy/ and in the chart whatever its nameOverride
+// (deploy/manifest_checks.h checks both).
+constexpr char kNamespaceNameLabel[] = "kubernetes.io/metadata.name";
+constexpr char kOperatorPodLabel[] = "app.kubernetes.io/part-of";
+constexpr char kOperatorPodLabelValue[] = "gaptrain";
+
+// The NetworkPolicy each job gets (desired_children.h): which pods besides
+// the job's own may reach its pods, and on which ports.
+struct NetworkPolicyConfig {
+  // Whether jobs get one (--network-policy); without, the operator neither
+  // creates nor watches NetworkPolicies.
+  bool enabled = true;
+  // The operator's namespace ($POD_NAMESPACE): its pods there read the
+  // master's /metrics and the coordinator's /status.
+  std::string operator_namespace = "gaptrain-system";
+  // Where Prometheus runs, whose pods may scrape every job pod's /metrics
+  // (--network-policy-prometheus-namespace); "": no such rule.
+  std::string prometheus_namespace;
+};
+
 struct OperatorConfig {
   // The image of a pod whose template names none: --image, else the
   // operator's own container's (operator/job_image.h); this default only
@@ -34,6 +57,7 @@ struct OperatorConfig {
   // The liveness probe's failureThreshold: generous, because a master
   // writing a large checkpoint or a worker in a long step may answer late.
   int64_t liveness_failure_threshold = 12;
+  NetworkPolicyConfig network_policy;
   // Events' reportingInstance: the operator pod's name.
   std::string reporting_instance = "gaptrain-operator";
 };

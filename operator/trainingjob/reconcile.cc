@@ -205,12 +205,10 @@ class Reconciler {
           PlannedEvent::After::kChild, ChildKey(resource, name));
   }
 
-  // The Secret, ConfigMap, volumes and Services: created when missing,
-  // applied when gaptrain's fields differ.
+  // The ConfigMap, volumes, Services and NetworkPolicy: created when
+  // missing, applied when gaptrain's fields differ. (The Secret comes with
+  // the pods: CreatePods.)
   void EnsureSupportObjects() {
-    if (FindByName(o_.secrets, NameOf(desired_.secret)) == nullptr) {
-      Apply(kube::kSecrets, desired_.secret, true, /*create_only=*/true);
-    }
     const json* cm = FindByName(o_.config_maps, NameOf(desired_.config_map));
     if (cm == nullptr || NeedsApply(desired_.config_map, *cm, uid_)) {
       Apply(kube::kConfigMaps, desired_.config_map, cm == nullptr);
@@ -241,6 +239,40 @@ class Reconciler {
       if (have == nullptr || NeedsApply(service, *have, uid_)) {
         Apply(kube::kServices, service, have == nullptr);
       }
+    }
+    if (desired_.network_policy) {
+      const json& policy = *desired_.network_policy;
+      const json* have = FindByName(o_.network_policies, NameOf(policy));
+      // The spec whole: a rule dropped (no Prometheus namespace any more)
+      // must go, which "is a subset" would not see.
+      if (have == nullptr || NeedsApply(policy, *have, uid_) ||
+          ObjectAt(policy, {"spec"}) != ObjectAt(*have, {"spec"})) {
+        Apply(kube::kNetworkPolicies, policy, have == nullptr);
+      }
+    }
+  }
+
+  // Creates the desired pods whose names are free, each after the token
+  // Secret they mount. The operator does not read Secrets (no list or
+  // watch: that would be every Secret in the cluster), so the Secret is
+  // created whenever a pod is: AlreadyExists leaves the token as it is,
+  // and a reconcile that creates no pod writes no Secret either.
+  // The missing pods (but the trainers while `hold_trainers`: a gang
+  // release's backoff), the token Secret before the first.
+  void CreatePods(bool hold_trainers = false) {
+    bool secret_planned = false;
+    for (const json& pod : desired_.pods) {
+      if (occupied_.count(NameOf(pod)) > 0) continue;
+      if (hold_trainers &&
+          ReplicaTypeFromLabel(StringAt(pod, {"metadata", "labels", kReplicaTypeLabel})) ==
+              ReplicaType::kTrainer) {
+        continue;
+      }
+      if (!secret_planned) {
+        Apply(kube::kSecrets, desired_.secret, true, /*create_only=*/true);
+        secret_planned = true;
+      }
+      Apply(kube::kPods, pod, true);
     }
   }
 
@@ -405,11 +437,7 @@ class Reconciler {
 
     const GangDecision gang = PlanGangRelease();
     EnsureSupportObjects();
-    for (const json& pod : desired_.pods) {
-      if (occupied_.count(NameOf(pod)) > 0) continue;
-      if (gang.hold_trainers && desired_types[NameOf(pod)] == ReplicaType::kTrainer) continue;
-      Apply(kube::kPods, pod, true);
-    }
+    CreatePods(/*hold_trainers=*/gang.hold_trainers);
     for (const ChildDelete& d : replacements) {
       plan_.deletes.push_back(d);
       Event("Normal", "SuccessfulDeletePod", "Delete", "deleted pod " + d.name + ": " + d.why,

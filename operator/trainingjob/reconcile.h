@@ -7,11 +7,14 @@
 //
 // The rules (issue 16; operator/trainingjob/README.md has the table):
 //   - Children are created when missing and applied when the fields
-//     gaptrain owns differ (desired is not a subset of observed); pods
-//     are only created (a pod's spec cannot change; a template change
-//     reaches a pod when it is next recreated), the Secret only created,
-//     a PVC's spec only at creation (its metadata follows the retention
-//     policy).
+//     gaptrain owns differ (desired is not a subset of observed; the
+//     NetworkPolicy's spec must equal the desired one); pods are only
+//     created (a pod's spec cannot change; a template change reaches a
+//     pod when it is next recreated), a PVC's spec only at creation (its
+//     metadata follows the retention policy). The token Secret is not
+//     observed (the operator may create Secrets, not read them): it is
+//     created, create-only, in each plan that creates a pod, before the
+//     pods; AlreadyExists keeps the token, and no Event says "created".
 //   - A lost trainer or evaluator (pod_state.h) is counted once
 //     (pod_ledger.h): a preemption is recreated at once and never counts
 //     against backoffLimit; a failure counts in status.failures and is

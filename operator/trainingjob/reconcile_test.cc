@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <random>
@@ -62,9 +63,9 @@ class Cluster {
     ObservedJob o = ObserveJob(job_);
     o.pods = pods_;
     o.services = services_;
-    o.secrets = secrets_;
     o.config_maps = config_maps_;
     o.persistent_volume_claims = claims_;
+    o.network_policies = policies_;  // never the Secrets: the operator reads none
     o.coordinator = coordinator;
     o.master = master;
     o.master_scrape = master_scrape;
@@ -160,6 +161,8 @@ class Cluster {
   }
 
   size_t Count(const char* kind) { return ListOf(kind).size(); }
+  // The objects of `kind` ("Secret", "NetworkPolicy", ...) in the cluster.
+  std::vector<json>& objects(std::string_view kind) { return ListOf(kind); }
   bool job_deleted = false;
 
  private:
@@ -168,11 +171,12 @@ class Cluster {
     if (kind == "Service") return services_;
     if (kind == "Secret") return secrets_;
     if (kind == "ConfigMap") return config_maps_;
+    if (kind == "NetworkPolicy") return policies_;
     return claims_;
   }
 
   json job_;
-  std::vector<json> pods_, services_, secrets_, config_maps_, claims_;
+  std::vector<json> pods_, services_, secrets_, config_maps_, claims_, policies_;
   int uids_ = 0;
 };
 
@@ -237,12 +241,14 @@ TEST(ReconcileTest, CreatesEveryChildAndThenNothing) {
     created.push_back(ChildKey(a.resource, NameOf(a.object)));
   }
   EXPECT_EQ(created, (std::vector<std::string>{
-                         "Secret/mnist-token", "ConfigMap/mnist-job",
-                         "PersistentVolumeClaim/mnist-checkpoints",
+                         "ConfigMap/mnist-job", "PersistentVolumeClaim/mnist-checkpoints",
                          "PersistentVolumeClaim/mnist-coordinator-state", "Service/mnist-master",
-                         "Service/mnist-coordinator", "Pod/mnist-master", "Pod/mnist-coordinator",
+                         "Service/mnist-coordinator", "NetworkPolicy/mnist-ingress",
+                         "Secret/mnist-token", "Pod/mnist-master", "Pod/mnist-coordinator",
                          "Pod/mnist-evaluator", "Pod/mnist-trainer-0", "Pod/mnist-trainer-1"}));
-  EXPECT_TRUE(plan.applies[0].create_only);
+  for (const ChildApply& a : plan.applies) {
+    EXPECT_EQ(a.create_only, a.resource.kind == "Secret") << NameOf(a.object);
+  }
   EXPECT_TRUE(plan.deletes.empty());
   EXPECT_FALSE(plan.ledger.has_value());
   ASSERT_TRUE(plan.status.has_value());
@@ -268,6 +274,74 @@ TEST(ReconcileTest, CreatesEveryChildAndThenNothing) {
   EXPECT_TRUE(second.WritesNothing()) << (second.status ? second.status->dump(2) : "");
   EXPECT_TRUE(second.events.empty());
   ExpectQuietLater(&c);
+}
+
+// The operator reads no Secret: the token is created (create-only) with
+// each pod a plan creates, before it, and in no other plan.
+TEST(ReconcileTest, TheTokenSecretComesWithEachPodCreated) {
+  Cluster c = RunningCluster();
+  c.objects("Secret").clear();  // deleted by hand: unseen, so nothing to write
+  EXPECT_TRUE(c.Plan().WritesNothing());
+  auto& pods = c.pods();
+  pods.erase(std::remove_if(pods.begin(), pods.end(),
+                            [](const json& p) { return NameOf(p) == "mnist-trainer-0"; }),
+             pods.end());
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_EQ(plan.applies.size(), 2u);
+  EXPECT_EQ(ChildKey(plan.applies[0].resource, NameOf(plan.applies[0].object)),
+            "Secret/mnist-token");
+  EXPECT_TRUE(plan.applies[0].create_only);  // an existing token is kept
+  EXPECT_TRUE(plan.applies[0].creates);
+  EXPECT_EQ(ChildKey(plan.applies[1].resource, NameOf(plan.applies[1].object)),
+            "Pod/mnist-trainer-0");
+  c.Carry(plan);
+  EXPECT_EQ(c.Count("Secret"), 1u);
+  c.RunAll();
+  c.Settle();
+  ExpectQuietLater(&c);
+}
+
+// The job's NetworkPolicy is there while the job is, as the operator's
+// settings say: recreated when deleted, its rules changed when a setting
+// changes (a rule taken away too), none when it is off.
+TEST(ReconcileTest, TheNetworkPolicyFollowsTheOperatorsSettings) {
+  OperatorConfig config;
+  Cluster c(BaseJob());
+  c.Settle(config);
+  ASSERT_EQ(c.Count("NetworkPolicy"), 1u);
+  EXPECT_EQ(c.objects("NetworkPolicy")[0]["spec"],
+            JobNetworkPolicy(c.job(), config.network_policy)["spec"]);
+
+  c.objects("NetworkPolicy").clear();
+  ReconcilePlan plan = c.Plan(config);
+  ASSERT_EQ(plan.applies.size(), 1u);
+  EXPECT_EQ(ChildKey(plan.applies[0].resource, NameOf(plan.applies[0].object)),
+            "NetworkPolicy/mnist-ingress");
+  EXPECT_TRUE(plan.applies[0].creates);
+  EXPECT_TRUE(HasReason(plan, "SuccessfulCreateNetworkPolicy"));
+  c.Carry(plan);
+
+  config.network_policy.prometheus_namespace = "monitoring";
+  plan = c.Plan(config);
+  ASSERT_EQ(plan.applies.size(), 1u);
+  EXPECT_FALSE(plan.applies[0].creates);
+  EXPECT_EQ(plan.applies[0].object["spec"]["ingress"].size(), 3u);
+  c.Carry(plan);
+  EXPECT_TRUE(c.Plan(config).WritesNothing());
+  config.network_policy.prometheus_namespace = "";
+  plan = c.Plan(config);
+  ASSERT_EQ(plan.applies.size(), 1u);
+  EXPECT_EQ(plan.applies[0].object["spec"]["ingress"].size(), 2u);
+  c.Carry(plan);
+  ExpectQuietLater(&c, config);
+
+  // Off: nothing planned for it (the one there goes with its job).
+  config.network_policy.enabled = false;
+  EXPECT_TRUE(c.Plan(config).WritesNothing());
+  Cluster without(BaseJob());
+  without.Settle(config);
+  EXPECT_EQ(without.Count("NetworkPolicy"), 0u);
+  EXPECT_EQ(without.Count("Pod"), 5u);
 }
 
 TEST(ReconcileTest, RunsWhenTheCoordinatorSaysSoAndShowsProgress) {
@@ -442,8 +516,9 @@ TEST(ReconcileTest, EachPreemptionSignalIsCountedOnceAndRecreated) {
                               [](const json& p) { return NameOf(p) == "mnist-trainer-1"; }),
                pods.end());
     const ReconcilePlan replace = c.Plan();
-    ASSERT_EQ(replace.applies.size(), 1u);
-    EXPECT_EQ(NameOf(replace.applies[0].object), "mnist-trainer-1");
+    ASSERT_EQ(replace.applies.size(), 2u);  // the token, then the pod that mounts it
+    EXPECT_EQ(NameOf(replace.applies[0].object), "mnist-token");
+    EXPECT_EQ(NameOf(replace.applies[1].object), "mnist-trainer-1");
     c.Settle();
     EXPECT_NE(UidOf(*c.Pod("mnist-trainer-1")), old_uid);
     EXPECT_EQ(c.status()["preemptions"], 1);
@@ -673,8 +748,9 @@ TEST(ReconcileTest, AMasterNotReadyAfterTheJobRanIsRestarting) {
   EXPECT_EQ((*plan.status)["phase"], "Restarting");
   EXPECT_EQ(ConditionOf(*plan.status, "Restarting")["message"],
             "waiting for the master and the coordinator to be ready again");
-  ASSERT_EQ(plan.applies.size(), 1u);
-  EXPECT_EQ(NameOf(plan.applies[0].object), "mnist-master");
+  ASSERT_EQ(plan.applies.size(), 2u);
+  EXPECT_EQ(NameOf(plan.applies[0].object), "mnist-token");
+  EXPECT_EQ(NameOf(plan.applies[1].object), "mnist-master");
   EXPECT_FALSE(plan.ledger.has_value());  // not seen lost: not counted (pod_ledger.h)
 }
 
@@ -692,8 +768,8 @@ TEST(ReconcileTest, ScalesUpAndDownByTheHighestIndices) {
   const ReconcilePlan up = c.Plan();
   std::vector<std::string> applied;
   for (const ChildApply& a : up.applies) applied.push_back(ChildKey(a.resource, NameOf(a.object)));
-  EXPECT_EQ(applied, (std::vector<std::string>{"ConfigMap/mnist-job", "Pod/mnist-trainer-2",
-                                               "Pod/mnist-trainer-3"}));
+  EXPECT_EQ(applied, (std::vector<std::string>{"ConfigMap/mnist-job", "Secret/mnist-token",
+                                               "Pod/mnist-trainer-2", "Pod/mnist-trainer-3"}));
   EXPECT_FALSE(up.applies[0].creates);  // job.yaml follows the spec
   EXPECT_TRUE(HasReason(up, "TrainingJobScaled"));
   EXPECT_TRUE(HasReason(up, "SuccessfulUpdateConfigMap"));
@@ -817,7 +893,8 @@ TEST(ReconcileTest, AutoscalingGrowsThroughTheScaleSubresourceOncePerInterval) {
   plan = c.Plan();
   std::vector<std::string> created;
   for (const ChildApply& a : plan.applies) created.push_back(NameOf(a.object));
-  EXPECT_EQ(created, (std::vector<std::string>{"mnist-job", "mnist-trainer-2", "mnist-trainer-3"}));
+  EXPECT_EQ(created, (std::vector<std::string>{"mnist-job", "mnist-token", "mnist-trainer-2",
+                                               "mnist-trainer-3"}));
   EXPECT_EQ(EventWith(plan, "TrainingJobScaled")->note, "trainers: 2 -> 4");
   EXPECT_FALSE(plan.scale_to.has_value());
   EXPECT_FALSE(HasReason(plan, "ScaledUp"));

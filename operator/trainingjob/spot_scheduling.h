@@ -18,7 +18,7 @@
 //     from spot nodes (one preferred term per requirement, negated), so
 //     they land on on-demand nodes when there are any.
 //   - ParseSpotScheduling validates a custom description fully; errors
-//     name the field ("--spot-scheduling: tolerations[0].effect: ...").
+//     name the field ("--spot-preset: tolerations[0].effect: ...").
 
 #ifndef GAPTRAIN_OPERATOR_TRAININGJOB_SPOT_SCHEDULING_H_
 #define GAPTRAIN_OPERATOR_TRAININGJOB_SPOT_SCHEDULING_H_
