@@ -252,13 +252,12 @@ class Reconciler {
     }
   }
 
-  // Creates the desired pods whose names are free, each after the token
+  // Creates the desired pods whose names are free (but no trainer while
+  // `hold_trainers`: a gang release's backoff), each after the token
   // Secret they mount. The operator does not read Secrets (no list or
   // watch: that would be every Secret in the cluster), so the Secret is
   // created whenever a pod is: AlreadyExists leaves the token as it is,
   // and a reconcile that creates no pod writes no Secret either.
-  // The missing pods (but the trainers while `hold_trainers`: a gang
-  // release's backoff), the token Secret before the first.
   void CreatePods(bool hold_trainers = false) {
     bool secret_planned = false;
     for (const json& pod : desired_.pods) {
