@@ -270,7 +270,12 @@ Json StatusSchema() {
             {"updatesPerSecond",
              Typed("string", "master updates per second while Running, e.g. 270")}}}}},
         {"output", output},
-        {"autoscale", autoscale}}}};
+        {"autoscale", autoscale},
+        {"image",
+         Typed("string",
+               "the image the job's gaptrain containers start with where their template names "
+               "none: the operator's when the job's first pods were made, kept through operator "
+               "upgrades; the annotation gaptrain.io/image changes it")}}}};
 }
 
 // The node at dotted `path` ("" is the root) of a schema built above.
