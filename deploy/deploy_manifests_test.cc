@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "deploy/manifest_checks.h"
+#include "operator/operator_options.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/test_files.h"
 
@@ -24,6 +25,27 @@ namespace gaptrain {
 namespace {
 
 using nlohmann::json;
+
+// The heredocs `cat > FILE <<'EOF'` (and `cat >> FILE`) of a shell block
+// in `doc`, by file, appended in order.
+std::map<std::string, std::string> HeredocFiles(const std::string& doc) {
+  std::map<std::string, std::string> files;
+  for (size_t at = doc.find("cat >"); at != std::string::npos; at = doc.find("cat >", at + 1)) {
+    const size_t line_end = doc.find('\n', at);
+    std::string command = doc.substr(at, line_end - at);
+    const bool append = command.rfind("cat >>", 0) == 0;
+    const size_t name_start = command.find_first_not_of(" ", append ? 6 : 5);
+    const size_t name_end = command.find(' ', name_start);
+    if (command.find("<<'EOF'") == std::string::npos) continue;
+    const std::string name = command.substr(name_start, name_end - name_start);
+    const size_t body_end = doc.find("\nEOF\n", line_end);
+    if (body_end == std::string::npos) continue;
+    std::string body = doc.substr(line_end + 1, body_end - line_end);
+    if (!append) files[name].clear();
+    files[name] += body;
+  }
+  return files;
+}
 
 class DeployManifestsTest : public ::testing::Test {
  protected:
@@ -48,7 +70,8 @@ class DeployManifestsTest : public ::testing::Test {
   }
 
   // Renders docs/install.md's kustomization `dir` (my-gaptrain,
-  // my-monitoring) as a reader has it: its heredoc files, REGISTRY
+  // my-monitoring, my-private-registry) as a reader has it: the page's
+  // heredoc files (every directory's: one may build on another), REGISTRY
   // replaced, next to a copy of deploy/.
   std::vector<json> RenderGuideKustomization(const std::map<std::string, std::string>& files,
                                              const std::string& dir) {
@@ -57,7 +80,9 @@ class DeployManifestsTest : public ::testing::Test {
     std::filesystem::create_directories(tree + "/" + dir, error);
     EXPECT_FALSE(error) << error.message();
     for (const auto& [name, text] : files) {
-      if (name.rfind(dir + "/", 0) != 0) continue;
+      std::filesystem::create_directories(
+          std::filesystem::path(tree + "/" + name).parent_path(), error);
+      EXPECT_FALSE(error) << error.message();
       std::string content = text;
       for (size_t at = content.find("REGISTRY"); at != std::string::npos;
            at = content.find("REGISTRY", at)) {
@@ -73,6 +98,19 @@ class DeployManifestsTest : public ::testing::Test {
     // builds a copy of the tree it is given).
     WriteRaw(tree + "/kustomization.yaml", "resources:\n- " + dir + "\n");
     return Render(tree);
+  }
+
+  // docs/install.md's kustomization `dir`, rendered as above; empty (a
+  // failure) when the page writes none.
+  std::vector<json> RenderInstallGuide(const std::string& dir) {
+    const std::string doc = ReadRaw("docs/install.md");
+    EXPECT_FALSE(doc.empty()) << "docs/install.md is not in the runfiles";
+    const std::map<std::string, std::string> files = HeredocFiles(doc);
+    if (files.count(dir + "/kustomization.yaml") != 1) {
+      ADD_FAILURE() << "docs/install.md writes no " << dir << "/kustomization.yaml";
+      return {};
+    }
+    return RenderGuideKustomization(files, dir);
   }
 
   json ScrapeConfig() {
@@ -171,27 +209,6 @@ TEST_F(DeployManifestsTest, TheMonitoringAddOnMatchesTheScrapeConfiguration) {
             "");
 }
 
-// The heredocs `cat > FILE <<'EOF'` (and `cat >> FILE`) of a shell block
-// in `doc`, by file, appended in order.
-std::map<std::string, std::string> HeredocFiles(const std::string& doc) {
-  std::map<std::string, std::string> files;
-  for (size_t at = doc.find("cat >"); at != std::string::npos; at = doc.find("cat >", at + 1)) {
-    const size_t line_end = doc.find('\n', at);
-    std::string command = doc.substr(at, line_end - at);
-    const bool append = command.rfind("cat >>", 0) == 0;
-    const size_t name_start = command.find_first_not_of(" ", append ? 6 : 5);
-    const size_t name_end = command.find(' ', name_start);
-    if (command.find("<<'EOF'") == std::string::npos) continue;
-    const std::string name = command.substr(name_start, name_end - name_start);
-    const size_t body_end = doc.find("\nEOF\n", line_end);
-    if (body_end == std::string::npos) continue;
-    std::string body = doc.substr(line_end + 1, body_end - line_end);
-    if (!append) files[name].clear();
-    files[name] += body;
-  }
-  return files;
-}
-
 // docs/install.md's own kustomization (step 4), as written there, rendered
 // by kustomize next to deploy/: the spot preset set by flag name, the
 // image renamed once by `images:`, and the result still an install the
@@ -230,17 +247,40 @@ TEST_F(DeployManifestsTest, TheInstallGuidesKustomizationSetsFlagsByNameAndTheIm
   EXPECT_EQ(args, container["args"]) << "docs/install.md's patch lost or added a flag of deploy/";
 }
 
+// docs/install.md's private registry (step 4): my-gaptrain/ with the pull
+// Secret named once in the operator's pod and once, by flag, for the job
+// pods; everything else as my-gaptrain/ renders it.
+TEST_F(DeployManifestsTest, TheInstallGuidesPrivateRegistryReachesTheJobPods) {
+  const std::vector<json> objects = RenderInstallGuide("my-private-registry");
+  ASSERT_FALSE(objects.empty());
+  EXPECT_EQ(ProblemLines(OperatorDeploymentProblems(objects)), "");
+  const json deployment = FindObject(objects, "Deployment", "gaptrain-operator");
+  const json& pod = deployment["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["imagePullSecrets"], json::parse(R"j([{"name": "regcred"}])j"));
+  std::vector<std::string> args;
+  for (const json& a : pod["containers"][0]["args"]) args.push_back(a.get<std::string>());
+  OperatorOptions options;
+  ASSERT_TRUE(ParseOperatorFlags(args, {}, &options).ok());
+  EXPECT_EQ(options.job.image_pull_secrets, std::vector<std::string>{"regcred"});
+  EXPECT_EQ(options.job.spot.name, "gke");
+
+  json expected =
+      FindObject(RenderInstallGuide("my-gaptrain"), "Deployment", "gaptrain-operator");
+  ASSERT_TRUE(expected.is_object());
+  json& expected_pod = expected["spec"]["template"]["spec"];
+  expected_pod["imagePullSecrets"] = pod["imagePullSecrets"];
+  expected_pod["containers"][0]["args"].push_back("--image-pull-secrets=regcred");
+  EXPECT_EQ(deployment, expected);
+}
+
 // docs/install.md's my-monitoring/ kustomization: deploy/monitoring with the
 // label a stock kube-prometheus-stack selects PodMonitors and
 // PrometheusRules by (release: <its release name>), on every object's own
 // metadata, the PodMonitors' pod selectors untouched (they still select
 // what prometheus-scrape.yml does).
 TEST_F(DeployManifestsTest, TheInstallGuidesMonitoringKustomizationAddsTheReleaseLabel) {
-  const std::string doc = ReadRaw("docs/install.md");
-  ASSERT_FALSE(doc.empty()) << "docs/install.md is not in the runfiles";
-  const std::map<std::string, std::string> files = HeredocFiles(doc);
-  ASSERT_EQ(files.count("my-monitoring/kustomization.yaml"), 1u) << doc;
-  const std::vector<json> labelled = RenderGuideKustomization(files, "my-monitoring");
+  const std::vector<json> labelled = RenderInstallGuide("my-monitoring");
+  ASSERT_FALSE(labelled.empty());
   const std::vector<json> plain = Render("deploy/monitoring");
   ASSERT_EQ(labelled.size(), plain.size());
   ASSERT_FALSE(plain.empty());

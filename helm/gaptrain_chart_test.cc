@@ -53,6 +53,7 @@ const json kEverythingOn = R"({
   "image": {"digest": "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
   "imagePullSecrets": [{"name": "regcred"}],
   "jobImage": "registry.example.com/gaptrain:jobs",
+  "jobImagePullSecrets": [{"name": "jobs-registry"}],
   "watchNamespace": "team-a",
   "networkPolicy": {"prometheusNamespace": "kube-prometheus"},
   "extraArgs": ["--workers=4"],
@@ -155,6 +156,7 @@ json ArgsMeaning(const json& args) {
           {"context", o.context},
           {"namespace", o.watch_namespace},
           {"image", o.image_given ? o.job.image : ""},
+          {"imagePullSecrets", o.job.image_pull_secrets},
           {"spot", {o.job.spot.name, o.job.spot.tolerations, o.job.spot.spot_node_selector}},
           {"progressPollSeconds", o.job.progress_poll_interval.count()},
           {"workers", o.workers},
@@ -420,6 +422,11 @@ TEST_F(GaptrainChartTest, SchemaRefusesWrongValues) {
       {{{"networkPolicy", {{"enabled", "yes"}}}}, {"at '/networkPolicy/enabled'"}},
       {{{"networkPolicy", {{"prometheusNamespace", "Monitoring"}}}},
        {"at '/networkPolicy/prometheusNamespace'"}},
+      // What --image-pull-secrets would refuse: a name that is no Secret's.
+      {json::parse(R"j({"jobImagePullSecrets": [{"name": "Reg_Cred"}]})j"),
+       {"at '/jobImagePullSecrets/0/name': 'Reg_Cred' does not match pattern"}},
+      {json::parse(R"j({"imagePullSecrets": [{"name": "regcred", "namespace": "x"}]})j"),
+       {"at '/imagePullSecrets/0': additional properties 'namespace' not allowed"}},
   };
   for (const auto& [overrides, named] : cases) {
     const std::string refusal = Refusal(overrides);
@@ -560,6 +567,27 @@ TEST_F(GaptrainChartTest, ImageDigestAndJobImage) {
   EXPECT_TRUE(options.image_given);
   EXPECT_EQ(options.job.image, "registry.example.com/gaptrain:jobs");
   EXPECT_EQ(OperatorContainer(objects)["image"], "ghcr.io/gaptrain/gaptrain:0.1.0");
+}
+
+// Job pods pull with the operator's pull secrets (the same image, unless
+// jobImage) and jobImagePullSecrets, each once (--image-pull-secrets); the
+// operator's pod keeps only its own.
+TEST_F(GaptrainChartTest, ImagePullSecretsReachTheJobPods) {
+  std::vector<json> objects = RenderChart(json::object());
+  EXPECT_TRUE(ParsedArgs(OperatorContainer(objects)).job.image_pull_secrets.empty());
+  EXPECT_FALSE(PodSpec(objects).contains("imagePullSecrets"));
+
+  objects = RenderChart(json::parse(R"j({"imagePullSecrets": [{"name": "regcred"}],
+      "jobImagePullSecrets": [{"name": "jobs.example.com"}, {"name": "regcred"}]})j"));
+  EXPECT_EQ(ProblemLines(OperatorDeploymentProblems(objects)), "");
+  EXPECT_EQ(ParsedArgs(OperatorContainer(objects)).job.image_pull_secrets,
+            (std::vector<std::string>{"regcred", "jobs.example.com"}));
+  EXPECT_EQ(PodSpec(objects)["imagePullSecrets"], json::parse(R"j([{"name": "regcred"}])j"));
+
+  objects = RenderChart(json::parse(R"j({"jobImagePullSecrets": [{"name": "jobs-registry"}]})j"));
+  EXPECT_EQ(ParsedArgs(OperatorContainer(objects)).job.image_pull_secrets,
+            std::vector<std::string>{"jobs-registry"});
+  EXPECT_FALSE(PodSpec(objects).contains("imagePullSecrets"));
 }
 
 // The flags users tune, as the operator parses them; extraArgs come last

@@ -780,6 +780,113 @@ TEST_F(OperatorE2eTest, RestartedMasterAndCoordinatorAreReachedWithinSeconds) {
   EXPECT_LT(coordinator_reached, 5.0);
 }
 
+// Issue 39: the operator upgraded while a job trains (a new image in its
+// Deployment, `kubectl set image`, rolled out by the real Deployment
+// controller; the new replicas read their own pod and give new jobs that
+// image) does not mix versions inside the job. The job recorded the image
+// its first pods got in status.image, and a trainer preempted after the
+// upgrade is replaced from that image, not the new operator's. Then the
+// user moves the job with the annotation gaptrain.io/image: the next
+// replacement gets the new image (Event ImageChanged) while the running
+// pods keep theirs. The test node runs no images (a container's command is
+// a local binary), so an image is what the pod spec names, and that is what
+// is asserted.
+TEST_F(OperatorE2eTest, AnOperatorUpgradeKeepsARunningJobsImage) {
+  if (!StartCluster(Install::kDeploy)) return;
+  const std::string old_image = "ghcr.io/gaptrain/gaptrain:0.1.0";  // deploy/'s
+  const std::string new_image = "ghcr.io/gaptrain/gaptrain:0.2.0";
+  const auto image_of = [&](const std::string& pod) -> std::string {
+    const json object = Get(kube::kPods, kNs, pod);
+    return object.is_object() ? object["spec"]["containers"][0].value("image", "") : "";
+  };
+  json job_object;
+  Status s = bed_->ReadJob(kJobFile, &job_object);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // Long enough to outlast the rollout on a busy machine: the test ends
+  // before the job does.
+  job_object["spec"]["training"]["epochs"] = 40;
+  Clock::time_point applied, running;
+  json job;
+  ASSERT_NO_FATAL_FAILURE(CreateAndAwaitRunning(job_object, &applied, &running, &job));
+  EXPECT_EQ(JobStatus(job).value("image", ""), old_image) << JobStatus(job).dump(2);
+  for (const json& pod : Pods(kNs, std::string("gaptrain.io/job-name=") + kJob)) {
+    EXPECT_EQ(pod["spec"]["containers"][0]["image"], old_image) << pod["metadata"]["name"];
+  }
+
+  // The upgrade, as a user makes it.
+  const Clock::time_point upgrading = Clock::now();
+  std::string output;
+  s = bed_->cluster()->Kubectl({"set", "image", "--namespace", kOperatorNamespace,
+                                "deployment/gaptrain-operator", "operator=" + new_image},
+                               &output);
+  ASSERT_TRUE(s.ok()) << s.ToString() << output;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::vector<json> pods = Pods(kOperatorNamespace, kOperatorSelector);
+        if (pods.size() != 2) return false;
+        for (const json& pod : pods) {
+          if (pod["spec"]["containers"][0]["image"] != new_image || !PodReady(pod) ||
+              pod["metadata"].contains("deletionTimestamp")) {
+            return false;
+          }
+        }
+        const json leader = bed_->Leader();
+        return leader.is_object() && leader["spec"]["containers"][0]["image"] == new_image;
+      },
+      seconds(180)))
+      << "the operator's rollout did not finish\n"
+      << Diagnostics();
+  const Clock::time_point upgraded = Clock::now();
+  EXPECT_NE(bed_->OperatorLogs().find("job pods' image, where their template names none: " +
+                                      new_image + " (container \"operator\" of pod "),
+            std::string::npos)
+      << bed_->OperatorLogs();
+
+  // A trainer preempted after the upgrade: replaced from the job's image.
+  Clock::time_point training, preempted, replaced;
+  ASSERT_NO_FATAL_FAILURE(PreemptOneTrainerAt(1, &training, &preempted, &replaced));
+  EXPECT_EQ(image_of(job_ + "-trainer-1"), old_image) << Diagnostics();
+  EXPECT_EQ(JobStatus(Job()).value("image", ""), old_image);
+
+  // The user moves the job: pods made from then on get the new image.
+  s = admin()->MergePatch(kube::kTrainingJobs, kNs, job_,
+                          {{"metadata", {{"annotations", {{"gaptrain.io/image", new_image}}}}}},
+                          nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(WaitJob([&](const json& j) { return JobStatus(j).value("image", "") == new_image; },
+                      seconds(30), &job))
+      << Diagnostics();
+  const std::string trainer0 = job_ + "-trainer-0";
+  const json before = Get(kube::kPods, kNs, trainer0);
+  ASSERT_TRUE(before.is_object());
+  EXPECT_EQ(before["spec"]["containers"][0]["image"], old_image);  // running: kept
+  s = node()->Preempt(kNs, trainer0, LocalNode::Disruption::kNodeShutdown);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_NO_FATAL_FAILURE(AwaitReplaced(trainer0, before["metadata"]["uid"]));
+  EXPECT_EQ(image_of(trainer0), new_image);
+  EXPECT_EQ(image_of(job_ + "-trainer-1"), old_image);
+  EXPECT_EQ(image_of(job_ + "-master"), old_image);
+
+  ASSERT_TRUE(WaitJob(
+      [](const json& j) {
+        return JobStatus(j).value("preemptions", -1) == 2 &&
+               JobStatus(j).value("phase", "") == "Running";
+      },
+      seconds(60), &job))
+      << Diagnostics();
+  EXPECT_EQ(JobStatus(job).value("failures", -1), 0) << JobStatus(job).dump(2);
+  std::multiset<std::string> reasons;
+  EXPECT_TRUE(Eventually([&] {
+    reasons = EventReasons();
+    return reasons.count("ImageChanged") == 1 && reasons.count("WorkerPreempted") == 2;
+  }, seconds(10))) << ::testing::PrintToString(reasons);
+  ExpectOperatorWithinItsPermissions();
+  std::printf(
+      "operator e2e (upgrade): job Running %.1f s after apply; the operator rolled out to a new "
+      "image in %.1f s; a trainer preempted after it was replaced from the job's image in %.1f s\n",
+      Seconds(running - applied), Seconds(upgraded - upgrading), Seconds(replaced - preempted));
+}
+
 // Issue 31 on the test node, with real trainers: the example job with
 // Gap-aware autoscaling (N in [1, 4], starting at 2, decisions every 2 s).
 // With maxGap 1000 the first decision doubles it to 4 through the scale

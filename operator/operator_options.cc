@@ -1,5 +1,6 @@
 #include "operator/operator_options.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "operator/trainingjob/spot_scheduling.h"
@@ -25,6 +26,22 @@ Status CheckDnsName(const std::string& flag, const std::string& value, bool subd
       flag + ": must be " + (subdomain ? "a DNS subdomain" : "a DNS label") + " (lower-case " +
       "letters, digits and '-'" + (subdomain ? " or '.'" : "") + ", starting and ending with " +
       "a letter or digit, at most " + std::to_string(max) + " characters), got '" + value + "'");
+}
+
+// --image-pull-secrets: Secret names (DNS subdomains), comma-separated, each
+// once; "" names none.
+Status ParseImagePullSecrets(const std::string& text, std::vector<std::string>* names) {
+  names->clear();
+  if (text.empty()) return Status::OK();
+  size_t begin = 0;
+  while (true) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    const std::string name = text.substr(begin, end - begin);
+    GAPTRAIN_RETURN_IF_ERROR(CheckDnsName("--image-pull-secrets", name, true));
+    if (std::find(names->begin(), names->end(), name) == names->end()) names->push_back(name);
+    if (end == text.size()) return Status::OK();
+    begin = end + 1;
+  }
 }
 
 std::chrono::milliseconds Millis(double seconds) {
@@ -64,10 +81,16 @@ std::string OperatorUsage() {
          "  --context NAME           kubeconfig context [current-context]\n"
          "  --namespace NS           watch only this namespace [every namespace]\n"
          "Jobs:\n"
-         "  --image IMAGE            image of pods whose template names none [in a\n"
-         "                           cluster: the image of this pod's container\n"
-         "                           \"operator\" ($POD_NAMESPACE/$POD_NAME, read at\n"
-         "                           start); else ghcr.io/gaptrain/gaptrain:0.1.0]\n"
+         "  --image IMAGE            image of new jobs' pods whose template names\n"
+         "                           none [in a cluster: the image of this pod's\n"
+         "                           container \"operator\" ($POD_NAMESPACE/$POD_NAME,\n"
+         "                           read at start); else\n"
+         "                           ghcr.io/gaptrain/gaptrain:0.1.0]; a job keeps the\n"
+         "                           image its first pods got (status.image), which\n"
+         "                           its annotation gaptrain.io/image changes\n"
+         "  --image-pull-secrets NAME[,NAME...]   Secrets every job pod pulls its\n"
+         "                           images with, after those its template names;\n"
+         "                           each must exist in the job's namespace [none]\n"
          "  --spot-preset P          spot nodes of preemptible workers: gke, eks, aks,\n"
          "                           none, or JSON {\"tolerations\": [...],\n"
          "                           \"spotNodeSelector\": [...]} [none]\n"
@@ -129,12 +152,14 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
   // Not an image reference (a NUL byte): --image was not given.
   const std::string image_unset(1, '\0');
   std::string image = image_unset;
+  std::string pull_secrets;
 
   FlagSet flags;
   flags.String("--kubeconfig", &o.kubeconfig);
   flags.String("--context", &o.context);
   flags.String("--namespace", &o.watch_namespace);
   flags.String("--image", &image);
+  flags.String("--image-pull-secrets", &pull_secrets);
   flags.String("--spot-preset", &spot_preset);
   flags.OneOf("--pod-ids", {"auto", "image", "cluster"}, &o.pod_ids);
   flags.OneOf("--network-policy", {"true", "false"}, &network_policy);
@@ -175,6 +200,7 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
     }
     o.job.image = image;
   }
+  GAPTRAIN_RETURN_IF_ERROR(ParseImagePullSecrets(pull_secrets, &o.job.image_pull_secrets));
   GAPTRAIN_RETURN_IF_ERROR(ParseSpotScheduling(spot_preset, "--spot-preset", &o.job.spot));
   o.job.progress_poll_interval = std::chrono::seconds(poll_seconds);
   o.leader_elect = leader_elect == "true";

@@ -24,8 +24,8 @@ struct OperatorOptions {
   std::string context;     // --context: else the kubeconfig's current-context
   std::string watch_namespace;  // --namespace: "" watches every namespace
 
-  // --image, --spot-preset, --progress-poll-seconds, --network-policy,
-  // --network-policy-prometheus-namespace (network_policy's
+  // --image, --image-pull-secrets, --spot-preset, --progress-poll-seconds,
+  // --network-policy, --network-policy-prometheus-namespace (network_policy's
   // operator_namespace is $POD_NAMESPACE when set); reporting_instance is
   // the pod name. job.image is --image when given; else the built-in
   // default until OperatorProcess::Start chooses the image of the

@@ -71,7 +71,8 @@ TEST(OperatorOptionsTest, EveryFlagInBothSpellings) {
              "--retry-period-seconds", "0.5", "--metrics-address", "127.0.0.1",
              "--metrics-port=0", "--health-port", "9000", "--ports-file", "/tmp/p",
              "--pod-name", "op-0", "--network-policy=false",
-             "--network-policy-prometheus-namespace", "monitoring"},
+             "--network-policy-prometheus-namespace", "monitoring",
+             "--image-pull-secrets=regcred,mirror.example.com"},
             {{"POD_NAME", "ignored"}});
   EXPECT_EQ(o.kubeconfig, "/k/config");
   EXPECT_EQ(o.context, "kind");
@@ -97,6 +98,19 @@ TEST(OperatorOptionsTest, EveryFlagInBothSpellings) {
   EXPECT_FALSE(o.job.network_policy.enabled);
   EXPECT_EQ(o.job.network_policy.prometheus_namespace, "monitoring");
   EXPECT_TRUE(Parse({"--network-policy", "true"}).job.network_policy.enabled);
+  EXPECT_EQ(o.job.image_pull_secrets,
+            (std::vector<std::string>{"regcred", "mirror.example.com"}));
+}
+
+// Secret names, comma-separated (as the chart passes them), each once; an
+// empty value names none.
+TEST(OperatorOptionsTest, ImagePullSecrets) {
+  EXPECT_TRUE(Parse({}).job.image_pull_secrets.empty());
+  EXPECT_TRUE(Parse({"--image-pull-secrets="}).job.image_pull_secrets.empty());
+  EXPECT_EQ(Parse({"--image-pull-secrets", "regcred"}).job.image_pull_secrets,
+            std::vector<std::string>{"regcred"});
+  EXPECT_EQ(Parse({"--image-pull-secrets", "b,a,b"}).job.image_pull_secrets,
+            (std::vector<std::string>{"b", "a"}));
 }
 
 TEST(OperatorOptionsTest, PodNameComesFromTheDownwardApiFirst) {
@@ -166,12 +180,22 @@ TEST(OperatorOptionsTest, BadValuesNameTheFlag) {
             "--retry-period-seconds: must be a number of seconds in [0, 3600], got 'x'");
   EXPECT_EQ(Error({"--pod-name", "a/b"}).rfind("--pod-name: must be a pod name", 0), 0u);
   EXPECT_EQ(Error({"--metrics-address", ""}), "--metrics-address: must not be empty");
+  EXPECT_EQ(Error({"--image-pull-secrets", "Reg_Cred"}),
+            "--image-pull-secrets: must be a DNS subdomain (lower-case letters, digits and '-' "
+            "or '.', starting and ending with a letter or digit, at most 253 characters), got "
+            "'Reg_Cred'");
+  EXPECT_EQ(Error({"--image-pull-secrets", "regcred,,mirror"})
+                .rfind("--image-pull-secrets: must be a DNS subdomain", 0),
+            0u);
+  EXPECT_NE(Error({"--image-pull-secrets", "regcred, mirror"}).find("got ' mirror'"),
+            std::string::npos);
 }
 
 TEST(OperatorOptionsTest, UsageNamesEveryFlag) {
   const std::string usage = OperatorUsage();
   for (const char* flag :
-       {"--kubeconfig", "--context", "--namespace", "--image", "--spot-preset",
+       {"--kubeconfig", "--context", "--namespace", "--image", "--image-pull-secrets",
+        "--spot-preset",
         "--progress-poll-seconds", "--workers", "--leader-elect", "--leader-election-namespace",
         "--lease-name", "--lease-duration-seconds", "--renew-deadline-seconds",
         "--retry-period-seconds", "--metrics-address", "--metrics-port", "--health-port",

@@ -60,8 +60,16 @@ Status OperatorProcess::Start(const OperatorOptions& options,
     JobImageChoice image;
     GAPTRAIN_RETURN_IF_ERROR(ChooseJobImage(options, client.get(), &image));
     chosen.job.image = image.image;
-    spdlog::info("job pods' image, where their template names none: {} ({})", image.image,
-                 image.source);
+    spdlog::info("job pods' image, where their template names none: {} ({}); a job keeps "
+                 "the image its first pods got (status.image)",
+                 image.image, image.source);
+    if (!options.job.image_pull_secrets.empty()) {
+      std::string names;
+      for (const std::string& n : options.job.image_pull_secrets) {
+        names += (names.empty() ? "" : ", ") + n;
+      }
+      spdlog::info("job pods' image pull secrets, after their template's: {}", names);
+    }
     JobPodIdsChoice ids;
     GAPTRAIN_RETURN_IF_ERROR(ChooseJobPodIds(options.pod_ids, client.get(), &ids));
     chosen.job.fixed_pod_ids = ids.fixed;

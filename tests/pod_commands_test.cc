@@ -258,7 +258,8 @@ Built BuildChildren(const json& job) {
   if (!s.ok()) return b;
   std::array<uint8_t, 32> bytes{};
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(7 * i + 3);
-  s = BuildDesiredChildren(job, b.spec, OperatorConfig(), bytes, &b.children);
+  s = BuildDesiredChildren(job, b.spec, OperatorConfig(), OperatorConfig().image, bytes,
+                           &b.children);
   EXPECT_TRUE(s.ok()) << s.ToString();
   b.token = trainingjob::TokenText(bytes);
   b.ok = s.ok();
@@ -422,7 +423,8 @@ void CheckExport(const json& job, std::optional<double> test_accuracy) {
   const Built b = BuildChildren(job);
   ASSERT_TRUE(b.ok);
   json pod;
-  const Status built = BuildExportPod(job, b.spec, OperatorConfig(), test_accuracy, &pod);
+  const Status built = BuildExportPod(job, b.spec, OperatorConfig(), OperatorConfig().image,
+                                      test_accuracy, &pod);
   ASSERT_TRUE(built.ok()) << built.ToString();
   SCOPED_TRACE(Joined(ContainerArgv(pod)));
   const Mounts mounts(pod, b.children, TestDir("pod_commands") + "/export");

@@ -77,6 +77,7 @@ TEST(PythonExamplesTest, ClusterJobRunsTheImagesScript) {
   job["metadata"]["uid"] = "5e0c9b7e-3d1f-4c55-9a0e-2f6d8b1c4a77";
   trainingjob::DesiredChildren children;
   s = trainingjob::BuildDesiredChildren(job, spec, trainingjob::OperatorConfig(),
+                                       trainingjob::OperatorConfig().image,
                                        std::array<uint8_t, 32>{}, &children);
   ASSERT_TRUE(s.ok()) << s.ToString();
   int trainers = 0;
@@ -142,6 +143,7 @@ TEST(PythonExamplesTest, TorchvisionJobsDeclareTheirModelAndEvaluateWithTheScrip
   object["metadata"]["uid"] = "0d1c6a4e-8f3b-4b1e-9d7a-5c2e4f6a8b90";
   trainingjob::DesiredChildren children;
   s = trainingjob::BuildDesiredChildren(object, spec, trainingjob::OperatorConfig(),
+                                       trainingjob::OperatorConfig().image,
                                        std::array<uint8_t, 32>{}, &children);
   ASSERT_TRUE(s.ok()) << s.ToString();
   std::map<std::string, int> scripts;  // replica type -> pods running the image's script
@@ -177,8 +179,8 @@ TEST(PythonExamplesTest, TheGpuSpotJobPutsTrainersOnSpotGpusAndTheRestOnDemand) 
   trainingjob::OperatorConfig config;
   ASSERT_TRUE(trainingjob::SpotPreset("eks", &config.spot).ok());
   trainingjob::DesiredChildren children;
-  s = trainingjob::BuildDesiredChildren(object, spec, config, std::array<uint8_t, 32>{},
-                                       &children);
+  s = trainingjob::BuildDesiredChildren(object, spec, config, config.image,
+                                       std::array<uint8_t, 32>{}, &children);
   ASSERT_TRUE(s.ok()) << s.ToString();
   const json spot = {{"key", "eks.amazonaws.com/capacityType"},
                      {"operator", "In"},

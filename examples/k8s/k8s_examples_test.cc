@@ -115,7 +115,8 @@ TEST(K8sExamplesTest, JobsParseValidateAndMountTheirDataset) {
     ASSERT_TRUE(parsed.ok()) << parsed.ToString();
     trainingjob::DesiredChildren children;
     const std::array<uint8_t, 32> token{};
-    const Status built = trainingjob::BuildDesiredChildren(object, spec, config, token, &children);
+    const Status built = trainingjob::BuildDesiredChildren(object, spec, config, config.image,
+                                                           token, &children);
     ASSERT_TRUE(built.ok()) << built.ToString();
 
     // The dataset: a claim the datasets file creates, filled at the path
@@ -153,7 +154,7 @@ TEST(K8sExamplesTest, JobsParseValidateAndMountTheirDataset) {
     EXPECT_TRUE(model_paths.insert(spec.output.path).second) << spec.output.path;
     json export_pod;
     const Status exported =
-        trainingjob::BuildExportPod(object, spec, config, 0.99, &export_pod);
+        trainingjob::BuildExportPod(object, spec, config, config.image, 0.99, &export_pod);
     ASSERT_TRUE(exported.ok()) << exported.ToString();
     EXPECT_NE(export_pod["spec"]["volumes"].dump().find("\"claimName\":\"" +
                                                         spec.output.claim_name + "\""),

@@ -281,7 +281,12 @@ Json StatusSchema() {
                                              "ready (RFC 3339)")},
             {"releasedAt", Typed("string", "when the trainers' pods were last given back (RFC "
                                            "3339)")},
-            {"releases", Typed("integer", "times the trainers' pods were given back")}}}}}}}};
+            {"releases", Typed("integer", "times the trainers' pods were given back")}}}}},
+        {"image",
+         Typed("string",
+               "the image the job's gaptrain containers start with where their template names "
+               "none: the operator's when the job's first pods were made, kept through operator "
+               "upgrades; the annotation gaptrain.io/image changes it")}}}};
 }
 
 // The node at dotted `path` ("" is the root) of a schema built above.

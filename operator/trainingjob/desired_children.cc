@@ -152,20 +152,16 @@ json ExportTemplate(const json& master_template) {
   return t;
 }
 
-const char* TemplateKey(ReplicaType type) {
-  switch (type) {
-    case ReplicaType::kMaster: return "master";
-    case ReplicaType::kCoordinator: return "coordinator";
-    case ReplicaType::kEvaluator: return "evaluator";
-    case ReplicaType::kTrainer: return "workers";
-  }
-  return "workers";
-}
-
 class PodBuilder {
  public:
-  PodBuilder(const json& job, const TrainingJob& spec, const OperatorConfig& config)
-      : job_(job), spec_(spec), config_(config), name_(NameOf(job)), ns_(NamespaceOf(job)) {}
+  PodBuilder(const json& job, const TrainingJob& spec, const OperatorConfig& config,
+             const std::string& image)
+      : job_(job),
+        spec_(spec),
+        config_(config),
+        image_(image),
+        name_(NameOf(job)),
+        ns_(NamespaceOf(job)) {}
 
   Status Build(ReplicaType type, int64_t index, json* pod) const {
     const std::string key = TemplateKey(type);
@@ -180,7 +176,8 @@ class PodBuilder {
     labels[kReplicaTypeLabel] = ReplicaTypeLabelValue(type);
     labels[kReplicaIndexLabel] = std::to_string(type == ReplicaType::kTrainer ? index : 0);
     parts.metadata = ObjectMeta(job_, pod_name, labels, true);
-    parts.default_image = config_.image;
+    parts.default_image = image_;
+    parts.image_pull_secrets = config_.image_pull_secrets;
     parts.termination_grace_period_seconds =
         TemplateGracePeriod(pod_template).value_or(config_.default_grace_period_seconds);
     // The CPU request, for the thread pools of a container without a
@@ -285,6 +282,7 @@ class PodBuilder {
   const json& job_;
   const TrainingJob& spec_;
   const OperatorConfig& config_;
+  const std::string& image_;
   const std::string name_;
   const std::string ns_;
 };
@@ -302,6 +300,16 @@ bool TemplateSetsCommand(const json& job, const char* role) {
 }
 
 }  // namespace
+
+const char* TemplateKey(ReplicaType type) {
+  switch (type) {
+    case ReplicaType::kMaster: return "master";
+    case ReplicaType::kCoordinator: return "coordinator";
+    case ReplicaType::kEvaluator: return "evaluator";
+    case ReplicaType::kTrainer: return "workers";
+  }
+  return "workers";
+}
 
 std::string TokenSecretName(const std::string& job) { return job + "-token"; }
 std::string NetworkPolicyName(const std::string& job) { return job + "-ingress"; }
@@ -371,7 +379,7 @@ std::string TokenText(const std::array<uint8_t, 32>& token_bytes) {
 }
 
 Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
-                            const OperatorConfig& config,
+                            const OperatorConfig& config, const std::string& image,
                             const std::array<uint8_t, 32>& token_bytes, DesiredChildren* out) {
   const std::string name = NameOf(job);
   // Both messages are the CRD's too (its CEL rules refuse such a job first).
@@ -428,7 +436,7 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
     d.network_policy = JobNetworkPolicy(job, config.network_policy);
   }
 
-  const PodBuilder builder(job, spec, config);
+  const PodBuilder builder(job, spec, config, image);
   for (ReplicaType type : {ReplicaType::kMaster, ReplicaType::kCoordinator,
                            ReplicaType::kEvaluator}) {
     json pod;
@@ -449,7 +457,8 @@ std::string OutputTarget(const OutputSpec& output) {
 }
 
 Status BuildExportPod(const json& job, const TrainingJob& spec, const OperatorConfig& config,
-                      std::optional<double> test_accuracy, json* pod) {
+                      const std::string& image, std::optional<double> test_accuracy,
+                      json* pod) {
   const std::string name = NameOf(job);
   const OutputSpec& output = spec.output;
   if (output.claim_name.empty() || output.path.empty()) {
@@ -464,7 +473,8 @@ Status BuildExportPod(const json& job, const TrainingJob& spec, const OperatorCo
   json labels = Labels(name);
   labels[kReplicaTypeLabel] = kExportReplicaType;
   parts.metadata = ObjectMeta(job, ExportPodName(name), labels, true);
-  parts.default_image = config.image;
+  parts.default_image = image;
+  parts.image_pull_secrets = config.image_pull_secrets;
   parts.termination_grace_period_seconds =
       TemplateGracePeriod(pod_template).value_or(config.default_grace_period_seconds);
   const std::string model = std::string(kOutputDir) + "/" + output.path;

@@ -20,7 +20,9 @@
 // Every child is labelled gaptrain.io/job-name=NAME and has a controller
 // ownerReference to the job (PVCs only with volumeRetentionPolicy Delete).
 // Pods merge the replica's template (pod_template.h) with gaptrain's
-// container, env, volumes, probes, ports and labels (a worker template whose
+// container (the job's image, recorded_image.h, where the template names
+// none), env, volumes, probes, ports, the operator's image pull secrets
+// after the template's, and labels (a worker template whose
 // first container sets `command` runs it as given, its settings in the
 // GAPTRAIN_* env, which gaptrain-worker's containers get too); spot tolerations and
 // affinity follow spot_scheduling.h. Pods meet PodSecurity "restricted"
@@ -91,6 +93,10 @@ std::string ReplicaName(const std::string& job, ReplicaType type, int64_t index 
 // What every child of the job carries.
 nlohmann::json OwnerReference(const nlohmann::json& job);
 
+// The key of the replica's section in spec, which holds its template:
+// "master", "coordinator", "evaluator", "workers".
+const char* TemplateKey(ReplicaType type);
+
 struct DesiredChildren {
   nlohmann::json secret;
   nlohmann::json config_map;
@@ -120,8 +126,10 @@ nlohmann::json JobNetworkPolicy(const nlohmann::json& job, const NetworkPolicyCo
 
 // `job` is the TrainingJob object (its metadata and templates are read
 // from it: templates keep their JSON types there), `spec` its parse.
+// `image` is gaptrain's container's where the template names none: the
+// job's (JobPodImage), not necessarily the operator's config.image.
 Status BuildDesiredChildren(const nlohmann::json& job, const TrainingJob& spec,
-                            const OperatorConfig& config,
+                            const OperatorConfig& config, const std::string& image,
                             const std::array<uint8_t, 32>& token_bytes, DesiredChildren* out);
 
 // "CLAIM:PATH": the value of kOutputAnnotation for `output`.
@@ -138,10 +146,11 @@ std::string OutputTarget(const OutputSpec& output);
 // PodSecurity "restricted" as every job pod, no token (it talks to no
 // service), the master's affinity away from spot nodes, labelled
 // gaptrain.io/replica-type=export and annotated kOutputAnnotation.
+// `image` as for BuildDesiredChildren.
 // INVALID_ARGUMENT without spec.output or for a malformed master template.
 Status BuildExportPod(const nlohmann::json& job, const TrainingJob& spec,
-                      const OperatorConfig& config, std::optional<double> test_accuracy,
-                      nlohmann::json* pod);
+                      const OperatorConfig& config, const std::string& image,
+                      std::optional<double> test_accuracy, nlohmann::json* pod);
 
 // The token the Secret holds: 64 lower-case hex digits.
 std::string TokenText(const std::array<uint8_t, 32>& token_bytes);

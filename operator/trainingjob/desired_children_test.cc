@@ -49,7 +49,7 @@ Built Build(const json& job, const OperatorConfig& config = OperatorConfig()) {
   if (!b.status.ok()) return b;
   std::array<uint8_t, 32> bytes{};
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 8 + 1);
-  b.status = BuildDesiredChildren(job, b.spec, config, bytes, &b.children);
+  b.status = BuildDesiredChildren(job, b.spec, config, config.image, bytes, &b.children);
   return b;
 }
 
@@ -743,7 +743,7 @@ json ExportPodOf(const json& job, std::optional<double> accuracy = std::nullopt,
   const Status parsed = ParseTrainingJob(job.dump(), "test", &spec);
   EXPECT_TRUE(parsed.ok()) << parsed.ToString();
   json pod;
-  const Status built = BuildExportPod(job, spec, config, accuracy, &pod);
+  const Status built = BuildExportPod(job, spec, config, config.image, accuracy, &pod);
   if (status != nullptr) {
     *status = built;
   } else {
@@ -928,6 +928,69 @@ TEST(DesiredChildrenTest, PodsNameNoIdsWhereTheClusterAssignsThem) {
   }
   const json exporter = ExportPodOf(OutputJob(), 0.98, config);
   EXPECT_EQ(exporter["spec"]["securityContext"], pod_defaults);
+}
+
+// gaptrain's container gets the image it is given (the job's, which the
+// reconcile chooses), not the operator's config.image; a template that
+// names its own keeps it; the export pod alike.
+TEST(DesiredChildrenTest, PodsGetTheJobsImageUnlessTheirTemplateNamesOne) {
+  OperatorConfig config;
+  config.image = "ghcr.io/gaptrain/gaptrain:0.2.0";  // the operator's, upgraded
+  const std::string job_image = "ghcr.io/gaptrain/gaptrain:0.1.0";
+  json job = OutputJob();
+  job["spec"]["evaluator"]["template"]["spec"]["containers"] =
+      json::array({{{"image", "registry.example.com/evaluator:3"}}});
+  TrainingJob spec;
+  ASSERT_TRUE(ParseTrainingJob(job.dump(), "test", &spec).ok());
+  DesiredChildren children;
+  const Status built = BuildDesiredChildren(job, spec, config, job_image, {}, &children);
+  ASSERT_TRUE(built.ok()) << built.ToString();
+  ASSERT_EQ(children.pods.size(), 5u);
+  for (const json& pod : children.pods) {
+    const json& container = pod["spec"]["containers"][0];
+    EXPECT_EQ(container["image"], pod["metadata"]["name"] == "mnist-evaluator"
+                                      ? "registry.example.com/evaluator:3"
+                                      : job_image)
+        << pod["metadata"]["name"];
+  }
+  json exporter;
+  ASSERT_TRUE(BuildExportPod(job, spec, config, job_image, 0.98, &exporter).ok());
+  EXPECT_EQ(exporter["spec"]["containers"][0]["image"], job_image);
+}
+
+// The operator's pull secrets (--image-pull-secrets) reach every pod, after
+// those the template names and without naming one twice.
+TEST(DesiredChildrenTest, ImagePullSecretsFollowTheTemplatesOnce) {
+  OperatorConfig config;
+  config.image_pull_secrets = {"regcred", "mirror"};
+  json job = OutputJob();
+  job["spec"]["workers"]["template"]["spec"]["imagePullSecrets"] =
+      json::parse(R"j([{"name": "mirror"}, {"name": "team-registry"}])j");
+  const Built b = Build(job, config);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  const json ours = json::parse(R"j([{"name": "regcred"}, {"name": "mirror"}])j");
+  EXPECT_EQ(PodNamed(b, "mnist-master")["spec"]["imagePullSecrets"], ours);
+  EXPECT_EQ(PodNamed(b, "mnist-evaluator")["spec"]["imagePullSecrets"], ours);
+  for (const char* trainer : {"mnist-trainer-0", "mnist-trainer-1"}) {
+    EXPECT_EQ(PodNamed(b, trainer)["spec"]["imagePullSecrets"],
+              json::parse(R"j([{"name": "mirror"}, {"name": "team-registry"},
+                               {"name": "regcred"}])j"))
+        << trainer;
+  }
+  EXPECT_EQ(ExportPodOf(job, 0.98, config)["spec"]["imagePullSecrets"], ours);
+  // None given, none named: the field stays absent (the golden pods).
+  EXPECT_FALSE(PodNamed(Build(OutputJob()), "mnist-master")["spec"].contains("imagePullSecrets"));
+  // A template's own list alone is kept as it is.
+  json own = OutputJob();
+  own["spec"]["master"]["template"]["spec"]["imagePullSecrets"] =
+      json::parse(R"j([{"name": "team-registry"}])j");
+  EXPECT_EQ(PodNamed(Build(own), "mnist-master")["spec"]["imagePullSecrets"],
+            json::parse(R"j([{"name": "team-registry"}])j"));
+  // Not a list of objects: an error naming the field.
+  json bad = OutputJob();
+  bad["spec"]["master"]["template"]["spec"]["imagePullSecrets"] = json::array({"regcred"});
+  EXPECT_EQ(Build(bad, config).status.message(),
+            "spec.master.template.spec.imagePullSecrets[0]: must be an object");
 }
 
 }  // namespace

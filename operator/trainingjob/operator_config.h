@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "operator/trainingjob/spot_scheduling.h"
 
@@ -38,10 +39,14 @@ struct NetworkPolicyConfig {
 };
 
 struct OperatorConfig {
-  // The image of a pod whose template names none: --image, else the
-  // operator's own container's (operator/job_image.h); this default only
-  // out of a cluster.
+  // The image of a new job's pods whose template names none: --image, else
+  // the operator's own container's (operator/job_image.h); this default
+  // only out of a cluster. A job keeps the image its first pods got
+  // (recorded_image.h), whatever this becomes later.
   std::string image = "ghcr.io/gaptrain/gaptrain:0.1.0";  // scripts/build-image.sh
+  // Secrets (names, in the job's namespace) every job pod pulls its images
+  // with, after those its template names (--image-pull-secrets).
+  std::vector<std::string> image_pull_secrets;
   // Whether job pods name the image's user and group (runAsUser,
   // runAsGroup and fsGroup kImageUser). False where the cluster assigns
   // them: OpenShift's restricted-v2 SCC refuses ids outside the

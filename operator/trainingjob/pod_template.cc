@@ -219,6 +219,7 @@ Status CheckPodTemplate(const json& pod_template, const std::string& path) {
   GAPTRAIN_RETURN_IF_ERROR(
       CheckKind(spec, "securityContext", json::value_t::object, "an object", spec_path));
   GAPTRAIN_RETURN_IF_ERROR(CheckObjectList(spec, "volumes", spec_path, {"name"}));
+  GAPTRAIN_RETURN_IF_ERROR(CheckObjectList(spec, "imagePullSecrets", spec_path, {}));
   GAPTRAIN_RETURN_IF_ERROR(CheckObjectList(spec, "tolerations", spec_path, {}));
   GAPTRAIN_RETURN_IF_ERROR(CheckAffinity(spec, spec_path));
   const json* grace = FieldAt(spec, {"terminationGracePeriodSeconds"});
@@ -305,6 +306,13 @@ Status MergePodTemplate(const json& pod_template, const std::string& template_pa
   }
   spec["containers"] = std::move(containers);
   spec["volumes"] = MergeList(ArrayAt(spec, {"volumes"}), parts.volumes, {"name"});
+  json pull_secrets = ArrayAt(spec, {"imagePullSecrets"});
+  for (const std::string& name : parts.image_pull_secrets) {
+    bool named = false;
+    for (const json& have : pull_secrets) named = named || StringAt(have, {"name"}) == name;
+    if (!named) pull_secrets.push_back(json{{"name", name}});
+  }
+  if (!pull_secrets.empty()) spec["imagePullSecrets"] = std::move(pull_secrets);
   json tolerations = ArrayAt(spec, {"tolerations"});
   for (const json& t : parts.tolerations) {
     bool present = false;

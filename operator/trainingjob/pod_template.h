@@ -18,6 +18,7 @@
 //                Every other container keeps its fields and gets
 //                gaptrain's env and shared mounts.
 //   volumes      the template's, with gaptrain's replacing same-named ones
+//   imagePullSecrets  the template's, then gaptrain's it does not name
 //   tolerations  the template's plus gaptrain's (no duplicates)
 //   affinity     the template's; gaptrain's required node requirements are
 //                ANDed into every required term (or form the only one);
@@ -44,6 +45,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "services/base/status.h"
 
@@ -54,6 +56,7 @@ namespace trainingjob {
 struct GaptrainPodParts {
   nlohmann::json metadata = nlohmann::json::object();  // name, namespace, labels, ownerReferences
   std::string default_image;
+  std::vector<std::string> image_pull_secrets;  // Secret names
   nlohmann::json command = nlohmann::json::array();
   nlohmann::json env = nlohmann::json::array();            // for every container
   nlohmann::json own_env = nlohmann::json::array();        // gaptrain's container, after env

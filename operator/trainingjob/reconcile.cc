@@ -14,6 +14,7 @@
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_state.h"
 #include "operator/trainingjob/progress_display.h"
+#include "operator/trainingjob/recorded_image.h"
 #include "services/api/job_fields.h"
 
 namespace gaptrain {
@@ -109,6 +110,8 @@ class Reconciler {
         ledger_before_(ReadPodLedger(observed.job)),
         ledger_(ledger_before_),
         conditions_(ArrayAt(old_status_, {"conditions"}), now_text_),
+        image_(JobPodImage(observed.job, observed.pods, config.image)),
+        record_image_(!RecordedJobImage(observed.job).empty()),
         autoscale_(ObjectAt(old_status_, {"autoscale"})),
         gang_(ObjectAt(old_status_, {"gang"})) {
     // Unless a running job measures anew (Active), no window goes on, and
@@ -129,7 +132,8 @@ class Reconciler {
       Terminal(PolicyOfAnySpec(), std::nullopt);
     } else if (!o_.parse_status.ok()) {
       Terminal(LenientRunPolicy(job_), Ending{false, "FailedValidation", o_.parse_status.message()});
-    } else if (Status s = BuildDesiredChildren(job_, o_.spec, config_, o_.token_bytes, &desired_);
+    } else if (Status s = BuildDesiredChildren(job_, o_.spec, config_, image_, o_.token_bytes,
+                                               &desired_);
                !s.ok()) {
       Terminal(o_.spec.run_policy, Ending{false, "FailedValidation", s.message()});
     } else if (o_.spec.run_policy.suspend) {
@@ -380,6 +384,7 @@ class Reconciler {
   }
 
   void Active() {
+    record_image_ = true;  // its pods are made from it
     PlanDataAvailability();
     if (const std::optional<Clock::time_point> due = FinalEvaluationDue()) {
       AwaitFinalEvaluation(*due);
@@ -865,10 +870,11 @@ plan_.requeue_after = config_.progress_poll_interval;
       message = "waiting for another object's pod " + pod_name + " to go";
     } else {
       json export_pod;
-      const Status built = BuildExportPod(job_, o_.spec, config_,
+      const Status built = BuildExportPod(job_, o_.spec, config_, image_,
                                           NumberAt(Progress(), {"testAccuracy"}), &export_pod);
       if (built.ok()) {
         Apply(kube::kPods, export_pod, true);
+        record_image_ = true;
         phase = "Running";
         message = "exporting the model to " + where;
       } else {
@@ -1014,6 +1020,7 @@ plan_.requeue_after = config_.progress_poll_interval;
     if (!output_.empty()) status["output"] = output_;
     if (!autoscale_.empty()) status["autoscale"] = autoscale_;
     if (!gang_.empty()) status["gang"] = gang_;
+    if (record_image_) status["image"] = image_;
     return status;
   }
 
@@ -1035,6 +1042,13 @@ plan_.requeue_after = config_.progress_poll_interval;
               PlannedEvent::After::kStatus);
       }
     }
+    const std::string old_image = StringAt(old_status_, {"image"});
+    if (record_image_ && !old_image.empty() && old_image != image_) {
+      Event("Normal", "ImageChanged", "Update",
+            "pods made from now on start " + image_ + " (was " + old_image + ", annotation " +
+                kImageAnnotation + "); running pods keep theirs",
+            PlannedEvent::After::kStatus);
+    }
     json status = NewStatus();
     if (status != old_status_) plan_.status = std::move(status);
     if (ledger_ != ledger_before_) {
@@ -1053,6 +1067,11 @@ plan_.requeue_after = config_.progress_poll_interval;
   const PodLedger ledger_before_;
   PodLedger ledger_;
   JobConditions conditions_;
+  // The image of pods made now where their template names none, and
+  // whether status.image holds it (once pods were made from it, or asked
+  // for by the annotation).
+  const std::string image_;
+  bool record_image_;
 
   DesiredChildren desired_;
   std::vector<ObservedPod> pods_;        // controlled by this job, by name

@@ -76,6 +76,12 @@
 //     dataset's words and the tasks handed back, and a Warning Event
 //     DataUnavailable as it becomes True; False (DataAvailable, a Normal
 //     Event) once the coordinator no longer reports it.
+//   - The job's image (recorded_image.h): the reconcile that first makes
+//     its pods records the image they get (where their template names
+//     none) in status.image, and every later pod, the export's too, gets
+//     that image, not the operator's current one. The annotation
+//     gaptrain.io/image changes it for pods made from then on (Normal
+//     Event ImageChanged).
 //
 // Deletes carry the pod's uid as a precondition (a replacement with the
 // same name is never deleted by mistake); a pod that has finished, or a

@@ -25,6 +25,7 @@
 #include "operator/trainingjob/desired_children.h"
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_ledger.h"
+#include "operator/trainingjob/recorded_image.h"
 
 namespace gaptrain {
 namespace trainingjob {
@@ -1745,6 +1746,173 @@ TEST(ReconcileTest, OnlyASucceededJobExports) {
 }
 
 // --- bad input ------------------------------------------------------------------
+
+// --- the job's image (recorded_image.h) ---------------------------------------
+
+// The operator as it was when the job started, and as upgraded since.
+OperatorConfig OperatorWithImage(const std::string& image) {
+  OperatorConfig config;
+  config.image = image;
+  return config;
+}
+const char kFirstImage[] = "ghcr.io/gaptrain/gaptrain:0.1.0";
+const char kUpgradedImage[] = "ghcr.io/gaptrain/gaptrain:0.2.0";
+
+std::string ImageOf(const json& pod) { return pod["spec"]["containers"][0]["image"]; }
+
+// Preempts `pod` (evicted), carries out the deletion, and settles: the
+// replacement as made.
+json ReplacePreempted(Cluster* c, const std::string& pod, const OperatorConfig& config) {
+  const std::string old_uid = UidOf(*c->Pod(pod));
+  c->SetPodStatus(pod, json::parse(R"j({"phase": "Failed", "reason": "Evicted"})j"));
+  c->Settle(config);
+  const json* replacement = c->Pod(pod);
+  EXPECT_NE(replacement, nullptr) << pod;
+  if (replacement == nullptr) return json();
+  EXPECT_NE(UidOf(*replacement), old_uid);
+  return *replacement;
+}
+
+TEST(ReconcileTest, AJobKeepsTheImageItsFirstPodsGotThroughAnOperatorUpgrade) {
+  const OperatorConfig first = OperatorWithImage(kFirstImage);
+  const OperatorConfig upgraded = OperatorWithImage(kUpgradedImage);
+  json job = BaseJob();
+  job["spec"]["workers"]["maxReplicas"] = 4;
+  Cluster c(job);
+  const ReconcilePlan created = c.Plan(first);
+  ASSERT_TRUE(created.status.has_value());
+  EXPECT_EQ((*created.status)["image"], kFirstImage);
+  for (const ChildApply& a : created.applies) {
+    if (a.resource.kind == "Pod") {
+      EXPECT_EQ(ImageOf(a.object), kFirstImage) << NameOf(a.object);
+    }
+  }
+  c.Settle(first);
+  c.RunAll();
+  c.coordinator = CoordinatorIn("Running");
+  c.Settle(first);
+  ASSERT_EQ(c.status()["phase"], "Running");
+
+  // The operator restarts with another image: nothing to write, and every
+  // pod it makes from now on is the job's image.
+  ExpectQuietLater(&c, upgraded);
+  EXPECT_EQ(ImageOf(ReplacePreempted(&c, "mnist-trainer-1", upgraded)), kFirstImage);
+  EXPECT_EQ(ImageOf(ReplacePreempted(&c, "mnist-evaluator", upgraded)), kFirstImage);
+  c.SetPodStatus("mnist-master", FailedWith(137));  // restarted from its volume
+  c.coordinator.reset();
+  c.Settle(upgraded);
+  EXPECT_EQ(ImageOf(*c.Pod("mnist-master")), kFirstImage);
+  c.job()["spec"]["workers"]["replicas"] = 4;  // scaled up
+  c.Settle(upgraded);
+  ASSERT_NE(c.Pod("mnist-trainer-3"), nullptr);
+  EXPECT_EQ(ImageOf(*c.Pod("mnist-trainer-3")), kFirstImage);
+  // Suspended and resumed: every pod anew, from the job's image still.
+  c.job()["spec"]["runPolicy"] = {{"suspend", true}};
+  c.Settle(upgraded);
+  EXPECT_EQ(c.status()["image"], kFirstImage);
+  c.job()["spec"]["runPolicy"] = {{"suspend", false}};
+  c.Settle(upgraded);
+  ASSERT_EQ(c.Count("Pod"), 7u);
+  for (const json& pod : c.pods()) EXPECT_EQ(ImageOf(pod), kFirstImage) << NameOf(pod);
+  c.RunAll();
+  c.coordinator = CoordinatorIn("Running");
+  c.Settle(upgraded);
+  EXPECT_EQ(c.status()["image"], kFirstImage);
+  EXPECT_FALSE(HasReason(c.Plan(upgraded), "ImageChanged"));
+  ExpectQuietLater(&c, upgraded);
+}
+
+TEST(ReconcileTest, TheExportPodGetsTheJobsImage) {
+  Cluster c = SucceededNow(OutputJob());  // started by an operator of kFirstImage
+  ASSERT_EQ(c.status()["image"], OperatorConfig().image);
+  const OperatorConfig upgraded = OperatorWithImage(kUpgradedImage);
+  c.Carry(c.Plan(upgraded));  // the master stops
+  c.coordinator.reset();
+  const ReconcilePlan plan = c.Plan(upgraded);
+  ASSERT_EQ(plan.applies.size(), 1u);
+  EXPECT_EQ(NameOf(plan.applies[0].object), "mnist-export");
+  EXPECT_EQ(ImageOf(plan.applies[0].object), OperatorConfig().image);
+  if (plan.status) {
+    EXPECT_EQ((*plan.status)["image"], OperatorConfig().image);
+  }
+}
+
+TEST(ReconcileTest, TheImageAnnotationMovesTheJobForPodsMadeFromThenOn) {
+  const OperatorConfig operator_config = OperatorWithImage(kUpgradedImage);
+  Cluster c = RunningCluster();  // kFirstImage
+  const std::string moved = "registry.example.com/gaptrain:0.3.0";
+  c.job()["metadata"]["annotations"][kImageAnnotation] = moved;
+  const ReconcilePlan plan = c.Plan(operator_config);
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["image"], moved);
+  EXPECT_TRUE(plan.deletes.empty());  // running pods keep theirs
+  EXPECT_TRUE(plan.applies.empty());
+  const PlannedEvent* event = EventWith(plan, "ImageChanged");
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->type, "Normal");
+  EXPECT_EQ(event->after, PlannedEvent::After::kStatus);
+  EXPECT_EQ(event->note, "pods made from now on start " + moved + " (was " + kFirstImage +
+                             ", annotation gaptrain.io/image); running pods keep theirs");
+  c.Carry(plan);
+  ExpectQuietLater(&c, operator_config);
+  EXPECT_EQ(ImageOf(*c.Pod("mnist-trainer-0")), kFirstImage);
+  EXPECT_EQ(ImageOf(ReplacePreempted(&c, "mnist-trainer-0", operator_config)), moved);
+  // Without the annotation the job keeps the image last recorded.
+  c.job()["metadata"]["annotations"].erase(kImageAnnotation);
+  EXPECT_TRUE(c.Plan(operator_config).WritesNothing());
+  EXPECT_EQ(ImageOf(ReplacePreempted(&c, "mnist-trainer-1", operator_config)), moved);
+  EXPECT_EQ(c.status()["image"], moved);
+  // An empty annotation asks for nothing.
+  c.job()["metadata"]["annotations"][kImageAnnotation] = "";
+  EXPECT_TRUE(c.Plan(operator_config).WritesNothing());
+}
+
+// A job the operator took on before it recorded status.image keeps the
+// image its pods run, recorded once; a finished one is left as it is.
+TEST(ReconcileTest, AJobFromBeforeStatusImageKeepsWhatItsPodsRun) {
+  const OperatorConfig upgraded = OperatorWithImage(kUpgradedImage);
+  Cluster c = RunningCluster();
+  c.job()["status"].erase("image");
+  const ReconcilePlan plan = c.Plan(upgraded);
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["image"], kFirstImage);
+  EXPECT_FALSE(HasReason(plan, "ImageChanged"));
+  c.Carry(plan);
+  EXPECT_EQ(ImageOf(ReplacePreempted(&c, "mnist-trainer-1", upgraded)), kFirstImage);
+  ExpectQuietLater(&c, upgraded);
+
+  Cluster finished = RunningCluster();
+  finished.coordinator = CoordinatorIn("Succeeded");
+  finished.Settle();
+  ASSERT_EQ(finished.status()["phase"], "Succeeded");
+  finished.job()["status"].erase("image");
+  ExpectQuietLater(&finished, upgraded);
+}
+
+// The operator's pull secrets (--image-pull-secrets) in every pod it makes;
+// pods already made are left as they are when they change.
+TEST(ReconcileTest, TheOperatorsPullSecretsReachThePodsItMakes) {
+  OperatorConfig config;
+  config.image_pull_secrets = {"regcred"};
+  Cluster c(BaseJob());
+  const ReconcilePlan plan = c.Plan(config);
+  size_t pods = 0;
+  for (const ChildApply& a : plan.applies) {
+    if (a.resource.kind != "Pod") continue;
+    ++pods;
+    EXPECT_EQ(a.object["spec"]["imagePullSecrets"], json::parse(R"j([{"name": "regcred"}])j"))
+        << NameOf(a.object);
+  }
+  EXPECT_EQ(pods, 5u);
+  c.Settle(config);
+  c.RunAll();
+  c.coordinator = CoordinatorIn("Running");
+  c.Settle(config);
+  config.image_pull_secrets = {"regcred", "mirror"};
+  ExpectQuietLater(&c, config);
+  EXPECT_EQ(ReplacePreempted(&c, "mnist-trainer-0", config)["spec"]["imagePullSecrets"],
+            json::parse(R"j([{"name": "regcred"}, {"name": "mirror"}])j"));
+}
 
 TEST(ReconcileTest, AnInvalidSpecFailsWithTheParsersMessage) {
   struct Case {
