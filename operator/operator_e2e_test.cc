@@ -270,9 +270,7 @@ class OperatorE2eTest : public ::testing::Test {
   bool RequireS3Server() {
     if (!S3TestServer::Binary().empty()) return true;
     [] {
-      GAPTRAIN_SKIP_OR_FAIL_IN_CI(
-          "no S3 server: $GAPTRAIN_RCLONE names no rclone (scripts/s3-server.sh builds it; "
-          "scripts/test.sh sets it)");
+      GAPTRAIN_SKIP_OR_FAIL_IN_CI(kNoS3Server);
     }();
     return false;
   }
@@ -1435,7 +1433,9 @@ TEST_F(OperatorE2eTest, AJobWhoseStoreGoesAwaySaysWhyAndFinishesWhenItReturns) {
   EXPECT_EQ(unavailable.value("reason", ""), "StoreUnreachable") << unavailable.dump(2);
   EXPECT_NE(unavailable.value("message", "").find("cannot reach its data"), std::string::npos)
       << unavailable.dump(2);
-  EXPECT_EQ(EventReasons().count("DataUnavailable"), 1u);
+  // The Event follows the status it reports.
+  EXPECT_TRUE(Eventually([&] { return EventReasons().count("DataUnavailable") == 1; },
+                         seconds(10)));
   ASSERT_TRUE(store.Start().ok());
 
   ASSERT_NO_FATAL_FAILURE(AwaitSucceeded(seconds(240), &job));

@@ -738,9 +738,7 @@ TEST(PythonTrainerE2eTest, AnImageFolderUnderChaosIsCoveredExactlyOncePerEpoch) 
 // CI, without rclone: the caller returns when IsSkipped().
 void StartS3Store(const std::string& root, const std::string& log_file, S3TestServer* store) {
   if (S3TestServer::Binary().empty()) {
-    GAPTRAIN_SKIP_OR_FAIL_IN_CI(
-        "no S3 server: $GAPTRAIN_RCLONE names no rclone (scripts/s3-server.sh builds it; "
-        "scripts/test.sh sets it)");
+    GAPTRAIN_SKIP_OR_FAIL_IN_CI(kNoS3Server);
     return;
   }
   Status started = store->Create(root, log_file);

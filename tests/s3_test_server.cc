@@ -4,10 +4,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "operator/envtest/free_port.h"
+#include "services/testing/test_files.h"
 
 namespace gaptrain {
 namespace {
@@ -26,13 +25,6 @@ std::string ShellOutput(const std::string& command) {
   return out;
 }
 
-std::string FileText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 std::string S3TestServer::Binary() {
@@ -43,11 +35,7 @@ std::string S3TestServer::Binary() {
 Status S3TestServer::Create(const std::string& root, const std::string& log_file,
                             const std::string& address) {
   spec_.binary = Binary();
-  if (spec_.binary.empty()) {
-    return Status::FailedPrecondition(
-        "no S3 server: $GAPTRAIN_RCLONE names no rclone (scripts/s3-server.sh builds it; "
-        "scripts/test.sh sets it)");
-  }
+  if (spec_.binary.empty()) return Status::FailedPrecondition(kNoS3Server);
   uint16_t port = 0;
   GAPTRAIN_RETURN_IF_ERROR(envtest::FreePort(address != "127.0.0.1", &port));
   endpoint_ = address + ":" + std::to_string(port);
@@ -79,7 +67,7 @@ Status S3TestServer::AwaitAnswer(const std::string& probe, const std::string& ex
     if (!Running()) break;
   }
   return Status::Unavailable("the S3 server did not answer '" + probe + "' with '" + expected +
-                             "'; last: " + out + "\nits log: " + FileText(spec_.log_file));
+                             "'; last: " + out + "\nits log: " + ReadRaw(spec_.log_file));
 }
 
 }  // namespace gaptrain

@@ -26,6 +26,11 @@
 
 namespace gaptrain {
 
+// Why a test that needs the server cannot run here.
+inline constexpr char kNoS3Server[] =
+    "no S3 server: $GAPTRAIN_RCLONE names no rclone (scripts/s3-server.sh builds it; "
+    "scripts/test.sh sets it)";
+
 class S3TestServer {
  public:
   // $GAPTRAIN_RCLONE when it names an executable; "" otherwise (the test
