@@ -14,6 +14,7 @@
 #include "operator/envtest/envtest_assets.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/test_install.h"
+#include "operator/trainingjob/kueue_workload.h"
 #include "services/base/atomic_file.h"
 #include "services/base/file_contents.h"
 #include "services/net/http_client.h"
@@ -114,6 +115,16 @@ Status ClusterTestbed::Start(const Options& options, std::unique_ptr<ClusterTest
   node_options.api_service_host = envtest::kServiceIp;
   node_options.api_service_port = bed->cluster_->port();
   GAPTRAIN_RETURN_IF_ERROR(kube_testing::LocalNode::Start(config, node_options, &bed->node_));
+  if (options.kueue) {
+    if (options.install != Install::kChart) {
+      return Status::InvalidArgument("ClusterTestbed: kueue needs Install::kChart");
+    }
+    kube_testing::KueueManager::Options kueue_options;
+    kueue_options.work_dir = options.work_dir + "/kueue";
+    kueue_options.external_frameworks = {trainingjob::kKueueExternalFramework};
+    GAPTRAIN_RETURN_IF_ERROR(
+        kube_testing::KueueManager::Start(bed->cluster_.get(), kueue_options, &bed->kueue_));
+  }
   GAPTRAIN_RETURN_IF_ERROR(bed->InstallGaptrain());
   GAPTRAIN_RETURN_IF_ERROR(bed->FillDatasets());
   *out = std::move(bed);
@@ -123,6 +134,7 @@ Status ClusterTestbed::Start(const Options& options, std::unique_ptr<ClusterTest
 ClusterTestbed::~ClusterTestbed() { Stop(); }
 
 void ClusterTestbed::Stop() {
+  if (kueue_ != nullptr) kueue_->Stop();
   if (node_ != nullptr) node_->Stop();
   if (cluster_ != nullptr) cluster_->Stop();
 }
@@ -151,6 +163,7 @@ Status ClusterTestbed::InstallGaptrain() {
         {"podLabels", {{"example.com/team", "ml"}}},
         {"podAnnotations", {{"example.com/owner", "e2e"}}},
         {"serviceAccount", {{"annotations", {{"example.com/identity", "e2e"}}}}}};
+    if (options_.kueue) values.overrides["kueue"] = {{"enabled", true}};
     // `helm install gaptrain helm/gaptrain -n gaptrain-system
     // --create-namespace`, as a user runs it (the CRD is there already:
     // Helm leaves it as it is).

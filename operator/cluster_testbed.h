@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "operator/envtest/control_plane.h"
+#include "operator/testing/kueue_manager.h"
 #include "operator/testing/local_node.h"
 #include "services/base/status.h"
 #include "services/net/metrics_text.h"
@@ -56,6 +57,11 @@ class ClusterTestbed {
     // fashion-mnist-data (examples/python/job-cluster.yaml's); "" leaves
     // that claim empty.
     std::string fashion_mnist_dir;
+    // Kueue's controller (operator/testing's KueueManager, with
+    // TrainingJob as an external framework) runs beside the control plane,
+    // and the operator admits queued jobs through it (the chart's
+    // kueue.enabled). Only with Install::kChart.
+    bool kueue = false;
   };
 
   // Command name -> runfiles path of the binaries the node runs.
@@ -97,6 +103,7 @@ class ClusterTestbed {
   const Options options_;
   std::unique_ptr<envtest::ControlPlane> cluster_;
   std::unique_ptr<kube_testing::LocalNode> node_;
+  std::unique_ptr<kube_testing::KueueManager> kueue_;
 };
 
 // True when the pod's Ready condition is True.

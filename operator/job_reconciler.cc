@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "operator/controller/object_key.h"
+#include "operator/job_certificate.h"
 #include "operator/kube/api_error.h"
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/observed_job.h"
@@ -28,12 +29,16 @@ std::array<uint8_t, 32> RandomTokenBytes() {
   return bytes;
 }
 
+// How long a job's certificate is valid: longer than any job runs, as it
+// is never renewed (a job's pods trust only it).
+constexpr int kJobCertificateDays = 3650;
+
 // Whether the job runs now, so its coordinator and master are worth asking.
 bool ShouldReadProgress(const trainingjob::ObservedJob& observed) {
   if (!observed.parse_status.ok() || trainingjob::IsTerminating(observed.job)) return false;
   if (observed.spec.run_policy.suspend) return false;
   const std::string phase = trainingjob::StringAt(observed.job, {"status", "phase"});
-  return phase != "Succeeded" && phase != "Failed";
+  return phase != "Succeeded" && phase != "Failed" && phase != "Queued";
 }
 
 std::vector<nlohmann::json> Children(controller::Informer* informer, const std::string& ns,
@@ -88,6 +93,15 @@ controller::Result JobReconciler::Reconcile(const std::string& key) {
   if (caches_.network_policies != nullptr) {
     observed.network_policies = Children(caches_.network_policies, ns, name);
   }
+  if (caches_.workloads != nullptr) {
+    observed.workloads = Children(caches_.workloads, ns, name);
+  }
+  if (caches_.resource_flavors != nullptr) {
+    observed.resource_flavors = caches_.resource_flavors->List("");
+  }
+  if (caches_.workload_priority_classes != nullptr) {
+    observed.workload_priority_classes = caches_.workload_priority_classes->List("");
+  }
   if (ShouldReadProgress(observed)) {
     std::vector<std::string> problems;
     progress_->Read(key, &observed, &problems);
@@ -95,6 +109,18 @@ controller::Result JobReconciler::Reconcile(const std::string& key) {
   }
   observed.now = std::chrono::system_clock::now();
   observed.token_bytes = RandomTokenBytes();
+  if (config_.job_tls && !trainingjob::IsTerminating(observed.job)) {
+    // Used only where the job's pods are made with TLS and its Secret is
+    // missing; an ECDSA key and a signature cost well under a millisecond.
+    JobCertificate certificate;
+    s = IssueJobCertificate(trainingjob::JobTlsNames(observed.job), kJobCertificateDays,
+                            &certificate);
+    if (s.ok()) {
+      observed.tls = trainingjob::JobTls{certificate.cert_pem, certificate.key_pem};
+    } else {
+      spdlog::warn("job={} no TLS certificate: {}", key, s.message());
+    }
+  }
 
   const trainingjob::ReconcilePlan plan = trainingjob::PlanReconcile(observed, config_);
   const std::string old_phase = trainingjob::StringAt(observed.job, {"status", "phase"});

@@ -46,6 +46,12 @@ struct JobCaches {
   controller::Informer* config_maps = nullptr;
   controller::Informer* persistent_volume_claims = nullptr;
   controller::Informer* network_policies = nullptr;
+  // Kueue's (OperatorConfig::kueue), else null: the jobs' Workloads
+  // (labelled as the children), every ResourceFlavor and every
+  // WorkloadPriorityClass (cluster-scoped).
+  controller::Informer* workloads = nullptr;
+  controller::Informer* resource_flavors = nullptr;
+  controller::Informer* workload_priority_classes = nullptr;
 };
 
 // The metrics reason of a failed API call ("Conflict", ...).

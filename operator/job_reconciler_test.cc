@@ -174,8 +174,9 @@ TEST_F(JobReconcilerTest, CreatesTheChildrenThenWritesNothingOnceInStep) {
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(Writes(), writes) << "the stored children are as desired: nothing to write";
 
-  // A pod gone: it is recreated after a create of the token Secret, which
-  // exists (409 AlreadyExists) and keeps its token.
+  // A pod gone: it is recreated after a create of the token Secret and of
+  // the certificate's (in-cluster TLS), which exist (409 AlreadyExists)
+  // and keep theirs.
   kube::DeleteOptions now;
   now.grace_period_seconds = 0;
   ASSERT_TRUE(admin->Delete(kube::kPods, ns_, "mnist-trainer-0", now).ok());
@@ -190,10 +191,11 @@ TEST_F(JobReconcilerTest, CreatesTheChildrenThenWritesNothingOnceInStep) {
   for (size_t i = writes; i < log.size(); ++i) {
     if (log[i].method != "GET") sent.push_back(log[i].method + " " + log[i].path);
   }
-  ASSERT_GE(sent.size(), 2u);
+  ASSERT_GE(sent.size(), 3u);
   EXPECT_EQ(sent[0], "POST /api/v1/namespaces/" + ns_ + "/secrets");
-  EXPECT_EQ(sent[1].rfind("PATCH /api/v1/namespaces/" + ns_ + "/pods/mnist-trainer-0", 0), 0u)
-      << sent[1];
+  EXPECT_EQ(sent[1], "POST /api/v1/namespaces/" + ns_ + "/secrets");
+  EXPECT_EQ(sent[2].rfind("PATCH /api/v1/namespaces/" + ns_ + "/pods/mnist-trainer-0", 0), 0u)
+      << sent[2];
   ASSERT_OK(admin->Get(kube::kSecrets, ns_, "mnist-token", &secret));
   EXPECT_EQ(secret["data"]["token"], token);
   CatchUp();

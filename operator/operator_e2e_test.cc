@@ -24,6 +24,7 @@
 // Needs root (network namespaces) and the envtest binaries: skips without
 // them, fails instead when CI=true.
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <limits.h>
 #include <signal.h>
@@ -52,6 +53,9 @@
 #include "operator/operator_permissions.h"
 #include "operator/operator_process.h"
 #include "operator/test_install.h"
+#include "proto/gaptrain.grpc.pb.h"
+#include "operator/testing/base64.h"
+#include "operator/testing/kueue_manager.h"
 #include "operator/testing/local_node.h"
 #include "services/net/metrics_text.h"
 #include "services/testing/missing_requirement.h"
@@ -141,10 +145,11 @@ class OperatorE2eTest : public ::testing::Test {
 
   // The cluster with gaptrain installed from `install`; false when the
   // test must stop (skipped or failed).
-  bool StartCluster(Install install) {
+  bool StartCluster(Install install, bool kueue = false) {
     ClusterTestbed::Options options;
     options.work_dir = dir_;
     options.install = install;
+    options.kueue = kueue;
     options.job_namespace = kNs;
     std::string data;
     const Status found = FindSharedDataDir(&data);
@@ -423,6 +428,43 @@ class OperatorE2eTest : public ::testing::Test {
 
   void TrainThroughTwoPreemptions(Install install);
 
+  // The job's gRPC is TLS by default: status.tls, and its master, asked by
+  // pod IP as any client in the cluster could, refuses a plaintext
+  // connection and answers one that trusts the job's certificate (Secret
+  // NAME-tls) and names its Service.
+  void ExpectGrpcIsTls(const json& job) {
+    EXPECT_TRUE(JobStatus(job).value("tls", false)) << JobStatus(job).dump(2);
+    const std::string name = job["metadata"].value("name", "");
+    const json master = Get(kube::kPods, kNs, name + "-master");
+    const std::string address = PodIp(master) + ":7070";
+    ASSERT_NE(address, ":7070") << master.dump(2);
+    const json secret = Get(kube::kSecrets, kNs, name + "-tls");
+    std::string ca;
+    long bad = -1;
+    ASSERT_TRUE(kube_testing::Base64Decode(
+        secret.value("data", json::object()).value("ca.crt", ""), &ca, &bad))
+        << secret.dump(2);
+    auto describe = [](const std::shared_ptr<grpc::Channel>& channel) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + seconds(10));
+      proto::DescribeRequest request;
+      proto::DescribeResponse response;
+      return proto::Master::NewStub(channel)->Describe(&context, request, &response);
+    };
+    const grpc::Status plain =
+        describe(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    EXPECT_EQ(plain.error_code(), grpc::StatusCode::UNAVAILABLE) << plain.error_message();
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = ca;
+    grpc::ChannelArguments arguments;
+    arguments.SetSslTargetNameOverride(name + "-master." + kNs + ".svc");
+    const grpc::Status secure =
+        describe(grpc::CreateCustomChannel(address, grpc::SslCredentials(tls), arguments));
+    // Past the handshake: answered, or refused for want of the job token.
+    EXPECT_TRUE(secure.ok() || secure.error_code() == grpc::StatusCode::UNAUTHENTICATED)
+        << secure.error_code() << " " << secure.error_message();
+  }
+
   std::string dir_;
   // The job Job(), Diagnostics() and EventReasons() look at.
   std::string job_ = kJob;
@@ -461,6 +503,7 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   Clock::time_point applied, running;
   json job;
   ASSERT_NO_FATAL_FAILURE(CreateAndAwaitRunning(job_object, &applied, &running, &job));
+  ASSERT_NO_FATAL_FAILURE(ExpectGrpcIsTls(job));
 
   // Training is under way: every trainer ready, the master updating (read
   // from the master's /metrics, not the operator's slower progress poll).
@@ -1526,6 +1569,241 @@ TEST_F(OperatorE2eTest, AJobThatCannotGetItsTrainersGivesBackWhatItHolds) {
               "Succeeded %.1f s after the release\n",
               status.value("gang", json::object()).value("releases", 0),
               Seconds(Clock::now() - released));
+}
+
+// The CPU a Workload's trainers (or its other PodSets) ask for in all:
+// each PodSet's count times its pod's containers' requests ("500m", "2").
+double WorkloadCpu(const json& workload, bool trainers) {
+  double cpu = 0;
+  for (const json& pod_set : workload["spec"]["podSets"]) {
+    if ((pod_set.value("name", "") == "trainers") != trainers) continue;
+    for (const json& c : pod_set["template"]["spec"]["containers"]) {
+      const std::string q =
+          c.value("resources", json::object()).value("requests", json::object()).value("cpu", "0");
+      const double cores = q.back() == 'm' ? std::stod(q.substr(0, q.size() - 1)) / 1000
+                                           : std::stod(q);
+      cpu += pod_set.value("count", 0) * cores;
+    }
+  }
+  return cpu;
+}
+
+std::string WorkloadCondition(const json& workload, const std::string& type) {
+  for (const json& c : workload.value("status", json::object()).value("conditions", json::array())) {
+    if (c.value("type", "") == type) return c.value("status", "");
+  }
+  return "";
+}
+
+// Kueue's real controller (v0.17, TrainingJob an external framework) and the
+// chart's kueue.enabled: a ClusterQueue with room for one job, two flavors
+// on the test node (on-demand, and spot, tainted so only pods that tolerate
+// spot get it), preemption of lower priorities. A low-priority job waits
+// until the queue exists, then runs, its trainers on spot and the rest on
+// on-demand; a high-priority job arrives and Kueue preempts the first: its
+// pods stop and its quota is given back while it waits with Kueue's reason,
+// its checkpoints kept; the second runs to the end and finishes its
+// Workload; the first is admitted again, resumes and finishes.
+TEST_F(OperatorE2eTest, KueueAdmitsJobsByQuotaFlavorAndPriority) {
+  if (!StartCluster(Install::kChart, /*kueue=*/true)) return;
+  json base;
+  Status s = bed_->ReadJob(kJobFile, &base);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  base["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team-queue";
+  json& spec = base["spec"];
+  spec["training"].erase("epochs");
+  spec["workers"]["replicas"] = 2;
+  // Trainers tolerate the spot flavor's taint; the others ask for CPU, so
+  // Kueue gives them a flavor too (the one without a taint).
+  spec["workers"]["template"]["spec"]["tolerations"] = {
+      {{"key", "gaptrain.test/spot"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}};
+  for (const char* role : {"master", "coordinator", "evaluator"}) {
+    spec[role]["template"]["spec"]["containers"] = {
+        {{"name", "gaptrain"}, {"resources", {{"requests", {{"cpu", "100m"}}}}}}};
+  }
+  json low = base, high = base;
+  low["metadata"]["name"] = "low-priority";
+  low["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "batch";
+  low["spec"]["training"]["maxUpdates"] = 3000;  // still running when preempted
+  high["metadata"]["name"] = "high-priority";
+  high["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "urgent";
+  high["spec"]["training"]["maxUpdates"] = 300;
+  auto workload_of = [&](const std::string& job) {
+    kube::ObjectList list;
+    kube::ListOptions options;
+    options.label_selector = "gaptrain.io/job-name=" + job;
+    EXPECT_TRUE(admin()->List(kube::kWorkloads, kNs, options, &list).ok());
+    return list.items.size() == 1 ? list.items[0] : json();
+  };
+  auto phase_of = [&](const std::string& job) {
+    return JobStatus(Get(kube::kTrainingJobs, kNs, job)).value("phase", "");
+  };
+  auto pods_of = [&](const std::string& job, const std::string& role) {
+    return Pods(kNs, "gaptrain.io/job-name=" + job +
+                         (role.empty() ? "" : ",gaptrain.io/replica-type=" + role));
+  };
+  auto create = [&](const kube::Resource& resource, const std::string& ns, const json& object) {
+    const Status created = admin()->Create(resource, ns, object, nullptr);
+    EXPECT_TRUE(created.ok()) << created.ToString();
+  };
+  for (const auto& [name, value] : {std::pair<const char*, int>{"batch", 100}, {"urgent", 10000}}) {
+    create(kube::kWorkloadPriorityClasses, "",
+           {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+            {"kind", "WorkloadPriorityClass"},
+            {"metadata", {{"name", name}}},
+            {"value", value}});
+  }
+
+  // No queue yet: the job waits, with its Workload and no pod.
+  const Clock::time_point start = Clock::now();
+  create(kube::kTrainingJobs, kNs, low);
+  job_ = "low-priority";
+  json workload;
+  ASSERT_TRUE(Eventually([&] { return (workload = workload_of(job_)).is_object(); }, seconds(30)))
+      << Diagnostics();
+  ASSERT_TRUE(Eventually([&] { return phase_of(job_) == "Queued"; }, seconds(30)))
+      << Diagnostics();
+  EXPECT_TRUE(pods_of(job_, "").empty());
+  EXPECT_EQ(workload["spec"].value("queueName", ""), "team-queue") << workload.dump(2);
+  EXPECT_EQ(workload["spec"].value("priority", 0), 100) << workload.dump(2);
+  ASSERT_EQ(workload["spec"]["podSets"].size(), 4u) << workload.dump(2);
+
+  // The node carries both flavors' labels; a ClusterQueue with room for
+  // one such job: 1.5 times its trainers' CPU on spot, 1.5 times the rest's
+  // on on-demand.
+  const double trainers_cpu = WorkloadCpu(workload, true);
+  const double others_cpu = WorkloadCpu(workload, false);
+  ASSERT_GT(trainers_cpu, 0) << workload.dump(2);
+  ASSERT_GT(others_cpu, 0) << workload.dump(2);
+  constexpr kube::Resource kNodes{"", "v1", "nodes", "Node", false, ""};
+  kube::ObjectList nodes;
+  ASSERT_TRUE(admin()->List(kNodes, "", kube::ListOptions(), &nodes).ok());
+  ASSERT_EQ(nodes.items.size(), 1u);
+  s = admin()->MergePatch(kNodes, "", nodes.items[0]["metadata"].value("name", ""),
+                          {{"metadata",
+                            {{"labels",
+                              {{"gaptrain.test/on-demand", "true"}, {"gaptrain.test/spot", "true"}}}}}},
+                          nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  create(kube::kResourceFlavors, "",
+         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "ResourceFlavor"},
+          {"metadata", {{"name", "on-demand"}}},
+          {"spec", {{"nodeLabels", {{"gaptrain.test/on-demand", "true"}}}}}});
+  create(kube::kResourceFlavors, "",
+         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "ResourceFlavor"},
+          {"metadata", {{"name", "spot"}}},
+          {"spec",
+           {{"nodeLabels", {{"gaptrain.test/spot", "true"}}},
+            {"nodeTaints",
+             {{{"key", "gaptrain.test/spot"}, {"value", "true"}, {"effect", "NoSchedule"}}}}}}});
+  auto flavor = [&](const char* name, double cpu) {
+    return json{{"name", name},
+                {"resources",
+                 {{{"name", "cpu"}, {"nominalQuota", std::to_string(int(cpu * 1500)) + "m"}},
+                  {{"name", "memory"}, {"nominalQuota", "1000Gi"}}}}};
+  };
+  create(kube_testing::kClusterQueues, "",
+         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "ClusterQueue"},
+          {"metadata", {{"name", "research"}}},
+          {"spec",
+           {{"namespaceSelector", json::object()},
+            {"preemption", {{"withinClusterQueue", "LowerPriority"}}},
+            {"resourceGroups",
+             {{{"coveredResources", {"cpu", "memory"}},
+               {"flavors", {flavor("spot", trainers_cpu), flavor("on-demand", others_cpu)}}}}}}}});
+  create(kube_testing::kLocalQueues, kNs,
+         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "LocalQueue"},
+          {"metadata", {{"name", "team-queue"}}},
+          {"spec", {{"clusterQueue", "research"}}}});
+  const Clock::time_point queue_made = Clock::now();
+
+  // Admitted: it runs, trainers on spot, the rest on on-demand.
+  ASSERT_TRUE(Eventually([&] { return phase_of(job_) == "Running"; }, seconds(90)))
+      << Diagnostics();
+  const Clock::time_point low_running = Clock::now();
+  EXPECT_EQ(EventReasons().count("Admitted"), 1u);
+  for (const char* role : {"trainer", "master", "coordinator", "evaluator"}) {
+    const bool spot = std::string(role) == "trainer";
+    const std::vector<json> pods = pods_of(job_, role);
+    EXPECT_EQ(pods.size(), spot ? 2u : 1u) << role;
+    for (const json& pod : pods) {
+      const json selector = pod["spec"].value("nodeSelector", json::object());
+      EXPECT_EQ(selector.contains("gaptrain.test/spot"), spot) << pod.dump(2);
+      EXPECT_EQ(selector.contains("gaptrain.test/on-demand"), !spot) << pod.dump(2);
+      EXPECT_FALSE(pod["metadata"]["labels"].contains("kueue.x-k8s.io/queue-name"));
+    }
+  }
+  const json claim_before = Get(kube::kPersistentVolumeClaims, kNs, job_ + "-checkpoints");
+  ASSERT_TRUE(claim_before.is_object());
+
+  // The urgent job: Kueue preempts the first, whose pods stop and whose
+  // quota is given back; it waits with Kueue's reason, its volumes kept.
+  create(kube::kTrainingJobs, kNs, high);
+  ASSERT_TRUE(Eventually([&] { return EventReasons().count("Evicted") >= 1; }, seconds(60)))
+      << Diagnostics() << workload_of(job_).dump(2);
+  const Clock::time_point preempted = Clock::now();
+  json waiting;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        waiting = Job();
+        for (const json& c : JobStatus(waiting).value("conditions", json::array())) {
+          if (c.value("type", "") == "Admitted" &&
+              c.value("message", "").find("insufficient") != std::string::npos) {
+            return JobStatus(waiting).value("phase", "") == "Queued" && pods_of(job_, "").empty();
+          }
+        }
+        return false;
+      },
+      seconds(90)))
+      << waiting.dump(2) << workload_of(job_).dump(2);
+  const json low_workload = workload_of(job_);
+  EXPECT_FALSE(low_workload.value("status", json::object()).contains("admission"))
+      << low_workload.dump(2);
+  EXPECT_EQ(WorkloadCondition(low_workload, "Requeued"), "True") << low_workload.dump(2);
+  EXPECT_EQ(Get(kube::kPersistentVolumeClaims, kNs, job_ + "-checkpoints")["metadata"]["uid"],
+            claim_before["metadata"]["uid"]);
+
+  // The urgent job runs to the end and gives its quota back...
+  job_ = "high-priority";
+  json job;
+  ASSERT_NO_FATAL_FAILURE(AwaitSucceeded(seconds(240), &job));
+  ASSERT_TRUE(Eventually([&] { return WorkloadCondition(workload_of(job_), "Finished") == "True"; },
+                         seconds(30)))
+      << workload_of(job_).dump(2);
+  const Clock::time_point high_done = Clock::now();
+  // ...and the first is admitted again, resumes from its checkpoints and
+  // finishes.
+  job_ = "low-priority";
+  ASSERT_NO_FATAL_FAILURE(AwaitSucceeded(seconds(300), &job));
+  const json& status = JobStatus(job);
+  EXPECT_EQ(status.value("failures", -1), 0) << status.dump(2);
+  EXPECT_GE(Number(status, {"progress", "modelVersion"}), 3000) << status.dump(2);
+  EXPECT_EQ(EventReasons().count("Admitted"), 2u);
+  ASSERT_TRUE(Eventually([&] { return WorkloadCondition(workload_of(job_), "Finished") == "True"; },
+                         seconds(30)));
+  ExpectOperatorWithinItsPermissions();
+  // Every Kueue permission the operator declares was used (the operator
+  // process test runs without Kueue): a server-side apply's "create" is
+  // logged as "patch".
+  std::set<kube::RbacPermission> used;
+  for (const AuditRecord& r : OperatorRequests()) {
+    used.insert(RequestPermission(r.group, r.resource, r.subresource, r.verb));
+  }
+  for (const kube::RbacPermission& p : OperatorPermissions()) {
+    if (p.group != "kueue.x-k8s.io" || (p.resource == "workloads" && p.verb == "create")) continue;
+    EXPECT_EQ(used.count(p), 1u) << "declared but never used: " << p.resource << " " << p.verb;
+  }
+  std::printf("operator e2e Kueue: the low-priority job admitted and Running %.1f s after its "
+              "queue was made (%.1f s after apply); preempted by the urgent job, which "
+              "Succeeded %.1f s later; the first, admitted again, Succeeded %.1f s after that "
+              "(%.1f s in all)\n",
+              Seconds(low_running - queue_made), Seconds(low_running - start),
+              Seconds(high_done - preempted), Seconds(Clock::now() - high_done),
+              Seconds(Clock::now() - start));
 }
 
 }  // namespace

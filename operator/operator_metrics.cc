@@ -25,8 +25,8 @@ const nlohmann::json* ConditionOf(const nlohmann::json& status, const std::strin
 
 // The phases of status.phase, the reasons of a Failed condition
 // (trainingjob/reconcile.cc) and of a failed reconcile (job_reconciler.cc).
-constexpr const char* kPhases[] = {"Pending", "Running", "Restarting", "Succeeded", "Failed",
-                                   "Suspended"};
+constexpr const char* kPhases[] = {"Pending", "Running",   "Restarting", "Succeeded",
+                                   "Failed",  "Suspended", "Queued"};
 constexpr const char* kFailedReasons[] = {"FailedValidation", "TrainingJobFailed",
                                           "BackoffLimitExceeded", "DeadlineExceeded"};
 constexpr const char* kReconcileErrorReasons[] = {

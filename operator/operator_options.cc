@@ -109,7 +109,14 @@ std::string OperatorUsage() {
          "                           ports [true]\n"
          "  --network-policy-prometheus-namespace NS   also admit every pod of NS\n"
          "                           (where Prometheus runs) to each job pod's\n"
-         "                           /metrics port [none]\n"
+         "                           /metrics port [none]\n"         "  --job-tls true|false      new jobs' gRPC (trainers, master, coordinator)\n"
+         "                           is TLS, with a certificate the operator issues\n"
+         "                           per job (Secret NAME-tls) [true]\n"
+         "  --kueue true|false        admit jobs labelled kueue.x-k8s.io/queue-name\n"
+         "                           through Kueue: a Workload per job, no pods until\n"
+         "                           Kueue admits it (needs Kueue v0.17 or later,\n"
+         "                           configured with externalFrameworks\n"
+         "                           TrainingJob.v1alpha1.gaptrain.io) [false]\n"
          "  --progress-poll-seconds N   how often a running job's progress is read\n"
          "                           [15]\n"
          "  --workers N              jobs reconciled at once [2]\n"
@@ -143,6 +150,8 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
   OperatorOptions o;
   std::string leader_elect = "true";
   std::string network_policy = "true";
+  std::string kueue = "false";
+  std::string job_tls = "true";
   std::string spot_preset = "none";
   uint64_t poll_seconds = 15;
   uint64_t lease_seconds = 15;
@@ -165,6 +174,8 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
   flags.OneOf("--network-policy", {"true", "false"}, &network_policy);
   flags.String("--network-policy-prometheus-namespace",
                &o.job.network_policy.prometheus_namespace);
+  flags.OneOf("--kueue", {"true", "false"}, &kueue);
+  flags.OneOf("--job-tls", {"true", "false"}, &job_tls);
   flags.Unsigned("--progress-poll-seconds", 1, 3600, &poll_seconds);
   flags.Unsigned("--workers", 1, 64, &o.workers);
   flags.OneOf("--leader-elect", {"true", "false"}, &leader_elect);
@@ -205,6 +216,8 @@ Status ParseOperatorFlags(const std::vector<std::string>& args,
   o.job.progress_poll_interval = std::chrono::seconds(poll_seconds);
   o.leader_elect = leader_elect == "true";
   o.job.network_policy.enabled = network_policy == "true";
+  o.job.kueue = kueue == "true";
+  o.job.job_tls = job_tls == "true";
 
   // LeaderElector's rules, named by the flags.
   o.lease_duration = std::chrono::seconds(lease_seconds);

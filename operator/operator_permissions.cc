@@ -30,6 +30,7 @@ struct Uses {
 //                  pods: apply, delete;
 //                  services, configmaps, PVCs, networkpolicies: apply;
 //                  secrets: create (the job's token, with its pods);
+//                  workloads: apply; workloads/status: patch (--kueue);
 //                  events: create
 //   LeaderElector  leases: get, create, update
 //   OperatorProcess pods: get, once at start-up: its own pod, whose
@@ -49,6 +50,13 @@ const std::vector<Uses>& OperatorCalls() {
       {kube::kPersistentVolumeClaims, {Call::kList, Call::kWatch, Call::kApply}},
       // Each job's NetworkPolicy (--network-policy, on by default).
       {kube::kNetworkPolicies, {Call::kList, Call::kWatch, Call::kApply}},
+      // Kueue admission (--kueue): each job's Workload, its status (the
+      // quota given back after an eviction, Finished), the flavors
+      // admissions name and the priority classes jobs name. Harmless where Kueue is not installed.
+      {kube::kWorkloads, {Call::kList, Call::kWatch, Call::kApply}},
+      {kube::kWorkloads.Subresource("status"), {Call::kMergePatch}},
+      {kube::kResourceFlavors, {Call::kList, Call::kWatch}},
+      {kube::kWorkloadPriorityClasses, {Call::kList, Call::kWatch}},
       {kube::kEvents, {Call::kCreate}},
       {kube::kLeases, {Call::kGet, Call::kCreate, Call::kUpdate}},
   };

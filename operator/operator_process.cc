@@ -132,6 +132,11 @@ Status OperatorProcess::Wire(const kube::ClusterConfig& config) {
   if (options_.job.network_policy.enabled) {
     caches.network_policies = informer(kube::kNetworkPolicies, true);
   }
+  if (options_.job.kueue) {
+    caches.workloads = informer(kube::kWorkloads, true);
+    caches.resource_flavors = informer(kube::kResourceFlavors, false);
+    caches.workload_priority_classes = informer(kube::kWorkloadPriorityClasses, false);
+  }
 
   reconciler_ = std::make_unique<JobReconciler>(api_client_.get(), caches, options_.job,
                                                 progress_.get(), metrics_.get());
@@ -153,7 +158,7 @@ Status OperatorProcess::Wire(const kube::ClusterConfig& config) {
       controller::OwnerKey({"gaptrain.io", "TrainingJob", trainingjob::kJobNameLabel});
   for (controller::Informer* child :
        {caches.pods, caches.services, caches.config_maps, caches.persistent_volume_claims,
-        caches.network_policies}) {
+        caches.network_policies, caches.workloads}) {
     if (child != nullptr) GAPTRAIN_RETURN_IF_ERROR(controller_->Watch(child, owner));
   }
   return Status::OK();

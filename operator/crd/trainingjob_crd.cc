@@ -134,12 +134,13 @@ Json Timestamp(const char* description) {
 
 Json StatusSchema() {
   Json phase = Typed("string", "the job's state");
-  phase["enum"] = {"Pending", "Running", "Restarting", "Succeeded", "Failed", "Suspended"};
+  phase["enum"] = {"Pending", "Running", "Restarting", "Succeeded", "Failed", "Suspended",
+                   "Queued"};
   Json condition_type = Typed("string", "what the condition is about");
   condition_type["enum"] = {"Created",           "Running",        "Restarting",
                             "Succeeded",         "Failed",         "Suspended",
                             "PodsUnschedulable", "ReplicaFailure", "ModelExported",
-                            "DataUnavailable"};
+                            "DataUnavailable",   "Admitted"};
   Json condition_status = Typed("string", "whether it holds");
   condition_status["enum"] = {"True", "False", "Unknown"};
   Json condition{
@@ -286,7 +287,10 @@ Json StatusSchema() {
          Typed("string",
                "the image the job's gaptrain containers start with where their template names "
                "none: the operator's when the job's first pods were made, kept through operator "
-               "upgrades; the annotation gaptrain.io/image changes it")}}}};
+               "upgrades; the annotation gaptrain.io/image changes it")},
+        {"tls", Typed("boolean",
+                      "gRPC between the job's pods is TLS, with the certificate in Secret "
+                      "NAME-tls; set when its first pods are made, kept for its life")}}}};
 }
 
 // The node at dotted `path` ("" is the root) of a schema built above.

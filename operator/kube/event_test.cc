@@ -147,8 +147,9 @@ TEST(ResourceTest, PermissionsTableCoversEveryCall) {
                     const std::string& verb) {
     return std::find(all.begin(), all.end(), RbacPermission{group, resource, verb}) != all.end();
   };
-  // 9 resources x 7 verbs, plus 3 subresources x {get, update, patch}.
-  EXPECT_EQ(all.size(), 9u * 7u + 3u * 3u);
+  // 12 resources x 7 verbs, plus 4 subresources x {get, update, patch}.
+  EXPECT_EQ(all.size(), 12u * 7u + 4u * 3u);
+  EXPECT_TRUE(has("kueue.x-k8s.io", "workloads/status", "patch"));
   EXPECT_TRUE(has("networking.k8s.io", "networkpolicies", "patch"));
   EXPECT_TRUE(has("", "pods", "watch"));
   EXPECT_TRUE(has("", "pods/status", "patch"));

@@ -34,7 +34,8 @@ std::string Resource::ObjectPath(const std::string& ns, const std::string& name)
 const std::vector<Resource>& KnownResources() {
   static const std::vector<Resource> resources = {
       kPods, kServices, kSecrets, kConfigMaps, kPersistentVolumeClaims,
-      kNetworkPolicies, kEvents, kLeases, kTrainingJobs};
+      kNetworkPolicies, kEvents, kLeases, kTrainingJobs, kWorkloads, kResourceFlavors,
+      kWorkloadPriorityClasses};
   return resources;
 }
 
@@ -91,6 +92,7 @@ std::vector<RbacPermission> ClientPermissions() {
   targets.push_back(kPods.Subresource("status"));
   targets.push_back(kTrainingJobs.Subresource("status"));
   targets.push_back(kTrainingJobs.Subresource("scale"));
+  targets.push_back(kWorkloads.Subresource("status"));
   std::vector<RbacPermission> out;
   for (const Resource& r : targets) {
     for (Call call : kAllCalls) {

@@ -68,6 +68,15 @@ inline constexpr Resource kEvents{"events.k8s.io", "v1", "events", "Event", true
 inline constexpr Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true, ""};
 inline constexpr Resource kTrainingJobs{"gaptrain.io", "v1alpha1", "trainingjobs", "TrainingJob",
                                         true, ""};
+// Kueue's (v1beta2, the version Kueue v0.17 stores): a TrainingJob
+// queued with Kueue is admitted through a Workload (trainingjob/kueue_workload.h).
+inline constexpr Resource kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", "Workload", true,
+                                     ""};
+inline constexpr Resource kResourceFlavors{"kueue.x-k8s.io", "v1beta2", "resourceflavors",
+                                           "ResourceFlavor", false, ""};
+inline constexpr Resource kWorkloadPriorityClasses{"kueue.x-k8s.io", "v1beta2",
+                                                   "workloadpriorityclasses",
+                                                   "WorkloadPriorityClass", false, ""};
 
 // The resources above, in that order.
 const std::vector<Resource>& KnownResources();

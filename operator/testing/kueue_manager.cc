@@ -142,7 +142,7 @@ Status KueueManager::Launch() {
   std::string frameworks;
   for (const std::string& f : options_.frameworks) frameworks += "  - \"" + f + "\"\n";
   const std::string config = options_.work_dir + "/kueue-config.yaml";
-  const std::string text =
+  std::string text =
       "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
       "kind: Configuration\n"
       "health:\n"
@@ -159,6 +159,10 @@ Status KueueManager::Launch() {
       "  enable: false\n"
       "integrations:\n"
       "  frameworks:\n" + frameworks;
+  if (!options_.external_frameworks.empty()) {
+    text += "  externalFrameworks:\n";
+    for (const std::string& f : options_.external_frameworks) text += "  - \"" + f + "\"\n";
+  }
   GAPTRAIN_RETURN_IF_ERROR(WriteFileAtomically(config, text.data(), text.size()));
 
   ContainerProcess::Spec spec;

@@ -48,15 +48,14 @@
 namespace gaptrain {
 namespace kube_testing {
 
-// Kueue's API (v1beta2, the version Kueue stores).
-inline constexpr kube::Resource kResourceFlavors{"kueue.x-k8s.io", "v1beta2", "resourceflavors",
-                                                 "ResourceFlavor", false, ""};
+// Kueue's API (v1beta2, the version Kueue stores); Workloads and
+// ResourceFlavors are kube's (the operator uses them).
+using kube::kResourceFlavors;
+using kube::kWorkloads;
 inline constexpr kube::Resource kClusterQueues{"kueue.x-k8s.io", "v1beta2", "clusterqueues",
                                                "ClusterQueue", false, ""};
 inline constexpr kube::Resource kLocalQueues{"kueue.x-k8s.io", "v1beta2", "localqueues",
                                              "LocalQueue", true, ""};
-inline constexpr kube::Resource kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", "Workload",
-                                           true, ""};
 
 class KueueManager {
  public:
@@ -65,6 +64,10 @@ class KueueManager {
     std::string work_dir;
     // Kueue's integrations.frameworks; supported here: "batch/job", "pod".
     std::vector<std::string> frameworks = {"batch/job"};
+    // Kueue's integrations.externalFrameworks: kinds whose Workloads their
+    // own controller makes ("TrainingJob.v1alpha1.gaptrain.io"), so Kueue
+    // treats their pods as part of them.
+    std::vector<std::string> external_frameworks;
   };
 
   static Status Start(envtest::ControlPlane* cluster, const Options& options,

@@ -155,11 +155,12 @@ json ExportTemplate(const json& master_template) {
 class PodBuilder {
  public:
   PodBuilder(const json& job, const TrainingJob& spec, const OperatorConfig& config,
-             const std::string& image)
+             const std::string& image, bool tls)
       : job_(job),
         spec_(spec),
         config_(config),
         image_(image),
+        tls_(tls),
         name_(NameOf(job)),
         ns_(NamespaceOf(job)) {}
 
@@ -200,6 +201,15 @@ class PodBuilder {
       parts.volumes.push_back(ClaimVolume("gaptrain-data", spec_.data.claim_name, true));
     }
 
+    if (tls_) {
+      parts.shared_mounts.push_back(Mount("gaptrain-tls", kTlsDir, true));
+      parts.volumes.push_back(
+          json{{"name", "gaptrain-tls"}, {"secret", {{"secretName", TlsSecretName(name_)}}}});
+    }
+    const std::string cert = std::string(kTlsDir) + "/tls.crt";
+    const std::string cert_key = std::string(kTlsDir) + "/tls.key";
+    const std::string ca = std::string(kTlsDir) + "/ca.crt";
+
     int http_port = kWorkerHttpPort;
     const std::string service_suffix = "." + ns_ + ".svc:";
     switch (type) {
@@ -209,6 +219,9 @@ class PodBuilder {
                          "--listen", "0.0.0.0:" + std::to_string(kMasterGrpcPort),
                          "--http-port", std::to_string(http_port),
                          "--token-file", kTokenFile, "--checkpoint-dir", kCheckpointDir};
+        if (tls_) {
+          parts.command.insert(parts.command.end(), {"--tls-cert", cert, "--tls-key", cert_key});
+        }
         parts.ports = json::array({Port("grpc", kMasterGrpcPort), Port("metrics", http_port)});
         parts.own_mounts.push_back(Mount("gaptrain-checkpoints", kCheckpointDir, false));
         parts.volumes.push_back(
@@ -223,6 +236,10 @@ class PodBuilder {
                          "--master",
                          ReplicaName(name_, ReplicaType::kMaster) + service_suffix +
                              std::to_string(kMasterGrpcPort)};
+        if (tls_) {
+          parts.command.insert(parts.command.end(),
+                               {"--tls-cert", cert, "--tls-key", cert_key, "--master-ca", ca});
+        }
         parts.ports =
             json::array({Port("grpc", kCoordinatorGrpcPort), Port("metrics", http_port)});
         parts.own_mounts.push_back(Mount("gaptrain-state", kCoordinatorStateDir, false));
@@ -254,6 +271,12 @@ class PodBuilder {
             json{{"name", "GAPTRAIN_HTTP_PORT"}, {"value", std::to_string(http_port)}},
             json{{"name", "GAPTRAIN_HOST_NAME"}, {"value", "$(POD_NAME)"}},
             json{{"name", "GAPTRAIN_GRACE_SECONDS"}, {"value", std::to_string(grace)}}});
+        if (tls_) {
+          parts.command.insert(parts.command.end(),
+                               {"--coordinator-ca", ca, "--master-ca", ca});
+          parts.own_env.push_back(json{{"name", "GAPTRAIN_COORDINATOR_CA"}, {"value", ca}});
+          parts.own_env.push_back(json{{"name", "GAPTRAIN_MASTER_CA"}, {"value", ca}});
+        }
         parts.ports = json::array({Port("metrics", http_port)});
         break;
       }
@@ -283,6 +306,7 @@ class PodBuilder {
   const TrainingJob& spec_;
   const OperatorConfig& config_;
   const std::string& image_;
+  const bool tls_;
   const std::string name_;
   const std::string ns_;
 };
@@ -312,6 +336,20 @@ const char* TemplateKey(ReplicaType type) {
 }
 
 std::string TokenSecretName(const std::string& job) { return job + "-token"; }
+std::string TlsSecretName(const std::string& job) { return job + "-tls"; }
+
+std::vector<std::string> JobTlsNames(const json& job) {
+  const std::string ns = NamespaceOf(job);
+  std::vector<std::string> names;
+  for (ReplicaType type : {ReplicaType::kMaster, ReplicaType::kCoordinator}) {
+    const std::string service = ReplicaName(NameOf(job), type);
+    for (const std::string& suffix :
+         {std::string(), "." + ns, "." + ns + ".svc", "." + ns + ".svc.cluster.local"}) {
+      names.push_back(service + suffix);
+    }
+  }
+  return names;
+}
 std::string NetworkPolicyName(const std::string& job) { return job + "-ingress"; }
 std::string ExportPodName(const std::string& job) { return job + "-export"; }
 std::string JobConfigMapName(const std::string& job) { return job + "-job"; }
@@ -380,7 +418,8 @@ std::string TokenText(const std::array<uint8_t, 32>& token_bytes) {
 
 Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
                             const OperatorConfig& config, const std::string& image,
-                            const std::array<uint8_t, 32>& token_bytes, DesiredChildren* out) {
+                            const std::array<uint8_t, 32>& token_bytes, DesiredChildren* out,
+                            const JobTls* tls) {
   const std::string name = NameOf(job);
   // Both messages are the CRD's too (its CEL rules refuse such a job first).
   if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z') ||
@@ -416,6 +455,16 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
                   {"metadata", ObjectMeta(job, TokenSecretName(name), Labels(name), true)},
                   {"type", "Opaque"},
                   {"stringData", {{"token", TokenText(token_bytes)}}}};
+  if (tls != nullptr) {
+    d.tls_secret = json{{"apiVersion", "v1"},
+                        {"kind", "Secret"},
+                        {"metadata", ObjectMeta(job, TlsSecretName(name), Labels(name), true)},
+                        {"type", "kubernetes.io/tls"},
+                        {"stringData",
+                         {{"tls.crt", tls->cert_pem},
+                          {"tls.key", tls->key_pem},
+                          {"ca.crt", tls->cert_pem}}}};
+  }
   d.config_map = json{{"apiVersion", "v1"},
                       {"kind", "ConfigMap"},
                       {"metadata", ObjectMeta(job, JobConfigMapName(name), Labels(name), true)},
@@ -436,7 +485,7 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
     d.network_policy = JobNetworkPolicy(job, config.network_policy);
   }
 
-  const PodBuilder builder(job, spec, config, image);
+  const PodBuilder builder(job, spec, config, image, tls != nullptr);
   for (ReplicaType type : {ReplicaType::kMaster, ReplicaType::kCoordinator,
                            ReplicaType::kEvaluator}) {
     json pod;

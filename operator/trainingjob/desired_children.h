@@ -47,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/trainingjob/job_tls.h"
 #include "operator/trainingjob/operator_config.h"
 #include "operator/trainingjob/pod_state.h"
 #include "services/api/training_job.h"
@@ -64,6 +65,9 @@ constexpr int kWorkerHttpPort = 9092;
 constexpr char kTokenDir[] = "/var/run/gaptrain";
 constexpr char kTokenFile[] = "/var/run/gaptrain/token";
 constexpr char kJobDir[] = "/etc/gaptrain";
+// In-cluster TLS (JobTls): the job's certificate, key and CA (the
+// certificate itself) from the Secret NAME-tls.
+constexpr char kTlsDir[] = "/var/run/gaptrain-tls";
 constexpr char kJobFile[] = "/etc/gaptrain/job.yaml";
 constexpr char kCheckpointDir[] = "/var/lib/gaptrain/checkpoints";
 constexpr char kCoordinatorStateDir[] = "/var/lib/gaptrain/coordinator";
@@ -81,6 +85,7 @@ constexpr int64_t kImageUser = 65532;
 
 // Children's names.
 std::string TokenSecretName(const std::string& job);       // NAME-token
+std::string TlsSecretName(const std::string& job);         // NAME-tls
 std::string JobConfigMapName(const std::string& job);      // NAME-job
 std::string CheckpointsClaimName(const std::string& job);  // NAME-checkpoints
 std::string CoordinatorStateClaimName(const std::string& job);  // NAME-coordinator-state
@@ -97,8 +102,15 @@ nlohmann::json OwnerReference(const nlohmann::json& job);
 // "master", "coordinator", "evaluator", "workers".
 const char* TemplateKey(ReplicaType type);
 
+// The DNS names the job's master and coordinator are dialled by (their
+// Services', short and qualified).
+std::vector<std::string> JobTlsNames(const nlohmann::json& job);
+
 struct DesiredChildren {
   nlohmann::json secret;
+  // With TLS: NAME-tls (kubernetes.io/tls, and ca.crt, the certificate
+  // itself), created as the token is: create-only, with the pods.
+  std::optional<nlohmann::json> tls_secret;
   nlohmann::json config_map;
   std::vector<nlohmann::json> persistent_volume_claims;  // checkpoints, coordinator state
   std::vector<nlohmann::json> services;                  // master, coordinator
@@ -128,9 +140,15 @@ nlohmann::json JobNetworkPolicy(const nlohmann::json& job, const NetworkPolicyCo
 // from it: templates keep their JSON types there), `spec` its parse.
 // `image` is gaptrain's container's where the template names none: the
 // job's (JobPodImage), not necessarily the operator's config.image.
+// With `tls`, gRPC in the job is TLS: the master and the coordinator serve
+// the certificate (--tls-cert, --tls-key), their callers trust it
+// (--master-ca, --coordinator-ca; $GAPTRAIN_MASTER_CA and
+// $GAPTRAIN_COORDINATOR_CA for a user's trainer command), every pod but
+// the export mounting NAME-tls at kTlsDir; without, plaintext.
 Status BuildDesiredChildren(const nlohmann::json& job, const TrainingJob& spec,
                             const OperatorConfig& config, const std::string& image,
-                            const std::array<uint8_t, 32>& token_bytes, DesiredChildren* out);
+                            const std::array<uint8_t, 32>& token_bytes, DesiredChildren* out,
+                            const JobTls* tls = nullptr);
 
 // "CLAIM:PATH": the value of kOutputAnnotation for `output`.
 std::string OutputTarget(const OutputSpec& output);

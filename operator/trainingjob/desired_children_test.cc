@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <map>
 #include <set>
 
@@ -991,6 +993,72 @@ TEST(DesiredChildrenTest, ImagePullSecretsFollowTheTemplatesOnce) {
   bad["spec"]["master"]["template"]["spec"]["imagePullSecrets"] = json::array({"regcred"});
   EXPECT_EQ(Build(bad, config).status.message(),
             "spec.master.template.spec.imagePullSecrets[0]: must be an object");
+}
+
+// In-cluster TLS: the job's Secret NAME-tls, the servers serving it, every
+// caller trusting it, a user's trainer command told where it is.
+TEST(DesiredChildrenTest, WithTlsEveryGrpcHopIsTls) {
+  const json job = BaseJob();
+  TrainingJob spec;
+  ASSERT_TRUE(ParseTrainingJob(job.dump(), "test", &spec).ok());
+  const OperatorConfig config;
+  const JobTls tls{"-----BEGIN CERTIFICATE-----\nMII...\n", "-----BEGIN PRIVATE KEY-----\n"};
+  DesiredChildren d;
+  ASSERT_TRUE(BuildDesiredChildren(job, spec, config, config.image, {}, &d, &tls).ok());
+  ASSERT_TRUE(d.tls_secret.has_value());
+  EXPECT_EQ((*d.tls_secret)["metadata"]["name"], "mnist-tls");
+  EXPECT_EQ((*d.tls_secret)["metadata"]["ownerReferences"][0]["uid"], kUid);
+  EXPECT_EQ((*d.tls_secret)["type"], "kubernetes.io/tls");
+  EXPECT_EQ((*d.tls_secret)["stringData"]["tls.crt"], tls.cert_pem);
+  EXPECT_EQ((*d.tls_secret)["stringData"]["ca.crt"], tls.cert_pem);  // its own CA
+  EXPECT_EQ((*d.tls_secret)["stringData"]["tls.key"], tls.key_pem);
+
+  auto command = [&](const std::string& pod) {
+    for (const json& p : d.pods) {
+      if (p["metadata"]["name"] == pod) return p["spec"]["containers"][0]["command"];
+    }
+    return json();
+  };
+  auto has_flag = [](const json& cmd, const std::string& flag, const std::string& value) {
+    for (size_t i = 0; i + 1 < cmd.size(); ++i) {
+      if (cmd[i] == flag && cmd[i + 1] == value) return true;
+    }
+    return false;
+  };
+  const std::string dir = kTlsDir;
+  EXPECT_TRUE(has_flag(command("mnist-master"), "--tls-cert", dir + "/tls.crt"));
+  EXPECT_TRUE(has_flag(command("mnist-master"), "--tls-key", dir + "/tls.key"));
+  EXPECT_TRUE(has_flag(command("mnist-coordinator"), "--tls-cert", dir + "/tls.crt"));
+  EXPECT_TRUE(has_flag(command("mnist-coordinator"), "--master-ca", dir + "/ca.crt"));
+  for (const char* caller : {"mnist-trainer-0", "mnist-evaluator"}) {
+    EXPECT_TRUE(has_flag(command(caller), "--coordinator-ca", dir + "/ca.crt")) << caller;
+    EXPECT_TRUE(has_flag(command(caller), "--master-ca", dir + "/ca.crt")) << caller;
+  }
+  for (const json& pod : d.pods) {
+    bool mounted = false, volume = false, env = false;
+    for (const json& m : pod["spec"]["containers"][0]["volumeMounts"]) {
+      mounted = mounted || (m["name"] == "gaptrain-tls" && m["mountPath"] == dir);
+    }
+    for (const json& v : pod["spec"]["volumes"]) {
+      volume = volume || v.value("secret", json::object()).value("secretName", "") == "mnist-tls";
+    }
+    for (const json& e : pod["spec"]["containers"][0].value("env", json::array())) {
+      env = env || (e["name"] == "GAPTRAIN_MASTER_CA" && e["value"] == dir + "/ca.crt");
+    }
+    EXPECT_TRUE(mounted && volume) << pod["metadata"]["name"];
+    const std::string type = pod["metadata"]["labels"]["gaptrain.io/replica-type"];
+    EXPECT_EQ(env, type == "trainer" || type == "evaluator") << pod["metadata"]["name"];
+  }
+  // The names the pods dial, short and qualified.
+  const std::vector<std::string> names = JobTlsNames(job);
+  EXPECT_NE(std::find(names.begin(), names.end(), "mnist-master.team-a.svc"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "mnist-coordinator.team-a.svc"), names.end());
+
+  // Without: plaintext, no Secret, no flag.
+  const Built plain = Build(job);
+  EXPECT_FALSE(plain.children.tls_secret.has_value());
+  EXPECT_FALSE(has_flag(PodNamed(plain, "mnist-master")["spec"]["containers"][0]["command"],
+                        "--tls-cert", dir + "/tls.crt"));
 }
 
 }  // namespace

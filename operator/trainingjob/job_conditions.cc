@@ -16,7 +16,7 @@ using nlohmann::json;
 constexpr const char* kOrder[] = {"Created",           "Running",        "Restarting",
                                   "Succeeded",         "Failed",         "Suspended",
                                   "PodsUnschedulable", "ReplicaFailure", "ModelExported",
-                                  "DataUnavailable"};
+                                  "DataUnavailable",   "Admitted"};
 
 }  // namespace
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/trainingjob/job_tls.h"
 #include "services/api/training_job.h"
 #include "services/base/status.h"
 
@@ -110,6 +111,12 @@ struct ObservedJob {
   std::vector<nlohmann::json> persistent_volume_claims;
   std::vector<nlohmann::json> network_policies;
 
+  // Kueue (OperatorConfig::kueue): the job's Workloads (labelled as the
+  // children), every ResourceFlavor (for an admission's node labels) and
+  // every WorkloadPriorityClass (for the priority a job names).
+  std::vector<nlohmann::json> workloads;
+  std::vector<nlohmann::json> resource_flavors;
+  std::vector<nlohmann::json> workload_priority_classes;
   std::optional<CoordinatorStatus> coordinator;  // absent: not running or unreachable
   std::optional<MasterProgress> master;          // absent: not running or unreachable
   // The master's totals as read now (what `master` was measured from), for
@@ -120,6 +127,11 @@ struct ObservedJob {
   // Random bytes for the job token; used only when the Secret is missing
   // (a create of an existing Secret changes nothing).
   std::array<uint8_t, 32> token_bytes{};
+  // A certificate freshly issued for the job (JobTlsNames), used only when
+  // the job's pods are made with TLS and its Secret NAME-tls is missing (a
+  // create of an existing Secret changes nothing); empty when none could
+  // be issued: then a new job runs plaintext.
+  JobTls tls;
 };
 
 // An ObservedJob holding `job_object` and its parse.

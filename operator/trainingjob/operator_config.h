@@ -63,6 +63,13 @@ struct OperatorConfig {
   // writing a large checkpoint or a worker in a long step may answer late.
   int64_t liveness_failure_threshold = 12;
   NetworkPolicyConfig network_policy;
+  // Whether jobs labelled kueue.x-k8s.io/queue-name are admitted by Kueue
+  // (--kueue; kueue_workload.h). Off: the label is ignored, and Workloads
+  // and ResourceFlavors are not watched (Kueue may not be installed).
+  bool kueue = false;
+  // Whether new jobs' gRPC is TLS, with a certificate the operator issues
+  // per job (--job-tls). A job keeps what it started with (status.tls).
+  bool job_tls = true;
   // Events' reportingInstance: the operator pod's name.
   std::string reporting_instance = "gaptrain-operator";
 };

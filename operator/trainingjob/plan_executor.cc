@@ -93,6 +93,17 @@ class Executor {
       Record(s, error, ChildKey(a.resource, NameOf(a.object)), a.creates ? "Create" : "Update");
     }
 
+    for (const ChildStatusPatch& p : plan.status_patches) {
+      kube::ApiError error;
+      Status s = client_->MergePatch(p.resource.Subresource("status"), ns_, p.name, p.patch,
+                                     nullptr, &error);
+      if (!s.ok()) {
+        s = Status(s.code(), "patch the status of " + std::string(p.resource.kind) + " " + ns_ +
+                                 "/" + p.name + " (" + p.why + "): " + s.message());
+      }
+      Record(s, error, ChildKey(p.resource, p.name), "Update");
+    }
+
     // The plan's status (or the observed one), with ReplicaFailure as the
     // child writes went.
     json status = plan.status ? *plan.status : observed_status;

@@ -12,6 +12,9 @@
 //      precondition, mean it is already gone: fine);
 //   3. applies: server-side apply (field manager gaptrain-operator, force);
 //      the Secret is created instead, and AlreadyExists is fine;
+//   3a. children's status patches (a Kueue Workload's): a merge patch of
+//      the status subresource carrying the child's resourceVersion (409
+//      Conflict: Kueue wrote meanwhile; reconcile again);
 //   4. the status: a merge patch of the status subresource from the
 //      observed status to the plan's, carrying the resourceVersion (a 409
 //      Conflict means reconcile again), with condition ReplicaFailure as

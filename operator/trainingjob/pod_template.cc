@@ -250,7 +250,9 @@ Status MergePodTemplate(const json& pod_template, const std::string& template_pa
   json labels = ObjectAt(pod_template, {"metadata", "labels"});
   if (job_labels.is_object()) {
     for (const auto& [k, v] : job_labels.items()) {
-      if (v.is_string()) labels[k] = v;
+      // Kueue's queue label queues the job (its Workload); on a pod, Kueue's
+      // pod integration would queue each pod on its own.
+      if (v.is_string() && k != "kueue.x-k8s.io/queue-name") labels[k] = v;
     }
   }
   for (const auto& [k, v] : ObjectAt(parts.metadata, {"labels"}).items()) labels[k] = v;

@@ -11,6 +11,7 @@
 #include "operator/trainingjob/job_autoscale.h"
 #include "operator/trainingjob/job_conditions.h"
 #include "operator/trainingjob/json_diff.h"
+#include "operator/trainingjob/kueue_workload.h"
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_state.h"
 #include "operator/trainingjob/progress_display.h"
@@ -128,19 +129,23 @@ class Reconciler {
     const bool coordinator_done = o_.coordinator && o_.coordinator->finished();
     const bool finished = old_phase == "Succeeded" || old_phase == "Failed";
     ReadPods(finished || coordinator_done);
+    tls_ = JobUsesTls();
     if (finished) {
       Terminal(PolicyOfAnySpec(), std::nullopt);
     } else if (!o_.parse_status.ok()) {
       Terminal(LenientRunPolicy(job_), Ending{false, "FailedValidation", o_.parse_status.message()});
     } else if (Status s = BuildDesiredChildren(job_, o_.spec, config_, image_, o_.token_bytes,
-                                               &desired_);
+                                               &desired_, tls_ ? &o_.tls : nullptr);
                !s.ok()) {
       Terminal(o_.spec.run_policy, Ending{false, "FailedValidation", s.message()});
+    } else if (!AdmittedByQueue()) {
+      // Kueue holds the job (Queued), or its admission cannot be met.
     } else if (o_.spec.run_policy.suspend) {
       Suspended();
     } else {
       Active();
     }
+    FinishWorkload();
     Finalize();
     return std::move(plan_);
   }
@@ -162,6 +167,22 @@ class Reconciler {
     std::sort(pods_.begin(), pods_.end(), [](const ObservedPod& a, const ObservedPod& b) {
       return a.state.name < b.state.name;
     });
+  }
+
+  // Whether the job's gRPC is TLS: what it started with (status.tls, or a
+  // pod that mounts the certificate, should that status not have been
+  // written), else, for a job that has made no pods yet, the operator's
+  // --job-tls (with a certificate issued). A job an older operator started
+  // stays plaintext: its running pods would not understand each other.
+  bool JobUsesTls() const {
+    if (BoolAt(old_status_, {"tls"})) return true;
+    for (const ObservedPod& p : pods_) {
+      for (const json& volume : ArrayAt(*p.object, {"spec", "volumes"})) {
+        if (StringAt(volume, {"secret", "secretName"}) == TlsSecretName(name_)) return true;
+      }
+    }
+    return config_.job_tls && !o_.tls.cert_pem.empty() && pods_.empty() &&
+           StringAt(old_status_, {"image"}).empty();
   }
 
   RunPolicySpec PolicyOfAnySpec() const {
@@ -273,6 +294,9 @@ class Reconciler {
       }
       if (!secret_planned) {
         Apply(kube::kSecrets, desired_.secret, true, /*create_only=*/true);
+        if (desired_.tls_secret) {
+          Apply(kube::kSecrets, *desired_.tls_secret, true, /*create_only=*/true);
+        }
         secret_planned = true;
       }
       Apply(kube::kPods, pod, true);
@@ -683,15 +707,20 @@ plan_.requeue_after = config_.progress_poll_interval;
                               "TrainingJob " + name_ + " is created"});
   }
 
-  void Suspended() {
-    EnsureSupportObjects();
+  // Every pod goes (gracefully, and counted as neither a preemption nor a
+  // failure); the volumes stay.
+  void StopPods(const std::string& why) {
     for (const ObservedPod& pod : pods_) {
       const PodState& p = pod.state;
       if (p.terminating) continue;
       ledger_.released.insert(p.uid);
-      Delete(kube::kPods, p,
-             p.finished() ? std::optional<int64_t>(0) : std::nullopt, "the job is suspended");
+      Delete(kube::kPods, p, p.finished() ? std::optional<int64_t>(0) : std::nullopt, why);
     }
+  }
+
+  void Suspended() {
+    EnsureSupportObjects();
+    StopPods("the job is suspended");
     SetCreated();
     const std::string message = "TrainingJob " + name_ + " is suspended";
     conditions_.Clear("Running", "TrainingJobSuspended", message);
@@ -700,6 +729,126 @@ plan_.requeue_after = config_.progress_poll_interval;
     PlanScheduling(/*job_runs=*/false);
     phase_ = "Suspended";
     start_time_.clear();  // resuming starts the clock again
+  }
+
+  // --- Kueue (kueue_workload.h) -----------------------------------------------
+
+  // The job's Workload as observed (ours: controlled by this job), or null.
+  const json* ObservedWorkload() const {
+    const json* w = FindByName(o_.workloads, WorkloadNameOf(job_));
+    return w != nullptr && IsControlledBy(*w, uid_) ? w : nullptr;
+  }
+
+  bool QueuedWithKueue() const { return config_.kueue && !QueueNameOf(job_).empty(); }
+
+  // Whether the job may go on to run (or to be suspended): true unless it
+  // is queued with Kueue and not admitted, which this plans (Queued). An
+  // admitted job's pods get what the admission says (ApplyAdmission).
+  bool AdmittedByQueue() {
+    if (!QueuedWithKueue()) return true;
+    const json* observed = ObservedWorkload();
+    const std::string workload = WorkloadNameOf(job_);
+    const std::string queue = "LocalQueue " + QueueNameOf(job_);
+    json desired;
+    if (Status s = DesiredWorkload(job_, o_.spec, desired_, observed,
+                                   o_.workload_priority_classes, &desired);
+        !s.ok()) {
+      Queued("PriorityClassNotFound", "not sent to " + queue + ": " + s.message());
+      plan_.requeue_after = std::chrono::seconds(5);  // the classes' cache does not wake it
+      return false;
+    }
+    if (observed == nullptr || WorkloadNeedsApply(desired, *observed)) {
+      Apply(kube::kWorkloads, desired, observed == nullptr);
+    }
+    if (observed == nullptr) {
+      Queued("Pending", "waiting in " + queue + ": its Workload " + workload + " is created");
+      return false;
+    }
+    WorkloadAdmission admission;
+    if (Status s = ReadWorkloadAdmission(*observed, o_.resource_flavors, &admission); !s.ok()) {
+      Queued("FlavorNotFound", s.message());
+      plan_.requeue_after = std::chrono::seconds(1);  // the flavors' cache catches up
+      return false;
+    }
+    GiveBackQuotaOnceStopped(*observed, admission);
+    if (o_.spec.run_policy.suspend) return true;  // its Workload is deactivated
+    const std::string kueue_says =
+        admission.message.empty() ? admission.reason : admission.reason + ": " + admission.message;
+    switch (admission.state) {
+      case WorkloadAdmission::State::kAdmitted:
+        break;
+      case WorkloadAdmission::State::kEvicted:
+        Queued("Evicted", "Kueue evicted Workload " + workload + " (" + kueue_says +
+                              "); its pods are stopped and it waits in " + queue + " again");
+        return false;
+      case WorkloadAdmission::State::kFinished:
+        Queued("WorkloadFinished", "its Workload " + workload + " was finished by Kueue (" +
+                                       kueue_says + "); delete it to queue the job again");
+        return false;
+      case WorkloadAdmission::State::kQueued:
+        Queued("Queued", "waiting in " + queue + " for Kueue to admit Workload " + workload +
+                             " (" + kueue_says + ")");
+        return false;
+    }
+    if (Status s = ApplyAdmission(admission, &desired_); !s.ok()) {
+      Terminal(o_.spec.run_policy, Ending{false, "AdmissionFailed", s.message()});
+      return false;
+    }
+    std::string flavors;
+    for (const auto& [pod_set, a] : admission.pod_sets) {
+      if (a.flavors.empty()) continue;
+      flavors += (flavors.empty() ? "" : "; ") + pod_set + " " + a.flavors;
+    }
+    conditions_.Set(Condition{"Admitted", "True", "Admitted",
+                              "Kueue admitted Workload " + workload + " in ClusterQueue " +
+                                  admission.cluster_queue +
+                                  (flavors.empty() ? "" : " (flavors: " + flavors + ")")});
+    return true;
+  }
+
+  // Kueue held back: no pods; condition Admitted False says why.
+  void Queued(const std::string& reason, const std::string& message) {
+    EnsureSupportObjects();
+    StopPods(reason == "Evicted" ? "Kueue evicted the job" : "the job is not admitted by Kueue");
+    SetCreated();
+    conditions_.Clear("Running", "TrainingJobQueued", message);
+    conditions_.Clear("Restarting", "TrainingJobQueued", message);
+    conditions_.Set(Condition{"Admitted", "False", reason, message});
+    PlanScheduling(/*job_runs=*/false);
+    phase_ = "Queued";
+    start_time_.clear();  // activeDeadlineSeconds counts from its admission
+  }
+
+  // An evicted (or deactivated) Workload's quota is given back once none
+  // of the job's pods runs any more, as Kueue's own job reconciler does;
+  // Kueue then queues it again.
+  void GiveBackQuotaOnceStopped(const json& workload, const WorkloadAdmission& admission) {
+    if (admission.state != WorkloadAdmission::State::kEvicted) return;
+    for (const ObservedPod& p : pods_) {
+      if (!p.state.finished()) return;
+    }
+    plan_.status_patches.push_back(ChildStatusPatch{kube::kWorkloads, NameOf(workload),
+                                                    ClearReservationPatch(workload, now_text_),
+                                                    "give back its quota reservation"});
+  }
+
+  // A finished job finishes its Workload, which gives its quota back.
+  void FinishWorkload() {
+    if (!QueuedWithKueue() || (phase_ != "Succeeded" && phase_ != "Failed")) return;
+    const json* workload = ObservedWorkload();
+    if (workload == nullptr) return;
+    WorkloadAdmission admission;
+    // (A Finished Workload reads without its flavors.)
+    if (ReadWorkloadAdmission(*workload, o_.resource_flavors, &admission).ok() &&
+        admission.state == WorkloadAdmission::State::kFinished) {
+      return;
+    }
+    const std::optional<Condition> ended = conditions_.Get(phase_);
+    plan_.status_patches.push_back(ChildStatusPatch{
+        kube::kWorkloads, NameOf(*workload),
+        FinishedPatch(*workload, phase_ == "Succeeded",
+                      ended ? ended->message : "TrainingJob " + name_ + " " + phase_, now_text_),
+        "the job has finished"});
   }
 
   // A finished job: `ending` when it finishes now, nullopt when it had.
@@ -1021,6 +1170,7 @@ plan_.requeue_after = config_.progress_poll_interval;
     if (!autoscale_.empty()) status["autoscale"] = autoscale_;
     if (!gang_.empty()) status["gang"] = gang_;
     if (record_image_) status["image"] = image_;
+    if (tls_) status["tls"] = true;
     return status;
   }
 
@@ -1036,6 +1186,14 @@ plan_.requeue_after = config_.progress_poll_interval;
       } else if (phase_ == "Suspended") {
         Event("Normal", "TrainingJobSuspended", "Suspend",
               "TrainingJob " + name_ + " is suspended", PlannedEvent::After::kStatus);
+      }
+      const std::optional<Condition> admitted = conditions_.Get("Admitted");
+      if (phase_ == "Queued" && admitted) {
+        const bool evicted = admitted->reason == "Evicted";
+        Event(evicted ? "Warning" : "Normal", evicted ? "Evicted" : "TrainingJobQueued",
+              evicted ? "Stop" : "Queue", admitted->message, PlannedEvent::After::kStatus);
+      } else if (old_phase == "Queued" && admitted && admitted->status == "True") {
+        Event("Normal", "Admitted", "Admit", admitted->message, PlannedEvent::After::kStatus);
       }
       if (old_phase == "Suspended") {
         Event("Normal", "TrainingJobResumed", "Resume", "TrainingJob " + name_ + " is resumed",
@@ -1072,6 +1230,7 @@ plan_.requeue_after = config_.progress_poll_interval;
   // for by the annotation).
   const std::string image_;
   bool record_image_;
+  bool tls_ = false;  // JobUsesTls
 
   DesiredChildren desired_;
   std::vector<ObservedPod> pods_;        // controlled by this job, by name

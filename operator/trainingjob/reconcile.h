@@ -11,10 +11,16 @@
 //     NetworkPolicy's spec must equal the desired one); pods are only
 //     created (a pod's spec cannot change; a template change reaches a
 //     pod when it is next recreated), a PVC's spec only at creation (its
-//     metadata follows the retention policy). The token Secret is not
-//     observed (the operator may create Secrets, not read them): it is
-//     created, create-only, in each plan that creates a pod, before the
-//     pods; AlreadyExists keeps the token, and no Event says "created".
+//     metadata follows the retention policy). The token Secret (and
+//     with TLS the certificate's, NAME-tls) is not observed (the operator
+//     may create Secrets, not read them): it is created, create-only, in
+//     each plan that creates a pod, before the pods; AlreadyExists keeps
+//     the token (the certificate), and no Event says "created".
+//   - In-cluster TLS: a job that has made no pods yet gets it when the
+//     operator runs with --job-tls and issued a certificate
+//     (observed.tls); status.tls records it, and a job keeps what it
+//     started with (status.tls, or its pods mounting NAME-tls), so one
+//     an older operator started stays plaintext.
 //   - A lost trainer or evaluator (pod_state.h) is counted once
 //     (pod_ledger.h): a preemption is recreated at once and never counts
 //     against backoffLimit; a failure counts in status.failures and is
@@ -76,6 +82,17 @@
 //     dataset's words and the tasks handed back, and a Warning Event
 //     DataUnavailable as it becomes True; False (DataAvailable, a Normal
 //     Event) once the coordinator no longer reports it.
+//   - Kueue (kueue_workload.h; OperatorConfig::kueue, a job labelled
+//     kueue.x-k8s.io/queue-name): the job's Workload is applied; until
+//     Kueue admits it the job is Queued (no pods; condition Admitted False
+//     with Kueue's reason, Normal Event TrainingJobQueued), then its pods
+//     get the admitted flavors and at most the admitted trainers
+//     (Admitted True, Event Admitted). Evicted: its pods are stopped
+//     (Warning Event Evicted), and once none runs the quota reservation is
+//     given back (a status patch of the Workload). Suspended: the Workload
+//     is deactivated. Finished: the Workload is finished. An admission the
+//     pods cannot meet (a node label their template sets otherwise) fails
+//     the job (AdmissionFailed).
 //   - The job's image (recorded_image.h): the reconcile that first makes
 //     its pods records the image they get (where their template names
 //     none) in status.image, and every later pod, the export's too, gets
@@ -121,6 +138,15 @@ struct ChildDelete {
   std::string why;  // "scaled down to 2 trainers", ...
 };
 
+// A JSON merge patch of a child's status subresource (a Kueue Workload's:
+// its quota given back, Finished), carrying the child's resourceVersion.
+struct ChildStatusPatch {
+  kube::Resource resource;
+  std::string name;
+  nlohmann::json patch;
+  std::string why;  // "give back its quota reservation"
+};
+
 // An Event on the TrainingJob, recorded once the step it reports has
 // succeeded.
 struct PlannedEvent {
@@ -143,6 +169,7 @@ struct ReconcilePlan {
   std::optional<PodLedger> ledger;
   std::vector<ChildDelete> deletes;
   std::vector<ChildApply> applies;
+  std::vector<ChildStatusPatch> status_patches;
   // The whole new status; unset when equal to the observed one.
   std::optional<nlohmann::json> status;
   std::vector<PlannedEvent> events;
@@ -161,7 +188,8 @@ struct ReconcilePlan {
   // Whether carrying the plan out writes nothing to the API server
   // (events aside, which only come with writes).
   bool WritesNothing() const {
-    return !ledger && deletes.empty() && applies.empty() && !status && !scale_to && !delete_job;
+    return !ledger && deletes.empty() && applies.empty() && status_patches.empty() && !status &&
+           !scale_to && !delete_job;
   }
 };
 

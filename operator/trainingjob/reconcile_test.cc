@@ -23,6 +23,7 @@
 
 #include "operator/testing/coordinator_status_examples.h"
 #include "operator/trainingjob/desired_children.h"
+#include "operator/trainingjob/kueue_admission_example.h"
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_ledger.h"
 #include "operator/trainingjob/recorded_image.h"
@@ -67,11 +68,14 @@ class Cluster {
     o.config_maps = config_maps_;
     o.persistent_volume_claims = claims_;
     o.network_policies = policies_;  // never the Secrets: the operator reads none
+    o.workloads = workloads_;
+    o.resource_flavors = resource_flavors;
     o.coordinator = coordinator;
     o.master = master;
     o.master_scrape = master_scrape;
     o.now = now;
     for (size_t i = 0; i < o.token_bytes.size(); ++i) o.token_bytes[i] = static_cast<uint8_t>(i);
+    o.tls = tls;
     return o;
   }
 
@@ -103,6 +107,8 @@ class Cluster {
             break;
           }
           object["metadata"]["uid"] = UidOf(have);
+          // An apply leaves the status (a subresource) as it is.
+          if (have.contains("status")) object["status"] = have["status"];
           have = object;
           replaced = true;
         }
@@ -110,6 +116,13 @@ class Cluster {
       if (!replaced) {
         object["metadata"]["uid"] = NameOf(object) + "-uid-" + std::to_string(++uids_);
         list.push_back(object);
+      }
+    }
+    for (const ChildStatusPatch& p : plan.status_patches) {
+      for (json& have : ListOf(p.resource.kind)) {
+        if (NameOf(have) != p.name) continue;
+        EXPECT_EQ(p.patch["metadata"]["resourceVersion"], have["metadata"]["resourceVersion"]);
+        have["status"].merge_patch(p.patch["status"]);
       }
     }
     if (plan.status) job_["status"] = *plan.status;
@@ -165,6 +178,8 @@ class Cluster {
   // The objects of `kind` ("Secret", "NetworkPolicy", ...) in the cluster.
   std::vector<json>& objects(std::string_view kind) { return ListOf(kind); }
   bool job_deleted = false;
+  std::vector<json> resource_flavors;
+  JobTls tls;  // none: the operator issued no certificate, so plaintext
 
  private:
   std::vector<json>& ListOf(std::string_view kind) {
@@ -173,11 +188,12 @@ class Cluster {
     if (kind == "Secret") return secrets_;
     if (kind == "ConfigMap") return config_maps_;
     if (kind == "NetworkPolicy") return policies_;
+    if (kind == "Workload") return workloads_;
     return claims_;
   }
 
   json job_;
-  std::vector<json> pods_, services_, secrets_, config_maps_, claims_, policies_;
+  std::vector<json> pods_, services_, secrets_, config_maps_, claims_, policies_, workloads_;
   int uids_ = 0;
 };
 
@@ -2055,6 +2071,164 @@ TEST(ReconcileTest, OddObservationsDoNotCrash) {
     SCOPED_TRACE("round " + std::to_string(round));
     ExpectWellFormed(o, plan);
   }
+}
+
+// --- Kueue -------------------------------------------------------------------
+
+json QueuedJob() {
+  json job = BaseJob();
+  job["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team-queue"}};
+  return job;
+}
+
+OperatorConfig WithKueue() {
+  OperatorConfig config;
+  config.kueue = true;
+  return config;
+}
+
+json QuotaCondition(const std::string& type, const std::string& status, const std::string& reason,
+                    const std::string& message = "") {
+  return WorkloadConditionExample(type, status, reason, message);
+}
+
+// What Kueue's scheduler writes: quota in ClusterQueue research, the
+// master on on-demand nodes, `trainers` trainers on spot ones.
+void Admit(Cluster* c, int trainers) {
+  json& w = c->objects("Workload").at(0);
+  w["metadata"]["resourceVersion"] = "7";
+  w["status"] = AdmittedWorkloadStatus(trainers);
+  c->resource_flavors = {
+      {{"metadata", {{"name", "on-demand"}}}, {"spec", {{"nodeLabels", {{"pool", "standard"}}}}}},
+      {{"metadata", {{"name", "spot"}}}, {"spec", {{"nodeLabels", {{"pool", "spot"}}}}}}};
+}
+
+TEST(ReconcileTest, AJobQueuedWithKueueRunsOnlyWhileItsWorkloadIsAdmitted) {
+  Cluster c(QueuedJob());
+  // Created: its Workload, and no pod until Kueue admits it.
+  std::vector<ReconcilePlan> plans = c.Settle(WithKueue());
+  ASSERT_EQ(c.Count("Workload"), 1u);
+  const json& workload = c.objects("Workload")[0];
+  EXPECT_EQ(NameOf(workload), "trainingjob-mnist-job-u");
+  EXPECT_EQ(workload["spec"]["queueName"], "team-queue");
+  EXPECT_EQ(workload["spec"]["podSets"].size(), 4u);
+  EXPECT_EQ(c.Count("Pod"), 0u);
+  EXPECT_EQ(c.status()["phase"], "Queued");
+  EXPECT_EQ(ConditionOf(c.status(), "Admitted")["status"], "False");
+  EXPECT_EQ(ConditionOf(c.status(), "Admitted")["reason"], "Queued");
+  EXPECT_TRUE(HasReason(plans[0], "TrainingJobQueued"));
+  ExpectQuietLater(&c, WithKueue());
+
+  // Admitted with one trainer of two (partial admission): its pods go
+  // where the flavors are, the queue label stays off them.
+  Admit(&c, 1);
+  plans = c.Settle(WithKueue());
+  EXPECT_TRUE(HasReason(plans[0], "Admitted"));
+  ASSERT_NE(c.Pod("mnist-trainer-0"), nullptr);
+  EXPECT_EQ(c.Pod("mnist-trainer-1"), nullptr);
+  EXPECT_EQ((*c.Pod("mnist-trainer-0"))["spec"]["nodeSelector"]["pool"], "spot");
+  EXPECT_EQ((*c.Pod("mnist-master"))["spec"]["nodeSelector"]["pool"], "standard");
+  EXPECT_FALSE((*c.Pod("mnist-trainer-0"))["metadata"]["labels"].contains(
+      "kueue.x-k8s.io/queue-name"));
+  EXPECT_EQ(ConditionOf(c.status(), "Admitted")["status"], "True");
+  EXPECT_NE(ConditionOf(c.status(), "Admitted")["message"].get<std::string>().find(
+                "ClusterQueue research"),
+            std::string::npos);
+  c.RunAll();
+  c.coordinator = CoordinatorIn("Running");
+  c.Settle(WithKueue());
+  EXPECT_EQ(c.status()["phase"], "Running");
+
+  // Evicted (preempted): every pod stops; the quota is given back only
+  // once none is left.
+  c.objects("Workload")[0]["status"]["conditions"].push_back(
+      QuotaCondition("Evicted", "True", "Preempted", "Preempted to accommodate a workload"));
+  c.coordinator.reset();
+  const ReconcilePlan evict = c.Plan(WithKueue());
+  EXPECT_EQ(evict.deletes.size(), 4u);
+  EXPECT_TRUE(evict.status_patches.empty());
+  EXPECT_EQ((*evict.status)["phase"], "Queued");
+  EXPECT_EQ(ConditionOf(*evict.status, "Admitted")["reason"], "Evicted");
+  EXPECT_EQ(EventWith(evict, "Evicted")->type, "Warning");
+  c.Carry(evict);
+  const ReconcilePlan give_back = c.Plan(WithKueue());
+  ASSERT_EQ(give_back.status_patches.size(), 1u);
+  EXPECT_EQ(give_back.status_patches[0].name, "trainingjob-mnist-job-u");
+  c.Settle(WithKueue());
+  const json& returned = c.objects("Workload")[0]["status"];
+  EXPECT_FALSE(returned.contains("admission"));
+  EXPECT_EQ(ConditionOf(returned, "QuotaReserved")["status"], "False");
+  EXPECT_EQ(ConditionOf(returned, "Requeued")["status"], "True");
+  EXPECT_EQ(c.Count("Pod"), 0u);
+  EXPECT_EQ(c.status()["phase"], "Queued");
+  ExpectQuietLater(&c, WithKueue());
+
+  // Admitted again, whole this time, and finished: the Workload too.
+  Admit(&c, 2);
+  c.Settle(WithKueue());
+  EXPECT_NE(c.Pod("mnist-trainer-1"), nullptr);
+  c.RunAll();
+  c.coordinator = CoordinatorIn("Succeeded");
+  c.Settle(WithKueue());
+  EXPECT_EQ(c.status()["phase"], "Succeeded");
+  EXPECT_EQ(ConditionOf(c.objects("Workload")[0]["status"], "Finished")["reason"], "Succeeded");
+  ExpectQuietLater(&c, WithKueue());
+}
+
+TEST(ReconcileTest, SuspendingAJobQueuedWithKueueDeactivatesItsWorkload) {
+  Cluster c(QueuedJob());
+  c.Settle(WithKueue());
+  Admit(&c, 2);
+  c.Settle(WithKueue());
+  ASSERT_EQ(c.Count("Pod"), 5u);
+  c.job()["spec"]["runPolicy"] = {{"suspend", true}};
+  c.Settle(WithKueue());
+  EXPECT_EQ(c.objects("Workload")[0]["spec"]["active"], false);
+  EXPECT_EQ(c.status()["phase"], "Suspended");
+  EXPECT_EQ(c.Count("Pod"), 0u);
+}
+
+TEST(ReconcileTest, WithoutKueueTheQueueLabelIsIgnored) {
+  Cluster c(QueuedJob());
+  c.Settle();
+  EXPECT_EQ(c.Count("Workload"), 0u);
+  EXPECT_EQ(c.Count("Pod"), 5u);
+  EXPECT_FALSE(
+      (*c.Pod("mnist-master"))["metadata"]["labels"].contains("kueue.x-k8s.io/queue-name"));
+}
+
+// --- in-cluster TLS ----------------------------------------------------------
+
+TEST(ReconcileTest, ANewJobIsTlsAndKeepsItAnOldOneStaysPlaintext) {
+  Cluster c(BaseJob());
+  c.tls = JobTls{"CERT", "KEY"};
+  c.Settle();
+  EXPECT_EQ(c.status()["tls"], true);
+  ASSERT_EQ(c.Count("Secret"), 2u);  // the token and NAME-tls
+  EXPECT_EQ(NameOf(c.objects("Secret")[1]), "mnist-tls");
+  const json& master = *c.Pod("mnist-master");
+  EXPECT_NE(master["spec"]["containers"][0]["command"].dump().find("--tls-cert"),
+            std::string::npos);
+  // Issued anew at each reconcile, the certificate changes nothing later.
+  c.tls = JobTls{"OTHER", "KEY2"};
+  ExpectQuietLater(&c);
+
+  // A job an older operator started (its image recorded, its pods
+  // plaintext) stays plaintext, even with a certificate at hand.
+  Cluster old(BaseJob());
+  old.Settle();
+  ASSERT_FALSE(old.status().contains("tls"));
+  old.tls = JobTls{"CERT", "KEY"};
+  EXPECT_TRUE(old.Plan().WritesNothing());
+  // Its pods recreated (a suspend and resume) are still plaintext.
+  old.job()["spec"]["runPolicy"] = {{"suspend", true}};
+  old.Settle();
+  old.job()["spec"]["runPolicy"] = {{"suspend", false}};
+  old.Settle();
+  EXPECT_EQ((*old.Pod("mnist-master"))["spec"]["containers"][0]["command"].dump().find(
+                "--tls-cert"),
+            std::string::npos);
+  EXPECT_EQ(old.Count("Secret"), 1u);
 }
 
 }  // namespace

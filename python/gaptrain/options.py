@@ -26,6 +26,8 @@ ENVIRONMENT = {
     "--host-name": "GAPTRAIN_HOST_NAME",
     "--grace-seconds": "GAPTRAIN_GRACE_SECONDS",
     "--ports-file": "GAPTRAIN_PORTS_FILE",
+    "--coordinator-ca": "GAPTRAIN_COORDINATOR_CA",
+    "--master-ca": "GAPTRAIN_MASTER_CA",
 }
 
 
@@ -209,8 +211,9 @@ def parse(argv=None, environ=None, role="trainer"):
     o.job_file = job
     o.coordinator = coordinator
     o.allow_no_token = args.insecure_no_token
-    o.coordinator_ca = args.coordinator_ca or ""
-    o.master_ca = args.master_ca or ""
+    # In a cluster the operator sets both (in-cluster TLS, docs/operator.md).
+    o.coordinator_ca = _setting(args, environ, "--coordinator-ca")[0] or ""
+    o.master_ca = _setting(args, environ, "--master-ca")[0] or ""
     token_file, token_file_name = _setting(args, environ, "--token-file")
     if token_file:
         try:

@@ -68,6 +68,15 @@ class OptionsTest(unittest.TestCase):
                          (self.job, "coord:7071", "from-file", 0, "pod-7", 12.5, "trainer"))
         self.assertEqual((o.job_name, o.wire_type), ("j", pb.BFLOAT16))
 
+    def test_the_job_certificate_from_the_environment(self):
+        # In a cluster the operator names the job's own certificate (TLS).
+        o = options.parse([], environ=self.env(GAPTRAIN_COORDINATOR_CA="/tls/ca.crt",
+                                               GAPTRAIN_MASTER_CA="/tls/ca.crt"))
+        self.assertEqual((o.coordinator_ca, o.master_ca), ("/tls/ca.crt", "/tls/ca.crt"))
+        o = options.parse(["--master-ca", "/mine.pem"],
+                          environ=self.env(GAPTRAIN_MASTER_CA="/tls/ca.crt"))
+        self.assertEqual((o.coordinator_ca, o.master_ca), ("", "/mine.pem"))
+
     def test_flags_win_over_the_environment(self):
         other = os.path.join(self.dir.name, "other.yaml")
         with open(other, "w") as f:
