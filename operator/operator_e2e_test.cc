@@ -57,6 +57,7 @@
 #include "operator/testing/base64.h"
 #include "operator/testing/kueue_manager.h"
 #include "operator/testing/local_node.h"
+#include "services/net/http_client.h"
 #include "services/net/metrics_text.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/prometheus_test_server.h"
@@ -431,8 +432,9 @@ class OperatorE2eTest : public ::testing::Test {
   // The job's gRPC is TLS by default: status.tls, and its master, asked by
   // pod IP as any client in the cluster could, refuses a plaintext
   // connection and answers one that trusts the job's certificate (Secret
-  // NAME-tls) and names its Service.
-  void ExpectGrpcIsTls(const json& job) {
+  // NAME-tls) and names its Service; its coordinator's /status answers
+  // only with the job's status token.
+  void ExpectJobTrafficLockedDown(const json& job) {
     EXPECT_TRUE(JobStatus(job).value("tls", false)) << JobStatus(job).dump(2);
     const std::string name = job["metadata"].value("name", "");
     const json master = Get(kube::kPods, kNs, name + "-master");
@@ -463,6 +465,19 @@ class OperatorE2eTest : public ::testing::Test {
     // Past the handshake: answered, or refused for want of the job token.
     EXPECT_TRUE(secure.ok() || secure.error_code() == grpc::StatusCode::UNAUTHENTICATED)
         << secure.error_code() << " " << secure.error_message();
+
+    // The coordinator's /status tells nothing without the job's status
+    // token (its annotation), which the operator reads progress with.
+    const std::string status_token =
+        job["metadata"].value("annotations", json::object()).value("gaptrain.io/status-token", "");
+    EXPECT_EQ(status_token.size(), 64u) << job["metadata"].dump(2);
+    const std::string coordinator_ip = PodIp(Get(kube::kPods, kNs, name + "-coordinator"));
+    HttpClientResponse refused, allowed;
+    ASSERT_TRUE(HttpGet(coordinator_ip, 9091, "/status", 10, &refused).ok());
+    EXPECT_EQ(refused.status, 401) << refused.body;
+    EXPECT_EQ(refused.body.find(name), std::string::npos) << refused.body;
+    ASSERT_TRUE(HttpGet(coordinator_ip, 9091, "/status", 10, &allowed, status_token).ok());
+    EXPECT_EQ(allowed.status, 200) << allowed.body;
   }
 
   std::string dir_;
@@ -503,7 +518,7 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   Clock::time_point applied, running;
   json job;
   ASSERT_NO_FATAL_FAILURE(CreateAndAwaitRunning(job_object, &applied, &running, &job));
-  ASSERT_NO_FATAL_FAILURE(ExpectGrpcIsTls(job));
+  ASSERT_NO_FATAL_FAILURE(ExpectJobTrafficLockedDown(job));
 
   // Training is under way: every trainer ready, the master updating (read
   // from the master's /metrics, not the operator's slower progress poll).

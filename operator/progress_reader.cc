@@ -3,6 +3,7 @@
 #include <chrono>
 #include <optional>
 
+#include "operator/trainingjob/desired_children.h"
 #include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_state.h"
 #include "services/net/http_client.h"
@@ -34,10 +35,11 @@ std::string PodIp(const trainingjob::ObservedJob& observed, const std::string& n
 
 // GET http://ip:port/path; the body of a 200, or the reason it failed.
 std::optional<std::string> Fetch(const std::string& ip, uint16_t port, const std::string& path,
-                                 double timeout_seconds, std::string* why) {
+                                 double timeout_seconds, std::string* why,
+                                 const std::string& bearer_token = "") {
   HttpClientResponse response;
   const std::string url = "http://" + ip + ":" + std::to_string(port) + path;
-  const Status s = HttpGet(ip, port, path, timeout_seconds, &response);
+  const Status s = HttpGet(ip, port, path, timeout_seconds, &response, bearer_token);
   if (!s.ok()) {
     *why = url + ": " + s.message();
     return std::nullopt;
@@ -61,7 +63,10 @@ void ProgressReader::Read(const std::string& job_key, trainingjob::ObservedJob* 
   if (coordinator_ip.empty()) {
     problems->push_back("coordinator status: " + why);
   } else if (auto body = Fetch(coordinator_ip, options_.coordinator_port, "/status",
-                               options_.timeout_seconds, &why)) {
+                               options_.timeout_seconds, &why,
+                               trainingjob::StringAt(observed->job,
+                                                     {"metadata", "annotations",
+                                                      trainingjob::kStatusTokenAnnotation}))) {
     trainingjob::CoordinatorStatus status;
     const Status s = trainingjob::ParseCoordinatorStatus(*body, &status);
     if (s.ok()) {

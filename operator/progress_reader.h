@@ -14,6 +14,8 @@
 //     missing, not running, unreachable within the timeout, or answering
 //     something that does not parse leaves its reading absent; the reason
 //     goes to *problems (for a log line), never to the caller as an error.
+//     /status is asked with the job's status token (its annotation
+//     gaptrain.io/status-token) when it has one.
 //   - The previous scrape is kept per job key (replaced once a newer one
 //     is at least a second later) and belongs to one job uid:
 //     a job deleted and created again under the same name starts afresh.

@@ -47,7 +47,8 @@ class ProgressReaderTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(HttpServer::Start("127.0.0.1", 0, &coordinator_).ok());
     ASSERT_TRUE(HttpServer::Start("127.0.0.1", 0, &master_).ok());
-    coordinator_->Handle("/status", [this](const HttpRequest&) {
+    coordinator_->Handle("/status", [this](const HttpRequest& request) {
+      status_authorization_ = request.authorization;
       HttpResponse r;
       r.body = status_body_;
       return r;
@@ -78,6 +79,7 @@ class ProgressReaderTest : public ::testing::Test {
   std::string status_body_ = coordinator_status_examples::kRunning;
   std::string metrics_body_ = Metrics(900, 300, 200);
   std::unique_ptr<ProgressReader> reader_;
+  std::string status_authorization_;  // what the last GET /status carried
 };
 
 TEST_F(ProgressReaderTest, ReadsBothAndMeasuresAgainstThePreviousScrape) {
@@ -105,6 +107,14 @@ TEST_F(ProgressReaderTest, ReadsBothAndMeasuresAgainstThePreviousScrape) {
   reader_->Read("default/mnist", &second, &problems);
   ASSERT_TRUE(second.master.has_value());
   EXPECT_DOUBLE_EQ(*second.master->mean_gap, 2.0);  // 100 / 50
+
+  // /status is asked with the job's status token when it has one.
+  EXPECT_EQ(status_authorization_, "");
+  trainingjob::ObservedJob locked = Observe();
+  locked.job["metadata"]["annotations"] = {{"gaptrain.io/status-token", "read-me"}};
+  reader_->Read("default/mnist", &locked, &problems);
+  EXPECT_EQ(status_authorization_, "Bearer read-me");
+  ASSERT_TRUE(locked.coordinator.has_value());
 
   // The same name, another job: starts afresh.
   trainingjob::ObservedJob other = Observe("another-uid");

@@ -114,9 +114,8 @@ TEST(K8sExamplesTest, JobsParseValidateAndMountTheirDataset) {
     const Status parsed = ParseTrainingJob(object.dump(), file, &spec);
     ASSERT_TRUE(parsed.ok()) << parsed.ToString();
     trainingjob::DesiredChildren children;
-    const std::array<uint8_t, 32> token{};
-    const Status built = trainingjob::BuildDesiredChildren(object, spec, config, config.image,
-                                                           token, &children);
+    const Status built = trainingjob::BuildDesiredChildren(
+        object, spec, config, config.image, trainingjob::JobCredentials(), &children);
     ASSERT_TRUE(built.ok()) << built.ToString();
 
     // The dataset: a claim the datasets file creates, filled at the path

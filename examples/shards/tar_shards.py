@@ -10,9 +10,11 @@ Secret through the pod template's env), or the pod's ServiceAccount (IRSA
 on EKS: $AWS_ROLE_ARN and $AWS_WEB_IDENTITY_TOKEN_FILE)."""
 
 import io
+import logging
 import os
 import sys
 import tarfile
+import time
 
 from PIL import Image
 
@@ -33,11 +35,7 @@ class TarShards(gaptrain.ShardedDataset):
         if source.startswith("s3://"):
             self.bucket, prefix = parse_url(source)
             self.prefix = prefix + "/" if prefix else ""
-            names = []
-            pages = self._s3().get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=self.prefix + split + "-")
-            for page in pages:
-                names += [o["Key"][len(self.prefix):] for o in page.get("Contents", [])]
+            names = self._list_store(split)
         else:
             self.bucket = None
             names = os.listdir(source) if os.path.isdir(source) else []
@@ -46,6 +44,28 @@ class TarShards(gaptrain.ShardedDataset):
             raise FileNotFoundError("%s: no %s-*.tar shards (make_shards.py writes them)"
                                     % (source, split))
         super().__init__(len(self.names))
+
+    def _list_store(self, split):
+        """The names of SPLIT's shards in the store. A trainer started while
+        the store is away (a pod replaced during an outage) waits for it,
+        as running trainers do for their shards, instead of failing."""
+        delay = 0.5
+        while True:
+            try:
+                names = []
+                pages = self._s3().get_paginator("list_objects_v2").paginate(
+                    Bucket=self.bucket, Prefix=self.prefix + split + "-")
+                for page in pages:
+                    names += [o["Key"][len(self.prefix):] for o in page.get("Contents", [])]
+                return names
+            except Exception as e:  # noqa: BLE001: only a store that is away is retried
+                if not gaptrain.store_unavailable(e):
+                    raise
+                logging.getLogger(__name__).warning(
+                    "%s: the store cannot be reached (%s: %s); listing again in %.1f s",
+                    self.source, type(e).__name__, e, delay)
+                time.sleep(delay)
+                delay = min(10.0, delay * 2)
 
     def _s3(self):
         # One client per process: a trainer's batches are read in a forked

@@ -55,9 +55,8 @@ std::string OperatorVerdict(json job, const std::string& ns) {
   trainingjob::OperatorConfig config;
   config.image = "ghcr.io/gaptrain/gaptrain:0.1.0";
   trainingjob::DesiredChildren children;
-  const std::array<uint8_t, 32> token{};
-  return trainingjob::BuildDesiredChildren(job, observed.spec, config, config.image, token,
-                                           &children)
+  return trainingjob::BuildDesiredChildren(job, observed.spec, config, config.image,
+                                           trainingjob::JobCredentials(), &children)
       .message();
 }
 

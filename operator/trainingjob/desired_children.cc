@@ -155,12 +155,13 @@ json ExportTemplate(const json& master_template) {
 class PodBuilder {
  public:
   PodBuilder(const json& job, const TrainingJob& spec, const OperatorConfig& config,
-             const std::string& image, bool tls)
+             const std::string& image, bool tls, bool status_token)
       : job_(job),
         spec_(spec),
         config_(config),
         image_(image),
         tls_(tls),
+        status_token_(status_token),
         name_(NameOf(job)),
         ns_(NamespaceOf(job)) {}
 
@@ -240,6 +241,9 @@ class PodBuilder {
           parts.command.insert(parts.command.end(),
                                {"--tls-cert", cert, "--tls-key", cert_key, "--master-ca", ca});
         }
+        if (status_token_) {
+          parts.command.insert(parts.command.end(), {"--status-token-file", kStatusTokenFile});
+        }
         parts.ports =
             json::array({Port("grpc", kCoordinatorGrpcPort), Port("metrics", http_port)});
         parts.own_mounts.push_back(Mount("gaptrain-state", kCoordinatorStateDir, false));
@@ -307,6 +311,7 @@ class PodBuilder {
   const OperatorConfig& config_;
   const std::string& image_;
   const bool tls_;
+  const bool status_token_;
   const std::string name_;
   const std::string ns_;
 };
@@ -418,8 +423,8 @@ std::string TokenText(const std::array<uint8_t, 32>& token_bytes) {
 
 Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
                             const OperatorConfig& config, const std::string& image,
-                            const std::array<uint8_t, 32>& token_bytes, DesiredChildren* out,
-                            const JobTls* tls) {
+                            const JobCredentials& credentials, DesiredChildren* out) {
+  const JobTls* tls = credentials.tls;
   const std::string name = NameOf(job);
   // Both messages are the CRD's too (its CEL rules refuse such a job first).
   if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z') ||
@@ -454,7 +459,10 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
                   {"kind", "Secret"},
                   {"metadata", ObjectMeta(job, TokenSecretName(name), Labels(name), true)},
                   {"type", "Opaque"},
-                  {"stringData", {{"token", TokenText(token_bytes)}}}};
+                  {"stringData", {{"token", TokenText(credentials.token_bytes)}}}};
+  if (!credentials.status_token.empty()) {
+    d.secret["stringData"]["status-token"] = credentials.status_token;
+  }
   if (tls != nullptr) {
     d.tls_secret = json{{"apiVersion", "v1"},
                         {"kind", "Secret"},
@@ -485,7 +493,8 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
     d.network_policy = JobNetworkPolicy(job, config.network_policy);
   }
 
-  const PodBuilder builder(job, spec, config, image, tls != nullptr);
+  const PodBuilder builder(job, spec, config, image, tls != nullptr,
+                          !credentials.status_token.empty());
   for (ReplicaType type : {ReplicaType::kMaster, ReplicaType::kCoordinator,
                            ReplicaType::kEvaluator}) {
     json pod;

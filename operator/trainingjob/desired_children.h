@@ -64,6 +64,11 @@ constexpr int kCoordinatorHttpPort = 9091;
 constexpr int kWorkerHttpPort = 9092;
 constexpr char kTokenDir[] = "/var/run/gaptrain";
 constexpr char kTokenFile[] = "/var/run/gaptrain/token";
+// The token the coordinator's /status asks for (--status-token-file), from
+// the same Secret; the operator keeps it in the job's annotation
+// kStatusTokenAnnotation, where it reads it back (it reads no Secret).
+constexpr char kStatusTokenFile[] = "/var/run/gaptrain/status-token";
+constexpr char kStatusTokenAnnotation[] = "gaptrain.io/status-token";
 constexpr char kJobDir[] = "/etc/gaptrain";
 // In-cluster TLS (JobTls): the job's certificate, key and CA (the
 // certificate itself) from the Secret NAME-tls.
@@ -138,17 +143,26 @@ nlohmann::json JobNetworkPolicy(const nlohmann::json& job, const NetworkPolicyCo
 
 // `job` is the TrainingJob object (its metadata and templates are read
 // from it: templates keep their JSON types there), `spec` its parse.
+// What a job's Secrets hold.
+struct JobCredentials {
+  std::array<uint8_t, 32> token_bytes{};  // the job token's (TokenText)
+  // With TLS, gRPC in the job is TLS: the master and the coordinator serve
+  // the certificate (--tls-cert, --tls-key), their callers trust it
+  // (--master-ca, --coordinator-ca; $GAPTRAIN_MASTER_CA and
+  // $GAPTRAIN_COORDINATOR_CA for a user's trainer command), every pod but
+  // the export mounting NAME-tls at kTlsDir. Null: plaintext.
+  const JobTls* tls = nullptr;
+  // Not empty: the token Secret's key status-token, and the coordinator's
+  // /status asks for it (--status-token-file kStatusTokenFile). Empty: a
+  // job from before, whose /status stays open.
+  std::string status_token;
+};
+
 // `image` is gaptrain's container's where the template names none: the
 // job's (JobPodImage), not necessarily the operator's config.image.
-// With `tls`, gRPC in the job is TLS: the master and the coordinator serve
-// the certificate (--tls-cert, --tls-key), their callers trust it
-// (--master-ca, --coordinator-ca; $GAPTRAIN_MASTER_CA and
-// $GAPTRAIN_COORDINATOR_CA for a user's trainer command), every pod but
-// the export mounting NAME-tls at kTlsDir; without, plaintext.
 Status BuildDesiredChildren(const nlohmann::json& job, const TrainingJob& spec,
                             const OperatorConfig& config, const std::string& image,
-                            const std::array<uint8_t, 32>& token_bytes, DesiredChildren* out,
-                            const JobTls* tls = nullptr);
+                            const JobCredentials& credentials, DesiredChildren* out);
 
 // "CLAIM:PATH": the value of kOutputAnnotation for `output`.
 std::string OutputTarget(const OutputSpec& output);

@@ -51,7 +51,8 @@ Built Build(const json& job, const OperatorConfig& config = OperatorConfig()) {
   if (!b.status.ok()) return b;
   std::array<uint8_t, 32> bytes{};
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 8 + 1);
-  b.status = BuildDesiredChildren(job, b.spec, config, config.image, bytes, &b.children);
+  b.status = BuildDesiredChildren(job, b.spec, config, config.image, JobCredentials{bytes},
+                                  &b.children);
   return b;
 }
 
@@ -1004,7 +1005,9 @@ TEST(DesiredChildrenTest, WithTlsEveryGrpcHopIsTls) {
   const OperatorConfig config;
   const JobTls tls{"-----BEGIN CERTIFICATE-----\nMII...\n", "-----BEGIN PRIVATE KEY-----\n"};
   DesiredChildren d;
-  ASSERT_TRUE(BuildDesiredChildren(job, spec, config, config.image, {}, &d, &tls).ok());
+  JobCredentials credentials;
+  credentials.tls = &tls;
+  ASSERT_TRUE(BuildDesiredChildren(job, spec, config, config.image, credentials, &d).ok());
   ASSERT_TRUE(d.tls_secret.has_value());
   EXPECT_EQ((*d.tls_secret)["metadata"]["name"], "mnist-tls");
   EXPECT_EQ((*d.tls_secret)["metadata"]["ownerReferences"][0]["uid"], kUid);

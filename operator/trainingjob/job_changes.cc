@@ -1,5 +1,6 @@
 #include "operator/trainingjob/job_changes.h"
 
+#include "operator/trainingjob/desired_children.h"
 #include "operator/trainingjob/pod_ledger.h"
 
 namespace gaptrain {
@@ -16,6 +17,7 @@ nlohmann::json WithoutOwnWrites(nlohmann::json job) {
   auto annotations = metadata->find("annotations");
   if (annotations != metadata->end() && annotations->is_object()) {
     annotations->erase(kPodLedgerAnnotation);
+    annotations->erase(kStatusTokenAnnotation);
     if (annotations->empty()) metadata->erase(annotations);
   }
   return job;

@@ -127,6 +127,8 @@ struct ObservedJob {
   // Random bytes for the job token; used only when the Secret is missing
   // (a create of an existing Secret changes nothing).
   std::array<uint8_t, 32> token_bytes{};
+  // Random bytes for a new job's status token (reconcile.h).
+  std::array<uint8_t, 32> status_token_bytes{};
   // A certificate freshly issued for the job (JobTlsNames), used only when
   // the job's pods are made with TLS and its Secret NAME-tls is missing (a
   // create of an existing Secret changes nothing); empty when none could

@@ -40,11 +40,12 @@ class Executor {
         report_(report) {}
 
   Status Run(const ReconcilePlan& plan) {
-    if (plan.ledger) {
+    if (plan.ledger || !plan.annotations.empty()) {
+      json annotations = json::object();
+      for (const auto& [key, value] : plan.annotations) annotations[key] = value;
+      if (plan.ledger) annotations[kPodLedgerAnnotation] = PodLedgerText(*plan.ledger);
       const json patch = {
-          {"metadata",
-           {{"resourceVersion", resource_version_},
-            {"annotations", {{kPodLedgerAnnotation, PodLedgerText(*plan.ledger)}}}}}};
+          {"metadata", {{"resourceVersion", resource_version_}, {"annotations", annotations}}}};
       json updated;
       Status s = client_->MergePatch(kube::kTrainingJobs, ns_, name_, patch, &updated);
       if (!s.ok()) {
@@ -54,7 +55,7 @@ class Executor {
       ++report_->writes;
       resource_version_ = StringAt(updated, {"metadata", "resourceVersion"}, resource_version_);
       ledger_written_ = true;
-      report_->ledger_written = true;
+      report_->ledger_written = plan.ledger.has_value();
     }
 
     // A phase that ends the job is stored before the deletes it causes:

@@ -1,7 +1,8 @@
 // ExecutePlan: carries out a ReconcilePlan (reconcile.h) through the
 // Kubernetes API, in the order that keeps counting exact:
 //
-//   1. the pod ledger: a JSON merge patch of the job's annotation carrying
+//   1. the pod ledger and the plan's annotations (a new job's status
+//      token): a JSON merge patch of the job's annotations carrying
 //      the resourceVersion the plan was made from; on any error nothing
 //      else is done (409 Conflict: the plan was made from a stale job);
 //   1a. a phase that ends the job (Succeeded, Failed) goes to the status

@@ -134,8 +134,8 @@ class Reconciler {
       Terminal(PolicyOfAnySpec(), std::nullopt);
     } else if (!o_.parse_status.ok()) {
       Terminal(LenientRunPolicy(job_), Ending{false, "FailedValidation", o_.parse_status.message()});
-    } else if (Status s = BuildDesiredChildren(job_, o_.spec, config_, image_, o_.token_bytes,
-                                               &desired_, tls_ ? &o_.tls : nullptr);
+    } else if (Status s = BuildDesiredChildren(job_, o_.spec, config_, image_, Credentials(),
+                                               &desired_);
                !s.ok()) {
       Terminal(o_.spec.run_policy, Ending{false, "FailedValidation", s.message()});
     } else if (!AdmittedByQueue()) {
@@ -169,11 +169,15 @@ class Reconciler {
     });
   }
 
+  // Whether the job has made no pods yet (none now, no image recorded):
+  // what it runs with may still be chosen (TLS, the status token). Once it
+  // has, that stays, so that its pods always understand each other.
+  bool JobIsNew() const { return pods_.empty() && StringAt(old_status_, {"image"}).empty(); }
+
   // Whether the job's gRPC is TLS: what it started with (status.tls, or a
   // pod that mounts the certificate, should that status not have been
-  // written), else, for a job that has made no pods yet, the operator's
-  // --job-tls (with a certificate issued). A job an older operator started
-  // stays plaintext: its running pods would not understand each other.
+  // written), else, for a new job, the operator's --job-tls (with a
+  // certificate issued). A job an older operator started stays plaintext.
   bool JobUsesTls() const {
     if (BoolAt(old_status_, {"tls"})) return true;
     for (const ObservedPod& p : pods_) {
@@ -181,8 +185,27 @@ class Reconciler {
         if (StringAt(volume, {"secret", "secretName"}) == TlsSecretName(name_)) return true;
       }
     }
-    return config_.job_tls && !o_.tls.cert_pem.empty() && pods_.empty() &&
-           StringAt(old_status_, {"image"}).empty();
+    return config_.job_tls && !o_.tls.cert_pem.empty() && JobIsNew();
+  }
+
+  // The token the coordinator's /status asks for: the job's annotation
+  // kStatusTokenAnnotation; a new job gets one (written first, with the
+  // ledger, so the Secret created after it holds the same). A job from
+  // before has none, and its /status stays open.
+  std::string StatusToken() {
+    const std::string kept = StringAt(job_, {"metadata", "annotations", kStatusTokenAnnotation});
+    if (!kept.empty() || !JobIsNew()) return kept;
+    const std::string token = TokenText(o_.status_token_bytes);
+    plan_.annotations[kStatusTokenAnnotation] = token;
+    return token;
+  }
+
+  JobCredentials Credentials() {
+    JobCredentials c;
+    c.token_bytes = o_.token_bytes;
+    c.tls = tls_ ? &o_.tls : nullptr;
+    c.status_token = StatusToken();
+    return c;
   }
 
   RunPolicySpec PolicyOfAnySpec() const {

@@ -16,6 +16,9 @@
 //     may create Secrets, not read them): it is created, create-only, in
 //     each plan that creates a pod, before the pods; AlreadyExists keeps
 //     the token (the certificate), and no Event says "created".
+//   - /status: a job that has made no pods yet gets a status token (the
+//     annotation kStatusTokenAnnotation, written with the ledger before the
+//     Secret that holds it), and its coordinator asks for it.
 //   - In-cluster TLS: a job that has made no pods yet gets it when the
 //     operator runs with --job-tls and issued a certificate
 //     (observed.tls); status.tls records it, and a job keeps what it
@@ -110,6 +113,7 @@
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -167,6 +171,9 @@ struct PlannedEvent {
 struct ReconcilePlan {
   // Written first, as a merge patch with the job's resourceVersion.
   std::optional<PodLedger> ledger;
+  // The job's annotations the operator sets (kStatusTokenAnnotation), in
+  // the same patch.
+  std::map<std::string, std::string> annotations;
   std::vector<ChildDelete> deletes;
   std::vector<ChildApply> applies;
   std::vector<ChildStatusPatch> status_patches;
@@ -188,7 +195,7 @@ struct ReconcilePlan {
   // Whether carrying the plan out writes nothing to the API server
   // (events aside, which only come with writes).
   bool WritesNothing() const {
-    return !ledger && deletes.empty() && applies.empty() && status_patches.empty() && !status &&
+    return !ledger && annotations.empty() && deletes.empty() && applies.empty() && status_patches.empty() && !status &&
            !scale_to && !delete_job;
   }
 };

@@ -87,6 +87,7 @@ class Cluster {
     if (plan.ledger) {
       job_["metadata"]["annotations"][kPodLedgerAnnotation] = PodLedgerText(*plan.ledger);
     }
+    for (const auto& [key, value] : plan.annotations) job_["metadata"]["annotations"][key] = value;
     for (const ChildDelete& d : plan.deletes) {
       auto& list = ListOf(d.resource.kind);
       for (auto it = list.begin(); it != list.end(); ++it) {
@@ -2229,6 +2230,49 @@ TEST(ReconcileTest, ANewJobIsTlsAndKeepsItAnOldOneStaysPlaintext) {
                 "--tls-cert"),
             std::string::npos);
   EXPECT_EQ(old.Count("Secret"), 1u);
+}
+
+TEST(ReconcileTest, ANewJobsStatusNeedsItsTokenAnOldOnesStaysOpen) {
+  Cluster c(BaseJob());
+  const std::vector<ReconcilePlan> plans = c.Settle();
+  // Recorded in the job first (with the ledger), the Secret after it.
+  ASSERT_EQ(plans[0].annotations.count(kStatusTokenAnnotation), 1u);
+  const std::string token = plans[0].annotations.at(kStatusTokenAnnotation);
+  EXPECT_EQ(token.size(), 64u);
+  EXPECT_EQ(c.job()["metadata"]["annotations"][kStatusTokenAnnotation], token);
+  EXPECT_EQ(c.objects("Secret")[0]["stringData"]["status-token"], token);
+  const std::string coordinator = (*c.Pod("mnist-coordinator"))["spec"]["containers"][0]["command"].dump();
+  EXPECT_NE(coordinator.find("--status-token-file"), std::string::npos) << coordinator;
+  ExpectQuietLater(&c);
+
+  // A job an older operator started: no token, /status open, nothing added.
+  Cluster old(BaseJob());
+  old.Settle();
+  old.job()["metadata"]["annotations"].erase(kStatusTokenAnnotation);
+  for (json& pod : old.pods()) {
+    json& command = pod["spec"]["containers"][0]["command"];
+    json kept = json::array();
+    for (size_t i = 0; i < command.size(); ++i) {
+      if (command[i] == "--status-token-file") {
+        ++i;
+        continue;
+      }
+      kept.push_back(command[i]);
+    }
+    command = kept;
+  }
+  EXPECT_TRUE(old.Plan().WritesNothing());
+  // Its coordinator lost and made again: still without the flag.
+  auto& pods = old.pods();
+  pods.erase(std::remove_if(pods.begin(), pods.end(),
+                            [](const json& p) { return NameOf(p) == "mnist-coordinator"; }),
+             pods.end());
+  old.Settle();
+  ASSERT_NE(old.Pod("mnist-coordinator"), nullptr);
+  EXPECT_FALSE(old.job()["metadata"]["annotations"].contains(kStatusTokenAnnotation));
+  EXPECT_EQ((*old.Pod("mnist-coordinator"))["spec"]["containers"][0]["command"].dump().find(
+                "--status-token-file"),
+            std::string::npos);
 }
 
 }  // namespace

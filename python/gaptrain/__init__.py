@@ -2,6 +2,7 @@
 trainer of a gaptrain job, and the user's model, test set and evaluation as
 its evaluator (python/README.md, docs/worker.md)."""
 
+from gaptrain.data_errors import store_unavailable
 from gaptrain.evaluator import EvalResult, classification, evaluate
 from gaptrain.options import Options, OptionsError, parse as parse_options
 from gaptrain.options import requested_role as role
@@ -10,5 +11,6 @@ from gaptrain.sharded_dataset import ShardedDataset
 from gaptrain.trainer import TrainResult, Trainer, train
 
 __all__ = ["train", "Trainer", "evaluate", "role", "classification", "parse_options", "Options",
-           "TrainResult", "EvalResult", "GaptrainError", "OptionsError", "ShardedDataset"]
+           "TrainResult", "EvalResult", "GaptrainError", "OptionsError", "ShardedDataset",
+           "store_unavailable"]
 __version__ = "0.1.0"

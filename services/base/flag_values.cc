@@ -23,16 +23,18 @@ Status ParseUnsignedFlag(const std::string& flag, const std::string& text, uint6
   return Status::OK();
 }
 
+Status ReadTokenFile(const std::string& flag, const std::string& path, std::string* token) {
+  std::string s;
+  Status read = ReadFile(path, &s);
+  if (!read.ok()) return Status(read.code(), flag + ": " + read.message());
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  if (s.empty()) return Status::InvalidArgument(flag + ": " + path + " is empty");
+  *token = s;
+  return Status::OK();
+}
+
 Status ResolveJobToken(const std::string& token_file, bool allow_none, std::string* token) {
-  if (!token_file.empty()) {
-    std::string s;
-    Status read = ReadFile(token_file, &s);
-    if (!read.ok()) return Status(read.code(), "--token-file: " + read.message());
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-    if (s.empty()) return Status::InvalidArgument("--token-file: " + token_file + " is empty");
-    *token = s;
-    return Status::OK();
-  }
+  if (!token_file.empty()) return ReadTokenFile("--token-file", token_file, token);
   if (const char* env = std::getenv("GAPTRAIN_TOKEN"); env != nullptr && *env != '\0') {
     *token = env;
     return Status::OK();

@@ -18,6 +18,10 @@ namespace gaptrain {
 Status ParseUnsignedFlag(const std::string& flag, const std::string& text, uint64_t min,
                          uint64_t max, uint64_t* out);
 
+// A token kept in a file (a mounted Secret's key): its content, trailing
+// newlines and spaces dropped; errors name `flag` and refuse an empty one.
+Status ReadTokenFile(const std::string& flag, const std::string& path, std::string* token);
+
 // The job token: the content of `token_file` (trailing newlines dropped)
 // when given, else $GAPTRAIN_TOKEN. Missing everywhere is an error unless
 // `allow_none` (--insecure-no-token), which leaves *token empty.

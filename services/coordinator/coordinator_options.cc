@@ -10,6 +10,8 @@ std::string CoordinatorUsage() {
                           "/metrics, /healthz and /status") +
          "  --master HOST:PORT       the master, fed the live workers (SetMembers)\n"
          "  --master-ca PATH         the master serves TLS signed by this CA\n"
+         "  --status-token-file PATH GET /status needs 'Authorization: Bearer' the\n"
+         "                           token in PATH [none: open]\n"
          "  --state-dir DIR          where the state is kept across restarts\n"
          "                           [coordinator-state]\n"
          "  --train-samples N        training-set size (else read from spec.data)\n"
@@ -22,12 +24,13 @@ std::string CoordinatorUsage() {
 
 Status ParseCoordinatorFlags(const std::vector<std::string>& args, CoordinatorOptions* options) {
   CoordinatorOptions o;
-  std::string token_file;
+  std::string token_file, status_token_file;
   FlagSet flags;
   AddServerFlags(&flags, &o.server, &token_file);
   flags.String("--master", &o.master);
   flags.String("--master-ca", &o.master_ca);
   flags.String("--state-dir", &o.state_dir);
+  flags.String("--status-token-file", &status_token_file);
   flags.Unsigned("--train-samples", 1, UINT32_MAX, &o.train_samples);
   flags.Unsigned("--task-batches", 1, 1u << 20, &o.task_batches);
   flags.Unsigned("--no-worker-timeout-seconds", 0, 365ull * 86400, &o.no_worker_timeout_seconds);
@@ -41,6 +44,10 @@ Status ParseCoordinatorFlags(const std::vector<std::string>& args, CoordinatorOp
     return Status::InvalidArgument("--master-ca: needs --master");
   }
   if (o.state_dir.empty()) return Status::InvalidArgument("--state-dir: must not be empty");
+  if (!status_token_file.empty()) {
+    GAPTRAIN_RETURN_IF_ERROR(
+        ReadTokenFile("--status-token-file", status_token_file, &o.status_token));
+  }
   *options = o;
   return Status::OK();
 }

@@ -22,6 +22,8 @@ struct CoordinatorOptions {
   ServerFlags server = ServerFlags::Defaults("0.0.0.0:7071", 9091);
   std::string master;                     // --master HOST:PORT: the membership feed
   std::string master_ca;                  // --master-ca PATH: the master serves TLS
+  // --status-token-file PATH: GET /status needs "Authorization: Bearer" it.
+  std::string status_token;
   std::string state_dir = "coordinator-state";  // --state-dir
   uint64_t train_samples = 0;             // --train-samples: else read the dataset
   uint32_t task_batches = kDefaultTaskBatches;  // --task-batches

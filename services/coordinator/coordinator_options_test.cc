@@ -39,6 +39,20 @@ TEST(CoordinatorOptionsTest, DefaultsAndEveryFlag) {
   EXPECT_EQ(o.task_batches, 50u);
   EXPECT_EQ(o.no_worker_timeout_seconds, 0u);
   EXPECT_EQ(o.master_timeout_seconds, 30u);
+  EXPECT_EQ(o.status_token, "");  // /status open
+
+  const std::string status_token_file = std::string(std::getenv("TEST_TMPDIR")) + "/status";
+  std::ofstream(status_token_file) << "read-me\n";
+  ASSERT_TRUE(Parse({"--job", "j.yaml", "--insecure-no-token", "--status-token-file",
+                     status_token_file},
+                    &o)
+                  .ok());
+  EXPECT_EQ(o.status_token, "read-me");
+  const Status missing = Parse({"--job", "j.yaml", "--insecure-no-token",
+                                "--status-token-file", status_token_file + ".absent"},
+                               &o);
+  EXPECT_NE(missing.message().find("--status-token-file"), std::string::npos)
+      << missing.ToString();
 
   setenv("GAPTRAIN_TOKEN", "from-env", 1);
   ASSERT_TRUE(Parse({"--job", "j.yaml"}, &o).ok());

@@ -173,7 +173,7 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
     return !raw->stopping_;
   });
   CoordinatorService* service = p->service_.get();
-  ServeStatus(p->http_.get(), [service] { return service->Describe(); });
+  ServeStatus(p->http_.get(), [service] { return service->Describe(); }, options.status_token);
 
   if (!options.server.ports_file.empty()) {
     GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(

@@ -578,6 +578,24 @@ TEST(CoordinatorServiceTest, StatusOverGrpcAndAsJsonOverHttp) {
   EXPECT_EQ(j["evaluation"]["target"], "top5_accuracy >= 0.95");
   http->Stop();
 
+  // With a status token (the coordinator's --status-token-file): nothing of
+  // the job without it or with another.
+  std::unique_ptr<HttpServer> locked;
+  ASSERT_TRUE(HttpServer::Start("127.0.0.1", 0, &locked).ok());
+  ServeStatus(locked.get(), [service] { return service->Describe(); }, "read-me");
+  for (const std::string& token : {std::string(), std::string("guess")}) {
+    HttpClientResponse refused;
+    ASSERT_TRUE(HttpGet("127.0.0.1", locked->port(), "/status", 10, &refused, token).ok());
+    EXPECT_EQ(refused.status, 401) << token;
+    EXPECT_EQ(refused.Header("www-authenticate"), "Bearer");
+    EXPECT_EQ(refused.body.find("service-test"), std::string::npos) << refused.body;
+  }
+  HttpClientResponse allowed;
+  ASSERT_TRUE(HttpGet("127.0.0.1", locked->port(), "/status", 10, &allowed, "read-me").ok());
+  EXPECT_EQ(allowed.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(allowed.body)["jobName"], "service-test");
+  locked->Stop();
+
   const std::string metrics = server.Metrics();
   EXPECT_EQ(MetricValue(metrics, "gaptrain_coordinator_eval_metric{metric=\"top5_accuracy\"}"),
             0.875);

@@ -1,8 +1,9 @@
 #include "services/coordinator/status_json.h"
 
 #include <ctime>
-
 #include <nlohmann/json.hpp>
+
+#include "services/net/token_auth.h"
 
 namespace gaptrain {
 
@@ -97,9 +98,20 @@ std::string JobStatusToJson(const JobStatus& s) {
 
 namespace gaptrain {
 
-void ServeStatus(HttpServer* server, std::function<JobStatus()> describe) {
-  server->Handle("/status", [describe = std::move(describe)](const HttpRequest&) {
+void ServeStatus(HttpServer* server, std::function<JobStatus()> describe,
+                 const std::string& status_token) {
+  server->Handle("/status", [describe = std::move(describe),
+                             status_token](const HttpRequest& request) {
     HttpResponse r;
+    if (!status_token.empty() && !BearerMatches(request.authorization, status_token)) {
+      r.status = 401;
+      r.www_authenticate = "Bearer";
+      r.body = request.authorization.empty()
+                   ? "/status needs 'Authorization: Bearer <status token>' (on a cluster: the "
+                     "TrainingJob's annotation gaptrain.io/status-token)\n"
+                   : "wrong status token\n";
+      return r;
+    }
     r.content_type = "application/json";
     r.body = JobStatusToJson(describe());
     return r;

@@ -19,8 +19,11 @@ namespace gaptrain {
 std::string JobStatusToJson(const JobStatus& status);
 
 // Serves GET /status on `server`: 200 with JobStatusToJson(describe()),
-// content type application/json.
-void ServeStatus(HttpServer* server, std::function<JobStatus()> describe);
+// content type application/json. With a `status_token`, only to a request
+// that carries "Authorization: Bearer <status_token>"; others get 401
+// (WWW-Authenticate: Bearer) and nothing of the job.
+void ServeStatus(HttpServer* server, std::function<JobStatus()> describe,
+                 const std::string& status_token = "");
 
 // "2024-05-01T12:00:00Z" for Unix seconds.
 std::string Rfc3339(double unix_seconds);

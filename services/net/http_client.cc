@@ -238,13 +238,16 @@ Status HttpConnection::WaitForClose(std::string* received) {
 
 Status HttpGet(const std::string& host, uint16_t port,
                const std::string& target, double timeout_seconds,
-               HttpClientResponse* response) {
+               HttpClientResponse* response, const std::string& bearer_token) {
   std::unique_ptr<HttpConnection> c;
   GAPTRAIN_RETURN_IF_ERROR(
       HttpConnection::Connect(host, port, timeout_seconds, &c));
+  const std::string authorization =
+      bearer_token.empty() ? "" : "Authorization: Bearer " + bearer_token + "\r\n";
   GAPTRAIN_RETURN_IF_ERROR(
       c->Send("GET " + target + " HTTP/1.1\r\nHost: " + host + ":" +
-              std::to_string(port) + "\r\nConnection: close\r\n\r\n"));
+              std::to_string(port) + "\r\n" + authorization +
+              "Connection: close\r\n\r\n"));
   return c->ReadResponse(response);
 }
 

@@ -67,10 +67,11 @@ class HttpConnection {
   std::string pending_;  // received, not yet parsed
 };
 
-// One GET on a fresh connection ("Connection: close").
+// One GET on a fresh connection ("Connection: close"), with
+// "Authorization: Bearer <bearer_token>" when one is given.
 Status HttpGet(const std::string& host, uint16_t port,
                const std::string& target, double timeout_seconds,
-               HttpClientResponse* response);
+               HttpClientResponse* response, const std::string& bearer_token = "");
 
 }  // namespace gaptrain
 

@@ -163,6 +163,9 @@ void HttpServer::Session::OnRead(beast::error_code ec) {
   response_.set(http::field::server, "gaptrain");
   response_.set(http::field::content_type, r.content_type);
   if (method_not_allowed) response_.set(http::field::allow, "GET, HEAD");
+  if (!r.www_authenticate.empty()) {
+    response_.set(http::field::www_authenticate, r.www_authenticate);
+  }
   if (req.method() == http::verb::head) {
     response_.content_length(r.body.size());
   } else {
@@ -184,6 +187,7 @@ HttpResponse HttpServer::Session::Dispatch(
   const beast::string_view target = req.target();
   const size_t q = target.find('?');
   request.path = std::string(target.substr(0, q));
+  request.authorization = std::string(req[http::field::authorization]);
   if (q != beast::string_view::npos) {
     request.query = std::string(target.substr(q + 1));
   }

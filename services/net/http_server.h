@@ -43,12 +43,14 @@ struct HttpRequest {
   std::string method;  // "GET" or "HEAD"
   std::string path;    // "/metrics"
   std::string query;   // the text after '?', undecoded; "" when absent
+  std::string authorization;  // the Authorization header; "" when absent
 };
 
 struct HttpResponse {
   int status = 200;  // 100..599; anything else is answered with 500
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  std::string www_authenticate;  // a 401's WWW-Authenticate header; "" for none
 };
 
 class HttpServer {

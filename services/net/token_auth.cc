@@ -12,6 +12,10 @@ bool SameSecret(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+bool BearerMatches(const std::string& authorization, const std::string& token) {
+  return SameSecret(authorization, "Bearer " + token);
+}
+
 grpc::Status AuthorizeBearer(const grpc::ServerContextBase& context, const std::string& token) {
   if (token.empty()) return grpc::Status::OK;
   const auto& metadata = context.client_metadata();
@@ -21,7 +25,7 @@ grpc::Status AuthorizeBearer(const grpc::ServerContextBase& context, const std::
                         "missing 'authorization: Bearer <job token>' metadata");
   }
   const std::string value(it->second.data(), it->second.size());
-  if (!SameSecret(value, "Bearer " + token)) {
+  if (!BearerMatches(value, token)) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong job token");
   }
   return grpc::Status::OK;
