@@ -7,7 +7,8 @@
 // and the container ports name, the token file is the Secret's key on its
 // mount, the job file is the ConfigMap's and parses as a TrainingJob, the
 // state directories are the claims' mounts, the addresses are the
-// Services'. The container runs as the kubelet would start it: command
+// Services', the certificate and the status token (a new job's TLS) the
+// Secrets' keys. The container runs as the kubelet would start it: command
 // then args, $(VAR) expanded from the container's env. A worker's settings
 // are in its env too (GAPTRAIN_JOB, ...), for a template's own trainer
 // command: they parse as the same flags.
@@ -170,6 +171,10 @@ class Mounts {
           v["secret"]["secretName"] == children.secret["metadata"]["name"]) {
         files = children.secret["stringData"];
       }
+      if (v.contains("secret") && children.tls_secret &&
+          v["secret"]["secretName"] == (*children.tls_secret)["metadata"]["name"]) {
+        files = (*children.tls_secret)["stringData"];
+      }
       if (v.contains("configMap") &&
           v["configMap"]["name"] == children.config_map["metadata"]["name"]) {
         files = children.config_map["data"];
@@ -249,6 +254,7 @@ struct Built {
   TrainingJob spec;
   DesiredChildren children;
   std::string token;
+  std::string status_token;
 };
 
 Built BuildChildren(const json& job) {
@@ -258,10 +264,17 @@ Built BuildChildren(const json& job) {
   if (!s.ok()) return b;
   std::array<uint8_t, 32> bytes{};
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(7 * i + 3);
-  s = BuildDesiredChildren(job, b.spec, OperatorConfig(), OperatorConfig().image, bytes,
+  // As a new job gets them: in-cluster TLS and a status token.
+  static const trainingjob::JobTls tls{"-----BEGIN CERTIFICATE-----\n",
+                                       "-----BEGIN PRIVATE KEY-----\n"};
+  trainingjob::JobCredentials credentials{bytes};
+  credentials.tls = &tls;
+  credentials.status_token = "status-" + trainingjob::TokenText(bytes);
+  s = BuildDesiredChildren(job, b.spec, OperatorConfig(), OperatorConfig().image, credentials,
                            &b.children);
   EXPECT_TRUE(s.ok()) << s.ToString();
   b.token = trainingjob::TokenText(bytes);
+  b.status_token = credentials.status_token;
   b.ok = s.ok();
   return b;
 }
@@ -307,6 +320,8 @@ void CheckMaster(const json& pod, const Built& b, const Mounts& mounts) {
   const Status s = ParseMasterFlags(FlagsOf(pod, mounts, {"gaptrain-master"}), &o);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectServerFlags(o.server, pod, b, mounts);
+  EXPECT_TRUE(mounts.IsMountedFile(o.server.tls_cert)) << "no certificate: " << o.server.tls_cert;
+  EXPECT_TRUE(mounts.IsMountedFile(o.server.tls_key)) << "no key: " << o.server.tls_key;
   const std::string volume = VolumeOfClaim(pod, trainingjob::CheckpointsClaimName(b.spec.name));
   EXPECT_NE(o.checkpoint_dir, "");
   EXPECT_EQ(o.checkpoint_dir, mounts.MountOf(volume)) << "checkpoints not on their claim";
@@ -319,6 +334,9 @@ void CheckCoordinator(const json& pod, const Built& b, const Mounts& mounts) {
   ExpectServerFlags(o.server, pod, b, mounts);
   const std::string master = trainingjob::ReplicaName(b.spec.name, ReplicaType::kMaster);
   EXPECT_EQ(o.master, ServiceAddress(b.children, master, "grpc"));
+  EXPECT_TRUE(mounts.IsMountedFile(o.server.tls_cert)) << "no certificate: " << o.server.tls_cert;
+  EXPECT_TRUE(mounts.IsMountedFile(o.master_ca)) << "no CA for the master: " << o.master_ca;
+  EXPECT_EQ(o.status_token, b.status_token) << "/status not locked with the Secret's token";
   const std::string volume =
       VolumeOfClaim(pod, trainingjob::CoordinatorStateClaimName(b.spec.name));
   EXPECT_NE(o.state_dir, "");
@@ -336,6 +354,8 @@ std::vector<std::string> FlagsOfEnv(const json& pod, const Mounts& mounts) {
            {"--role", "GAPTRAIN_ROLE"},
            {"--coordinator", "GAPTRAIN_COORDINATOR"},
            {"--token-file", "GAPTRAIN_TOKEN_FILE"},
+           {"--coordinator-ca", "GAPTRAIN_COORDINATOR_CA"},
+           {"--master-ca", "GAPTRAIN_MASTER_CA"},
            {"--http-port", "GAPTRAIN_HTTP_PORT"},
            {"--host-name", "GAPTRAIN_HOST_NAME"},
            {"--grace-seconds", "GAPTRAIN_GRACE_SECONDS"}}) {
@@ -373,6 +393,8 @@ void ExpectWorkerOptions(const WorkerOptions& o, const json& pod, const Built& b
                          const Mounts& mounts, bool evaluator) {
   EXPECT_EQ(o.token, b.token);
   ExpectJobFile(mounts, o.job_file, b.spec);
+  EXPECT_TRUE(mounts.IsMountedFile(o.coordinator_ca)) << "no CA: " << o.coordinator_ca;
+  EXPECT_TRUE(mounts.IsMountedFile(o.master_ca)) << "no CA: " << o.master_ca;
   EXPECT_EQ(o.evaluator, evaluator);
   const std::string coordinator =
       trainingjob::ReplicaName(b.spec.name, ReplicaType::kCoordinator);

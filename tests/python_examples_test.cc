@@ -78,7 +78,7 @@ TEST(PythonExamplesTest, ClusterJobRunsTheImagesScript) {
   trainingjob::DesiredChildren children;
   s = trainingjob::BuildDesiredChildren(job, spec, trainingjob::OperatorConfig(),
                                        trainingjob::OperatorConfig().image,
-                                       std::array<uint8_t, 32>{}, &children);
+                                       trainingjob::JobCredentials(), &children);
   ASSERT_TRUE(s.ok()) << s.ToString();
   int trainers = 0;
   for (const json& pod : children.pods) {
@@ -144,7 +144,7 @@ TEST(PythonExamplesTest, TorchvisionJobsDeclareTheirModelAndEvaluateWithTheScrip
   trainingjob::DesiredChildren children;
   s = trainingjob::BuildDesiredChildren(object, spec, trainingjob::OperatorConfig(),
                                        trainingjob::OperatorConfig().image,
-                                       std::array<uint8_t, 32>{}, &children);
+                                       trainingjob::JobCredentials(), &children);
   ASSERT_TRUE(s.ok()) << s.ToString();
   std::map<std::string, int> scripts;  // replica type -> pods running the image's script
   for (const json& pod : children.pods) {
@@ -180,7 +180,7 @@ TEST(PythonExamplesTest, TheGpuSpotJobPutsTrainersOnSpotGpusAndTheRestOnDemand) 
   ASSERT_TRUE(trainingjob::SpotPreset("eks", &config.spot).ok());
   trainingjob::DesiredChildren children;
   s = trainingjob::BuildDesiredChildren(object, spec, config, config.image,
-                                       std::array<uint8_t, 32>{}, &children);
+                                       trainingjob::JobCredentials(), &children);
   ASSERT_TRUE(s.ok()) << s.ToString();
   const json spot = {{"key", "eks.amazonaws.com/capacityType"},
                      {"operator", "In"},
