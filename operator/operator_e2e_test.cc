@@ -41,6 +41,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -1735,6 +1736,7 @@ TEST_F(OperatorE2eTest, KueueAdmitsJobsByQuotaFlavorAndPriority) {
           {"metadata", {{"name", "team-queue"}}},
           {"spec", {{"clusterQueue", "research"}}}});
   const Clock::time_point queue_made = Clock::now();
+  const std::chrono::system_clock::time_point queue_made_wall = std::chrono::system_clock::now();
 
   // Admitted: it runs, trainers on spot, the rest on on-demand.
   ASSERT_TRUE(Eventually([&] { return phase_of(job_) == "Running"; }, seconds(90)))
@@ -1801,6 +1803,29 @@ TEST_F(OperatorE2eTest, KueueAdmitsJobsByQuotaFlavorAndPriority) {
   ASSERT_TRUE(Eventually([&] { return WorkloadCondition(workload_of(job_), "Finished") == "True"; },
                          seconds(30)));
   ExpectOperatorWithinItsPermissions();
+  // Nothing ran unadmitted, by the API server's audit log: the first job's
+  // first pod was written after its queue existed, and the urgent job's
+  // only after the operator gave the preempted job's quota back (its first
+  // Workload status patch), which Kueue admitted the urgent job on.
+  using WallTime = std::chrono::system_clock::time_point;
+  std::optional<WallTime> first_low_pod, first_high_pod, low_quota_returned;
+  auto earliest = [](std::optional<WallTime>* at, WallTime t) {
+    if (!*at || t < **at) *at = t;
+  };
+  for (const AuditRecord& r : OperatorRequests()) {
+    if (r.code >= 300) continue;
+    if (r.resource == "pods" && r.subresource.empty() && (r.verb == "patch" || r.verb == "create")) {
+      if (r.name.rfind("low-priority-", 0) == 0) earliest(&first_low_pod, r.received);
+      if (r.name.rfind("high-priority-", 0) == 0) earliest(&first_high_pod, r.received);
+    }
+    if (r.resource == "workloads" && r.subresource == "status" &&
+        r.name.rfind("trainingjob-low-priority-", 0) == 0) {
+      earliest(&low_quota_returned, r.received);
+    }
+  }
+  ASSERT_TRUE(first_low_pod && first_high_pod && low_quota_returned);
+  EXPECT_GT(*first_low_pod, queue_made_wall);
+  EXPECT_GT(*first_high_pod, *low_quota_returned);
   // Every Kueue permission the operator declares was used (the operator
   // process test runs without Kueue): a server-side apply's "create" is
   // logged as "patch".
