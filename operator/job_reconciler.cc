@@ -110,7 +110,9 @@ controller::Result JobReconciler::Reconcile(const std::string& key) {
   observed.now = std::chrono::system_clock::now();
   observed.token_bytes = RandomTokenBytes();
   observed.status_token_bytes = RandomTokenBytes();
-  if (config_.job_tls && !trainingjob::IsTerminating(observed.job)) {
+  const std::string phase = trainingjob::StringAt(observed.job, {"status", "phase"});
+  if (config_.job_tls && !trainingjob::IsTerminating(observed.job) && phase != "Succeeded" &&
+      phase != "Failed") {
     // Used only where the job's pods are made with TLS and its Secret is
     // missing; an ECDSA key and a signature cost well under a millisecond.
     JobCertificate certificate;
