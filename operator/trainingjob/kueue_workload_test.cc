@@ -67,11 +67,6 @@ json Desired(const json& job, const TrainingJob& spec, const DesiredChildren& ch
   return workload;
 }
 
-json Condition(const std::string& type, const std::string& status, const std::string& reason,
-               const std::string& message = "") {
-  return WorkloadConditionExample(type, status, reason, message);
-}
-
 json ConditionIn(const json& conditions, const std::string& type) {
   for (const json& c : conditions) {
     if (c.value("type", "") == type) return c;
@@ -191,7 +186,7 @@ TEST(KueueWorkloadTest, ReadsWhyKueueHoldsAWorkloadBack) {
   EXPECT_EQ(a.state, WorkloadAdmission::State::kQueued);
   EXPECT_EQ(a.message, "waiting for Kueue to consider it");
 
-  w["status"]["conditions"] = {Condition(
+  w["status"]["conditions"] = {WorkloadConditionExample(
       "QuotaReserved", "False", "Pending",
       "couldn't assign flavors to pod set trainers: insufficient quota for cpu in flavor spot")};
   ASSERT_OK(ReadWorkloadAdmission(w, Flavors(), &a));
@@ -201,24 +196,24 @@ TEST(KueueWorkloadTest, ReadsWhyKueueHoldsAWorkloadBack) {
 
   // Quota reserved, an admission check not yet Ready.
   json checking = AdmittedWorkload();
-  checking["status"]["conditions"][1] = Condition("Admitted", "False", "UnsatisfiedChecks");
+  checking["status"]["conditions"][1] = WorkloadConditionExample("Admitted", "False", "UnsatisfiedChecks");
   ASSERT_OK(ReadWorkloadAdmission(checking, Flavors(), &a));
   EXPECT_EQ(a.state, WorkloadAdmission::State::kQueued);
   EXPECT_EQ(a.reason, "AdmissionChecks");
 
   json evicted = AdmittedWorkload();
-  evicted["status"]["conditions"].push_back(Condition(
+  evicted["status"]["conditions"].push_back(WorkloadConditionExample(
       "Evicted", "True", "Preempted", "Preempted to accommodate a workload (UID: 9) in the ClusterQueue"));
   ASSERT_OK(ReadWorkloadAdmission(evicted, Flavors(), &a));
   EXPECT_EQ(a.state, WorkloadAdmission::State::kEvicted);
   EXPECT_EQ(a.reason, "Preempted");
   // Once its reservation is given back it is queued again.
-  evicted["status"]["conditions"][0] = Condition("QuotaReserved", "False", "Pending");
+  evicted["status"]["conditions"][0] = WorkloadConditionExample("QuotaReserved", "False", "Pending");
   ASSERT_OK(ReadWorkloadAdmission(evicted, Flavors(), &a));
   EXPECT_EQ(a.state, WorkloadAdmission::State::kQueued);
 
   json finished = AdmittedWorkload();
-  finished["status"]["conditions"].push_back(Condition("Finished", "True", "Succeeded", "done"));
+  finished["status"]["conditions"].push_back(WorkloadConditionExample("Finished", "True", "Succeeded", "done"));
   ASSERT_OK(ReadWorkloadAdmission(finished, {}, &a));  // no flavors needed
   EXPECT_EQ(a.state, WorkloadAdmission::State::kFinished);
 }
@@ -270,7 +265,7 @@ TEST(KueueWorkloadTest, PlacesThePodsWhereTheQuotaIs) {
 TEST(KueueWorkloadTest, GivesBackTheQuotaAndFinishesAsKueuesJobReconcilerDoes) {
   json w = AdmittedWorkload();
   w["status"]["conditions"].push_back(
-      Condition("Evicted", "True", "Preempted", "Preempted to accommodate a higher priority Workload"));
+      WorkloadConditionExample("Evicted", "True", "Preempted", "Preempted to accommodate a higher priority Workload"));
   const json patch = ClearReservationPatch(w, "2026-11-28T10:05:00Z");
   EXPECT_EQ(patch["metadata"]["resourceVersion"], "812");
   ASSERT_TRUE(patch["status"].contains("admission"));
@@ -286,7 +281,7 @@ TEST(KueueWorkloadTest, GivesBackTheQuotaAndFinishesAsKueuesJobReconcilerDoes) {
   EXPECT_EQ(ConditionIn(conditions, "Evicted")["lastTransitionTime"], "2026-11-28T10:00:00Z");
 
   // Deactivated (the job suspended): not requeued until active again.
-  w["status"]["conditions"].back() = Condition("Evicted", "True", "Deactivated", "The workload is deactivated");
+  w["status"]["conditions"].back() = WorkloadConditionExample("Evicted", "True", "Deactivated", "The workload is deactivated");
   EXPECT_EQ(ConditionIn(ClearReservationPatch(w, "2026-11-28T10:05:00Z")["status"]["conditions"],
                         "Requeued")["status"],
             "False");

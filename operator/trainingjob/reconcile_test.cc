@@ -2088,11 +2088,6 @@ OperatorConfig WithKueue() {
   return config;
 }
 
-json QuotaCondition(const std::string& type, const std::string& status, const std::string& reason,
-                    const std::string& message = "") {
-  return WorkloadConditionExample(type, status, reason, message);
-}
-
 // What Kueue's scheduler writes: quota in ClusterQueue research, the
 // master on on-demand nodes, `trainers` trainers on spot ones.
 void Admit(Cluster* c, int trainers) {
@@ -2143,7 +2138,7 @@ TEST(ReconcileTest, AJobQueuedWithKueueRunsOnlyWhileItsWorkloadIsAdmitted) {
   // Evicted (preempted): every pod stops; the quota is given back only
   // once none is left.
   c.objects("Workload")[0]["status"]["conditions"].push_back(
-      QuotaCondition("Evicted", "True", "Preempted", "Preempted to accommodate a workload"));
+      WorkloadConditionExample("Evicted", "True", "Preempted", "Preempted to accommodate a workload"));
   c.coordinator.reset();
   const ReconcilePlan evict = c.Plan(WithKueue());
   EXPECT_EQ(evict.deletes.size(), 4u);
