@@ -13,6 +13,8 @@ The arrows that may exist (services/*/README.md says the same in words):
   plot     -> base                    (gnuplot)
   engine   -> base, numeric, api      (no network, no wire format, no LibTorch)
   autoscale -> api, base              (a pure policy: no network, no engine)
+  jobplan  -> nothing in services/    (the job's decisions for both executors:
+                                       pure functions of what they observed)
   learn    -> engine, base, numeric, api   (never a service, no network)
   master, coordinator, worker -> base, numeric, api, net, engine, learn, and
            another service only through the headers of that service's targets
@@ -20,7 +22,7 @@ The arrows that may exist (services/*/README.md says the same in words):
            query visible`)
   testing  -> anything public; included only by tests (*_test.cc) and other
               test-only folders (*/testing/, operator/envtest/)
-  operator -> base, api, net, autoscale   (it runs the services' binaries, it
+  operator -> base, api, net, autoscale, jobplan   (it runs the services' binaries, it
                                        does not link them)
 
 Each #include "services/..." in services/ and operator/ is checked. A
@@ -90,9 +92,17 @@ FORBIDDEN = {
                            "boost/", "prometheus/"] + SERVICES_PREFIXES + GRPC + LIBTORCH,
     "services/learn": ["services/autoscale/", "services/master/", "services/worker/", "services/coordinator/",
                        "services/net/", "services/plot/", "proto/", "grpcpp/"],
+    "services/jobplan": ["services/autoscale/", "services/api/", "services/base/", "services/net/",
+                         "services/numeric/", "services/plot/", "proto/", "boost/",
+                         "prometheus/"] + SERVICES_PREFIXES + GRPC + LIBTORCH,
     "operator": ["services/numeric/", "services/plot/"] + SERVICES_PREFIXES +
                 ["torch/", "ATen/"],
 }
+# Only the executors decide with services/jobplan; the layers below them
+# must not reach up to it.
+for _lower in ("services/base", "services/numeric", "services/api", "services/net",
+               "services/plot", "services/engine", "services/autoscale", "services/learn"):
+    FORBIDDEN[_lower].append("services/jobplan/")
 
 
 def bazel_query(expression):

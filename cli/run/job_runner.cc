@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "services/base/termination_signal.h"
@@ -22,6 +23,17 @@ bool Terminal(proto::JobPhase phase) {
 }
 
 bool ExitedCleanly(int wait_status) { return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0; }
+
+// A process's end as the restart rules read it: the exit code a kubelet
+// would report (128 + the signal for one killed). Chaos's kills never
+// get here: they are preemptions, which the runner restarts itself.
+ProcessEnd ProcessEndOf(JobProcess process, int wait_status) {
+  ProcessEnd end;
+  end.process = process;
+  if (WIFEXITED(wait_status)) end.exit_code = WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) end.exit_code = 128 + WTERMSIG(wait_status);
+  return end;
+}
 
 }  // namespace
 
@@ -102,31 +114,42 @@ void JobRunner::Observe() {
   }
 }
 
-bool JobRunner::RestartAfterFailure(const std::string& service, Status (LocalJob::*start)()) {
-  if (++failures_ > job_.run_policy.backoff_limit) {
-    error_ = service + " crashed and the job's backoffLimit (" +
-             std::to_string(job_.run_policy.backoff_limit) + ") is spent; see " +
-             local_.LogFile(service);
-    return false;
+bool JobRunner::RestartAfterFailure(JobProcess process, const std::string& service,
+                                    Process* ended, Status (LocalJob::*start)()) {
+  const RestartDecision decision =
+      DecideRestart(ProcessEndOf(process, ended->wait_status()), job_.workers.restart_policy);
+  if (decision.counts_as_failure) ++failures_;
+  if (FailedAfterLosses(service)) return false;
+  if (!decision.replace) {
+    if (process == JobProcess::kEvaluator) evaluator_given_up_ = true;
+    Say(service + " is not restarted (" + decision.not_replaced_because + "); see " +
+        local_.LogFile(service));
+    return true;
   }
   Status s = (local_.*start)();
   if (!s.ok()) {
     error_ = "cannot restart " + service + ": " + s.ToString();
     return false;
   }
-  Say("restarted " + service + " (" + std::to_string(failures_) + " of backoffLimit " +
+  Say("restarted " + service + " (failure " + std::to_string(failures_) + ", backoffLimit " +
       std::to_string(job_.run_policy.backoff_limit) + ")");
   return true;
 }
 
 bool JobRunner::RestartTrainerAfterFailure(size_t index) {
   const std::string name = LocalJob::TrainerName(index);
-  if (job_.workers.restart_policy == "Never" || ++failures_ > job_.run_policy.backoff_limit) {
-    Say(name + " crashed and is not restarted (restartPolicy " + job_.workers.restart_policy +
-        ", backoffLimit " + std::to_string(job_.run_policy.backoff_limit) + "); see " +
+  const RestartDecision decision =
+      DecideRestart(ProcessEndOf(JobProcess::kTrainer, local_.trainer(index)->wait_status()),
+                    job_.workers.restart_policy);
+  if (decision.counts_as_failure) ++failures_;
+  if (!decision.replace) {
+    ++permanently_failed_trainers_;
+    trainer_slots_[index].given_up = true;
+    Say(name + " is not restarted (" + decision.not_replaced_because + "); see " +
         local_.LogFile(name));
-    return true;  // the job goes on with fewer trainers, as on a cluster
   }
+  if (FailedAfterLosses(name)) return false;
+  if (!decision.replace) return true;  // the job goes on with fewer trainers
   trainer_slots_[index].registered_above = HighestWorkerId();
   Status s = local_.StartTrainer(index);
   if (!s.ok()) {
@@ -134,8 +157,21 @@ bool JobRunner::RestartTrainerAfterFailure(size_t index) {
     return false;
   }
   ++worker_restarts_;
-  Say("restarted " + name + " after a crash (" + std::to_string(failures_) + " of backoffLimit " +
-      std::to_string(job_.run_policy.backoff_limit) + ")");
+  Say("restarted " + name + " after a crash (failure " + std::to_string(failures_) +
+      ", backoffLimit " + std::to_string(job_.run_policy.backoff_limit) + ")");
+  return true;
+}
+
+bool JobRunner::FailedAfterLosses(const std::string& service) {
+  const RestartLimits limits{
+      job_.run_policy.backoff_limit, job_.workers.replicas,
+      job_.workers.min_replicas == 0 ? job_.workers.replicas : job_.workers.min_replicas,
+      job_.workers.restart_policy};
+  const std::optional<LossFailure> failure =
+      FailureAfterLosses(failures_, permanently_failed_trainers_, limits);
+  if (!failure) return false;
+  failure_reason_ = failure->reason;
+  error_ = failure->message + " (the last: " + service + ", see " + local_.LogFile(service) + ")";
   return true;
 }
 
@@ -152,30 +188,39 @@ bool JobRunner::Supervise() {
   // The control plane always comes back (a Deployment would restart it).
   if (!master_down_by_chaos_ && !local_.master()->Running()) {
     Say("master exited (" + DescribeWaitStatus(local_.master()->wait_status()) + ")");
-    if (!RestartAfterFailure("master", &LocalJob::StartMaster)) return false;
+    if (!RestartAfterFailure(JobProcess::kMaster, "master", local_.master(),
+                             &LocalJob::StartMaster)) {
+      return false;
+    }
     ++master_restarts_;
     changed = true;
   }
   if (!local_.coordinator()->Running()) {
     Say("coordinator exited (" + DescribeWaitStatus(local_.coordinator()->wait_status()) + ")");
-    if (!RestartAfterFailure("coordinator", &LocalJob::StartCoordinator)) return false;
+    if (!RestartAfterFailure(JobProcess::kCoordinator, "coordinator", local_.coordinator(),
+                             &LocalJob::StartCoordinator)) {
+      return false;
+    }
     changed = true;
   }
   // A worker that exits 0 has left (the job ended); one that crashed is
   // restarted per restartPolicy, unless the job is over. A trainer the
   // autoscaler stopped is not restarted, however it ended.
   const bool over = Terminal(status_.phase());
-  if (!over && !local_.evaluator()->Running() &&
+  if (!over && !evaluator_given_up_ && !local_.evaluator()->Running() &&
       !ExitedCleanly(local_.evaluator()->wait_status())) {
     Say("evaluator exited (" + DescribeWaitStatus(local_.evaluator()->wait_status()) + ")");
     if (!local_.EvaluatorReported()) return StartupFailed("evaluator", local_.evaluator());
-    if (!RestartAfterFailure("evaluator", &LocalJob::StartEvaluator)) return false;
+    if (!RestartAfterFailure(JobProcess::kEvaluator, "evaluator", local_.evaluator(),
+                             &LocalJob::StartEvaluator)) {
+      return false;
+    }
     changed = true;
   }
   for (size_t i = 0; i < local_.trainer_count(); ++i) {
     Process* trainer = local_.trainer(i);
     if (over || trainer == nullptr || trainer_slots_[i].down_by_chaos ||
-        trainer_slots_[i].scaled_away || trainer->Running() ||
+        trainer_slots_[i].scaled_away || trainer_slots_[i].given_up || trainer->Running() ||
         ExitedCleanly(trainer->wait_status())) {
       continue;
     }
@@ -463,16 +508,20 @@ void JobRunner::Finish(bool interrupted, RunSummary* summary) {
   s.seconds = Elapsed();
   s.run_dir = run_dir_->path();
   if (!error_.empty()) {
-    s.outcome = "Error";
+    // Losses end a job as on a cluster (phase Failed, the operator's
+    // reason); anything else that stopped the launcher is an error.
+    s.outcome = failure_reason_.empty() ? "Error" : "Failed";
+    s.reason = failure_reason_.empty() ? status_.reason() : failure_reason_;
     s.message = error_;
   } else if (interrupted) {
     s.outcome = "Interrupted";
+    s.reason = status_.reason();
     s.message = "resume with: gaptrain run -f <job.yaml> --resume";
   } else {
     s.outcome = PhaseName(status_.phase());
+    s.reason = status_.reason();
     s.message = status_.message();
   }
-  s.reason = status_.reason();
   s.has_accuracy = status_.has_last_accuracy();
   s.accuracy = status_.last_accuracy();
   s.eval_loss = status_.last_eval_loss();

@@ -34,6 +34,7 @@
 #include "cli/run/run_report.h"
 #include "services/api/training_job.h"
 #include "services/coordinator/coordinator_client.h"
+#include "services/jobplan/restart_rule.h"
 
 namespace gaptrain {
 
@@ -78,9 +79,16 @@ class JobRunner {
   bool WorkersGone();
   // Stops everything in order and fills *summary.
   void Finish(bool interrupted, RunSummary* summary);
-  // Restarts a crashed process: counts the failure against backoffLimit.
-  bool RestartAfterFailure(const std::string& service, Status (LocalJob::*start)());
+  // After a process ended on its own: counts the failure against
+  // backoffLimit and restarts it, as the restart rules (services/jobplan,
+  // the operator's too) decide. False when the run ends: the limit is
+  // spent, too few trainers can still run, or it cannot be restarted.
+  bool RestartAfterFailure(JobProcess process, const std::string& service, Process* ended,
+                           Status (LocalJob::*start)());
   bool RestartTrainerAfterFailure(size_t index);
+  // Whether the job's losses so far end it (services/jobplan); sets
+  // error_ and failure_reason_ when they do. `service`: the last lost.
+  bool FailedAfterLosses(const std::string& service);
   // A worker that died before it reported its ports ends the run.
   bool StartupFailed(const std::string& service, Process* process);
   void Say(const std::string& line);
@@ -105,6 +113,7 @@ class JobRunner {
   struct TrainerSlot {
     bool down_by_chaos = false;
     bool scaled_away = false;  // stopped by the autoscaler: not restarted
+    bool given_up = false;     // crashed and not restarted (restartPolicy)
     // Its current process registered once the coordinator lists its host
     // with an id above this (the highest id seen when it was started).
     uint32_t registered_above = 0;
@@ -114,10 +123,15 @@ class JobRunner {
   uint64_t trainers_lost_ = 0;                   // killed by chaos or crashed
   uint32_t max_live_trainers_ = 0;               // the coordinator's count, over the run
   bool master_down_by_chaos_ = false;
+  bool evaluator_given_up_ = false;  // crashed and not restarted (restartPolicy)
   uint64_t failures_ = 0;  // crashes, against backoffLimit
+  uint64_t permanently_failed_trainers_ = 0;  // crashed and not restarted
   uint64_t master_restarts_ = 0;
   uint64_t worker_restarts_ = 0;
   std::string error_;  // why the run ends early, if it does
+  // With error_: the job failed by its losses (BackoffLimitExceeded,
+  // TrainingJobFailed), as the operator would fail it.
+  std::string failure_reason_;
 
   // For rates between two progress lines.
   double last_print_ = -1e9;

@@ -17,6 +17,7 @@
 #include "operator/trainingjob/progress_display.h"
 #include "operator/trainingjob/recorded_image.h"
 #include "services/api/job_fields.h"
+#include "services/jobplan/restart_rule.h"
 
 namespace gaptrain {
 namespace trainingjob {
@@ -34,16 +35,19 @@ std::string Describe(ReplicaType type, const std::string& pod) {
   return std::string(IsWorker(type) ? "" : "the ") + ReplicaTypeLabelValue(type) + " " + pod;
 }
 
-// Whether a lost pod is recreated (the contract's restart rules).
-bool ShouldReplace(ReplicaType type, const PodState& pod, const std::string& restart_policy) {
-  if (!IsWorker(type) || pod.loss == PodLoss::kPreempted) return true;
-  if (restart_policy == "Never") return false;
-  if (restart_policy == "ExitCode") {
-    // 1-127: the program gave up (permanent); 128-255: killed by a signal
-    // (retryable); unknown: retryable.
-    return !(pod.exit_code && *pod.exit_code >= 1 && *pod.exit_code <= 127);
+// What the restart rules (services/jobplan) decide for a lost pod.
+RestartDecision DecideRestartOf(ReplicaType type, const PodState& pod,
+                                const std::string& restart_policy) {
+  ProcessEnd end;
+  switch (type) {
+    case ReplicaType::kMaster: end.process = JobProcess::kMaster; break;
+    case ReplicaType::kCoordinator: end.process = JobProcess::kCoordinator; break;
+    case ReplicaType::kEvaluator: end.process = JobProcess::kEvaluator; break;
+    case ReplicaType::kTrainer: end.process = JobProcess::kTrainer; break;
   }
-  return true;  // OnFailure, Always
+  end.preempted = pod.loss == PodLoss::kPreempted;
+  end.exit_code = pod.exit_code;
+  return DecideRestart(end, restart_policy);
 }
 
 // The run policy of a job whose spec does not parse: its runPolicy section
@@ -217,6 +221,11 @@ class Reconciler {
     return w.min_replicas == 0 ? w.replicas : w.min_replicas;
   }
 
+  RestartLimits LossLimits() const {
+    return RestartLimits{o_.spec.run_policy.backoff_limit, o_.spec.workers.replicas, MinTrainers(),
+                         o_.spec.workers.restart_policy};
+  }
+
   const ObservedPod* PodNamed(const std::string& name) const {
     for (const ObservedPod& p : pods_) {
       if (p.state.name == name) return &p;
@@ -328,45 +337,38 @@ class Reconciler {
 
   // Counts a lost pod once; returns whether it is recreated.
   bool Account(ReplicaType type, const PodState& p) {
-    const bool replace = ShouldReplace(type, p, o_.spec.workers.restart_policy);
-    if (ledger_.counted.count(p.uid) > 0) return replace;
+    const RestartDecision decision = DecideRestartOf(type, p, o_.spec.workers.restart_policy);
+    if (ledger_.counted.count(p.uid) > 0) return decision.replace;
     ledger_.counted.insert(p.uid);
+    if (decision.counts_as_failure) ++ledger_.failures;
     const std::string who = Describe(type, p.name);
     const bool preempted = p.loss == PodLoss::kPreempted;
     if (!IsWorker(type)) {
       ++ledger_.restarts;
-      if (!preempted) ++ledger_.failures;
       restart_message_ = who + (preempted ? " was lost (" : " failed (") + p.loss_reason +
                          "); recreating it, it resumes from its volume (restart " +
                          std::to_string(ledger_.restarts) + ")";
       Event("Warning", type == ReplicaType::kMaster ? "MasterRestarting" : "CoordinatorRestarting",
             "Recreate", restart_message_, PlannedEvent::After::kLedger);
       restarted_now_ = true;
-      return true;
+      return decision.replace;
     }
     if (preempted) {
       ++ledger_.preemptions;
       Event("Normal", "WorkerPreempted", "Recreate",
             who + " was preempted (" + p.loss_reason + "); recreating it",
             PlannedEvent::After::kLedger);
-      return true;
+      return decision.replace;
     }
-    ++ledger_.failures;
-    const std::string& policy = o_.spec.workers.restart_policy;
-    std::string outcome;
-    if (replace) {
-      outcome = "recreating it";
-    } else if (policy == "Never") {
-      outcome = "not recreated (restartPolicy Never)";
-    } else {
-      outcome = "not recreated (exit codes 1-127 are permanent under restartPolicy ExitCode)";
-    }
-    Event("Warning", "WorkerFailed", replace ? "Recreate" : "Keep",
+    const std::string outcome = decision.replace
+                                    ? "recreating it"
+                                    : "not recreated (" + decision.not_replaced_because + ")";
+    Event("Warning", "WorkerFailed", decision.replace ? "Recreate" : "Keep",
           who + " failed (" + p.loss_reason + "); " + outcome + " (failure " +
               std::to_string(ledger_.failures) + ", backoffLimit " +
               std::to_string(o_.spec.run_policy.backoff_limit) + ")",
           PlannedEvent::After::kLedger);
-    return replace;
+    return decision.replace;
   }
 
   // The coordinator has finished the job, but the evaluator is still
@@ -698,16 +700,9 @@ plan_.requeue_after = config_.progress_poll_interval;
       if (c.phase == "Succeeded") return Ending{true, "TrainingJobSucceeded", message};
       return Ending{false, "TrainingJobFailed", message};
     }
-    if (ledger_.failures > spec.run_policy.backoff_limit) {
-      return Ending{false, "BackoffLimitExceeded",
-                    std::to_string(ledger_.failures) + " failures exceed backoffLimit (" +
-                        std::to_string(spec.run_policy.backoff_limit) + ")"};
-    }
-    if (spec.workers.replicas < permanent_trainers + MinTrainers()) {
-      return Ending{false, "TrainingJobFailed",
-                    std::to_string(permanent_trainers) + " trainers failed permanently "
-                    "(restartPolicy " + spec.workers.restart_policy + "): fewer than "
-                    "minReplicas (" + std::to_string(MinTrainers()) + ") can run"};
+    if (const std::optional<LossFailure> failure =
+            FailureAfterLosses(ledger_.failures, permanent_trainers, LossLimits())) {
+      return Ending{false, failure->reason, failure->message};
     }
     if (spec.run_policy.active_deadline_seconds > 0) {
       const auto start = ParseTime(start_time_);
