@@ -13,7 +13,10 @@
 //   - the image runs as a non-root user, who can write the pods' volumes
 //     and not the binaries;
 //   - no compiler, headers, static or -dev libraries, Perl or Python,
-//     set-id programs or documentation; its size is printed and bounded.
+//     set-id programs or documentation; its size is printed and bounded;
+//   - examples/python/Dockerfile, built by podman on it, makes a trainer
+//     image in which `gaptrain run` trains the example's job with Python
+//     trainers (issue 39: the trainer Dockerfile built in a test).
 // The base layer is cached across runs (image/assemble.sh); building it
 // cold takes about 5 minutes on 2 cores, a warm run about half a minute.
 
@@ -41,6 +44,7 @@
 #include "services/testing/missing_requirement.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
+#include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
 namespace {
@@ -433,6 +437,165 @@ TEST_F(ImageTest, SizeIsReportedAndBounded) {
   RecordProperty("unpacked_mib", std::to_string(unpacked));
   EXPECT_LE(compressed, kMaxCompressedMiB);
   EXPECT_LE(unpacked, kMaxUnpackedMiB);
+}
+
+// podman as this project's machines let it start containers: its own
+// storage under `dir` (not the user's), runc with cgroupfs (crun refuses
+// these VMs' hybrid cgroup v1 + v2 hierarchy, and no systemd runs), events
+// to a file. `dir` must be short: podman's run root below it is bounded.
+std::vector<std::string> Podman(const std::string& dir, std::vector<std::string> args) {
+  std::vector<std::string> command = {
+      "/usr/bin/podman",     "--root",         dir + "/root", "--runroot", dir + "/run",
+      "--storage-driver",    "overlay",        "--runtime",   "runc",      "--cgroup-manager",
+      "cgroupfs",            "--events-backend", "file"};
+  command.insert(command.end(), args.begin(), args.end());
+  return command;
+}
+
+// A container's resource limits. podman's defaults (RLIMIT_NOFILE 2^20,
+// RLIMIT_NPROC the host's) exceed what a process may raise its limits to
+// without CAP_SYS_RESOURCE, which these VMs do not grant even to root.
+const std::vector<std::string> kContainerLimits = {"--ulimit", "nofile=16384:16384", "--ulimit",
+                                                   "nproc=4096:4096"};
+
+// The trainer image's job: job-cluster.yaml's model, data, trainers and
+// GA+DANA, short (maxUpdates), run by `gaptrain run` inside the image.
+constexpr char kTrainerImageJob[] = R"(apiVersion: gaptrain.io/v1alpha1
+kind: TrainingJob
+metadata:
+  name: python-fashion-cnn
+spec:
+  model: {torchscript: /app/fashion_cnn.pt}
+  data: {format: mnist-idx, path: /data/fashion-mnist, shuffleSeed: 1}
+  training:
+    batchSize: 64
+    maxUpdates: 400
+    optimizer: {learningRate: 0.05, momentum: 0.9, weightDecay: 1.0e-4}
+    staleness: {rule: gap-aware-dana}
+  workers:
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - command: [python3, /app/train.py]
+)";
+
+// debian:12-slim, which the Dockerfile starts from, as a root file system
+// archive for `podman import`. A stand-in: Docker Hub is out of reach
+// here, so mmdebstrap builds what the official image is built from,
+// Debian 12's minbase from Debian's archive. Cached next to the image's
+// base (delete it to rebuild).
+Status DebianSlimArchive(const std::string& cache_dir, std::string* path) {
+  *path = cache_dir + "/debian-12-slim.tar";
+  if (::access(path->c_str(), R_OK) == 0) return Status::OK();
+  const std::string partial = *path + ".partial";
+  const RunResult r = RunCommand(
+      {"/usr/bin/mmdebstrap", "--variant=minbase", "--mode=root", "--format=tar",
+       "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr", "bookworm", partial,
+       "deb http://deb.debian.org/debian bookworm main",
+       "deb http://deb.debian.org/debian bookworm-updates main",
+       "deb http://deb.debian.org/debian-security bookworm-security main"},
+      cache_dir + "/debian-12-slim.log", {{"PATH", kHostPath}, {"TMPDIR", "/tmp"}},
+      std::chrono::seconds(600));
+  GAPTRAIN_RETURN_IF_ERROR(r.status);
+  if (r.exit_code != 0) return Status::Internal("mmdebstrap failed:\n" + r.output);
+  if (std::rename(partial.c_str(), path->c_str()) != 0) {
+    return Status::Internal("cannot rename " + partial);
+  }
+  return Status::OK();
+}
+
+// What a user does with examples/python/Dockerfile: load gaptrain's image
+// (this archive, under the name the Dockerfile gives), build, then run the
+// result. Inside it `gaptrain run` starts the master, coordinator and
+// evaluator (the image's binaries, reading /app/fashion_cnn.pt) and two
+// Python trainers (/app/train.py: the SDK and Debian's PyTorch from the
+// image), as the cluster's pods would; the data is mounted read-only.
+TEST_F(ImageTest, TrainerDockerfileBuildsAnImageThatTrains) {
+  if (::access("/usr/bin/podman", X_OK) != 0 || ::access("/usr/bin/runc", X_OK) != 0) {
+    GAPTRAIN_SKIP_OR_FAIL_IN_CI("podman and runc are not installed (scripts/bootstrap.sh --image)");
+  }
+  std::string data_dir;
+  const Status data = FindSharedDataDir(&data_dir);
+  ASSERT_TRUE(data.ok()) << data.ToString();
+  char short_template[] = "/tmp/gaptrain-podman.XXXXXX";
+  ASSERT_NE(::mkdtemp(short_template), nullptr);
+  const std::string dir = short_template;
+  const auto podman = [&dir](std::vector<std::string> args, const std::string& log,
+                             int timeout_seconds = 300) {
+    return RunCommand(Podman(dir, std::move(args)), dir + "/" + log, {{"PATH", kHostPath}},
+                      std::chrono::seconds(timeout_seconds));
+  };
+  const auto succeeded = [](const RunResult& r) {
+    return r.status.ok() && r.exit_code == 0;
+  };
+
+  const RunResult load = podman({"load", "-i", built_->archive_path}, "load.log");
+  ASSERT_TRUE(succeeded(load)) << load.status.ToString() << load.output;
+  ASSERT_TRUE(succeeded(podman({"tag", kRef, "ghcr.io/gaptrain/gaptrain:0.1.0"}, "tag.log")));
+  std::string slim;
+  const Status slim_built = DebianSlimArchive(CacheDir(), &slim);
+  ASSERT_TRUE(slim_built.ok()) << slim_built.ToString();
+  const RunResult import = podman({"import", slim, "docker.io/library/debian:12-slim"},
+                                  "import.log");
+  ASSERT_TRUE(succeeded(import)) << import.output;
+
+  // The build context: the checkout's files the Dockerfile copies (copied,
+  // not the runfiles' symlinks, which COPY would keep as links).
+  const std::string context = dir + "/context";
+  ASSERT_EQ(std::system(("set -e; mkdir -p '" + context + "/image' '" + context +
+                         "/examples' '" + context + "/python'; cp -L image/rootfs-setup.sh '" +
+                         context + "/image/'; cp -rL examples/python '" + context +
+                         "/examples/'; cp -rL python/gaptrain '" + context + "/python/'")
+                            .c_str()),
+            0);
+  // apt's downloads kept for the next run (the Dockerfile installs about
+  // 250 MB of packages).
+  const std::string apt_cache = CacheDir() + "/trainer-apt-archives";
+  ASSERT_EQ(std::system(("mkdir -p '" + apt_cache + "/partial'").c_str()), 0);
+  std::vector<std::string> build = {"build", "--network", "host", "--volume",
+                                    apt_cache + ":/var/cache/apt/archives"};
+  build.insert(build.end(), kContainerLimits.begin(), kContainerLimits.end());
+  build.insert(build.end(), {"-f", context + "/examples/python/Dockerfile", "-t",
+                             "gaptrain-fashion-cnn:image-test", context});
+  const auto build_start = std::chrono::steady_clock::now();
+  const RunResult built = podman(build, "build.log", 1200);
+  std::cout << "podman build took "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start)
+                   .count()
+            << " s\n";
+  ASSERT_TRUE(succeeded(built)) << built.status.ToString() << "\n" << built.output;
+
+  std::ofstream(dir + "/job.yaml") << kTrainerImageJob;
+  const std::string run_dir = dir + "/run-dir";
+  ASSERT_EQ(::mkdir(run_dir.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(run_dir.c_str(), 65532, 65532), 0);
+  std::vector<std::string> run = {"run", "--rm", "--network", "none",
+                                  "--volume", data_dir + "/fashion-mnist:/data/fashion-mnist:ro",
+                                  "--volume", dir + "/job.yaml:/app/job.yaml:ro",
+                                  "--volume", run_dir + ":/var/lib/gaptrain/run"};
+  run.insert(run.end(), kContainerLimits.begin(), kContainerLimits.end());
+  run.insert(run.end(), {"gaptrain-fashion-cnn:image-test", "gaptrain", "run", "-f",
+                         "/app/job.yaml", "--run-dir", "/var/lib/gaptrain/run/job",
+                         "--data-cache", "none"});
+  const RunResult trained = podman(run, "run.log", 600);
+  std::cout << trained.output;
+  ASSERT_TRUE(trained.status.ok()) << trained.status.ToString();
+  EXPECT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("job python-fashion-cnn: Succeeded"), std::string::npos);
+
+  const json summary = json::parse(ReadRaw(run_dir + "/job/summary.json"), nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << ReadRaw(run_dir + "/job/summary.json");
+  std::cout << "trainer image: " << summary.dump() << "\n";
+  EXPECT_GE(summary.value("accuracy", 0.0), 0.70) << summary.dump();
+  // The trainers were the image's Python script: the SDK registered them.
+  for (const char* trainer : {"trainer-0", "trainer-1"}) {
+    const std::string log = ReadRaw(run_dir + "/job/logs/" + trainer + ".log");
+    EXPECT_NE(log.find("gaptrain: registered as worker"), std::string::npos)
+        << trainer << ":\n" << log;
+  }
+
+  EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
 }
 
 }  // namespace

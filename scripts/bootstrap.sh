@@ -34,9 +34,10 @@ PACKAGES=(
 
 # The container image (scripts/build-image.sh, //image:image_test):
 # with --image. podman and containerd load the archive in the test, as
-# users' runtimes and `kind load image-archive` do.
+# users' runtimes and `kind load image-archive` do; podman (with runc)
+# builds examples/python/Dockerfile on it and runs a job in the result.
 if [[ "${1:-}" == --image ]]; then
-  PACKAGES+=(mmdebstrap umoci jq podman containerd)
+  PACKAGES+=(mmdebstrap umoci jq podman runc containerd)
 fi
 
 # Wanted but not needed: clang and its libFuzzer runtime for the fuzz
