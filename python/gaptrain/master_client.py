@@ -130,9 +130,9 @@ class MasterClient:
         check_layout(d.layout, self._named)
         self.buffers.check(d.layout)
         self.rule = d.rule
-        # In sync mode a push may wait for the step's other gradients:
-        # Push, then Pull once the step is done (as gaptrain-worker).
-        self._push_pull = d.rule != "sync"
+        # This master may have PushPull, whatever an earlier one said. In
+        # sync mode it holds the call until the step is out.
+        self._push_pull = True
         self.echo = d.needs_echo
         self.echo_type = d.echo_type
         # Pulled over a bf16 wire, the copy holds bf16 values: send it as bf16.

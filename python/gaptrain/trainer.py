@@ -650,8 +650,11 @@ class Trainer:
         if pulled is not None and pulled.modified:
             master.accept(pulled)
             master.pulled_with_push = True
-        if master.rule == "sync" and reply.outcome == pb.PushResponse.ACCUMULATED:
-            self._wait_for_next_step(master.base_version)
+        # The master holds a sync PushPull until the step is out; an older
+        # master (or a step slower than its limit) answers before: poll.
+        if (master.rule == "sync" and reply.outcome == pb.PushResponse.ACCUMULATED
+                and master.base_version <= reply.version):
+            self._wait_for_next_step(reply.version)
         self.metrics.record_batch(samples, loss)
         self.result.batches += 1
         self.result.samples += samples

@@ -1,5 +1,6 @@
 #include "services/master/master_service.h"
 
+#include <grpcpp/alarm.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -106,6 +107,15 @@ grpc::Status MasterService::RejectPush(RejectReason reason, grpc::Status status)
 grpc::Status MasterService::RejectMalformed(const std::string& message) {
   return RejectPush(RejectReason::kMalformed,
                     grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message));
+}
+
+void MasterService::ReleaseStepWaiters() {
+  uint64_t version;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    version = engine_->version();
+  }
+  step_waiters_.Release(version);
 }
 
 grpc::Status MasterService::RejectPull(RejectReason reason, grpc::Status status) {
@@ -439,6 +449,8 @@ class MasterService::PushReceiver {
       return ToGrpcStatus(s);
     }
     service_->metrics_->RecordPush(stats_, SecondsSince(start_));
+    // A step taken: the pushes that wait for it answer now.
+    if (stats_.outcome == ApplyStats::Outcome::kApplied) service_->ReleaseStepWaiters();
     reply->set_outcome(ToProto(stats_.outcome));
     reply->set_version(version);
     reply->set_staleness(stats_.staleness);
@@ -520,7 +532,10 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
 
 // A push, then the pull for the worker's next step in the same call: the
 // gradient's chunks in, then the parameters' chunks out, the first one
-// carrying the push's outcome.
+// carrying the push's outcome. In sync mode a push that joined a step not
+// yet taken (ACCUMULATED) waits for the step (StepWaiters), at most
+// kStepWaitLimit, so its parameters are the step's: the worker need not
+// poll for them.
 class MasterService::PushPullReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -545,12 +560,47 @@ class MasterService::PushPullReactor final
       return;
     }
     // The client closed its side: apply, then answer with parameters.
-    proto::PushResponse pushed;
-    grpc::Status s = push_.Complete(&pushed);
+    grpc::Status s = push_.Complete(&pushed_);
     if (!s.ok()) {
       Finish(s);
       return;
     }
+    if (pushed_.outcome() != proto::PushResponse::ACCUMULATED) {
+      Answer();
+      return;
+    }
+    // From Add on, another thread may answer (OnDone still waits for this
+    // reaction to return).
+    const uint64_t waiter =
+        service_->step_waiters_.Add(pushed_.version(), [this] { Answer(); });
+    waiter_ = waiter;
+    // Only the alarm's own expiry touches the reactor, and only while it
+    // still waits (then it is alive): its cancellation, when the reactor
+    // is deleted, does nothing.
+    StepWaiters* waiters = &service_->step_waiters_;
+    step_limit_.Set(std::chrono::system_clock::now() + kStepWaitLimit,
+                    [this, waiter, waiters](bool expired) {
+                      if (expired && waiters->Remove(waiter)) Answer();
+                    });
+    // The step may have been taken between the push and Add.
+    service_->ReleaseStepWaiters();
+  }
+
+  void OnWriteDone(bool ok) override { reply_.OnWriteDone(this, ok); }
+
+  void OnCancel() override {
+    const uint64_t waiter = waiter_;
+    if (waiter != 0 && service_->step_waiters_.Remove(waiter)) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the call ended waiting for the step"));
+    }
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  // The parameters for the worker's next step (the step's, when it waited
+  // and the step was taken; otherwise those it has).
+  void Answer() {
     proto::PullRequest pull;
     pull.set_worker_id(push_.header().worker_id());
     pull.set_known_version(static_cast<int64_t>(push_.header().base_version()));
@@ -558,21 +608,21 @@ class MasterService::PushPullReactor final
     if (!reply_.Prepare(pull).ok()) {
       // The push counts; the worker learns why the pull does not from its
       // next Pull.
-      reply_.PrepareNothing(pushed.version());
+      reply_.PrepareNothing(pushed_.version());
     }
-    reply_.AttachPush(pushed);
+    reply_.AttachPush(pushed_);
     reply_.WriteNext(this);
   }
 
-  void OnWriteDone(bool ok) override { reply_.OnWriteDone(this, ok); }
-
-  void OnDone() override { delete this; }
-
- private:
   MasterService* const service_;
   grpc::ByteBuffer incoming_;
   PushReceiver push_;
   PullReply reply_;
+  proto::PushResponse pushed_;
+  // Its StepWaiters id once it waits for the step (OnCancel reads it on
+  // another thread); 0: it never waited.
+  std::atomic<uint64_t> waiter_{0};
+  grpc::Alarm step_limit_;
 };
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* MasterService::Pull(
@@ -623,6 +673,7 @@ grpc::Status MasterService::SetMembers(grpc::ServerContext* context,
     metrics_->SetModel(version, engine_->learning_rate(), members.size());
     metrics_->SetMembers(members);
   }
+  ReleaseStepWaiters();  // a leave may have taken the step they wait for
   for (uint32_t w : response->joined()) spdlog::info("worker {} joined", w);
   for (uint32_t w : response->left()) spdlog::info("worker {} left; its state was released", w);
   response->set_version(version);

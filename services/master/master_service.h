@@ -46,6 +46,7 @@
 #include "services/master/master_metrics.h"
 #include "services/master/model_buffers.h"
 #include "services/master/push_ledger.h"
+#include "services/master/step_waiters.h"
 
 namespace gaptrain {
 
@@ -74,6 +75,10 @@ class MasterService final : public MasterServiceBase {
   };
   static constexpr uint32_t kMaxChunkValues = kBulkMaxChunkValues;
   static constexpr int kMaxMessageBytes = kBulkMaxMessageBytes;
+  // How long a sync-mode PushPull waits for the step its gradient joined
+  // before it answers with the parameters the worker has (which then asks
+  // again): well inside any client's deadline.
+  static constexpr std::chrono::milliseconds kStepWaitLimit{1000};
 
   // Writes a checkpoint and reports where; wired by the master process.
   using CheckpointFn = std::function<Status(std::string* path, uint64_t* version)>;
@@ -136,6 +141,8 @@ class MasterService final : public MasterServiceBase {
   // An accepted push's bookkeeping outside the engine: the ledger (under
   // the engine's mutex, with `version` after it), the first update.
   void NoteAcceptedLocked(uint64_t version, bool applied);
+  // Resumes the PushPull calls whose step is out (not under mu_).
+  void ReleaseStepWaiters();
 
   const Options options_;
   const std::shared_ptr<MasterMetrics> metrics_;
@@ -158,6 +165,7 @@ class MasterService final : public MasterServiceBase {
     std::shared_ptr<const std::vector<float>> values;  // null: none yet
   };
 
+  StepWaiters step_waiters_;
   std::mutex mu_;  // guards engine_ and shared_replies_
   std::unique_ptr<UpdateEngine> engine_;
   SharedReply shared_replies_[2];  // [0]: workers' reply, [1]: θ for observers

@@ -12,6 +12,7 @@
 #include "services/master/master_client.h"
 #include "services/numeric/bfloat16.h"
 #include "services/testing/test_files.h"
+#include "services/testing/test_processes.h"
 
 namespace gaptrain {
 namespace {
@@ -267,9 +268,10 @@ TEST(MasterServiceTest, PushPullMayReceiveIntoTheEchoedCopy) {
 }
 
 // A refused push ends the call with Push's status, and nothing is written
-// into the parameters buffer; in sync mode an accumulated push brings no
-// values to a worker that holds the step's parameters (the next step's do
-// not exist yet).
+// into the parameters buffer; in sync mode an accumulated push whose step
+// is not taken within MasterService::kStepWaitLimit brings no values to a
+// worker that holds the step's parameters (the next step's do not exist
+// yet).
 TEST(MasterServiceTest, PushPullRefusalsAndAnAccumulatedSyncPush) {
   MasterServer master(1000, PlainSgd());
   MasterClient client = master.Client(proto::FLOAT32, 300);
@@ -308,6 +310,61 @@ TEST(MasterServiceTest, PushPullRefusalsAndAnAccumulatedSyncPush) {
   EXPECT_FALSE(pp.pull.modified);
   EXPECT_EQ(pp.pull.version, 0u);
   EXPECT_EQ(theta, std::vector<float>(1000, 42.0f));
+}
+
+// In sync mode an accumulated PushPull is held until its step is taken,
+// by another member's push or by a member leaving, and then brings the
+// step's parameters: the worker polls for nothing.
+TEST(MasterServiceTest, AnAccumulatedSyncPushPullAnswersWithTheStepsParameters) {
+  RuleConfig sync;
+  sync.kind = RuleKind::kSync;
+  MasterServer master(1000, sync, /*lr=*/1.0);
+  MasterClient client = master.Client(proto::FLOAT32, 300);
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1, 2}, &m).ok());
+  std::vector<float> g(1000, 2.0f);
+  const auto accumulated = [&master](double n) {
+    return Eventually([&] {
+      return master.Metric("gaptrain_master_pushes_total", {{"outcome", "accumulated"}}) == n;
+    });
+  };
+
+  // Step 1 is taken by worker 2's push.
+  std::vector<float> theta(1000, 42.0f);
+  MasterClient::PushPullResult held;
+  Status held_status;
+  std::thread waiting([&] {
+    held_status = master.Client(proto::FLOAT32, 300)
+                      .PushPull(1, 0, g.data(), 1000, 0, nullptr, proto::FLOAT32, theta.data(),
+                                &held);
+  });
+  ASSERT_TRUE(accumulated(1));
+  proto::PushResponse p;
+  ASSERT_TRUE(client.Push(2, 0, g.data(), 1000, 0, &p).ok());
+  EXPECT_EQ(p.outcome(), proto::PushResponse::APPLIED);
+  waiting.join();
+  ASSERT_TRUE(held_status.ok()) << held_status.ToString();
+  ASSERT_TRUE(held.pull_status.ok()) << held.pull_status.ToString();
+  EXPECT_EQ(held.push.outcome(), proto::PushResponse::ACCUMULATED);
+  EXPECT_EQ(held.push.version(), 0u);
+  EXPECT_TRUE(held.pull.modified);
+  EXPECT_EQ(held.pull.version, 1u);
+  EXPECT_EQ(theta, std::vector<float>(1000, -2.0f));  // the mean gradient, lr 1
+
+  // Step 2 is taken when worker 2 leaves: worker 1's gradient alone.
+  std::thread leaving([&] {
+    held_status = master.Client(proto::FLOAT32, 300)
+                      .PushPull(1, 1, g.data(), 1000, 0, nullptr, proto::FLOAT32, theta.data(),
+                                &held);
+  });
+  ASSERT_TRUE(accumulated(2));
+  ASSERT_TRUE(client.SetMembers({1}, &m).ok());
+  leaving.join();
+  ASSERT_TRUE(held_status.ok()) << held_status.ToString();
+  EXPECT_EQ(held.push.outcome(), proto::PushResponse::ACCUMULATED);
+  EXPECT_TRUE(held.pull.modified);
+  EXPECT_EQ(held.pull.version, 2u);
+  EXPECT_EQ(theta, std::vector<float>(1000, -4.0f));
 }
 
 // Every push adds the same -1 to every parameter, so the final model is

@@ -91,7 +91,7 @@ Status Trainer::Setup() {
   AdoptMasterBuffers();
   const proto::DescribeResponse& d = master_.description();
   sync_ = d.rule() == "sync";
-  push_pull_ = !sync_;
+  push_pull_ = true;  // this master may have PushPull, whatever an earlier one said
   echo_ = d.needs_echo();
   echo_type_ = d.echo_type();
   // Pulled over a bf16 wire, the copy holds bf16 values: sent as bf16 it
@@ -484,8 +484,11 @@ Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* ou
         metrics_->RecordBatch(samples, l);
       }
       if (pulled_with_push_) AcceptPulled(pulled_);
-      if (sync_ && reply.outcome() == proto::PushResponse::ACCUMULATED) {
-        WaitForNextStep(base_version_);
+      // The master holds a sync PushPull until the step is out; an older
+      // master (or a step slower than its limit) answers before: poll.
+      if (sync_ && reply.outcome() == proto::PushResponse::ACCUMULATED &&
+          base_version_ <= reply.version()) {
+        WaitForNextStep(reply.version());
       }
       *outcome = BatchOutcome::kTrained;
       *loss = l;
