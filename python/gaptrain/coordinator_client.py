@@ -48,6 +48,7 @@ class CoordinatorSession:
         self._progress = pb.HeartbeatRequest()
         self._failing = False
         self._hb_stop = threading.Event()
+        self._hb_wake = threading.Event()  # stop_heartbeats or heartbeat_now
         self._hb_thread = None
         self._backoff = rpc.Backoff(opts.host_name)
 
@@ -159,8 +160,15 @@ class CoordinatorSession:
                                            daemon=True)
         self._hb_thread.start()
 
+    def heartbeat_now(self):
+        """Sends the next heartbeat now: the master said the job's length is
+        reached, which the coordinator learns from the version a heartbeat
+        reports (its answer then ends the job)."""
+        self._hb_wake.set()
+
     def stop_heartbeats(self):
         self._hb_stop.set()
+        self._hb_wake.set()
         if self._hb_thread is not None:
             self._hb_thread.join(timeout=1.0)  # a heartbeat in flight is not awaited longer
 
@@ -171,7 +179,11 @@ class CoordinatorSession:
     def _heartbeat_loop(self):
         backoff = rpc.Backoff(self._opts.host_name)
         wait = self._period()
-        while not self._hb_stop.wait(wait):
+        while True:
+            self._hb_wake.wait(wait)
+            self._hb_wake.clear()
+            if self._hb_stop.is_set():
+                return
             with self._mu:
                 request = pb.HeartbeatRequest()
                 request.CopyFrom(self._progress)

@@ -644,6 +644,10 @@ class Trainer:
         self._master_answered()
         self._average("push", time.monotonic() - start)
         self.session.set_master_version(reply.version)
+        if reply.outcome == pb.PushResponse.DISCARDED_FINISHED:
+            # Past the job's maxUpdates: the coordinator ends the job once a
+            # heartbeat reports the version, so report it now.
+            self.session.heartbeat_now()
         master.note_incarnation(reply.incarnation)
         if self._slim is not None:
             self._slim.accept()

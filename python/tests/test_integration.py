@@ -394,8 +394,11 @@ class PythonTrainerTest(unittest.TestCase):
             # Pending: the other may take a few steps alone at the start.)
             version = job.master_version()
             pushed = sum(r["batches"] for r in results)
-            self.assertGreaterEqual(version, 300)
-            self.assertLessEqual(pushed, 2 * version + 2)
+            # The master stops at maxUpdates; a trainer's push that arrives
+            # after that is discarded (DISCARDED_FINISHED) and counted, and
+            # makes it heartbeat at once, which ends the job: a few at most.
+            self.assertEqual(version, 300)
+            self.assertLessEqual(pushed, 2 * version + 2 + 4)
             self.assertGreaterEqual(pushed, version + 50)
             self.assertIn("rule sync", job.log("py-sync-0", tail=None))
             # Trained: the trainer that started first began near ln 10.

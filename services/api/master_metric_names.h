@@ -31,12 +31,14 @@ inline constexpr char kPullDurationSeconds[] = "gaptrain_master_pull_duration_se
 inline constexpr char kCheckpointDurationSeconds[] =
     "gaptrain_master_checkpoint_duration_seconds";
 
-// Pushes by kOutcome: kApplied, kAccumulated (sync), kDiscardedLate (sync).
+// Pushes by kOutcome: kApplied, kAccumulated (sync), kDiscardedLate (sync),
+// kDiscardedFinished (after spec.training.maxUpdates).
 inline constexpr char kPushesTotal[] = "gaptrain_master_pushes_total";
 inline constexpr char kOutcome[] = "outcome";
 inline constexpr char kApplied[] = "applied";
 inline constexpr char kAccumulated[] = "accumulated";
 inline constexpr char kDiscardedLate[] = "discarded_late";
+inline constexpr char kDiscardedFinished[] = "discarded_finished";
 // Pushes refused before touching the model, by "reason".
 inline constexpr char kPushesRejectedTotal[] = "gaptrain_master_pushes_rejected_total";
 // Pulls by "result" (sent, not_modified); refused pulls by "reason".

@@ -27,6 +27,7 @@ struct ApplyStats {
     kApplied,        // θ changed and the version advanced
     kAccumulated,    // sync: buffered for the current step
     kDiscardedLate,  // sync: the gradient was for an earlier step
+    kDiscardedFinished,  // θ is at the job's maxUpdates: nothing more is applied
   };
   Outcome outcome = Outcome::kApplied;
   uint64_t staleness = 0;      // τ = t − s at arrival

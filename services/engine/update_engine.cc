@@ -85,7 +85,8 @@ Status UpdateEngine::Restore(std::unique_ptr<ParameterStore> store,
 UpdateEngine::UpdateEngine(std::unique_ptr<ParameterStore> store, const Options& options)
     : store_(std::move(store)),
       rule_(CreateUpdateRule(options.rule)),
-      schedule_(options.schedule) {
+      schedule_(options.schedule),
+      max_updates_(options.max_updates) {
   rule_->InitState(store_.get());
 }
 
@@ -292,6 +293,14 @@ Status UpdateEngine::Push(const PushRequest& request, ApplyStats* stats, RejectR
   }
   WorkerRecord& record = it->second;
 
+  if (max_updates_ > 0 && store_->version() >= max_updates_) {
+    ResetStats(stats);
+    stats->outcome = ApplyStats::Outcome::kDiscardedFinished;
+    stats->staleness = store_->version() - request.base_version;
+    ++discarded_finished_;
+    return Status::OK();
+  }
+
   push.worker = request.worker;
   push.gradient = request.gradient;
   push.base_version = request.base_version;
@@ -313,6 +322,8 @@ Status UpdateEngine::Push(const PushRequest& request, ApplyStats* stats, RejectR
       break;
     case ApplyStats::Outcome::kDiscardedLate:
       ++discarded_late_;
+      return Status::OK();
+    case ApplyStats::Outcome::kDiscardedFinished:  // decided above, never by a rule
       return Status::OK();
   }
   record.has_pushed = true;

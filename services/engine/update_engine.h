@@ -64,6 +64,11 @@ class UpdateEngine {
   struct Options {
     RuleConfig rule;
     ScheduleConfig schedule;
+    // The job's spec.training.maxUpdates: a valid push that arrives once θ
+    // is at this version is discarded (kDiscardedFinished), so the job
+    // ends at exactly this many updates however fast its workers push
+    // before the coordinator ends it. 0: no limit (an epochs job).
+    uint64_t max_updates = 0;
   };
 
   // Validates `options` and creates an engine over a zero-filled model of
@@ -149,6 +154,7 @@ class UpdateEngine {
   }
   uint64_t applied() const { return applied_; }
   uint64_t discarded_late() const { return discarded_late_; }
+  uint64_t discarded_finished() const { return discarded_finished_; }
 
  private:
   struct WorkerRecord {
@@ -182,6 +188,8 @@ class UpdateEngine {
   std::array<uint64_t, static_cast<size_t>(RejectReason::kNumReasons)> rejected_{};
   uint64_t applied_ = 0;
   uint64_t discarded_late_ = 0;
+  uint64_t discarded_finished_ = 0;
+  const uint64_t max_updates_;
   uint64_t reply_generation_ = 0;
   uint64_t pull_epoch_ = 0;  // moves when a reply changes without a new version
   RejectReason last_reject_ = RejectReason::kNumReasons;

@@ -293,6 +293,34 @@ TEST(UpdateEngineTest, PullReturnsParamsAndVersion) {
   EXPECT_EQ(version, 1u);
 }
 
+// maxUpdates: once θ is at that version a valid push is discarded, θ
+// untouched, so the job ends at exactly that many updates; an invalid
+// one is still refused as such.
+TEST(UpdateEngineTest, PushesPastMaxUpdatesAreDiscarded) {
+  UpdateEngine::Options options;
+  options.rule = Rule(RuleKind::kAsgd);
+  options.max_updates = 2;
+  std::unique_ptr<UpdateEngine> e;
+  ASSERT_TRUE(UpdateEngine::Create(TestLayout(), options, &e).ok());
+  ASSERT_TRUE(e->Join(0).ok());
+  const Vec g(kP, 1.0f);
+  ApplyStats stats;
+  for (uint64_t v = 0; v < 2; ++v) {
+    ASSERT_TRUE(e->Push(Request(0, v, g), &stats).ok());
+    EXPECT_EQ(stats.outcome, Outcome::kApplied);
+  }
+  const Vec theta(e->store().params(), e->store().params() + kP);
+  ASSERT_TRUE(e->Push(Request(0, 1, g), &stats).ok());
+  EXPECT_EQ(stats.outcome, Outcome::kDiscardedFinished);
+  EXPECT_EQ(stats.staleness, 1u);
+  EXPECT_EQ(stats.learning_rate, 0.0);
+  EXPECT_EQ(e->version(), 2u);
+  EXPECT_EQ(std::memcmp(theta.data(), e->store().params(), kP * sizeof(float)), 0);
+  EXPECT_EQ(e->discarded_finished(), 1u);
+  EXPECT_EQ(e->applied(), 2u);
+  EXPECT_EQ(e->Push(Request(0, 3, g), &stats).code(), Code::kOutOfRange);  // from the future
+}
+
 // τ = version at push − base version; η = schedule.At(version before the
 // update); the version moves by one per applied update.
 // MasterService shares one reply per reply_generation(), so the generation

@@ -58,11 +58,14 @@ MasterMetrics::MasterMetrics(std::shared_ptr<prometheus::Registry> registry,
   auto& pushes = prometheus::BuildCounter()
                      .Name(master_metric::kPushesTotal)
                      .Help("Pushes by outcome: applied, accumulated (sync), discarded_late "
-                           "(sync), rejected (see gaptrain_master_pushes_rejected_total).")
+                           "(sync), discarded_finished (after maxUpdates), rejected (see "
+                           "gaptrain_master_pushes_rejected_total).")
                      .Register(r);
   applied_ = &pushes.Add({{master_metric::kOutcome, master_metric::kApplied}});
   accumulated_ = &pushes.Add({{master_metric::kOutcome, master_metric::kAccumulated}});
   discarded_late_ = &pushes.Add({{master_metric::kOutcome, master_metric::kDiscardedLate}});
+  discarded_finished_ =
+      &pushes.Add({{master_metric::kOutcome, master_metric::kDiscardedFinished}});
   auto& rejected = prometheus::BuildCounter()
                        .Name(master_metric::kPushesRejectedTotal)
                        .Help("Pushes rejected before touching the model, by reason.")
@@ -149,6 +152,9 @@ void MasterMetrics::RecordPush(const ApplyStats& stats, double seconds) {
     case ApplyStats::Outcome::kDiscardedLate:
       discarded_late_->Increment();
       return;
+    case ApplyStats::Outcome::kDiscardedFinished:
+      discarded_finished_->Increment();
+      return;
   }
   staleness_->Observe(static_cast<double>(stats.staleness));
   penalty_->Observe(stats.penalty_mean);
@@ -168,7 +174,10 @@ void MasterMetrics::RecordPush(const ApplyStats& stats, double seconds) {
 }
 
 void MasterMetrics::SetWorkerStaleness(WorkerId worker, const ApplyStats& stats) {
-  if (stats.outcome == ApplyStats::Outcome::kDiscardedLate) return;
+  if (stats.outcome == ApplyStats::Outcome::kDiscardedLate ||
+      stats.outcome == ApplyStats::Outcome::kDiscardedFinished) {
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = worker_staleness_.find(worker);
   if (it == worker_staleness_.end()) {

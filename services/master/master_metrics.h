@@ -78,6 +78,7 @@ class MasterMetrics {
   prometheus::Counter* applied_;
   prometheus::Counter* accumulated_;
   prometheus::Counter* discarded_late_;
+  prometheus::Counter* discarded_finished_;
   std::array<prometheus::Counter*, static_cast<size_t>(RejectReason::kNumReasons)> rejected_;
   prometheus::Counter* pulls_;
   prometheus::Counter* pulls_not_modified_;

@@ -69,6 +69,7 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   const double updates_per_epoch =
       static_cast<double>(samples) / (job.training.batch_size * per_step);
   engine_options.schedule = ScheduleFromJob(job, updates_per_epoch, job.workers.replicas);
+  engine_options.max_updates = job.training.max_updates;
 
   // Resume from the newest valid checkpoint, or start from the model.
   const std::string dir =

@@ -37,6 +37,7 @@ proto::PushResponse::Outcome ToProto(ApplyStats::Outcome outcome) {
     case ApplyStats::Outcome::kApplied: return proto::PushResponse::APPLIED;
     case ApplyStats::Outcome::kAccumulated: return proto::PushResponse::ACCUMULATED;
     case ApplyStats::Outcome::kDiscardedLate: return proto::PushResponse::DISCARDED_LATE;
+    case ApplyStats::Outcome::kDiscardedFinished: return proto::PushResponse::DISCARDED_FINISHED;
   }
   return proto::PushResponse::APPLIED;
 }
@@ -438,8 +439,14 @@ class MasterService::PushReceiver {
         service_->metrics_->SetModel(version, service_->engine_->learning_rate(),
                                      service_->engine_->num_workers());
         service_->metrics_->SetWorkerStaleness(request.worker, stats_);
-        service_->NoteAcceptedLocked(version,
-                                     stats_.outcome == ApplyStats::Outcome::kApplied);
+        if (stats_.outcome == ApplyStats::Outcome::kDiscardedFinished) {
+          // Past maxUpdates nothing is applied: the accounting counts it
+          // as refused (asynchronously, updates = pushes - rejected).
+          if (service_->options_.ledger != nullptr) service_->options_.ledger->RecordRejected();
+        } else {
+          service_->NoteAcceptedLocked(version,
+                                       stats_.outcome == ApplyStats::Outcome::kApplied);
+        }
       }
     }
     if (!s.ok()) {

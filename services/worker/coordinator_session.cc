@@ -266,6 +266,14 @@ void CoordinatorSession::StartHeartbeats() {
   heartbeats_ = std::thread([this] { HeartbeatLoop(); });
 }
 
+void CoordinatorSession::HeartbeatNow() {
+  {
+    std::lock_guard<std::mutex> lock(hb_mu_);
+    hb_now_ = true;
+  }
+  hb_cv_.notify_all();
+}
+
 void CoordinatorSession::StopHeartbeats() {
   std::thread t;
   {
@@ -291,7 +299,9 @@ void CoordinatorSession::HeartbeatLoop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(hb_mu_);
-      if (hb_cv_.wait_until(lock, next, [this] { return hb_stop_; })) return;
+      hb_cv_.wait_until(lock, next, [this] { return hb_stop_ || hb_now_; });
+      if (hb_stop_) return;
+      hb_now_ = false;
     }
     proto::HeartbeatRequest request;
     uint32_t id = 0;

@@ -77,6 +77,10 @@ class CoordinatorSession {
 
   void StartHeartbeats();
   void StopHeartbeats();
+  // Sends the next heartbeat now rather than at its period: the master
+  // said the job's length is reached, which the coordinator learns from
+  // the version a heartbeat reports (its answer then ends the job).
+  void HeartbeatNow();
   // What the next heartbeat reports. `task_id` 0: none.
   void SetProgress(uint64_t task_id, uint32_t samples_done, std::optional<float> loss);
   void SetMasterVersion(uint64_t version);
@@ -131,6 +135,7 @@ class CoordinatorSession {
   std::mutex hb_mu_;
   std::condition_variable hb_cv_;
   bool hb_stop_ = false;
+  bool hb_now_ = false;  // HeartbeatNow() was called
   std::thread heartbeats_;
   CallCanceller hb_calls_;  // the heartbeat in flight, cancelled on stop
 };

@@ -1,6 +1,7 @@
 // CoordinatorSession's exit against a coordinator that stops answering
 // without closing the connection (its node cut off): leaving must neither
-// wait for the heartbeat in flight nor retry past its deadline.
+// wait for the heartbeat in flight nor retry past its deadline. And a
+// heartbeat asked for now goes at once.
 
 #include "services/worker/coordinator_session.h"
 
@@ -25,11 +26,13 @@ using Clock = std::chrono::steady_clock;
 // until the client gives up on them.
 class StuckCoordinator final : public proto::Coordinator::Service {
  public:
+  explicit StuckCoordinator(uint32_t lease_seconds = 3) : lease_seconds_(lease_seconds) {}
+
   grpc::Status Register(grpc::ServerContext*, const proto::RegisterRequest*,
                         proto::RegisterResponse* response) override {
     response->set_worker_id(7);
     response->set_role(proto::WORKER_ROLE_TRAINER);
-    response->set_lease_seconds(3);
+    response->set_lease_seconds(lease_seconds_);
     return grpc::Status::OK;
   }
   grpc::Status Heartbeat(grpc::ServerContext* context, const proto::HeartbeatRequest*,
@@ -60,18 +63,24 @@ class StuckCoordinator final : public proto::Coordinator::Service {
     return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
   }
 
+  const uint32_t lease_seconds_;
   std::mutex mu_;
   std::condition_variable cv_;
   int heartbeats_ = 0;
 };
 
+// `service` on a free loopback port, written to *port.
+std::unique_ptr<grpc::Server> Serve(grpc::Service* service, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
+
 TEST(CoordinatorSessionTest, LeaveCancelsAStuckHeartbeatAndGivesUpAtItsDeadline) {
   StuckCoordinator service;
   int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server = Serve(&service, &port);
   ASSERT_NE(server, nullptr);
 
   CoordinatorClient::Options client_options;
@@ -97,6 +106,29 @@ TEST(CoordinatorSessionTest, LeaveCancelsAStuckHeartbeatAndGivesUpAtItsDeadline)
   // it for its 60 s deadline, and each Leave attempt for as long.
   EXPECT_LT(seconds, 30.0);
   std::printf("Leave against a stuck coordinator returned after %.2f s\n", seconds);
+  server->Shutdown(std::chrono::system_clock::now());
+}
+
+// HeartbeatNow sends the next heartbeat at once, not at its period (10 s
+// for a 300 s lease): a trainer whose push came after the job's
+// maxUpdates reports the version right away.
+TEST(CoordinatorSessionTest, HeartbeatNowDoesNotWaitForThePeriod) {
+  StuckCoordinator service(/*lease_seconds=*/300);
+  int port = 0;
+  std::unique_ptr<grpc::Server> server = Serve(&service, &port);
+  ASSERT_NE(server, nullptr);
+  CoordinatorClient client(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                               grpc::InsecureChannelCredentials()),
+                           CoordinatorClient::Options());
+  CoordinatorSession::Options options;
+  options.host = "kicked-test";
+  StopFlag stop;
+  CoordinatorSession session(&client, options, &stop, nullptr);
+  ASSERT_TRUE(session.Register().ok());
+  session.StartHeartbeats();
+  session.HeartbeatNow();
+  EXPECT_TRUE(service.WaitForHeartbeat(std::chrono::seconds(5)));
+  session.StopHeartbeats();
   server->Shutdown(std::chrono::system_clock::now());
 }
 

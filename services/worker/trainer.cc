@@ -484,6 +484,9 @@ Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* ou
         metrics_->RecordBatch(samples, l);
       }
       if (pulled_with_push_) AcceptPulled(pulled_);
+      // Past the job's maxUpdates: the coordinator ends the job once a
+      // heartbeat reports the version, so report it now.
+      if (reply.outcome() == proto::PushResponse::DISCARDED_FINISHED) session_->HeartbeatNow();
       // The master holds a sync PushPull until the step is out; an older
       // master (or a step slower than its limit) answers before: poll.
       if (sync_ && reply.outcome() == proto::PushResponse::ACCUMULATED &&
