@@ -65,6 +65,7 @@
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
 #include "services/testing/testdata_dir.h"
+#include "tests/restart_cases.h"
 #include "tests/s3_test_server.h"
 #include "tests/task_coverage.h"
 
@@ -1194,6 +1195,69 @@ TEST_F(OperatorE2eTest, APythonTrainerJobRunsThroughAPreemption) {
       total_samples, Seconds(preempted - applied), Seconds(replaced - preempted),
       replacement_samples, Seconds(succeeded - applied), 100 * accuracy,
       status.value("preemptions", -1), status.value("failures", -1));
+}
+
+// Issue 40: the restart rules of gaptrain run and the operator are one
+// (services/jobplan). The cases of tests/restart_cases.h, with the trainer
+// and the manifest that tests/restart_policy_e2e_test.cc gives gaptrain
+// run, as five jobs at once on the real control plane (their trainers
+// are processes on the test node, exiting with the code or the signal a
+// container would): each ends as it does locally, with the same reason
+// and message, and counts each trainer's crash once.
+TEST_F(OperatorE2eTest, ACrashUnderEachRestartPolicyEndsTheJobAsGaptrainRunDoes) {
+  if (!StartCluster(Install::kDeploy)) return;
+  const std::string readme = AbsolutePath("README.md");
+  ASSERT_EQ(readme.front(), '/') << readme;
+  const std::string checkout = readme.substr(0, readme.rfind('/'));
+  // One script for every job: its markers are per pod name.
+  const std::string dir = TestTempDir("restart-cases");
+  std::ofstream(dir + "/trainer.py") << CrashOnceTrainerScript();
+  const std::vector<RestartCase>& cases = RestartCases();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string file = dir + "/job-" + std::to_string(i) + ".yaml";
+    std::ofstream(file) << RestartJobYaml(
+        cases[i], "restarts-" + std::to_string(i), dir + "/trainer.py",
+        checkout + "/python:" + checkout + "/python/examples:" + checkout + "/examples/python",
+        "{format: mnist-idx, path: /data/fashion-mnist, claimName: fashion-mnist-data, "
+        "shuffleSeed: 1}");
+    json job_object;
+    const Status read = bed_->ReadJob(file, &job_object);
+    ASSERT_TRUE(read.ok()) << read.ToString();
+    const Status created = admin()->Create(kube::kTrainingJobs, kNs, job_object, nullptr);
+    ASSERT_TRUE(created.ok()) << created.ToString();
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const RestartCase& c = cases[i];
+    SCOPED_TRACE(c.Name());
+    job_ = "restarts-" + std::to_string(i);
+    json job;
+    ASSERT_TRUE(WaitJob(
+        [](const json& j) {
+          const std::string phase = JobStatus(j).value("phase", "");
+          return phase == "Succeeded" || phase == "Failed";
+        },
+        seconds(240), &job))
+        << Diagnostics();
+    const json& status = JobStatus(job);
+    EXPECT_EQ(status.value("phase", ""), c.outcome) << status.dump(2);
+    json ended;
+    for (const json& condition : status.value("conditions", json::array())) {
+      if (condition.value("type", "") == c.outcome) ended = condition;
+    }
+    ASSERT_TRUE(ended.is_object()) << status.dump(2);
+    // A success is the coordinator's (its reason leads the message); a
+    // failure the restart rules', word for word as gaptrain run's.
+    const bool succeeded = c.outcome == "Succeeded";
+    EXPECT_EQ(ended.value("reason", ""), succeeded ? "TrainingJobSucceeded" : c.reason)
+        << ended.dump(2);
+    EXPECT_NE(ended.value("message", "").find(succeeded ? c.reason : c.message),
+              std::string::npos)
+        << ended.dump(2);
+    EXPECT_EQ(status.value("failures", -1), 2) << status.dump(2);
+    std::printf("operator e2e restarts: %s -> %s (%s: %s), failures %d\n", c.Name().c_str(),
+                status.value("phase", "").c_str(), ended.value("reason", "").c_str(),
+                ended.value("message", "").c_str(), status.value("failures", -1));
+  }
 }
 
 // Issue 37: torchvision's ResNet-18 on the cluster with no spec.model.
