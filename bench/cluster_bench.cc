@@ -1,7 +1,7 @@
 // The same job on a cluster and locally, on this machine: the example
 // examples/k8s/mnist-gap-aware-dana.yaml run in-cluster (a real control
 // plane, a test node running its pods as local processes, the operator as
-// deploy/'s Deployment: operator/cluster_testbed.h) against
+// deploy/'s Deployment: tests/cluster/cluster_testbed.h) against
 // examples/mnist-gap-aware-dana.yaml under `gaptrain run` (the same job,
 // the data read from a directory instead of a claim). Prints each one's
 // updates per second while training (the master's model version sampled
@@ -34,7 +34,7 @@
 #include <thread>
 #include <vector>
 
-#include "operator/cluster_testbed.h"
+#include "tests/cluster/cluster_testbed.h"
 #include "services/api/master_metric_names.h"
 #include "services/base/available_cpus.h"
 #include "services/base/file_contents.h"

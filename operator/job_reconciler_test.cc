@@ -19,7 +19,7 @@
 #include "operator/envtest/control_plane.h"
 #include "operator/envtest/shared_control_plane.h"
 #include "operator/kube/cluster_config.h"
-#include "operator/test_install.h"
+#include "tests/cluster/test_install.h"
 #include "operator/testing/fault_proxy.h"
 #include "operator/trainingjob/pod_state.h"
 #include "services/testing/missing_requirement.h"

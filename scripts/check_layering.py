@@ -22,6 +22,9 @@ The arrows that may exist (services/*/README.md says the same in words):
            query visible`)
   testing  -> anything public; included only by tests (*_test.cc) and other
               test-only folders (*/testing/, operator/envtest/)
+  nothing in services/ or operator/ but tests includes what sits above them:
+              bench/, cli/, deploy/, helm/, image/, tests/ (the cluster test
+              harness is tests/cluster/)
   operator -> base, api, net, autoscale, jobplan   (it runs the services' binaries, it
                                        does not link them)
 
@@ -98,6 +101,12 @@ FORBIDDEN = {
     "operator": ["services/numeric/", "services/plot/"] + SERVICES_PREFIXES +
                 ["torch/", "ATen/"],
 }
+# The folders above services/ and operator/: what ships and installs them
+# (deploy/, helm/, image/), the CLI, the benchmarks and the tests' own
+# harness (tests/, e.g. tests/cluster/). Code that ships in services/ or
+# operator/ never includes them; tests there may (issue 40).
+ABOVE = ["bench/", "cli/", "deploy/", "helm/", "image/", "tests/"]
+
 # Only the executors decide with services/jobplan; the layers below them
 # must not reach up to it.
 for _lower in ("services/base", "services/numeric", "services/api", "services/net",
@@ -242,6 +251,10 @@ def check_includes():
                 for prefix in FORBIDDEN.get(folder, []):
                     if included.startswith(prefix):
                         problems.append(f"{where}: {folder} must not depend on {prefix}")
+                for prefix in ABOVE:
+                    if included.startswith(prefix) and not is_test:
+                        problems.append(f"{where}: runs back up the layers to {prefix} "
+                                        "(only tests may)")
                 if included.startswith("services/testing/") and not is_test:
                     problems.append(f"{where}: only tests may use services/testing")
                 owner = included.split("/")[1] if included.startswith("services/") else None

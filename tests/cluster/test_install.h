@@ -15,8 +15,8 @@
 //     gaptrain-system as its namespace: the operator then has the
 //     permissions installed, no more (the API server enforces RBAC).
 
-#ifndef GAPTRAIN_OPERATOR_TEST_INSTALL_H_
-#define GAPTRAIN_OPERATOR_TEST_INSTALL_H_
+#ifndef GAPTRAIN_TESTS_CLUSTER_TEST_INSTALL_H_
+#define GAPTRAIN_TESTS_CLUSTER_TEST_INSTALL_H_
 
 #include <string>
 #include <vector>
@@ -53,4 +53,4 @@ Status OperatorRequests(const envtest::ControlPlane& cluster,
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_OPERATOR_TEST_INSTALL_H_
+#endif  // GAPTRAIN_TESTS_CLUSTER_TEST_INSTALL_H_

@@ -1,6 +1,6 @@
 // RunningOperator: the real gaptrain-operator binary, started by a test as
 // a process with a kubeconfig (for a real control plane, operator/envtest;
-// operator/test_install.h gives the operator ServiceAccount's), on
+// tests/cluster/test_install.h gives the operator ServiceAccount's), on
 // ephemeral ports, with its log kept; and what a test asks of it over
 // HTTP: /metrics as numbers, /healthz, /readyz. Tests only (Bazel
 // testonly); declare //operator:gaptrain-operator as data.
@@ -12,8 +12,8 @@
 //     thread that started it (services/base/process.h).
 //   - The destructor SIGKILLs an operator still running.
 
-#ifndef GAPTRAIN_OPERATOR_RUNNING_OPERATOR_H_
-#define GAPTRAIN_OPERATOR_RUNNING_OPERATOR_H_
+#ifndef GAPTRAIN_TESTS_CLUSTER_RUNNING_OPERATOR_H_
+#define GAPTRAIN_TESTS_CLUSTER_RUNNING_OPERATOR_H_
 
 #include <chrono>
 #include <cstdint>
@@ -66,4 +66,4 @@ class RunningOperator {
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_OPERATOR_RUNNING_OPERATOR_H_
+#endif  // GAPTRAIN_TESTS_CLUSTER_RUNNING_OPERATOR_H_

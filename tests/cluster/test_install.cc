@@ -1,4 +1,4 @@
-#include "operator/test_install.h"
+#include "tests/cluster/test_install.h"
 
 #include <algorithm>
 #include <fstream>

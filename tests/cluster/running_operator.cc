@@ -1,4 +1,4 @@
-#include "operator/running_operator.h"
+#include "tests/cluster/running_operator.h"
 
 #include <fstream>
 

@@ -1,4 +1,4 @@
-#include "operator/cluster_testbed.h"
+#include "tests/cluster/cluster_testbed.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -13,7 +13,7 @@
 #include "helm/helm.h"
 #include "operator/envtest/envtest_assets.h"
 #include "operator/kube/cluster_config.h"
-#include "operator/test_install.h"
+#include "tests/cluster/test_install.h"
 #include "operator/trainingjob/kueue_workload.h"
 #include "services/base/atomic_file.h"
 #include "services/base/file_contents.h"

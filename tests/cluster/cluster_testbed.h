@@ -21,8 +21,8 @@
 //     thread that started them). Stop() (and the destructor) stops the node
 //     and the control plane.
 
-#ifndef GAPTRAIN_OPERATOR_CLUSTER_TESTBED_H_
-#define GAPTRAIN_OPERATOR_CLUSTER_TESTBED_H_
+#ifndef GAPTRAIN_TESTS_CLUSTER_CLUSTER_TESTBED_H_
+#define GAPTRAIN_TESTS_CLUSTER_CLUSTER_TESTBED_H_
 
 #include <sys/types.h>
 
@@ -119,4 +119,4 @@ std::vector<pid_t> ProcessesRunning(const std::set<std::string>& executables);
 
 }  // namespace gaptrain
 
-#endif  // GAPTRAIN_OPERATOR_CLUSTER_TESTBED_H_
+#endif  // GAPTRAIN_TESTS_CLUSTER_CLUSTER_TESTBED_H_
