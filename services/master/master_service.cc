@@ -339,6 +339,33 @@ class MasterService::PushReceiver {
   PushReceiver(MasterService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context), start_(Clock::now()) {}
 
+  // The call's start, for `reactor` (a read or bidi reactor that reads
+  // into `incoming`): the first read, or the call refused.
+  template <class Reactor>
+  void Start(Reactor* reactor, grpc::ByteBuffer* incoming) {
+    grpc::Status auth = service_->Authorize(context_);
+    if (!auth.ok()) {
+      reactor->Finish(auth);
+      return;
+    }
+    reactor->StartRead(incoming);
+  }
+
+  // A read of `reactor` ended: takes the chunk and starts the next read,
+  // or ends the call on a refusal. True when the client has sent
+  // everything (`ok` false): the caller then completes the push.
+  template <class Reactor>
+  bool ReadDone(Reactor* reactor, bool ok, grpc::ByteBuffer* incoming) {
+    if (!ok) return true;
+    grpc::Status s = Receive(incoming);
+    if (s.ok()) {
+      reactor->StartRead(incoming);
+    } else {
+      reactor->Finish(s);
+    }
+    return false;
+  }
+
   // One more chunk; an error status ends the call.
   grpc::Status Receive(grpc::ByteBuffer* message) {
     Status parsed = ParseGradientChunk(message, &chunk_);
@@ -502,36 +529,23 @@ class MasterService::PushReactor final : public grpc::ServerReadReactor<grpc::By
  public:
   PushReactor(MasterService* service, grpc::CallbackServerContext* context,
               grpc::ByteBuffer* response)
-      : service_(service), response_(response), push_(service, context) {
-    grpc::Status auth = service_->Authorize(context);
-    if (!auth.ok()) {
-      Finish(auth);
-      return;
-    }
-    StartRead(&incoming_);
+      : response_(response), push_(service, context) {
+    push_.Start(this, &incoming_);
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {  // the client closed its side (or the call died)
-      proto::PushResponse reply;
-      grpc::Status s = push_.Complete(&reply);
-      bool own = false;
-      if (s.ok()) grpc::SerializationTraits<proto::PushResponse>::Serialize(reply, response_, &own);
-      Finish(s);
-      return;
-    }
-    grpc::Status s = push_.Receive(&incoming_);
-    if (!s.ok()) {
-      Finish(s);
-      return;
-    }
-    StartRead(&incoming_);
+    if (!push_.ReadDone(this, ok, &incoming_)) return;
+    // The client closed its side (or the call died): apply, then answer.
+    proto::PushResponse reply;
+    grpc::Status s = push_.Complete(&reply);
+    bool own = false;
+    if (s.ok()) grpc::SerializationTraits<proto::PushResponse>::Serialize(reply, response_, &own);
+    Finish(s);
   }
 
   void OnDone() override { delete this; }
 
  private:
-  MasterService* const service_;
   grpc::ByteBuffer* const response_;
   grpc::ByteBuffer incoming_;
   PushReceiver push_;
@@ -548,24 +562,11 @@ class MasterService::PushPullReactor final
  public:
   PushPullReactor(MasterService* service, grpc::CallbackServerContext* context)
       : service_(service), push_(service, context), reply_(service) {
-    grpc::Status auth = service_->Authorize(context);
-    if (!auth.ok()) {
-      Finish(auth);
-      return;
-    }
-    StartRead(&incoming_);
+    push_.Start(this, &incoming_);
   }
 
   void OnReadDone(bool ok) override {
-    if (ok) {
-      grpc::Status s = push_.Receive(&incoming_);
-      if (s.ok()) {
-        StartRead(&incoming_);
-      } else {
-        Finish(s);
-      }
-      return;
-    }
+    if (!push_.ReadDone(this, ok, &incoming_)) return;
     // The client closed its side: apply, then answer with parameters.
     grpc::Status s = push_.Complete(&pushed_);
     if (!s.ok()) {
