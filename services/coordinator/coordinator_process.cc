@@ -13,8 +13,7 @@
 #include "services/learn/job_data.h"
 #include "services/master/master_client.h"
 #include "services/net/grpc_server.h"
-#include "services/net/metrics_endpoint.h"
-#include "services/net/ports_file.h"
+#include "services/net/service_endpoints.h"
 #include "services/net/tls_credentials.h"
 
 namespace gaptrain {
@@ -165,20 +164,21 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
                                            &p->server_, &p->grpc_port_));
 
   CoordinatorProcess* raw = p.get();
-  GAPTRAIN_RETURN_IF_ERROR(
-      HttpServer::Start(options.server.http_address, options.server.http_port, &p->http_));
-  ServeMetrics(p->http_.get(), p->metrics_->registry());
-  ServeHealth(p->http_.get(), [raw] {
+  CoordinatorService* service = p->service_.get();
+  ServiceEndpointOptions endpoints;
+  endpoints.address = options.server.http_address;
+  endpoints.port = options.server.http_port;
+  endpoints.registry = p->metrics_->registry();
+  endpoints.healthy = [raw] {
     std::lock_guard<std::mutex> lock(raw->mu_);
     return !raw->stopping_;
-  });
-  CoordinatorService* service = p->service_.get();
-  ServeStatus(p->http_.get(), [service] { return service->Describe(); }, options.status_token);
-
-  if (!options.server.ports_file.empty()) {
-    GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(
-        options.server.ports_file, {static_cast<uint16_t>(p->grpc_port_), p->http_->port()}));
-  }
+  };
+  endpoints.add_handlers = [service, token = options.status_token](HttpServer* http) {
+    ServeStatus(http, [service] { return service->Describe(); }, token);
+  };
+  endpoints.ports_file = options.server.ports_file;
+  endpoints.ports_before = {static_cast<uint16_t>(p->grpc_port_)};
+  GAPTRAIN_RETURN_IF_ERROR(StartServiceEndpoints(endpoints, &p->http_));
   p->ticks_ = std::make_unique<TickTimer>(kTickPeriod, [raw] { raw->OnTick(); });
   p->ticks_->Start();
   spdlog::info("coordinator of {} serving gRPC on port {}{}, status on http://{}:{}/status",

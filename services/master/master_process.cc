@@ -14,8 +14,7 @@
 #include "services/learn/job_model.h"
 #include "services/master/bulk_transfer.h"
 #include "services/net/grpc_server.h"
-#include "services/net/metrics_endpoint.h"
-#include "services/net/ports_file.h"
+#include "services/net/service_endpoints.h"
 
 namespace gaptrain {
 
@@ -155,18 +154,17 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
     spdlog::info("waiting for a trainer to declare the model (spec.model.fromTrainer)");
   }
 
-  GAPTRAIN_RETURN_IF_ERROR(
-      HttpServer::Start(options.server.http_address, options.server.http_port, &p->http_));
-  ServeMetrics(p->http_.get(), p->registry_);
-  ServeHealth(p->http_.get(), [raw] {
+  ServiceEndpointOptions endpoints;
+  endpoints.address = options.server.http_address;
+  endpoints.port = options.server.http_port;
+  endpoints.registry = p->registry_;
+  endpoints.healthy = [raw] {
     std::lock_guard<std::mutex> lock(raw->mu_);
     return !raw->stopping_;
-  });
-
-  if (!options.server.ports_file.empty()) {
-    GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(
-        options.server.ports_file, {static_cast<uint16_t>(p->grpc_port_), p->http_->port()}));
-  }
+  };
+  endpoints.ports_file = options.server.ports_file;
+  endpoints.ports_before = {static_cast<uint16_t>(p->grpc_port_)};
+  GAPTRAIN_RETURN_IF_ERROR(StartServiceEndpoints(endpoints, &p->http_));
   spdlog::info("master of {} (run {}) serving gRPC on port {}{}, metrics on "
                "http://{}:{}/metrics",
                job.name, incarnation.id(), p->grpc_port_,

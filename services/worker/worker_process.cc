@@ -14,8 +14,7 @@
 #include "services/learn/device.h"
 #include "services/master/master_client.h"
 #include "services/net/http_server.h"
-#include "services/net/metrics_endpoint.h"
-#include "services/net/ports_file.h"
+#include "services/net/service_endpoints.h"
 #include "services/net/tls_credentials.h"
 #include "services/worker/coordinator_session.h"
 #include "services/worker/evaluation_loop.h"
@@ -92,12 +91,12 @@ Status RunWorkerProcess(const WorkerOptions& options, const TrainingJob& job, St
   auto metrics = std::make_shared<WorkerMetrics>(std::make_shared<prometheus::Registry>());
   metrics->SetDevice(device.device);  // the loops set the one the model runs on
   std::unique_ptr<HttpServer> http;
-  GAPTRAIN_RETURN_IF_ERROR(HttpServer::Start(options.http_address, options.http_port, &http));
-  ServeMetrics(http.get(), metrics->registry());
-  ServeHealth(http.get(), nullptr);
-  if (!options.ports_file.empty()) {
-    GAPTRAIN_RETURN_IF_ERROR(WritePortsFile(options.ports_file, {http->port()}));
-  }
+  ServiceEndpointOptions endpoints;
+  endpoints.address = options.http_address;
+  endpoints.port = options.http_port;
+  endpoints.registry = metrics->registry();
+  endpoints.ports_file = options.ports_file;
+  GAPTRAIN_RETURN_IF_ERROR(StartServiceEndpoints(endpoints, &http));
   spdlog::info("worker {} ({}) of job {}: metrics on http://{}:{}/metrics", options.host_name,
                options.evaluator ? "evaluator" : "trainer", job.name, options.http_address,
                http->port());
