@@ -99,6 +99,9 @@ controller::Result JobReconciler::Reconcile(const std::string& key) {
   if (caches_.resource_flavors != nullptr) {
     observed.resource_flavors = caches_.resource_flavors->List("");
   }
+  if (caches_.priority_classes != nullptr) {
+    observed.priority_classes = caches_.priority_classes->List("");
+  }
   if (caches_.workload_priority_classes != nullptr) {
     observed.workload_priority_classes = caches_.workload_priority_classes->List("");
   }

@@ -52,6 +52,8 @@ struct JobCaches {
   controller::Informer* workloads = nullptr;
   controller::Informer* resource_flavors = nullptr;
   controller::Informer* workload_priority_classes = nullptr;
+  // PriorityClass (cluster-scoped): a Workload's priority from its pods'.
+  controller::Informer* priority_classes = nullptr;
 };
 
 // The metrics reason of a failed API call ("Conflict", ...).

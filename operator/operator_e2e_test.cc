@@ -1678,7 +1678,9 @@ std::string WorkloadCondition(const json& workload, const std::string& type) {
 // Kueue's real controller (v0.17, TrainingJob an external framework) and the
 // chart's kueue.enabled: a ClusterQueue with room for one job, two flavors
 // on the test node (on-demand, and spot, tainted so only pods that tolerate
-// spot get it), preemption of lower priorities. A low-priority job waits
+// spot get it), preemption of lower priorities. The low-priority job's
+// priority comes from a WorkloadPriorityClass (Kueue's label), the high
+// one's from its trainers' PriorityClass. A low-priority job waits
 // until the queue exists, then runs, its trainers on spot and the rest on
 // on-demand; a high-priority job arrives and Kueue preempts the first: its
 // pods stop and its quota is given back while it waits with Kueue's reason,
@@ -1706,7 +1708,9 @@ TEST_F(OperatorE2eTest, KueueAdmitsJobsByQuotaFlavorAndPriority) {
   low["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "batch";
   low["spec"]["training"]["maxUpdates"] = 3000;  // still running when preempted
   high["metadata"]["name"] = "high-priority";
-  high["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "urgent";
+  // No Kueue label: its trainers' PriorityClass gives the Workload its
+  // priority, as Kueue's own integrations take it.
+  high["spec"]["workers"]["template"]["spec"]["priorityClassName"] = "urgent-training";
   high["spec"]["training"]["maxUpdates"] = 300;
   auto workload_of = [&](const std::string& job) {
     kube::ObjectList list;
@@ -1726,13 +1730,16 @@ TEST_F(OperatorE2eTest, KueueAdmitsJobsByQuotaFlavorAndPriority) {
     const Status created = admin()->Create(resource, ns, object, nullptr);
     EXPECT_TRUE(created.ok()) << created.ToString();
   };
-  for (const auto& [name, value] : {std::pair<const char*, int>{"batch", 100}, {"urgent", 10000}}) {
-    create(kube::kWorkloadPriorityClasses, "",
-           {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-            {"kind", "WorkloadPriorityClass"},
-            {"metadata", {{"name", name}}},
-            {"value", value}});
-  }
+  create(kube::kWorkloadPriorityClasses, "",
+         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "WorkloadPriorityClass"},
+          {"metadata", {{"name", "batch"}}},
+          {"value", 100}});
+  create(kube::kPriorityClasses, "",
+         {{"apiVersion", "scheduling.k8s.io/v1"},
+          {"kind", "PriorityClass"},
+          {"metadata", {{"name", "urgent-training"}}},
+          {"value", 10000}});
 
   // No queue yet: the job waits, with its Workload and no pod.
   const Clock::time_point start = Clock::now();
@@ -1826,6 +1833,13 @@ TEST_F(OperatorE2eTest, KueueAdmitsJobsByQuotaFlavorAndPriority) {
   create(kube::kTrainingJobs, kNs, high);
   ASSERT_TRUE(Eventually([&] { return EventReasons().count("Evicted") >= 1; }, seconds(60)))
       << Diagnostics() << workload_of(job_).dump(2);
+  const json high_workload = workload_of("high-priority");
+  ASSERT_TRUE(high_workload.is_object());
+  EXPECT_EQ(high_workload["spec"].value("priority", 0), 10000) << high_workload.dump(2);
+  EXPECT_EQ(high_workload["spec"].value("priorityClassRef", json()),
+            json({{"group", "scheduling.k8s.io"}, {"kind", "PriorityClass"},
+                  {"name", "urgent-training"}}))
+      << high_workload.dump(2);
   const Clock::time_point preempted = Clock::now();
   json waiting;
   ASSERT_TRUE(Eventually(
@@ -1898,7 +1912,10 @@ TEST_F(OperatorE2eTest, KueueAdmitsJobsByQuotaFlavorAndPriority) {
     used.insert(RequestPermission(r.group, r.resource, r.subresource, r.verb));
   }
   for (const kube::RbacPermission& p : OperatorPermissions()) {
-    if (p.group != "kueue.x-k8s.io" || (p.resource == "workloads" && p.verb == "create")) continue;
+    if ((p.group != "kueue.x-k8s.io" && p.group != "scheduling.k8s.io") ||
+        (p.resource == "workloads" && p.verb == "create")) {
+      continue;
+    }
     EXPECT_EQ(used.count(p), 1u) << "declared but never used: " << p.resource << " " << p.verb;
   }
   std::printf("operator e2e Kueue: the low-priority job admitted and Running %.1f s after its "

@@ -57,6 +57,7 @@ const std::vector<Uses>& OperatorCalls() {
       {kube::kWorkloads.Subresource("status"), {Call::kMergePatch}},
       {kube::kResourceFlavors, {Call::kList, Call::kWatch}},
       {kube::kWorkloadPriorityClasses, {Call::kList, Call::kWatch}},
+      {kube::kPriorityClasses, {Call::kList, Call::kWatch}},
       {kube::kEvents, {Call::kCreate}},
       {kube::kLeases, {Call::kGet, Call::kCreate, Call::kUpdate}},
   };

@@ -136,6 +136,7 @@ Status OperatorProcess::Wire(const kube::ClusterConfig& config) {
     caches.workloads = informer(kube::kWorkloads, true);
     caches.resource_flavors = informer(kube::kResourceFlavors, false);
     caches.workload_priority_classes = informer(kube::kWorkloadPriorityClasses, false);
+    caches.priority_classes = informer(kube::kPriorityClasses, false);
   }
 
   reconciler_ = std::make_unique<JobReconciler>(api_client_.get(), caches, options_.job,

@@ -787,10 +787,11 @@ TEST_F(OperatorProcessTest, AJobsLifeNeedsExactlyTheShippedPermissions) {
   EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), autoscaler_scale));
   for (const kube::RbacPermission& p : allowed) {
     if (created_by_apply.count(p) > 0 || p == autoscaler_scale) continue;
-    // Kueue's are used with --kueue only, which this operator runs
-    // without (no Kueue here): KueueAdmitsJobsByQuotaFlavorAndPriority
+    // Kueue's (and the PriorityClasses a Workload's priority may come
+    // from) are used with --kueue only, which this operator runs without
+    // (no Kueue here): KueueAdmitsJobsByQuotaFlavorAndPriority
     // (operator_e2e_test) checks they are used.
-    if (p.group == "kueue.x-k8s.io") continue;
+    if (p.group == "kueue.x-k8s.io" || p.group == "scheduling.k8s.io") continue;
     EXPECT_EQ(used.count(p), 1u) << "declared but never used: " << p.group << "/" << p.resource
                                  << " " << p.verb;
   }

@@ -147,8 +147,9 @@ TEST(ResourceTest, PermissionsTableCoversEveryCall) {
                     const std::string& verb) {
     return std::find(all.begin(), all.end(), RbacPermission{group, resource, verb}) != all.end();
   };
-  // 12 resources x 7 verbs, plus 4 subresources x {get, update, patch}.
-  EXPECT_EQ(all.size(), 12u * 7u + 4u * 3u);
+  // 13 resources x 7 verbs, plus 4 subresources x {get, update, patch}.
+  EXPECT_EQ(all.size(), 13u * 7u + 4u * 3u);
+  EXPECT_TRUE(has("scheduling.k8s.io", "priorityclasses", "watch"));
   EXPECT_TRUE(has("kueue.x-k8s.io", "workloads/status", "patch"));
   EXPECT_TRUE(has("networking.k8s.io", "networkpolicies", "patch"));
   EXPECT_TRUE(has("", "pods", "watch"));

@@ -35,7 +35,7 @@ const std::vector<Resource>& KnownResources() {
   static const std::vector<Resource> resources = {
       kPods, kServices, kSecrets, kConfigMaps, kPersistentVolumeClaims,
       kNetworkPolicies, kEvents, kLeases, kTrainingJobs, kWorkloads, kResourceFlavors,
-      kWorkloadPriorityClasses};
+      kWorkloadPriorityClasses, kPriorityClasses};
   return resources;
 }
 

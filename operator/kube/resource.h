@@ -77,6 +77,10 @@ inline constexpr Resource kResourceFlavors{"kueue.x-k8s.io", "v1beta2", "resourc
 inline constexpr Resource kWorkloadPriorityClasses{"kueue.x-k8s.io", "v1beta2",
                                                    "workloadpriorityclasses",
                                                    "WorkloadPriorityClass", false, ""};
+// The pods' PriorityClasses, which a Workload's priority comes from when
+// the job names no WorkloadPriorityClass (as Kueue's own integrations).
+inline constexpr Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses",
+                                           "PriorityClass", false, ""};
 
 // The resources above, in that order.
 const std::vector<Resource>& KnownResources();

@@ -95,8 +95,36 @@ std::string PodSetName(ReplicaType type) {
   return type == ReplicaType::kTrainer ? "trainers" : ReplicaTypeLabelValue(type);
 }
 
+namespace {
+
+// The object named `name` among `objects`, or null.
+const json* Named(const std::vector<json>& objects, const std::string& name) {
+  for (const json& o : objects) {
+    if (NameOf(o) == name) return &o;
+  }
+  return nullptr;
+}
+
+// The priorityClassName the job's pods ask for: the trainers' first, then
+// the master's, the coordinator's, the evaluator's ("" when none does).
+std::string PodPriorityClassOf(const DesiredChildren& desired) {
+  for (ReplicaType type : {ReplicaType::kTrainer, ReplicaType::kMaster, ReplicaType::kCoordinator,
+                           ReplicaType::kEvaluator}) {
+    for (const json& pod : desired.pods) {
+      if (StringAt(pod, {"metadata", "labels", kReplicaTypeLabel}) != ReplicaTypeLabelValue(type)) {
+        continue;
+      }
+      const std::string name = StringAt(pod, {"spec", "priorityClassName"});
+      if (!name.empty()) return name;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 Status DesiredWorkload(const json& job, const TrainingJob& spec, const DesiredChildren& desired,
-                       const json* observed, const std::vector<json>& priority_classes,
+                       const json* observed, const WorkloadPriorities& priorities,
                        json* workload) {
   json pod_sets = json::array();
   for (ReplicaType type : kReplicaTypes) {
@@ -137,16 +165,22 @@ Status DesiredWorkload(const json& job, const TrainingJob& spec, const DesiredCh
   if (spec.run_policy.suspend) workload_spec["active"] = false;
   if (const std::string priority_class = StringAt(job, {"metadata", "labels", kPriorityClassLabel});
       !priority_class.empty()) {
-    const json* found = nullptr;
-    for (const json& c : priority_classes) {
-      if (NameOf(c) == priority_class) found = &c;
-    }
+    const json* found = Named(priorities.workload_classes, priority_class);
     if (found == nullptr) {
       return Status::NotFound("WorkloadPriorityClass '" + priority_class + "' (label " +
                               kPriorityClassLabel + ") does not exist");
     }
     workload_spec["priorityClassRef"] = {
         {"group", "kueue.x-k8s.io"}, {"kind", "WorkloadPriorityClass"}, {"name", priority_class}};
+    workload_spec["priority"] = IntegerAt(*found, {"value"}).value_or(0);
+  } else if (const std::string pod_class = PodPriorityClassOf(desired); !pod_class.empty()) {
+    const json* found = Named(priorities.pod_classes, pod_class);
+    if (found == nullptr) {
+      return Status::NotFound("PriorityClass '" + pod_class +
+                              "' (the pods' priorityClassName) does not exist");
+    }
+    workload_spec["priorityClassRef"] = {
+        {"group", "scheduling.k8s.io"}, {"kind", "PriorityClass"}, {"name", pod_class}};
     workload_spec["priority"] = IntegerAt(*found, {"value"}).value_or(0);
   }
 

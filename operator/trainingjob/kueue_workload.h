@@ -32,7 +32,9 @@
 //     and resuming activates it again;
 //   - the label kueue.x-k8s.io/priority-class names a
 //     WorkloadPriorityClass, whose value is the Workload's priority (Kueue
-//     orders and preempts by it).
+//     orders and preempts by it); without it, the PriorityClass its pods
+//     name (spec.*.template's priorityClassName, the trainers' first) gives
+//     the priority, as for Kueue's own integrations.
 // While the Workload holds quota its PodSets cannot change (Kueue refuses
 // it): a job scaled then keeps the admitted trainers until its next
 // admission.
@@ -73,17 +75,23 @@ std::string WorkloadNameOf(const nlohmann::json& job);
 // Kueue's label naming a job's WorkloadPriorityClass.
 constexpr char kPriorityClassLabel[] = "kueue.x-k8s.io/priority-class";
 
+// The classes a Workload's priority may come from, as observed.
+struct WorkloadPriorities {
+  const std::vector<nlohmann::json>& workload_classes;  // kueue.x-k8s.io
+  const std::vector<nlohmann::json>& pod_classes;       // scheduling.k8s.io
+};
+
 // The Workload the job wants: PodSets from `desired` (BuildDesiredChildren's
-// pods), queueName its label, active unless suspended, and the priority of
-// the WorkloadPriorityClass its label names (among `priority_classes`;
-// none named: no priority, 0 to Kueue). When `observed` holds quota, its
-// PodSets and queueName are kept (Kueue refuses a change). A class named
-// but not there is NOT_FOUND, naming it: Kueue's own integrations make no
-// Workload then either.
+// pods), queueName its label, active unless suspended, and a priority: the
+// WorkloadPriorityClass its label names, else the PriorityClass its pods
+// name (trainers first, then master, coordinator, evaluator); neither: no
+// priority, 0 to Kueue. When `observed` holds quota, its PodSets and
+// queueName are kept (Kueue refuses a change). A class named but not there
+// is NOT_FOUND, naming it: Kueue's own integrations make no Workload then
+// either (and the API server would refuse the pods).
 Status DesiredWorkload(const nlohmann::json& job, const TrainingJob& spec,
                        const DesiredChildren& desired, const nlohmann::json* observed,
-                       const std::vector<nlohmann::json>& priority_classes,
-                       nlohmann::json* workload);
+                       const WorkloadPriorities& priorities, nlohmann::json* workload);
 
 // Whether applying `desired` (DesiredWorkload) would change `observed`:
 // a field gaptrain sets differs, a PodSet is gone, or spec.active must

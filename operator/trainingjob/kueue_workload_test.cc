@@ -60,9 +60,11 @@ TrainingJob Spec(uint32_t replicas, uint32_t min_replicas) {
 
 // DesiredWorkload, which must succeed.
 json Desired(const json& job, const TrainingJob& spec, const DesiredChildren& children,
-             const json* observed, const std::vector<json>& priority_classes = {}) {
+             const json* observed, const std::vector<json>& workload_classes = {},
+             const std::vector<json>& pod_classes = {}) {
   json workload;
-  const Status s = DesiredWorkload(job, spec, children, observed, priority_classes, &workload);
+  const Status s = DesiredWorkload(job, spec, children, observed,
+                                   WorkloadPriorities{workload_classes, pod_classes}, &workload);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return workload;
 }
@@ -308,9 +310,46 @@ TEST(KueueWorkloadTest, TakesItsPriorityFromTheClassItsLabelNames) {
   EXPECT_EQ(w["spec"]["priorityClassRef"],
             json({{"group", "kueue.x-k8s.io"}, {"kind", "WorkloadPriorityClass"}, {"name", "urgent"}}));
   json none;
-  const Status s = DesiredWorkload(job, Spec(2, 0), Children(2), nullptr, {classes[0]}, &none);
+  const std::vector<json> batch_only = {classes[0]}, no_pod_classes;
+  const Status s = DesiredWorkload(job, Spec(2, 0), Children(2), nullptr,
+                                   WorkloadPriorities{batch_only, no_pod_classes}, &none);
   EXPECT_EQ(s.code(), Status::Code::kNotFound);
   EXPECT_NE(s.message().find("'urgent'"), std::string::npos) << s.message();
+}
+
+// Without Kueue's label, the PriorityClass the pods name gives the
+// priority (the trainers' before the others'), as Kueue's own
+// integrations take it; the label wins when both are set.
+TEST(KueueWorkloadTest, TakesItsPriorityFromThePodsPriorityClassWithoutTheLabel) {
+  json job = Job();
+  DesiredChildren children = Children(2);
+  for (json& pod : children.pods) {
+    const bool trainer = pod["metadata"]["labels"]["gaptrain.io/replica-type"] == "trainer";
+    pod["spec"]["priorityClassName"] = trainer ? "spot-training" : "control-plane";
+  }
+  const std::vector<json> pod_classes = {
+      {{"metadata", {{"name", "control-plane"}}}, {"value", 2000000}},
+      {{"metadata", {{"name", "spot-training"}}}, {"value", 500}}};
+  const std::vector<json> workload_classes = {
+      {{"metadata", {{"name", "urgent"}}}, {"value", 10000}}};
+  const json w = Desired(job, Spec(2, 0), children, nullptr, workload_classes, pod_classes);
+  EXPECT_EQ(w["spec"]["priority"], 500);
+  EXPECT_EQ(w["spec"]["priorityClassRef"],
+            json({{"group", "scheduling.k8s.io"}, {"kind", "PriorityClass"},
+                  {"name", "spot-training"}}));
+
+  job["metadata"]["labels"][kPriorityClassLabel] = "urgent";
+  EXPECT_EQ(Desired(job, Spec(2, 0), children, nullptr, workload_classes, pod_classes)["spec"]
+                ["priority"],
+            10000);
+
+  job["metadata"]["labels"].erase(kPriorityClassLabel);
+  json none;
+  const std::vector<json> no_classes;
+  const Status s = DesiredWorkload(job, Spec(2, 0), children, nullptr,
+                                   WorkloadPriorities{workload_classes, no_classes}, &none);
+  EXPECT_EQ(s.code(), Status::Code::kNotFound);
+  EXPECT_NE(s.message().find("PriorityClass 'spot-training'"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -117,6 +117,9 @@ struct ObservedJob {
   std::vector<nlohmann::json> workloads;
   std::vector<nlohmann::json> resource_flavors;
   std::vector<nlohmann::json> workload_priority_classes;
+  // every PriorityClass (the pods' priorityClassName, when the job names
+  // no WorkloadPriorityClass).
+  std::vector<nlohmann::json> priority_classes;
   std::optional<CoordinatorStatus> coordinator;  // absent: not running or unreachable
   std::optional<MasterProgress> master;          // absent: not running or unreachable
   // The master's totals as read now (what `master` was measured from), for

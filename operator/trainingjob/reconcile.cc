@@ -769,7 +769,9 @@ plan_.requeue_after = config_.progress_poll_interval;
     const std::string queue = "LocalQueue " + QueueNameOf(job_);
     json desired;
     if (Status s = DesiredWorkload(job_, o_.spec, desired_, observed,
-                                   o_.workload_priority_classes, &desired);
+                                   WorkloadPriorities{o_.workload_priority_classes,
+                                                      o_.priority_classes},
+                                   &desired);
         !s.ok()) {
       Queued("PriorityClassNotFound", "not sent to " + queue + ": " + s.message());
       plan_.requeue_after = std::chrono::seconds(5);  // the classes' cache does not wake it
