@@ -111,6 +111,7 @@ grpc::Status MasterService::RejectMalformed(const std::string& message) {
 }
 
 void MasterService::ReleaseStepWaiters() {
+  if (step_waiters_.empty()) return;
   uint64_t version;
   {
     std::lock_guard<std::mutex> lock(mu_);

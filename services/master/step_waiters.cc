@@ -8,12 +8,15 @@ uint64_t StepWaiters::Add(uint64_t version, Resume resume) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t id = next_id_++;
   waiters_.emplace(id, std::make_pair(version, std::move(resume)));
+  held_.store(waiters_.size(), std::memory_order_release);
   return id;
 }
 
 bool StepWaiters::Remove(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  return waiters_.erase(id) > 0;
+  const bool erased = waiters_.erase(id) > 0;
+  held_.store(waiters_.size(), std::memory_order_release);
+  return erased;
 }
 
 void StepWaiters::Release(uint64_t version) {
@@ -28,6 +31,7 @@ void StepWaiters::Release(uint64_t version) {
         ++it;
       }
     }
+    held_.store(waiters_.size(), std::memory_order_release);
   }
   for (Resume& resume : due) resume();
 }

@@ -8,6 +8,7 @@
 #ifndef GAPTRAIN_SERVICES_MASTER_STEP_WAITERS_H_
 #define GAPTRAIN_SERVICES_MASTER_STEP_WAITERS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -34,8 +35,13 @@ class StepWaiters {
   void Release(uint64_t version);
 
   size_t size() const;
+  // Whether none waits, without the lock: the master asks it after every
+  // applied push (async mode: never anyone), so it costs an atomic load.
+  // A waiter added just after it read true is released by its adder.
+  bool empty() const { return held_.load(std::memory_order_acquire) == 0; }
 
  private:
+  std::atomic<size_t> held_{0};  // waiters_.size(), for empty()
   mutable std::mutex mu_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, std::pair<uint64_t, Resume>> waiters_;  // id -> (version, resume)

@@ -9,8 +9,10 @@ namespace {
 
 TEST(StepWaitersTest, ReleasesOnlyThoseWhoseStepIsOut) {
   StepWaiters waiters;
+  EXPECT_TRUE(waiters.empty());
   std::string resumed;
   waiters.Add(7, [&] { resumed += "a"; });
+  EXPECT_FALSE(waiters.empty());
   waiters.Add(8, [&] { resumed += "b"; });
   waiters.Add(7, [&] { resumed += "c"; });
   waiters.Release(7);  // the version they saw: no step taken yet
@@ -23,6 +25,7 @@ TEST(StepWaitersTest, ReleasesOnlyThoseWhoseStepIsOut) {
   waiters.Release(9);
   EXPECT_EQ(resumed, "acb");
   EXPECT_EQ(waiters.size(), 0u);
+  EXPECT_TRUE(waiters.empty());
 }
 
 TEST(StepWaitersTest, ATakenBackWaiterIsNeverResumedAndViceVersa) {
