@@ -7,8 +7,6 @@
 // ends.
 
 #include <gtest/gtest.h>
-#include <limits.h>
-#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,15 +22,6 @@
 namespace gaptrain {
 namespace {
 
-// The workspace (the runfile README.md links into it): python/ is there,
-// with its generated protocol modules.
-std::string Workspace() {
-  char buf[PATH_MAX];
-  if (::realpath("README.md", buf) == nullptr) return "";
-  const std::string path = buf;
-  return path.substr(0, path.rfind('/'));
-}
-
 class RestartPolicyE2eTest : public ::testing::TestWithParam<RestartCase> {};
 
 TEST_P(RestartPolicyE2eTest, EndsTheJobAsTheOperatorDoes) {
@@ -40,7 +29,10 @@ TEST_P(RestartPolicyE2eTest, EndsTheJobAsTheOperatorDoes) {
   std::string data;
   const Status found = FindSharedDataDir(&data);
   ASSERT_TRUE(found.ok()) << found.ToString();
-  const std::string workspace = Workspace();
+  // The checkout: python/ is there, with its generated protocol modules.
+  std::string workspace;
+  const Status checkout = FindWorkspaceDir(&workspace);
+  ASSERT_TRUE(checkout.ok()) << checkout.ToString();
   ASSERT_EQ(::access((workspace + "/python/gaptrain/__init__.py").c_str(), R_OK), 0) << workspace;
   ASSERT_EQ(::access("/usr/bin/python3", X_OK), 0);
 

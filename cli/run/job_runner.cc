@@ -163,10 +163,8 @@ bool JobRunner::RestartTrainerAfterFailure(size_t index) {
 }
 
 bool JobRunner::FailedAfterLosses(const std::string& service) {
-  const RestartLimits limits{
-      job_.run_policy.backoff_limit, job_.workers.replicas,
-      job_.workers.min_replicas == 0 ? job_.workers.replicas : job_.workers.min_replicas,
-      job_.workers.restart_policy};
+  const RestartLimits limits{job_.run_policy.backoff_limit, job_.workers.replicas,
+                             job_.workers.Floor(), job_.workers.restart_policy};
   const std::optional<LossFailure> failure =
       FailureAfterLosses(failures_, permanently_failed_trainers_, limits);
   if (!failure) return false;
