@@ -353,7 +353,9 @@ class OperatorE2eTest : public ::testing::Test {
   }
 
   std::string Diagnostics() {
-    std::string out = "job: " + Job().dump(2) + "\noperator pods:";
+    json job = Job();
+    if (job.contains("metadata")) job["metadata"].erase("managedFields");  // noise
+    std::string out = "job: " + job.dump(2) + "\noperator pods:";
     for (const json& pod : Pods(kOperatorNamespace, kOperatorSelector)) {
       out += " " + pod["metadata"]["name"].get<std::string>() + " (" +
              pod.value("status", json::object()).value("phase", "") + ")";

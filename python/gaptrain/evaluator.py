@@ -150,6 +150,11 @@ class Evaluator:
             return False
         log.info("evaluator ready: %d test samples, every %d master updates", len(self.dataset),
                  self.opts.eval_every_updates)
+        if reg.phase in (pb.JOB_PHASE_SUCCEEDED, pb.JOB_PHASE_FAILED):
+            # Started after the job ended: the final model still gets its score.
+            log.info("the job has %s: evaluating the final model",
+                     "succeeded" if reg.phase == pb.JOB_PHASE_SUCCEEDED else "failed")
+            self.stop.stop(Stop.JOB_ENDED)
         return True
 
     def _version(self, backoff):

@@ -486,6 +486,27 @@ class PythonTrainerTest(unittest.TestCase):
         finally:
             job.close()
 
+    def test_an_evaluator_started_after_the_job_ended_scores_the_final_model(self):
+        # A slow start (or a restart near the end) must not cost the job
+        # its final evaluation: the coordinator lets an evaluator join a
+        # finished job, and it evaluates the final model at once.
+        job = Job(self.dir.name, "fp32", updates=60)
+        try:
+            trainer, _ = job.trainer("py-trainer")
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-trainer"))
+            self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
+            self.assertFalse(job.status().HasField("last_accuracy"))
+            evaluator, eval_result = job.trainer("py-late-evaluator", role="evaluator")
+            self.assertEqual(evaluator.wait(timeout=120), 0, job.log("py-late-evaluator"))
+            st = job.status()
+            self.assertEqual(st.reason, "MaxUpdatesReached")
+            self.assertTrue(st.HasField("last_accuracy"))
+            self.assertEqual(st.last_eval_version, job.master_version())
+            self.assertEqual(read_result(eval_result)["evaluations"], 1)
+            self.assertIn("evaluating the final model", job.log("py-late-evaluator"))
+        finally:
+            job.close()
+
     def test_a_target_the_evaluation_lacks_fails_the_evaluator_clearly(self):
         job = Job(self.dir.name, "fp32", updates=5000, eval_every=20,
                   target="{metric: f1, atLeast: 0.9}")

@@ -290,7 +290,10 @@ void CoordinatorState::UpdatePhase(double now) {
 Status CoordinatorState::Register(double now, const std::string& host, WorkerRole role,
                                   WorkerId previous_id, RegisterResult* result) {
   GAPTRAIN_RETURN_IF_ERROR(ValidateHost(host));
-  if (lifecycle_.finished()) {
+  // An evaluator may still join a finished job: the final model is scored
+  // by whichever evaluator is there, even one that started (or restarted)
+  // after the end. Trainers have nothing left to do.
+  if (lifecycle_.finished() && role != WorkerRole::kEvaluator) {
     return Status::FailedPrecondition("job " + config_.job_name + " has " +
                                       (phase() == JobPhase::kSucceeded ? "succeeded" : "failed") +
                                       " (" + lifecycle_.current().reason + "): nothing to do");

@@ -589,6 +589,26 @@ TEST(CoordinatorStateTest, SucceedsWhenTheLastEpochCompletes) {
             Status::Code::kFailedPrecondition);
 }
 
+// An evaluator that starts after the last epoch still scores the final
+// model: it registers, learns the phase and reports; a trainer may not.
+TEST(CoordinatorStateTest, AnEvaluatorJoiningAFinishedJobReportsTheFinalEvaluation) {
+  auto s = NewState();
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  Join(s.get(), 0, "pod-b");
+  for (int i = 0; i < 20; ++i) Finish(s.get(), 1 + i, a, Take(s.get(), 1 + i, a).id);
+  ASSERT_EQ(s->phase(), JobPhase::kSucceeded);
+  RegisterResult r;
+  ASSERT_TRUE(s->Register(30, "eval", WorkerRole::kEvaluator, 0, &r).ok());
+  EXPECT_EQ(r.role, WorkerRole::kEvaluator);
+  ASSERT_TRUE(s->ReportEvaluation(31, r.id, 0.9, 0.3, 20).ok());
+  EXPECT_EQ(s->Describe(31).last_eval_version, 20u);
+  EXPECT_EQ(s->phase(), JobPhase::kSucceeded);
+  EXPECT_EQ(s->lifecycle().current().reason, "EpochsCompleted");
+  RegisterResult second;
+  EXPECT_EQ(s->Register(32, "eval-2", WorkerRole::kEvaluator, 0, &second).code(),
+            Status::Code::kAlreadyExists);
+}
+
 TEST(CoordinatorStateTest, AFractionalLastEpochCoversThatFractionOfTheData) {
   CoordinatorConfig c = Config();
   c.epochs = 1.25;  // epoch 0: 1000 samples; epoch 1: 250

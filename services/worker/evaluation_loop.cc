@@ -60,6 +60,12 @@ Status EvaluationLoop::Setup() {
       master_.Connect(reg.master_address(), model_->layout(), model_->buffer_layout(), &loop));
   spdlog::info("evaluator ready: {} test samples, every {} master updates, computing on {}",
                test_.size(), job_.training.eval_every_updates, device_);
+  if (Terminal(reg.phase())) {
+    // Started after the job ended: the final model still gets its score.
+    spdlog::info("the job has {}: evaluating the final model",
+                 reg.phase() == proto::JOB_PHASE_SUCCEEDED ? "succeeded" : "failed");
+    stop_->Stop(StopReason::kJobEnded);
+  }
   return Status::OK();
 }
 

@@ -276,6 +276,35 @@ TEST(WorkerProcessTest, ATrainerSendsItsBatchNormStatisticsToTheMaster) {
   if (HasFailure()) job.PrintLogs();
 }
 
+// An evaluator that starts only after the job ended (a slow start, or a
+// restart near the end) still scores the final model: the coordinator lets
+// it join a finished job, and it evaluates at once and leaves.
+TEST(WorkerProcessTest, AnEvaluatorStartedAfterTheJobEndedScoresTheFinalModel) {
+  JobSpec spec;
+  spec.name = "late-evaluator";
+  spec.max_updates = 30;
+  spec.replicas = 1;
+  spec.eval_every = 100000;
+  Job job("late-evaluator", spec);
+  ASSERT_NO_FATAL_FAILURE(job.StartMaster());
+  ASSERT_NO_FATAL_FAILURE(job.StartCoordinator(/*task_batches=*/10));
+  job.StartWorker("trainer");
+  std::vector<int> exits = job.WaitWorkers(std::chrono::seconds(240));
+  ASSERT_TRUE(ExitedWith(exits[0], 0)) << exits[0];
+  ASSERT_EQ(job.Status().phase(), proto::JOB_PHASE_SUCCEEDED);
+  ASSERT_FALSE(job.Status().has_last_accuracy());
+
+  job.StartWorker("evaluator", /*evaluator=*/true);
+  exits = job.WaitWorkers(std::chrono::seconds(120));
+  EXPECT_TRUE(ExitedWith(exits[1], 0)) << exits[1];
+  const proto::CoordinatorStatusResponse st = job.Status();
+  EXPECT_EQ(st.reason(), "MaxUpdatesReached");
+  ASSERT_TRUE(st.has_last_accuracy());
+  EXPECT_GT(st.last_accuracy(), 0.5);
+  EXPECT_EQ(st.last_eval_version(), job.MasterVersion());
+  if (HasFailure()) job.PrintLogs();
+}
+
 TEST(WorkerProcessTest, SigtermMidStepLeavesCleanlyAndTheTaskGoesBackToTheQueue) {
   JobSpec spec;
   spec.name = "sigterm";
