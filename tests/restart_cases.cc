@@ -3,8 +3,12 @@
 namespace gaptrain {
 
 std::string RestartCase::Name() const {
-  return policy + "_" + (first_end == "kill" ? "Killed" : "Exit" + first_end) +
-         "_BackoffLimit" + std::to_string(backoff_limit);
+  const std::string startup = "startup";
+  const std::string end = first_end == "kill" ? "Killed"
+                          : first_end.rfind(startup, 0) == 0
+                              ? "StartupExit" + first_end.substr(startup.size())
+                              : "Exit" + first_end;
+  return policy + "_" + end + "_BackoffLimit" + std::to_string(backoff_limit);
 }
 
 const std::vector<RestartCase>& RestartCases() {
@@ -23,6 +27,9 @@ const std::vector<RestartCase>& RestartCases() {
       {"Never", "kill", 3, "Failed", "TrainingJobFailed",
        "2 trainers failed permanently (restartPolicy Never): fewer than minReplicas (1) "
        "can run"},
+      // Exit 3 before registering (a script that fails to start): a crash
+      // like any other, restarted under OnFailure.
+      {"OnFailure", "startup3", 3, "Succeeded", "MaxUpdatesReached", ""},
   };
   return cases;
 }
@@ -39,6 +46,8 @@ marker = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       "crashed-" + os.environ["GAPTRAIN_HOST_NAME"])
 first = not os.path.exists(marker)
 open(marker, "a").close()
+if first and how.startswith("startup"):
+    os._exit(int(how[len("startup"):]))
 options = gaptrain.parse_options([])
 model = MLP()
 loss_fn = nn.CrossEntropyLoss()

@@ -8,7 +8,7 @@
 // mlp's layout on Fashion-MNIST; its first incarnation on each host (a
 // marker file per $GAPTRAIN_HOST_NAME beside the script) ends after its
 // first update with an exit code, or by SIGKILL (137, as a kubelet
-// reports it).
+// reports it), or, for "startupN", with exit code N before it registers.
 
 #ifndef GAPTRAIN_TESTS_RESTART_CASES_H_
 #define GAPTRAIN_TESTS_RESTART_CASES_H_
@@ -20,7 +20,7 @@ namespace gaptrain {
 
 struct RestartCase {
   std::string policy;     // spec.workers.restartPolicy
-  std::string first_end;  // the first incarnation's exit code, or "kill"
+  std::string first_end;  // the first incarnation's exit code, "kill" or "startupN"
   int backoff_limit;
   std::string outcome;    // Succeeded | Failed
   std::string reason;     // gaptrain run's summary reason, the operator's Failed reason
@@ -31,7 +31,8 @@ struct RestartCase {
 };
 
 // Every case: OnFailure restarts (and fails past backoffLimit 1), ExitCode
-// keeps exit 3 down and retries SIGKILL, Never keeps SIGKILL down.
+// keeps exit 3 down and retries SIGKILL, Never keeps SIGKILL down, and a
+// crash during start-up is restarted as any other.
 const std::vector<RestartCase>& RestartCases();
 
 // The trainer script, to write as trainer.py in a directory of its own

@@ -173,13 +173,6 @@ bool JobRunner::FailedAfterLosses(const std::string& service) {
   return true;
 }
 
-bool JobRunner::StartupFailed(const std::string& service, Process* process) {
-  // It never got as far as listening: a restart would fail the same way.
-  error_ = service + " exited during start-up (" + DescribeWaitStatus(process->wait_status()) +
-           "); see " + local_.LogFile(service);
-  return false;
-}
-
 bool JobRunner::Supervise() {
   // Workers start in parallel and report their metrics ports when ready.
   bool changed = local_.RefreshWorkerPorts();
@@ -207,8 +200,10 @@ bool JobRunner::Supervise() {
   const bool over = Terminal(status_.phase());
   if (!over && !evaluator_given_up_ && !local_.evaluator()->Running() &&
       !ExitedCleanly(local_.evaluator()->wait_status())) {
-    Say("evaluator exited (" + DescribeWaitStatus(local_.evaluator()->wait_status()) + ")");
-    if (!local_.EvaluatorReported()) return StartupFailed("evaluator", local_.evaluator());
+    // During start-up or later, as the operator treats a pod: restartPolicy
+    // and backoffLimit decide (services/jobplan).
+    Say("evaluator exited (" + DescribeWaitStatus(local_.evaluator()->wait_status()) +
+        (local_.EvaluatorReported() ? ")" : ", during start-up)"));
     if (!RestartAfterFailure(JobProcess::kEvaluator, "evaluator", local_.evaluator(),
                              &LocalJob::StartEvaluator)) {
       return false;
@@ -222,13 +217,13 @@ bool JobRunner::Supervise() {
         ExitedCleanly(trainer->wait_status())) {
       continue;
     }
-    Say(LocalJob::TrainerName(i) + " exited (" + DescribeWaitStatus(trainer->wait_status()) + ")");
-    ++trainers_lost_;
     // A user's trainer command writes no ports file: it got through
     // start-up once the coordinator listed it.
     const bool started = local_.TrainerReported(i) ||
                          (local_.TemplateTrainer(i) && TrainerRegistered(i));
-    if (!started) return StartupFailed(LocalJob::TrainerName(i), trainer);
+    Say(LocalJob::TrainerName(i) + " exited (" + DescribeWaitStatus(trainer->wait_status()) +
+        (started ? ")" : ", during start-up)"));
+    ++trainers_lost_;
     if (!RestartTrainerAfterFailure(i)) return false;
     changed = true;
   }

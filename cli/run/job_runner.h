@@ -1,8 +1,8 @@
 // JobRunner: `gaptrain run`'s supervisor. It starts a LocalJob, then once a
 // second reads the coordinator's status and the master's /metrics, prints
 // the progress line, restarts processes that crashed (the job's
-// restartPolicy and backoffLimit; a worker that dies during start-up ends
-// the run), carries out the chaos monkey's faults (its clock starts at the
+// restartPolicy and backoffLimit, as the operator does, during start-up
+// or later), carries out the chaos monkey's faults (its clock starts at the
 // first trainer's registration; summary.json lists each fault with its
 // time), scales the trainers as spec.workers.autoscale decides
 // (LocalAutoscaler: new trainers start as trainer-N, N the next slot; a
@@ -89,8 +89,6 @@ class JobRunner {
   // Whether the job's losses so far end it (services/jobplan); sets
   // error_ and failure_reason_ when they do. `service`: the last lost.
   bool FailedAfterLosses(const std::string& service);
-  // A worker that died before it reported its ports ends the run.
-  bool StartupFailed(const std::string& service, Process* process);
   void Say(const std::string& line);
   // The highest worker id in the last status (0: none).
   uint32_t HighestWorkerId() const;

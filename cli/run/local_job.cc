@@ -15,12 +15,6 @@ constexpr auto kStartTimeout = std::chrono::seconds(120);
 
 std::string Loopback(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
-std::string FormatSeconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", seconds);
-  return text;
-}
-
 }  // namespace
 
 LocalJob::LocalJob(Options options) : options_(std::move(options)) {
@@ -75,62 +69,58 @@ Status LocalJob::Launch(const std::string& service, const std::string& binary,
   return Status::OK();
 }
 
+JobFiles LocalJob::Files() const {
+  JobFiles files;
+  files.job_file = options_.job_file;
+  files.http_address = "127.0.0.1";  // the token is $GAPTRAIN_TOKEN (Launch)
+  return files;
+}
+
 Status LocalJob::StartMaster() {
   // A restart keeps the gRPC port: the coordinator and workers know it.
-  const std::string listen = Loopback(master_ports_[0]);
-  return Launch("master", options_.binaries.master,
-                {"--job", options_.job_file, "--listen", listen, "--http-address", "127.0.0.1",
-                 "--http-port", "0", "--checkpoint-dir", CheckpointDir(options_.run_dir)},
-                2, /*wait=*/true, &master_, &master_ports_);
+  MasterPlacement placement;
+  placement.listen = Loopback(master_ports_[0]);
+  placement.checkpoint_dir = CheckpointDir(options_.run_dir);
+  return Launch("master", options_.binaries.master, MasterArgs(Files(), placement), 2,
+                /*wait=*/true, &master_, &master_ports_);
 }
 
 Status LocalJob::StartCoordinator() {
-  const std::string listen = Loopback(coordinator_ports_[0]);
+  CoordinatorPlacement placement;
+  placement.listen = Loopback(coordinator_ports_[0]);
+  placement.state_dir = options_.run_dir + "/coordinator";
+  placement.master = master_address();
   return Launch("coordinator", options_.binaries.coordinator,
-                {"--job", options_.job_file, "--listen", listen, "--http-address", "127.0.0.1",
-                 "--http-port", "0", "--state-dir", options_.run_dir + "/coordinator",
-                 "--master", master_address()},
-                2, /*wait=*/true, &coordinator_, &coordinator_ports_);
+                CoordinatorArgs(Files(), placement), 2, /*wait=*/true, &coordinator_,
+                &coordinator_ports_);
 }
 
-std::vector<std::string> LocalJob::WorkerArgs(const std::string& name) const {
-  const std::string grace = FormatSeconds(options_.worker_grace_seconds);
-  std::vector<std::string> args = {"--job",          options_.job_file,
-                                   "--coordinator",  coordinator_address(),
-                                   "--threads",      std::to_string(options_.threads_per_worker),
-                                   "--http-address", "127.0.0.1",
-                                   "--http-port",    "0",
-                                   "--host-name",    name,
-                                   "--grace-seconds", grace};
-  if (!options_.data_cache.empty()) args.insert(args.end(), {"--data-cache", options_.data_cache});
-  return args;
-}
-
-std::vector<std::pair<std::string, std::string>> LocalJob::WorkerEnv(
-    const std::string& name, const std::string& role) const {
-  return {{"GAPTRAIN_JOB", options_.job_file},
-          {"GAPTRAIN_ROLE", role},
-          {"GAPTRAIN_COORDINATOR", coordinator_address()},
-          {"GAPTRAIN_HTTP_PORT", "0"},
-          {"GAPTRAIN_HOST_NAME", name},
-          {"GAPTRAIN_GRACE_SECONDS", FormatSeconds(options_.worker_grace_seconds)}};
+WorkerPlacement LocalJob::Worker(const std::string& name, const std::string& role) const {
+  WorkerPlacement worker;
+  worker.role = role;
+  worker.coordinator = coordinator_address();
+  worker.host_name = name;
+  worker.grace_seconds = options_.worker_grace_seconds;
+  worker.threads = options_.threads_per_worker;
+  worker.data_cache = options_.data_cache;
+  return worker;
 }
 
 Status LocalJob::StartEvaluator() {
   if (!options_.evaluator_command.argv.empty()) {
     // The user's command as given: its settings come from the environment.
     const TemplateCommand& command = options_.evaluator_command;
-    auto env = WorkerEnv("evaluator", "evaluator");
+    auto env = WorkerEnvironment(Files(), Worker("evaluator", "evaluator"));
     for (const auto& e : command.env) env.push_back(e);
     return Launch("evaluator", command.argv[0],
                   std::vector<std::string>(command.argv.begin() + 1, command.argv.end()), 1,
                   /*wait=*/false, &evaluator_, &evaluator_ports_, std::move(env),
                   /*ports_file=*/false);
   }
-  std::vector<std::string> args = WorkerArgs("evaluator");
-  args.insert(args.end(), {"--role", "evaluator"});
-  return Launch("evaluator", options_.binaries.worker, args, 1, /*wait=*/false, &evaluator_,
-                &evaluator_ports_, WorkerEnv("evaluator", "evaluator"));
+  const WorkerPlacement worker = Worker("evaluator", "evaluator");
+  return Launch("evaluator", options_.binaries.worker, WorkerArgs(Files(), worker), 1,
+                /*wait=*/false, &evaluator_, &evaluator_ports_,
+                WorkerEnvironment(Files(), worker));
 }
 
 Status LocalJob::StartTrainer(size_t index) {
@@ -138,7 +128,8 @@ Status LocalJob::StartTrainer(size_t index) {
     return Status::OutOfRange("no trainer " + std::to_string(index));
   }
   const std::string name = TrainerName(index);
-  auto env = WorkerEnv(name, "trainer");
+  const WorkerPlacement worker = Worker(name, "trainer");
+  auto env = WorkerEnvironment(Files(), worker);
   if (TemplateTrainer(index)) {
     // The user's command as given: its settings come from the environment.
     const TemplateCommand& command = options_.trainer_command;
@@ -148,7 +139,7 @@ Status LocalJob::StartTrainer(size_t index) {
                   /*wait=*/false, &trainers_[index], &trainer_ports_[index], std::move(env),
                   /*ports_file=*/false);
   }
-  return Launch(name, options_.binaries.worker, WorkerArgs(name), 1, /*wait=*/false,
+  return Launch(name, options_.binaries.worker, WorkerArgs(Files(), worker), 1, /*wait=*/false,
                 &trainers_[index], &trainer_ports_[index], std::move(env));
 }
 

@@ -32,11 +32,12 @@
 //     Python SDK writes it, and TrainerReported() and targets() follow;
 //     a command that does not is known started once the coordinator lists
 //     it, job_runner.h), and is supervised as gaptrain-worker is.
-//   - Every worker process gets its settings in the environment too, as
-//     the operator's pods do: GAPTRAIN_JOB, GAPTRAIN_ROLE,
-//     GAPTRAIN_COORDINATOR, GAPTRAIN_HTTP_PORT (0), GAPTRAIN_HOST_NAME
-//     (trainer-N, evaluator) and GAPTRAIN_GRACE_SECONDS (the token is
-//     $GAPTRAIN_TOKEN, so there is no GAPTRAIN_TOKEN_FILE).
+//   - Every process gets the command line the operator's pods get, but
+//     for where things are (services/jobplan/service_commands.h), and
+//     every worker its settings in the environment too: GAPTRAIN_JOB,
+//     GAPTRAIN_ROLE, GAPTRAIN_COORDINATOR, GAPTRAIN_HTTP_PORT (0),
+//     GAPTRAIN_HOST_NAME (trainer-N, evaluator) and GAPTRAIN_GRACE_SECONDS
+//     (the token is $GAPTRAIN_TOKEN, so there is no GAPTRAIN_TOKEN_FILE).
 //   - The destructor SIGKILLs whatever still runs (see Process).
 // Not thread-safe; use it from the main thread (see Process).
 
@@ -52,6 +53,7 @@
 #include "cli/run/template_command.h"
 #include "services/base/process.h"
 #include "services/base/status.h"
+#include "services/jobplan/service_commands.h"
 
 namespace gaptrain {
 
@@ -156,9 +158,10 @@ class LocalJob {
                 std::vector<std::pair<std::string, std::string>> extra_env = {},
                 bool ports_file = true);
   std::string PortsFile(const std::string& service) const;
-  std::vector<std::string> WorkerArgs(const std::string& name) const;
-  std::vector<std::pair<std::string, std::string>> WorkerEnv(const std::string& name,
-                                                             const std::string& role) const;
+  // Where this run's processes find the job, and a worker's settings
+  // (services/jobplan/service_commands.h makes the command lines).
+  JobFiles Files() const;
+  WorkerPlacement Worker(const std::string& name, const std::string& role) const;
 
   Options options_;
   std::unique_ptr<Process> master_, coordinator_, evaluator_;

@@ -7,6 +7,7 @@
 #include "services/api/job_fields.h"
 #include "services/api/yaml_text.h"
 #include "services/base/available_cpus.h"
+#include "services/jobplan/service_commands.h"
 
 namespace gaptrain {
 namespace trainingjob {
@@ -207,79 +208,73 @@ class PodBuilder {
       parts.volumes.push_back(
           json{{"name", "gaptrain-tls"}, {"secret", {{"secretName", TlsSecretName(name_)}}}});
     }
-    const std::string cert = std::string(kTlsDir) + "/tls.crt";
-    const std::string cert_key = std::string(kTlsDir) + "/tls.key";
-    const std::string ca = std::string(kTlsDir) + "/ca.crt";
+    JobFiles files;
+    files.job_file = kJobFile;
+    files.token_file = kTokenFile;
+    if (tls_) {
+      files.tls_cert = std::string(kTlsDir) + "/tls.crt";
+      files.tls_key = std::string(kTlsDir) + "/tls.key";
+      files.tls_ca = std::string(kTlsDir) + "/ca.crt";
+    }
+    auto command = [](const char* binary, std::vector<std::string> args) {
+      json c = json::array({binary});
+      for (std::string& a : args) c.push_back(std::move(a));
+      return c;
+    };
 
     int http_port = kWorkerHttpPort;
     const std::string service_suffix = "." + ns_ + ".svc:";
     switch (type) {
-      case ReplicaType::kMaster:
+      case ReplicaType::kMaster: {
         http_port = kMasterHttpPort;
-        parts.command = {"gaptrain-master", "--job", kJobFile,
-                         "--listen", "0.0.0.0:" + std::to_string(kMasterGrpcPort),
-                         "--http-port", std::to_string(http_port),
-                         "--token-file", kTokenFile, "--checkpoint-dir", kCheckpointDir};
-        if (tls_) {
-          parts.command.insert(parts.command.end(), {"--tls-cert", cert, "--tls-key", cert_key});
-        }
+        MasterPlacement master;
+        master.listen = "0.0.0.0:" + std::to_string(kMasterGrpcPort);
+        master.http_port = http_port;
+        master.checkpoint_dir = kCheckpointDir;
+        parts.command = command("gaptrain-master", MasterArgs(files, master));
         parts.ports = json::array({Port("grpc", kMasterGrpcPort), Port("metrics", http_port)});
         parts.own_mounts.push_back(Mount("gaptrain-checkpoints", kCheckpointDir, false));
         parts.volumes.push_back(
             ClaimVolume("gaptrain-checkpoints", CheckpointsClaimName(name_), false));
         break;
-      case ReplicaType::kCoordinator:
+      }
+      case ReplicaType::kCoordinator: {
         http_port = kCoordinatorHttpPort;
-        parts.command = {"gaptrain-coordinator", "--job", kJobFile,
-                         "--listen", "0.0.0.0:" + std::to_string(kCoordinatorGrpcPort),
-                         "--http-port", std::to_string(http_port),
-                         "--token-file", kTokenFile, "--state-dir", kCoordinatorStateDir,
-                         "--master",
-                         ReplicaName(name_, ReplicaType::kMaster) + service_suffix +
-                             std::to_string(kMasterGrpcPort)};
-        if (tls_) {
-          parts.command.insert(parts.command.end(),
-                               {"--tls-cert", cert, "--tls-key", cert_key, "--master-ca", ca});
-        }
-        if (status_token_) {
-          parts.command.insert(parts.command.end(), {"--status-token-file", kStatusTokenFile});
-        }
+        CoordinatorPlacement coordinator;
+        coordinator.listen = "0.0.0.0:" + std::to_string(kCoordinatorGrpcPort);
+        coordinator.http_port = http_port;
+        coordinator.state_dir = kCoordinatorStateDir;
+        coordinator.master = ReplicaName(name_, ReplicaType::kMaster) + service_suffix +
+                             std::to_string(kMasterGrpcPort);
+        if (status_token_) coordinator.status_token_file = kStatusTokenFile;
+        parts.command = command("gaptrain-coordinator", CoordinatorArgs(files, coordinator));
         parts.ports =
             json::array({Port("grpc", kCoordinatorGrpcPort), Port("metrics", http_port)});
         parts.own_mounts.push_back(Mount("gaptrain-state", kCoordinatorStateDir, false));
         parts.volumes.push_back(
             ClaimVolume("gaptrain-state", CoordinatorStateClaimName(name_), false));
         break;
+      }
       case ReplicaType::kEvaluator:
       case ReplicaType::kTrainer: {
+        WorkerPlacement worker;
+        worker.role = ReplicaTypeLabelValue(type);
+        worker.coordinator = ReplicaName(name_, ReplicaType::kCoordinator) + service_suffix +
+                             std::to_string(kCoordinatorGrpcPort);
+        worker.http_port = http_port;
+        worker.host_name = "$(POD_NAME)";
         // Five seconds under the pod's, within what the worker accepts (a
         // day): a template's longer grace period must not stop it starting.
-        const int64_t grace =
-            std::clamp<int64_t>(parts.termination_grace_period_seconds - 5, 1, 86400);
-        const std::string coordinator = ReplicaName(name_, ReplicaType::kCoordinator) +
-                                        service_suffix + std::to_string(kCoordinatorGrpcPort);
-        parts.command = {
-            "gaptrain-worker", "--job", kJobFile, "--role", ReplicaTypeLabelValue(type),
-            "--coordinator", coordinator,
-            "--token-file", kTokenFile, "--http-port", std::to_string(http_port),
-            "--host-name", "$(POD_NAME)", "--grace-seconds", std::to_string(grace)};
+        worker.grace_seconds = static_cast<double>(
+            std::clamp<int64_t>(parts.termination_grace_period_seconds - 5, 1, 86400));
+        parts.command = command("gaptrain-worker", WorkerArgs(files, worker));
         // The same settings for a user's trainer command, which the
         // template's first container may set (run as given, no flags
         // added): the Python SDK reads them (docs/worker.md). After
         // POD_NAME, so that $(POD_NAME) expands.
         parts.keep_command = true;
-        parts.own_env = json::array({
-            json{{"name", "GAPTRAIN_JOB"}, {"value", kJobFile}},
-            json{{"name", "GAPTRAIN_ROLE"}, {"value", ReplicaTypeLabelValue(type)}},
-            json{{"name", "GAPTRAIN_COORDINATOR"}, {"value", coordinator}},
-            json{{"name", "GAPTRAIN_HTTP_PORT"}, {"value", std::to_string(http_port)}},
-            json{{"name", "GAPTRAIN_HOST_NAME"}, {"value", "$(POD_NAME)"}},
-            json{{"name", "GAPTRAIN_GRACE_SECONDS"}, {"value", std::to_string(grace)}}});
-        if (tls_) {
-          parts.command.insert(parts.command.end(),
-                               {"--coordinator-ca", ca, "--master-ca", ca});
-          parts.own_env.push_back(json{{"name", "GAPTRAIN_COORDINATOR_CA"}, {"value", ca}});
-          parts.own_env.push_back(json{{"name", "GAPTRAIN_MASTER_CA"}, {"value", ca}});
+        for (const auto& [name, value] : WorkerEnvironment(files, worker)) {
+          parts.own_env.push_back(json{{"name", name}, {"value", value}});
         }
         parts.ports = json::array({Port("metrics", http_port)});
         break;

@@ -216,14 +216,10 @@ class Reconciler {
     return o_.parse_status.ok() ? o_.spec.run_policy : LenientRunPolicy(job_);
   }
 
-  uint32_t MinTrainers() const {
-    const WorkersSpec& w = o_.spec.workers;
-    return w.min_replicas == 0 ? w.replicas : w.min_replicas;
-  }
-
   RestartLimits LossLimits() const {
-    return RestartLimits{o_.spec.run_policy.backoff_limit, o_.spec.workers.replicas, MinTrainers(),
-                         o_.spec.workers.restart_policy};
+    const WorkersSpec& w = o_.spec.workers;
+    return RestartLimits{o_.spec.run_policy.backoff_limit, w.replicas, w.Floor(),
+                         w.restart_policy};
   }
 
   const ObservedPod* PodNamed(const std::string& name) const {
@@ -415,11 +411,11 @@ class Reconciler {
     const GangStatus old = GangStatus::FromJson(ObjectAt(old_status_, {"gang"}));
     const GangDecision d =
         DecideGangRelease(o_.spec.run_policy.schedule_timeout_seconds, o_.now,
-                          ready < MinTrainers(), holding, JitterOf(uid_), old);
+                          ready < o_.spec.workers.Floor(), holding, JitterOf(uid_), old);
     gang_ = d.status.ToJson();
     if (!d.release) return d;
     const std::string why =
-        std::to_string(ready) + " of at least " + std::to_string(MinTrainers()) +
+        std::to_string(ready) + " of at least " + std::to_string(o_.spec.workers.Floor()) +
         " trainers ready after " + std::to_string(o_.spec.run_policy.schedule_timeout_seconds) +
         " s (scheduleTimeoutSeconds): their nodes are given back for " +
         std::to_string(d.backoff.count()) + " s";
@@ -520,7 +516,7 @@ class Reconciler {
     }
     const bool running =
         control_ready && (o_.coordinator ? o_.coordinator->phase == "Running"
-                                         : ready_trainers >= MinTrainers());
+                                         : ready_trainers >= o_.spec.workers.Floor());
 
     SetCreated();
     conditions_.Clear("Suspended", "TrainingJobResumed", "TrainingJob " + name_ + " is resumed");
@@ -544,7 +540,7 @@ class Reconciler {
         phase_ = "Running";
       } else {
         conditions_.Clear("Running", "TrainingJobPending",
-                          "waiting for at least " + std::to_string(MinTrainers()) +
+                          "waiting for at least " + std::to_string(o_.spec.workers.Floor()) +
                               " ready trainers (minReplicas)");
         phase_ = "Pending";
       }
