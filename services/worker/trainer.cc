@@ -5,12 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
 
-#include "services/engine/rules/dana_slim_worker.h"
 #include "services/learn/epoch_order.h"
 #include "services/learn/job_model.h"
 
@@ -18,22 +16,6 @@ namespace gaptrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Moving average of a phase's duration; the first sample sets it.
-void Average(double* average, double seconds) {
-  *average = *average == 0 ? seconds : 0.9 * *average + 0.1 * seconds;
-}
-
-std::string LowerCodeName(Status::Code code) {
-  std::string name = StatusCodeName(code);
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return name;
-}
 
 }  // namespace
 
@@ -43,7 +25,7 @@ Trainer::Trainer(const TrainingJob& job, const Dataset& train, CoordinatorSessio
     : job_(job),
       train_(train),
       session_(session),
-      master_(std::move(connect), metrics),
+      master_(job, std::move(connect), session, stop, metrics),
       stop_(stop),
       metrics_(metrics),
       options_(options) {}
@@ -85,31 +67,11 @@ Status Trainer::Setup() {
   labels_.assign(loader_->labels_buffer_size(), 0);
 
   RetryLoop loop(options_.retry, NextSeed(), stop_);
-  GAPTRAIN_RETURN_IF_ERROR(
-      master_.Connect(reg.master_address(), model_->layout(), model_->buffer_layout(), &loop));
-  run_id_ = master_.run().id();
-  AdoptMasterBuffers();
-  const proto::DescribeResponse& d = master_.description();
-  sync_ = d.rule() == "sync";
-  push_pull_ = true;  // this master may have PushPull, whatever an earlier one said
-  echo_ = d.needs_echo();
-  echo_type_ = d.echo_type();
-  // Pulled over a bf16 wire, the copy holds bf16 values: sent as bf16 it
-  // loses nothing, and the master knows it is rounded (the Gap then does
-  // not count the rounding as a move).
-  if (echo_ && job_.training.wire_type == "bf16") echo_type_ = proto::BFLOAT16;
-  if (echo_ && echo_type_ == proto::BFLOAT16) echo_bf16_.assign(p_, 0);
-  dana_slim_ = d.rule() == "dana-slim";
-  if (dana_slim_) {
-    momentum_ = static_cast<float>(job_.training.optimizer.momentum);
-    weight_decay_ = static_cast<float>(job_.training.optimizer.weight_decay);
-    velocity_.assign(p_, 0.0f);
-    next_velocity_.assign(p_, 0.0f);
-    u_.assign(p_, 0.0f);
-  }
+  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(reg.master_address(), model_.get(), &loop));
+  master_.AdoptMasterBuffers();
   spdlog::info("trainer ready: {} parameters, batch {}, {} training samples, computing on {}{}",
                p_, reg.batch_size(), train_.size(), device_,
-               dana_slim_ ? ", DANA-Slim momentum on this worker" : "");
+               master_.dana_slim() ? ", DANA-Slim momentum on this worker" : "");
   return Status::OK();
 }
 
@@ -119,10 +81,8 @@ Status Trainer::Loop() {
     const std::string address = session_->registration().master_address();
     if (address != master_.address()) {
       RetryLoop loop(options_.retry, NextSeed(), stop_);
-      Status s = master_.Connect(address, model_->layout(), model_->buffer_layout(), &loop);
+      Status s = master_.Connect(address, model_.get(), &loop);
       if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
-      known_version_ = -1;
-      run_id_ = master_.run().id();
     }
     proto::NextTaskResponse next;
     Status s = session_->NextTask(&next);
@@ -164,7 +124,7 @@ Status Trainer::RunTask(const proto::DataTask& task) {
     order_epoch_ = task.epoch();
   }
   const uint64_t generation = session_->generation();
-  pulled_with_push_ = false;  // parameters from before the task's RPCs: pull fresh ones
+  master_.ForgetPulled();  // parameters from before the task's RPCs: pull fresh ones
   // Positions still to train, in order: the task, then any whose updates
   // a master restart lost.
   std::deque<SampleRange> todo = {SampleRange{task.begin(), task.end()}};
@@ -198,10 +158,10 @@ Status Trainer::RunTask(const proto::DataTask& task) {
       if (outcome == BatchOutcome::kTrained) {
         last_loss = loss;
         pushed.push_back({SampleRange{first, first + static_cast<uint32_t>(k)},
-                          pushed_incarnation_, pushed_version_});
+                          master_.pushed_incarnation(), master_.pushed_version()});
       }
       done += static_cast<uint32_t>(k);
-      if (run_changed_) {
+      if (master_.run_changed()) {
         uint32_t lost = 0;
         Status s = OnMasterRestart(&pushed, &todo, &lost);
         if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
@@ -227,7 +187,7 @@ Status Trainer::RunTask(const proto::DataTask& task) {
   }
   report.set_samples_retrained(retrained);
   retrained_ += retrained;
-  if (pushes_since_buffers_ > 0) SendBuffers();
+  if (master_.buffers_behind()) master_.SendBuffers();
   bool credited = false;
   Status s = session_->CompleteTask(task.task_id(), report, &credited);
   if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
@@ -252,14 +212,10 @@ bool Trainer::FitsInGrace(double seconds) const {
 
 Status Trainer::OnMasterRestart(std::vector<PushedBatch>* pushed, std::deque<SampleRange>* todo,
                                 uint32_t* lost) {
-  run_changed_ = false;
   *lost = 0;
   RetryLoop loop(options_.retry, NextSeed(), stop_);
-  GAPTRAIN_RETURN_IF_ERROR(
-      master_.Connect(master_.address(), model_->layout(), model_->buffer_layout(), &loop));
-  const proto::MasterIncarnation run = master_.run();
-  run_id_ = run.id();
-  session_->ResetMasterVersion(master_.description().version());
+  proto::MasterIncarnation run;
+  GAPTRAIN_RETURN_IF_ERROR(master_.Reconnect(&loop, &run));
   std::vector<PushedBatch> kept;
   for (PushedBatch b : *pushed) {
     if (b.incarnation == 0 || b.incarnation == run.id()) {
@@ -285,113 +241,6 @@ Status Trainer::OnMasterRestart(std::vector<PushedBatch>* pushed, std::deque<Sam
   return Status::OK();
 }
 
-void Trainer::SendBuffers() {
-  if (model_->buffer_layout().empty()) return;
-  pushes_since_buffers_ = 0;
-  std::string values(model_->buffer_layout().bytes(), '\0');
-  model_->CopyBuffersTo(reinterpret_cast<uint8_t*>(values.data()));
-  // Best effort: the next send carries newer statistics anyway.
-  const Status s = master_.client()->PushBuffers(session_->worker_id(), values);
-  if (!s.ok()) spdlog::debug("master: buffers not sent: {}", s.ToString());
-}
-
-void Trainer::AdoptMasterBuffers() {
-  if (model_->buffer_layout().empty()) return;
-  proto::PullBuffersResponse buffers;
-  const Status s = master_.client()->PullBuffers(&buffers);
-  if (!s.ok() || buffers.merges() == 0 ||
-      buffers.values().size() != model_->buffer_layout().bytes()) {
-    return;  // the module's own statistics, as a fresh job's
-  }
-  model_->CopyBuffersFrom(reinterpret_cast<const uint8_t*>(buffers.values().data()));
-  spdlog::info("master: took the job's module buffers ({} sends folded in)", buffers.merges());
-}
-
-Status Trainer::PullParameters() {
-  MasterClient::PullResult r;
-  const auto start = Clock::now();
-  Status s =
-      master_.client()->Pull(session_->worker_id(), known_version_, model_->parameters(), p_, &r);
-  if (!s.ok()) {
-    known_version_ = -1;  // the buffer may hold part of a reply
-    return s;
-  }
-  const double seconds = SecondsSince(start);
-  master_.NoteSuccess();
-  not_member_logged_ = false;
-  Average(&pull_seconds_, seconds);
-  if (metrics_ != nullptr) metrics_->RecordPull(seconds);
-  AcceptPulled(r);
-  return Status::OK();
-}
-
-void Trainer::AcceptPulled(const MasterClient::PullResult& r) {
-  master_.NoteVersion(r.version);
-  session_->SetMasterVersion(r.version);
-  NoteRun(r.incarnation);
-  // Reads go through a const Model: the non-const parameters() marks
-  // them changed (one more copy to a GPU before the next step).
-  const Model& model = *model_;
-  if (r.modified && echo_ && echo_type_ == proto::BFLOAT16) {
-    FloatsToBf16(model.parameters(), p_, echo_bf16_.data());
-  }
-  known_version_ = static_cast<int64_t>(r.version);
-  base_version_ = r.version;
-}
-
-Status Trainer::SendGradient(const float* gradient, float loss, const void* echo,
-                             proto::PushResponse* reply) {
-  if (push_pull_) {
-    MasterClient::PushPullResult r;
-    Status s = master_.client()->PushPull(session_->worker_id(), base_version_, gradient, p_, loss,
-                                          echo, echo_type_, model_->parameters(), &r);
-    if (s.code() != Status::Code::kUnimplemented) {
-      if (!s.ok()) return s;
-      *reply = r.push;
-      if (!r.pull_status.ok()) {
-        known_version_ = -1;  // the buffer may hold part of a reply
-        spdlog::debug("master: the pull after a push failed ({}); pulling again",
-                      r.pull_status.ToString());
-      } else if (r.pull.modified) {
-        // Taken after the push's own bookkeeping (TakePulledWithPush): its
-        // version is newer than the push's.
-        pulled_with_push_ = true;
-        pulled_ = r.pull;
-      }
-      return Status::OK();
-    }
-    // Nothing was applied: push the same gradient the old way.
-    spdlog::info("master: no PushPull (an older master); pushing and pulling in two calls");
-    push_pull_ = false;
-  }
-  return master_.client()->Push(session_->worker_id(), base_version_, gradient, p_, loss, reply,
-                                echo, echo_type_);
-}
-
-const float* Trainer::Gradient() {
-  if (!dana_slim_) return model_->gradients();
-  // u = g' + γv' with g' = g + λx and v' = γv + g'; v' is kept only when
-  // the push is accepted.
-  const Model& model = *model_;
-  const float* g = model.gradients();
-  const float* x = model.parameters();
-  for (size_t j = 0; j < p_; ++j) u_[j] = g[j] + weight_decay_ * x[j];
-  std::memcpy(next_velocity_.data(), velocity_.data(), p_ * sizeof(float));
-  DanaSlimWorkerStep(momentum_, u_.data(), next_velocity_.data(), u_.data(), p_);
-  return u_.data();
-}
-
-void Trainer::WaitForNextStep(uint64_t pushed_on) {
-  Backoff::Options o;
-  o.initial = std::chrono::milliseconds(1);
-  o.max = std::chrono::milliseconds(100);
-  Backoff backoff(o, NextSeed());
-  while (!stop_->stopped()) {
-    if (PullParameters().ok() && base_version_ > pushed_on) return;
-    stop_->SleepFor(backoff.Next());
-  }
-}
-
 Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* outcome,
                            float* loss) {
   RetryLoop loop(options_.retry, NextSeed(), stop_);
@@ -403,134 +252,69 @@ Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* ou
     }
     return s;
   };
+  auto stopped = [&] {
+    *outcome = BatchOutcome::kStopped;
+    return Status::OK();
+  };
+  auto skipped = [&] {
+    *outcome = BatchOutcome::kSkipped;
+    return Status::OK();
+  };
   while (true) {
-    if (!FitsInGrace(pull_seconds_ + compute_seconds_ + push_seconds_)) {
-      *outcome = BatchOutcome::kStopped;
-      return Status::OK();
-    }
+    const double step = master_.pull_seconds() + compute_seconds_.seconds() +
+                        master_.push_seconds();
+    if (!FitsInGrace(step)) return stopped();
     if (session_->generation() != generation) {
       *outcome = BatchOutcome::kTaskLost;
       return Status::OK();
     }
 
-    // The last push may have brought this step's parameters already.
-    Status s = pulled_with_push_ ? Status::OK() : PullParameters();
-    pulled_with_push_ = false;
+    Status s = master_.Pull();
     if (!s.ok()) {
-      if (s.code() == Status::Code::kNotFound) {
-        if (!not_member_logged_) {
-          spdlog::info(
-              "master: worker {} is not a member yet ({}); waiting for the "
-              "coordinator's membership feed",
-              session_->worker_id(), s.message());
-          not_member_logged_ = true;
-        }
-      } else if (IsTransient(s)) {
-        master_.NoteFailure("Pull", s);
-      } else {
-        return s;  // e.g. the master's model has another size: nothing to retry
-      }
+      if (master_.AfterPullFailure(s) == MasterSession::Next::kFail) return s;
       if (!loop.Wait()) return give_up(s);
       continue;
     }
 
-    if (!FitsInGrace(compute_seconds_ + push_seconds_)) {
-      *outcome = BatchOutcome::kStopped;
-      return Status::OK();
-    }
+    if (!FitsInGrace(compute_seconds_.seconds() + master_.push_seconds())) return stopped();
     const auto compute_start = Clock::now();
     const float l =
         model_->ComputeGradient(images_.data(), labels_.data(), static_cast<int64_t>(samples));
-    const double compute = SecondsSince(compute_start);
-    Average(&compute_seconds_, compute);
+    const double compute = compute_seconds_.AddSince(compute_start);
     if (metrics_ != nullptr) metrics_->RecordCompute(compute);
     if (!std::isfinite(l)) {
       spdlog::warn("batch skipped: its loss is {} (see the LibTorch error above, if any)", l);
-      *outcome = BatchOutcome::kSkipped;
-      return Status::OK();
+      return skipped();
     }
-    if (!FitsInGrace(push_seconds_)) {
-      *outcome = BatchOutcome::kStopped;
-      return Status::OK();
-    }
+    if (!FitsInGrace(master_.push_seconds())) return stopped();
 
-    const float* gradient = Gradient();
-    const void* echo = nullptr;
-    if (echo_) {
-      echo = echo_type_ == proto::BFLOAT16 ? static_cast<const void*>(echo_bf16_.data())
-                                           : static_cast<const void*>(
-                                                 static_cast<const Model&>(*model_).parameters());
-    }
     proto::PushResponse reply;
-    const auto push_start = Clock::now();
-    s = SendGradient(gradient, l, echo, &reply);
+    s = master_.Push(l, &reply);
     if (s.ok()) {
-      const double push = SecondsSince(push_start);
-      master_.NoteSuccess();
-      Average(&push_seconds_, push);
-      if (dana_slim_) velocity_.swap(next_velocity_);
-      master_.NoteVersion(reply.version());
-      session_->SetMasterVersion(reply.version());
-      NoteRun(reply.incarnation());
-      pushed_incarnation_ = reply.incarnation();
-      // In sync mode an accumulated gradient enters θ with the next step.
-      pushed_version_ =
-          reply.version() + (reply.outcome() == proto::PushResponse::ACCUMULATED ? 1 : 0);
       ++batches_;
       samples_ += samples;
-      if (++pushes_since_buffers_ >= kPushesPerBufferSend) SendBuffers();
-      if (metrics_ != nullptr) {
-        metrics_->RecordPush(push);
-        metrics_->RecordBatch(samples, l);
-      }
-      if (pulled_with_push_) AcceptPulled(pulled_);
-      // Past the job's maxUpdates: the coordinator ends the job once a
-      // heartbeat reports the version, so report it now.
-      if (reply.outcome() == proto::PushResponse::DISCARDED_FINISHED) session_->HeartbeatNow();
-      // The master holds a sync PushPull until the step is out; an older
-      // master (or a step slower than its limit) answers before: poll.
-      if (sync_ && reply.outcome() == proto::PushResponse::ACCUMULATED &&
-          base_version_ <= reply.version()) {
-        WaitForNextStep(reply.version());
-      }
+      if (metrics_ != nullptr) metrics_->RecordBatch(samples, l);
       *outcome = BatchOutcome::kTrained;
       *loss = l;
       return Status::OK();
     }
-
-    known_version_ = -1;  // pull a whole copy before computing again
-    if (IsTransient(s)) {
-      // Whether it was applied is unknown: recompute on fresh parameters
-      // rather than risk applying the same gradient twice.
-      master_.NoteFailure("Push", s);
-      if (!loop.Wait()) return give_up(s);
-      continue;
-    }
-    if (metrics_ != nullptr) metrics_->RecordPushRejected(LowerCodeName(s.code()));
-    switch (s.code()) {
-      case Status::Code::kFailedPrecondition:  // too stale, or no matching copy
-      case Status::Code::kOutOfRange:          // from the future: the master went back
-      case Status::Code::kNotFound:            // not a member (yet, or any more)
+    switch (master_.AfterPushFailure(s)) {
+      case MasterSession::Next::kRetry:
+        if (!loop.Wait()) return give_up(s);
+        continue;
+      case MasterSession::Next::kRecompute:
         if (recomputes++ >= options_.max_recomputes) {
           spdlog::warn("batch skipped: the master refused it {} times, last: {}", recomputes,
                        s.ToString());
-          *outcome = BatchOutcome::kSkipped;
-          return Status::OK();
+          return skipped();
         }
         spdlog::debug("master refused the push ({}); pulling again and recomputing", s.ToString());
         if (s.code() == Status::Code::kNotFound && !loop.Wait()) return give_up(s);
         continue;
-      case Status::Code::kInvalidArgument:
-        spdlog::error("master refused the push as invalid, which is a bug: {}; batch skipped",
-                      s.ToString());
-        *outcome = BatchOutcome::kSkipped;
-        return Status::OK();
-      case Status::Code::kAlreadyExists:  // sync: this step has our gradient already
-        spdlog::warn("master: {}; batch skipped", s.message());
-        *outcome = BatchOutcome::kSkipped;
-        return Status::OK();
-      default:
-        return s;  // UNAUTHENTICATED, RESOURCE_EXHAUSTED, ...: nothing to retry
+      case MasterSession::Next::kSkip:
+        return skipped();
+      case MasterSession::Next::kFail:
+        return s;
     }
   }
 }

@@ -1,11 +1,11 @@
 // Trainer: the loop of a training worker (docs/worker.md). It registers
 // with the coordinator, takes data tasks, and for every batch of a task
 // pulls the parameters straight into the model's flat buffer (no payload
-// when the version did not change), computes the gradient, and pushes it
-// with the version it was computed on: plain, with the copy it was
-// computed on when the rule wants an echo (gapSource echo), or as
-// DANA-Slim's u = g' + γv with the worker's momentum v and g' = g + λx.
-// The session heartbeats with the progress meanwhile. At the end of a task
+// when the version did not change), computes the gradient, and pushes it;
+// what a push carries and what the master's answers mean is the
+// MasterSession's business (master_session.h), the batch's data, compute,
+// retries and grace period the Trainer's. The coordinator session
+// heartbeats with the progress meanwhile. At the end of a task
 // it completes it and asks for the next, until the job ends or the stop
 // flag is set; then it leaves the job.
 //
@@ -52,20 +52,16 @@
 #include "services/learn/batch_loader.h"
 #include "services/learn/dataset.h"
 #include "services/learn/model.h"
-#include "services/numeric/bfloat16.h"
 #include "services/worker/coordinator_session.h"
 #include "services/worker/loop_options.h"
 #include "services/worker/master_link.h"
+#include "services/worker/master_session.h"
+#include "services/worker/moving_duration.h"
 #include "services/worker/retry.h"
 #include "services/worker/stop_flag.h"
 #include "services/worker/worker_metrics.h"
 
 namespace gaptrain {
-
-// How often a trainer sends its module buffers (BatchNorm's running
-// statistics, which move slowly: momentum 0.1 per batch) to the master: a
-// few kilobytes every this many pushes, and when a task ends.
-inline constexpr uint32_t kPushesPerBufferSend = 16;
 
 class Trainer {
  public:
@@ -113,36 +109,12 @@ class Trainer {
   Status Loop();
   Status RunTask(const proto::DataTask& task);
   Status TrainBatch(size_t samples, uint64_t generation, BatchOutcome* outcome, float* loss);
-  Status PullParameters();
-  // The module's buffers (BatchNorm's statistics) to the master, which
-  // folds them into the job's (services/master/model_buffers.h); best
-  // effort, every kPushesPerBufferSend pushes and when a task ends.
-  void SendBuffers();
-  // At start: the master's buffers once trainers have sent any, so a
-  // replacement trainer starts from the job's statistics.
-  void AdoptMasterBuffers();
-  // Takes a pull's answer: versions, the master's run, the bf16 echo.
-  void AcceptPulled(const MasterClient::PullResult& r);
-  // Pushes the gradient computed on base_version_; with PushPull the same
-  // call brings the next step's parameters (pulled_with_push_, pulled_),
-  // which the caller accepts after booking the push. Falls back
-  // to Push for good on a master without PushPull.
-  Status SendGradient(const float* gradient, float loss, const void* echo,
-                      proto::PushResponse* reply);
-  // A call was answered by another master run than run_id_: learns what
-  // the new run resumed from, moves the positions of the batches in
-  // `pushed` whose updates it lost to the end of `todo` (*lost: how many)
-  // and marks the old run's surviving ones as checkpointed.
+  // The master session saw another master run: learns what the new run
+  // resumed from, moves the positions of the batches in `pushed` whose
+  // updates it lost to the end of `todo` (*lost: how many) and marks the
+  // old run's surviving ones as checkpointed.
   Status OnMasterRestart(std::vector<PushedBatch>* pushed, std::deque<SampleRange>* todo,
                          uint32_t* lost);
-  // Notes the master run of an answer (0: a master without runs).
-  void NoteRun(uint64_t incarnation) {
-    if (incarnation != 0 && incarnation != run_id_) run_changed_ = true;
-  }
-  // What to push: the model's gradient, or DANA-Slim's u.
-  const float* Gradient();
-  // Sync mode after an ACCUMULATED push: waits until the step completes.
-  void WaitForNextStep(uint64_t pushed_on);
   // After a preemption: whether `seconds` more work still ends in time.
   bool FitsInGrace(double seconds) const;
   Status Finish(Status status);
@@ -156,7 +128,7 @@ class Trainer {
   const TrainingJob& job_;
   const Dataset& train_;
   CoordinatorSession* const session_;
-  MasterLink master_;
+  MasterSession master_;
   StopFlag* const stop_;
   WorkerMetrics* const metrics_;
   const Options options_;
@@ -176,34 +148,9 @@ class Trainer {
   proto::DataTask task_;
   uint32_t task_done_ = 0;
 
-  int64_t known_version_ = -1;  // what parameters() holds; -1: nothing trusted
-  uint64_t base_version_ = 0;
-  uint64_t run_id_ = 0;         // the master run that answered Connect
-  bool run_changed_ = false;    // a later answer came from another run
-  uint64_t pushed_incarnation_ = 0, pushed_version_ = 0;  // the last applied push
-
-  // Push and the next pull in one call (not in sync mode, where the next
-  // step's parameters exist only once every gradient of this one is in).
-  bool push_pull_ = true;
-  bool pulled_with_push_ = false;  // parameters() holds the newest, pulled with the push
-  MasterClient::PullResult pulled_;  // that pull, taken once the push is booked
-
-  // What the master's rule needs from a push.
-  bool sync_ = false;
-  bool echo_ = false;
-  proto::WireType echo_type_ = proto::FLOAT32;
-  std::vector<bf16_t> echo_bf16_;  // parameters() as bf16, refreshed per pull
-  bool dana_slim_ = false;
-  float momentum_ = 0;
-  float weight_decay_ = 0;
-  std::vector<float> velocity_, next_velocity_, u_;
-
-  // Moving averages of the phases, for the grace decision.
-  double pull_seconds_ = 0, compute_seconds_ = 0, push_seconds_ = 0;
-  bool not_member_logged_ = false;
+  MovingDuration compute_seconds_;  // for the grace decision
 
   uint64_t batches_ = 0, samples_ = 0, tasks_ = 0, skipped_ = 0, retrained_ = 0;
-  uint32_t pushes_since_buffers_ = 0;
 };
 
 }  // namespace gaptrain

@@ -1,4 +1,4 @@
-// The Trainer and the EvaluationLoop in-process against scripted fake
+// The Trainer, its MasterSession and the EvaluationLoop in-process against scripted fake
 // servers (fake_servers.h): what they push for each rule, and bad server
 // responses (a wrong model size, malformed, truncated or empty streams,
 // outages, refusals, a task outside the dataset, an unreachable master):
@@ -28,6 +28,7 @@
 #include "services/numeric/bfloat16.h"
 #include "services/testing/fake_servers.h"
 #include "services/worker/evaluation_loop.h"
+#include "services/worker/master_session.h"
 #include "services/worker/worker_channel.h"
 
 namespace gaptrain {
@@ -107,6 +108,19 @@ class Harness {
     return s;
   }
 
+  // A MasterSession of a registered worker, connected for a fresh mlp,
+  // handed to `use` (a loop of the test's own, as ps-lite's callers write).
+  void WithSession(const std::function<void(MasterSession&, Model&)>& use) {
+    CoordinatorSession session(&client(), SessionOptions(proto::WORKER_ROLE_TRAINER, 4), &stop_,
+                               &metrics_);
+    ASSERT_TRUE(session.Register().ok());
+    std::unique_ptr<Model> model;
+    ASSERT_TRUE(Model::CreateBuiltin("mlp", ModelInput{1, kSide, kSide, 10}, 1, &model).ok());
+    MasterSession master(job_, Connector(), &session, &stop_, &metrics_);
+    RetryLoop loop(FastRetry(4), 1, &stop_);
+    ASSERT_TRUE(master.Connect(master_->address(), model.get(), &loop).ok());
+    use(master, *model);
+  }
   // Options::device and Options::mirror_on_cpu_for_testing of both loops.
   void SetDevice(const std::string& device, bool mirror_on_cpu) {
     device_ = device;
@@ -460,6 +474,43 @@ TEST(TrainerTest, AMasterWithoutPushPullGetsPushAndPull) {
   EXPECT_EQ(h.master().pushes_applied(), kBatches);
   EXPECT_EQ(h.master().pushes_received(), kBatches);
   EXPECT_GE(h.master().pulls(), kBatches);
+}
+
+// The session on its own: a loop of three steps pulls once (each PushPull
+// brings the next step's θ), and every refusal maps to what the loop does.
+TEST(MasterSessionTest, ALoopOfItsOwnPullsOnceAndLearnsWhatRefusalsMean) {
+  Harness h;
+  h.master().SetPushPull(true);
+  h.WithSession([&](MasterSession& master, Model& model) {
+    const Dataset& d = h.data();
+    std::vector<float> images(kBatch * d.image_size());
+    std::vector<int64_t> labels(kBatch);
+    for (size_t i = 0; i < images.size(); ++i) images[i] = d.images[i] / 255.0f;
+    for (uint32_t i = 0; i < kBatch; ++i) labels[i] = d.labels[i];
+    for (int step = 0; step < 3; ++step) {
+      ASSERT_TRUE(master.Pull().ok());
+      const float loss = model.ComputeGradient(images.data(), labels.data(), kBatch);
+      proto::PushResponse reply;
+      ASSERT_TRUE(master.Push(loss, &reply).ok());
+      EXPECT_EQ(reply.version(), static_cast<uint64_t>(step + 1));
+      EXPECT_EQ(master.pushed_version(), static_cast<uint64_t>(step + 1));
+    }
+    EXPECT_EQ(h.master().push_pulls(), 3);
+    EXPECT_EQ(h.master().pulls() - h.master().push_pulls(), 1) << "the first step's Pull only";
+    EXPECT_FALSE(master.run_changed());
+
+    using Next = MasterSession::Next;
+    EXPECT_EQ(master.AfterPushFailure(Status::Unavailable("down")), Next::kRetry);
+    EXPECT_EQ(master.AfterPushFailure(Status::FailedPrecondition("stale")), Next::kRecompute);
+    EXPECT_EQ(master.AfterPushFailure(Status::OutOfRange("future")), Next::kRecompute);
+    EXPECT_EQ(master.AfterPushFailure(Status::NotFound("member")), Next::kRecompute);
+    EXPECT_EQ(master.AfterPushFailure(Status::InvalidArgument("bug")), Next::kSkip);
+    EXPECT_EQ(master.AfterPushFailure(Status::AlreadyExists("in step")), Next::kSkip);
+    EXPECT_EQ(master.AfterPushFailure(Status::Unauthenticated("token")), Next::kFail);
+    EXPECT_EQ(master.AfterPullFailure(Status::NotFound("member")), Next::kRetry);
+    EXPECT_EQ(master.AfterPullFailure(Status::Unavailable("down")), Next::kRetry);
+    EXPECT_EQ(master.AfterPullFailure(Status::FailedPrecondition("size")), Next::kFail);
+  });
 }
 
 TEST(TrainerTest, OutagesAreRetriedAndCountedAsReconnects) {

@@ -1,0 +1,155 @@
+// MasterSession: a trainer's half of the parameter-server protocol, as
+// ps-lite's KVWorker is one: the training loop pulls θ into its model,
+// computes, pushes, and asks what a refusal means; this owns everything in
+// between (docs/worker.md):
+//   - the version a gradient was computed on, and a whole pull after any
+//     failed call (the model's buffer may hold part of a reply);
+//   - PushPull (the push and the next step's θ in one call), and Push then
+//     Pull for good against a master without it;
+//   - what the master's rule needs from a push, as Describe says: the copy
+//     θ was pulled as (gapSource echo, bf16 on a bf16 wire), DANA-Slim's
+//     u = g' + γv with the worker's momentum (kept only when a push is
+//     applied), and in sync mode a wait until the step is out;
+//   - the module's buffers (BatchNorm's statistics): taken from the master
+//     at start, sent every kPushesPerBufferSend pushes and at task ends;
+//   - the master's runs: an answer from another run than Connect()'s marks
+//     run_changed(); Reconnect() learns what the new run resumed from.
+// The training loop keeps the data, the model's compute, the retry loop
+// and the grace period. Not thread-safe: one training loop owns it.
+
+#ifndef GAPTRAIN_SERVICES_WORKER_MASTER_SESSION_H_
+#define GAPTRAIN_SERVICES_WORKER_MASTER_SESSION_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/gaptrain.pb.h"
+#include "services/api/training_job.h"
+#include "services/base/status.h"
+#include "services/learn/model.h"
+#include "services/master/master_client.h"
+#include "services/numeric/bfloat16.h"
+#include "services/worker/coordinator_session.h"
+#include "services/worker/master_link.h"
+#include "services/worker/moving_duration.h"
+#include "services/worker/retry.h"
+#include "services/worker/worker_metrics.h"
+
+namespace gaptrain {
+
+// How often a trainer sends its module buffers (BatchNorm's running
+// statistics, which move slowly: momentum 0.1 per batch) to the master: a
+// few kilobytes every this many pushes, and when a task ends.
+inline constexpr uint32_t kPushesPerBufferSend = 16;
+
+class MasterSession {
+ public:
+  // What the training loop does after a failed Pull or Push.
+  enum class Next {
+    kRetry,      // after the retry loop's wait: the master is away, or
+                 // does not know this worker yet (the membership feed)
+    kRecompute,  // pull again and compute the batch again (refused as
+                 // stale, without its copy, from the future, not a member)
+    kSkip,       // drop this batch (a bug's INVALID_ARGUMENT, a sync step
+                 // that has this worker's gradient already)
+    kFail,       // nothing to retry (the token refused, another model)
+  };
+
+  // Borrowed: all must outlive the session; `metrics` may be null. The
+  // coordinator session hears of every version seen and is asked to
+  // heartbeat when the master discards pushes past maxUpdates.
+  MasterSession(const TrainingJob& job, MasterLink::Connector connect,
+                CoordinatorSession* coordinator, StopFlag* stop, WorkerMetrics* metrics);
+
+  // Connects to the master at `address` for `model` (its layout and
+  // buffers must be the master's) and learns what its rule needs. Forgets
+  // what was pulled: the next Pull() is a whole one.
+  Status Connect(const std::string& address, Model* model, RetryLoop* loop);
+  const std::string& address() const { return link_.address(); }
+  const proto::DescribeResponse& description() const { return link_.description(); }
+  bool dana_slim() const { return dana_slim_; }
+
+  // θ into the model's parameters, unless the last push brought the
+  // newest already (PushPull).
+  Status Pull();
+  // Pushes the model's gradient (DANA-Slim's u with that rule) as computed
+  // on the last pulled θ, with `loss`. On success *reply is the master's
+  // answer, and in sync mode the step it entered is out.
+  Status Push(float loss, proto::PushResponse* reply);
+  // Forgets a PushPull's θ: the next Pull() asks the master (a task's
+  // first batch starts from θ read after the task's own calls).
+  void ForgetPulled() { pulled_with_push_ = false; }
+
+  // What the caller does after Pull() or Push() failed with `failure`
+  // (a Push's non-transient refusals are counted in the metrics).
+  Next AfterPullFailure(const Status& failure);
+  Next AfterPushFailure(const Status& failure);
+
+  // At start: the master's module buffers once trainers have sent any, so
+  // a replacement trainer starts from the job's statistics.
+  void AdoptMasterBuffers();
+  // Sends the module's buffers now (best effort; a task's end), and
+  // whether any push was made since they were last sent.
+  void SendBuffers();
+  bool buffers_behind() const { return pushes_since_buffers_ > 0; }
+
+  // An answer came from another master run than Connect()'s.
+  bool run_changed() const { return run_changed_; }
+  // Connects again to learn what the new run resumed from.
+  Status Reconnect(RetryLoop* loop, proto::MasterIncarnation* run);
+  // Where the last applied push landed: its run (0 for a master without
+  // runs) and the version that holds it (in sync mode the step's next).
+  uint64_t pushed_incarnation() const { return pushed_incarnation_; }
+  uint64_t pushed_version() const { return pushed_version_; }
+
+  // Moving averages of a pull's and a push's duration (the grace decision).
+  double pull_seconds() const { return pull_seconds_.seconds(); }
+  double push_seconds() const { return push_seconds_.seconds(); }
+
+ private:
+  Status PullNow();
+  void AcceptPulled(const MasterClient::PullResult& r);
+  void NoteRun(uint64_t incarnation) {
+    if (incarnation != 0 && incarnation != run_id_) run_changed_ = true;
+  }
+  const float* Gradient();
+  Status SendGradient(const float* gradient, float loss, proto::PushResponse* reply);
+  void WaitForNextStep(uint64_t pushed_on);
+  uint64_t NextSeed() { return ++seed_counter_ * 7927u; }
+
+  const TrainingJob& job_;
+  MasterLink link_;
+  CoordinatorSession* const coordinator_;
+  StopFlag* const stop_;
+  WorkerMetrics* const metrics_;
+  Model* model_ = nullptr;
+  size_t p_ = 0;
+  uint64_t seed_counter_ = 0;
+
+  int64_t known_version_ = -1;  // what parameters() holds; -1: nothing trusted
+  uint64_t base_version_ = 0;   // the version the next gradient is computed on
+  uint64_t run_id_ = 0;         // the master run that answered Connect
+  bool run_changed_ = false;
+  uint64_t pushed_incarnation_ = 0, pushed_version_ = 0;
+
+  bool push_pull_ = true;
+  bool pulled_with_push_ = false;    // parameters() holds a PushPull's θ
+  MasterClient::PullResult pulled_;  // that pull, accepted once the push is booked
+
+  bool sync_ = false;
+  bool echo_ = false;
+  proto::WireType echo_type_ = proto::FLOAT32;
+  std::vector<bf16_t> echo_bf16_;  // parameters() as bf16, refreshed per pull
+  bool dana_slim_ = false;
+  float momentum_ = 0, weight_decay_ = 0;
+  std::vector<float> velocity_, next_velocity_, u_;
+
+  MovingDuration pull_seconds_, push_seconds_;
+  bool not_member_logged_ = false;
+  uint32_t pushes_since_buffers_ = 0;
+};
+
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_SERVICES_WORKER_MASTER_SESSION_H_
