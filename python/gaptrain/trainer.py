@@ -35,22 +35,20 @@ from gaptrain import batch_prefetch
 from gaptrain import data_errors
 from gaptrain import heap_policy as heap_policy_mod
 from gaptrain import job_role
-from gaptrain import module_buffers
+from gaptrain import master_session
 from gaptrain import options as options_mod
 from gaptrain import rpc
-from gaptrain import wire
 from gaptrain.coordinator_client import CoordinatorSession
-from gaptrain.dana_slim import DanaSlimMomentum
 from gaptrain.epoch_order import epoch_permutation
 from gaptrain.flat_gradient import FlatGradient
 from gaptrain.http_server import HttpServer
-from gaptrain.master_client import MasterClient
+from gaptrain.master_session import MasterSession
 from gaptrain.master_optimizer import MasterOptimizer
 from gaptrain.metrics import WorkerMetrics
 from gaptrain.parameter_mirror import parameter_device, to_device
 from gaptrain.preemption import PreemptionSignals
 from gaptrain.sharded_dataset import is_sharded
-from gaptrain.rpc import Error, GaptrainError, Stop, TRANSIENT, LOST_MEMBERSHIP
+from gaptrain.rpc import Error, GaptrainError, Stop, LOST_MEMBERSHIP
 from gaptrain._proto import gaptrain_pb2 as pb
 
 log = logging.getLogger("gaptrain")
@@ -130,7 +128,7 @@ class Trainer:
         self.metrics = WorkerMetrics(device=str(device) if device is not None else "several")
         self.result = TrainResult()
         self.optimizer = MasterOptimizer(self)
-        self.master = None  # a MasterClient once registered
+        self.master = None  # a MasterSession once registered
         self._handle_signals = handle_signals
         self._heap_policy = heap_policy
         self._batch_process = batch_process
@@ -144,12 +142,9 @@ class Trainer:
         self._builder = None
         self._prefetch = None  # the current task's BatchPrefetch
         self.session = None
-        self._master_failing = False  # the next success is a reconnect
-        self._avg = {"pull": 0.0, "compute": 0.0, "push": 0.0}
+        self._compute_seconds = 0.0  # moving average, for the grace decision
         self._task = None
         self._task_done = 0
-        self._slim = None  # DanaSlimMomentum under the dana-slim rule
-        self._pushes_since_buffers = 0  # since the module's buffers were last sent
         # The pause after a store that is away before asking for a task again.
         self._data_backoff = rpc.Backoff(self.opts.host_name, initial=0.5, cap=10.0)
         self._release_unsupported = False  # the coordinator predates ReleaseTask
@@ -287,11 +282,6 @@ class Trainer:
         return self._outcome[0] == _TRAINED
 
     # -- the protocol ----------------------------------------------------
-    def _average(self, phase, seconds):
-        getattr(self.metrics, "record_" + phase)(seconds)
-        a = self._avg[phase]
-        self._avg[phase] = seconds if a == 0 else 0.9 * a + 0.1 * seconds
-
     def _fits_in_grace(self, seconds):
         if not self.stop.stopped:
             return True
@@ -311,8 +301,8 @@ class Trainer:
         self.batch_size = self.batch_size_override or reg.batch_size
         if self.batch_size <= 0:
             raise GaptrainError("the coordinator sent batch size 0")
-        self.master = MasterClient(self.opts, self.stop, self.session,
-                                   self.model.named_parameters(), self.model.named_buffers())
+        self.master = MasterSession(self.opts, self.stop, self.session, self.metrics,
+                                    self.model.named_parameters(), self.model.named_buffers())
         self._gradient = FlatGradient(self._params)
         self._shuffle_seed = reg.shuffle_seed
         self._order_epoch = None
@@ -322,11 +312,6 @@ class Trainer:
         if not self.master.connect(reg.master_address):
             return False
         self.master.adopt_buffers()
-        if self.master.rule == "dana-slim":
-            self._slim = DanaSlimMomentum(self.master.size, self.opts.momentum,
-                                          self.opts.weight_decay)
-            log.info("DANA-Slim momentum on this trainer (momentum %g, weight decay %g)",
-                     self.opts.momentum, self.opts.weight_decay)
         return True
 
     def _check_dataset(self, reg):
@@ -390,7 +375,7 @@ class Trainer:
             self._order = epoch_permutation(self._shuffle_seed, task.epoch, n)
             self._order_epoch = task.epoch
         generation = self.session.generation
-        self.master.pulled_with_push = False
+        self.master.forget_pulled()
         self._task = task
         self._task_done = 0
         reached = {}  # incarnation -> newest version a push of this task reached
@@ -441,8 +426,8 @@ class Trainer:
             self.session.set_progress(task.task_id, self._task_done, last_loss)
         if self.stop.stopped and self._task_done < task.end - task.begin:
             return
-        if self._pushes_since_buffers:
-            self._send_buffers()
+        if self.master.buffers_behind:
+            self.master.send_buffers()
         try:
             self.session.complete_task(task.task_id, reached)
             self.result.tasks += 1
@@ -524,47 +509,28 @@ class Trainer:
         if self._prefetch is not None:
             self._prefetch.receive_ahead()
 
-    def _send_buffers(self):
-        self._pushes_since_buffers = 0
-        self.master.send_buffers(self.result.worker_id)
-
-    def _master_failed(self):
-        self._master_failing = True
-
-    def _master_answered(self):
-        if self._master_failing:  # a call succeeded after failed ones
-            self._master_failing = False
-            self.metrics.record_reconnect("master")
-
     def _train_batch(self, samples, batch, generation):
         """Yields `batch` on fresh parameters until step() trained or
         skipped it: (outcome, loss, reply)."""
         backoff = rpc.Backoff(self.opts.host_name)
         master = self.master
-        batch = to_device(batch, master.mirror.device)
+        batch = to_device(batch, master.device)
         self._recomputes = 0
         while True:
-            if not self._fits_in_grace(sum(self._avg.values())):
+            if not self._fits_in_grace(master.pull_seconds + self._compute_seconds +
+                                       master.push_seconds):
                 return _STOPPED, None, None
             if self.session.generation != generation:
                 return _STOPPED, None, None
-            if not master.pulled_with_push:
-                start = time.monotonic()
-                try:
-                    master.pull()
-                except Error as e:
-                    if e.code != grpc.StatusCode.NOT_FOUND and e.code not in TRANSIENT:
-                        raise
-                    if e.code in TRANSIENT:
-                        self._master_failed()
-                    log.debug("master: Pull failed (%s); retrying", e)
-                    if not self.stop.sleep(backoff.next()):
-                        return _STOPPED, None, None
-                    continue
-                self._master_answered()
-                self._average("pull", time.monotonic() - start)
-            master.pulled_with_push = False
-            if not self._fits_in_grace(self._avg["compute"] + self._avg["push"]):
+            try:
+                master.pull()
+            except Error as e:
+                if master.after_pull_failure(e) == master_session.FAIL:
+                    raise
+                if not self.stop.sleep(backoff.next()):
+                    return _STOPPED, None, None
+                continue
+            if not self._fits_in_grace(self._compute_seconds + master.push_seconds):
                 return _STOPPED, None, None
             self.model.train()
             self._gradient.zero(self.model)
@@ -594,37 +560,24 @@ class Trainer:
         loss = float(loss_value.detach()) if isinstance(loss_value, torch.Tensor) else (
             math.nan if loss_value is None else float(loss_value))
         gradient = self._gradient.gradient()
-        self._average("compute", time.monotonic() - started)
+        compute = time.monotonic() - started
+        self._compute_seconds = compute if self._compute_seconds == 0 else (
+            0.9 * self._compute_seconds + 0.1 * compute)
+        self.metrics.record_compute(compute)
         if loss_value is not None and not math.isfinite(loss):
             log.warning("batch skipped: its loss is %s", loss)
             return _SKIPPED, None, None
-        if not self._fits_in_grace(self._avg["push"]):
+        if not self._fits_in_grace(master.push_seconds):
             return _STOPPED, None, None
-        if self._slim is not None:
-            gradient = self._slim.update(gradient, master.flat)
-        # The parameters this gradient was computed on; the push copies
-        # them into its bytes before anything could change them.
-        echo = master.flat if master.echo else None
-        start = time.monotonic()
         try:
-            reply, pulled = master.send(gradient, loss, echo,
-                                        while_waiting=self._while_the_master_applies)
-        except wire.LayoutMismatch as e:
-            raise GaptrainError(str(e))
-        except (grpc.RpcError, wire.MalformedReply) as e:
-            err = rpc.error(e)
-            master.known_version = -1  # pull a whole copy before computing again
-            if err.code in TRANSIENT:
-                # Whether it was applied is unknown: recompute on fresh
-                # parameters rather than apply the same gradient twice.
-                self._master_failed()
-                log.debug("master: push failed (%s); pulling again", err)
+            reply = master.push(gradient, loss, while_waiting=self._while_the_master_applies)
+        except Error as err:
+            then = master.after_push_failure(err)
+            if then == master_session.RETRY:
                 if not self.stop.sleep(backoff.next()):
                     return _STOPPED, None, None
                 return _AGAIN, None, None
-            self.metrics.record_push_rejected(err.code.name.lower())
-            if err.code in (grpc.StatusCode.FAILED_PRECONDITION,
-                            grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.NOT_FOUND):
+            if then == master_session.RECOMPUTE:
                 if self._recomputes >= MAX_RECOMPUTES:
                     log.warning("batch skipped: the master refused it %d times, last: %s",
                                 self._recomputes + 1, err)
@@ -634,31 +587,9 @@ class Trainer:
                         backoff.next()):
                     return _STOPPED, None, None
                 return _AGAIN, None, None
-            if err.code == grpc.StatusCode.ALREADY_EXISTS:  # sync: the step has ours
-                log.warning("master: %s; batch skipped", err)
-                return _SKIPPED, None, None
-            if err.code == grpc.StatusCode.INVALID_ARGUMENT:
-                log.error("master refused the push: %s; batch skipped", err)
+            if then == master_session.SKIP:
                 return _SKIPPED, None, None
             raise GaptrainError("master refused the push: %s" % err)
-        self._master_answered()
-        self._average("push", time.monotonic() - start)
-        self.session.set_master_version(reply.version)
-        if reply.outcome == pb.PushResponse.DISCARDED_FINISHED:
-            # Past the job's maxUpdates: the coordinator ends the job once a
-            # heartbeat reports the version, so report it now.
-            self.session.heartbeat_now()
-        master.note_incarnation(reply.incarnation)
-        if self._slim is not None:
-            self._slim.accept()
-        if pulled is not None and pulled.modified:
-            master.accept(pulled)
-            master.pulled_with_push = True
-        # The master holds a sync PushPull until the step is out; an older
-        # master (or a step slower than its limit) answers before: poll.
-        if (master.rule == "sync" and reply.outcome == pb.PushResponse.ACCUMULATED
-                and master.base_version <= reply.version):
-            self._wait_for_next_step(reply.version)
         self.metrics.record_batch(samples, loss)
         self.result.batches += 1
         self.result.samples += samples
@@ -666,26 +597,7 @@ class Trainer:
             self.result.last_loss = loss
             self.result.losses.append(loss)
         self.result.master_version = max(self.result.master_version, reply.version)
-        self._pushes_since_buffers += 1
-        if self._pushes_since_buffers >= module_buffers.PUSHES_PER_SEND:
-            self._send_buffers()
         return _TRAINED, (loss if loss_value is not None else None), reply
-
-    def _wait_for_next_step(self, pushed_on):
-        """Sync mode: the push waits for the step's other gradients, so pull
-        until the step's update is out (gaptrain-worker's WaitForNextStep);
-        the next batch then starts from it."""
-        backoff = rpc.Backoff(self.opts.host_name, initial=0.001, cap=0.1)
-        while not self.stop.stopped:
-            try:
-                self.master.pull()
-                if self.master.base_version > pushed_on:
-                    self.master.pulled_with_push = True  # current: no pull before the next batch
-                    return
-            except Error as e:
-                log.debug("master: Pull while waiting for the step failed (%s)", e)
-            if not self.stop.sleep(backoff.next()):
-                return
 
 
 def train(model, dataset, loss_fn, batch_size=None, argv=None, environ=None, options=None,
