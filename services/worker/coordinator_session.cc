@@ -350,4 +350,16 @@ void CoordinatorSession::HeartbeatLoop() {
   }
 }
 
+LeaveTerms LeaveTermsAfter(const Status& status, const StopFlag& stop, double grace_seconds) {
+  LeaveTerms terms;
+  terms.deadline = CoordinatorSession::Clock::now() + std::chrono::seconds(10);
+  if (!status.ok()) {
+    terms.reason = proto::LEAVE_REASON_FAILED;
+  } else if (stop.reason() == StopReason::kPreempted) {
+    terms.reason = proto::LEAVE_REASON_PREEMPTED;
+    terms.deadline = LeaveDeadline(stop, grace_seconds);
+  }
+  return terms;
+}
+
 }  // namespace gaptrain

@@ -140,6 +140,16 @@ class CoordinatorSession {
   CallCanceller hb_calls_;  // the heartbeat in flight, cancelled on stop
 };
 
+// How a trainer or the evaluator leaves once its loop ended with `status`:
+// FAILED on an error, PREEMPTED after a SIGTERM (until LeaveDeadline),
+// FINISHED otherwise; 10 s to reach the coordinator but after a SIGTERM.
+// (python/gaptrain/job_role.py's leave_terms is the same rule.)
+struct LeaveTerms {
+  proto::LeaveReason reason = proto::LEAVE_REASON_FINISHED;
+  CoordinatorSession::Clock::time_point deadline;
+};
+LeaveTerms LeaveTermsAfter(const Status& status, const StopFlag& stop, double grace_seconds);
+
 }  // namespace gaptrain
 
 #endif  // GAPTRAIN_SERVICES_WORKER_COORDINATOR_SESSION_H_

@@ -132,5 +132,29 @@ TEST(CoordinatorSessionTest, HeartbeatNowDoesNotWaitForThePeriod) {
   server->Shutdown(std::chrono::system_clock::now());
 }
 
+// How a worker leaves: FAILED after an error, PREEMPTED within the
+// grace period's LeaveDeadline after a SIGTERM, FINISHED otherwise.
+TEST(CoordinatorSessionTest, LeaveTermsFollowHowTheLoopEnded) {
+  using Clock = CoordinatorSession::Clock;
+  StopFlag running;
+  const Clock::time_point before = Clock::now();
+  LeaveTerms t = LeaveTermsAfter(Status::Unavailable("gone"), running, 20);
+  EXPECT_EQ(t.reason, proto::LEAVE_REASON_FAILED);
+  EXPECT_GE(t.deadline, before + std::chrono::seconds(10));
+  t = LeaveTermsAfter(Status::OK(), running, 20);
+  EXPECT_EQ(t.reason, proto::LEAVE_REASON_FINISHED);
+  EXPECT_GE(t.deadline, before + std::chrono::seconds(10));
+
+  StopFlag preempted;
+  preempted.Stop(StopReason::kPreempted);
+  t = LeaveTermsAfter(Status::OK(), preempted, 20);
+  EXPECT_EQ(t.reason, proto::LEAVE_REASON_PREEMPTED);
+  EXPECT_LE(t.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(kLeaveSeconds)));
+  StopFlag ended;
+  ended.Stop(StopReason::kJobEnded);
+  EXPECT_EQ(LeaveTermsAfter(Status::OK(), ended, 20).reason, proto::LEAVE_REASON_FINISHED);
+}
+
 }  // namespace
 }  // namespace gaptrain

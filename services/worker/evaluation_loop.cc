@@ -178,16 +178,10 @@ Status EvaluationLoop::Loop() {
 }
 
 Status EvaluationLoop::Finish(Status status) {
-  proto::LeaveReason reason = proto::LEAVE_REASON_FINISHED;
-  auto deadline = Clock::now() + std::chrono::seconds(10);
-  if (!status.ok()) {
-    reason = proto::LEAVE_REASON_FAILED;
-    spdlog::error("evaluator stopped: {}", status.ToString());
-  } else if (stop_->reason() == StopReason::kPreempted) {
-    reason = proto::LEAVE_REASON_PREEMPTED;
-    deadline = LeaveDeadline(*stop_, options_.grace_seconds);
-  }
-  Status left = session_->Leave(reason, status.ok() ? "" : status.ToString(), deadline);
+  if (!status.ok()) spdlog::error("evaluator stopped: {}", status.ToString());
+  const LeaveTerms terms = LeaveTermsAfter(status, *stop_, options_.grace_seconds);
+  Status left =
+      session_->Leave(terms.reason, status.ok() ? "" : status.ToString(), terms.deadline);
   if (!left.ok()) {
     // An evaluator holds no task: nothing goes back to the queue; its
     // lease running out frees the evaluator's place for a replacement.

@@ -320,16 +320,10 @@ Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* ou
 }
 
 Status Trainer::Finish(Status status) {
-  proto::LeaveReason reason = proto::LEAVE_REASON_FINISHED;
-  auto deadline = Clock::now() + std::chrono::seconds(10);
-  if (!status.ok()) {
-    reason = proto::LEAVE_REASON_FAILED;
-    spdlog::error("trainer stopped: {}", status.ToString());
-  } else if (stop_->reason() == StopReason::kPreempted) {
-    reason = proto::LEAVE_REASON_PREEMPTED;
-    deadline = LeaveDeadline(*stop_, options_.grace_seconds);
-  }
-  Status left = session_->Leave(reason, status.ok() ? "" : status.ToString(), deadline);
+  if (!status.ok()) spdlog::error("trainer stopped: {}", status.ToString());
+  const LeaveTerms terms = LeaveTermsAfter(status, *stop_, options_.grace_seconds);
+  Status left =
+      session_->Leave(terms.reason, status.ok() ? "" : status.ToString(), terms.deadline);
   if (left.ok()) {
     if (task_.task_id() != 0) spdlog::info("handed back {}", HeldTask());
   } else {
