@@ -21,6 +21,10 @@
 #include <utility>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
+#include "operator/crd/schema_check.h"
+#include "operator/crd/trainingjob_crd.h"
 #include "operator/testing/coordinator_status_examples.h"
 #include "operator/trainingjob/desired_children.h"
 #include "operator/trainingjob/kueue_admission_example.h"
@@ -31,6 +35,14 @@
 namespace gaptrain {
 namespace trainingjob {
 namespace {
+
+// status in the CRD's schema (deploy/crd), as the API server holds it.
+const YAML::Node& StatusSchema() {
+  static const YAML::Node* const schema = new YAML::Node(
+      YAML::Load(TrainingJobCrdYaml())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+                                       ["properties"]["status"]);
+  return *schema;
+}
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -79,8 +91,16 @@ class Cluster {
     return o;
   }
 
+  // Every status a reconcile writes must fit the CRD's status schema: the
+  // API server prunes a field the schema lacks, silently.
   ReconcilePlan Plan(const OperatorConfig& config = OperatorConfig()) const {
-    return PlanReconcile(Observe(), config);
+    ReconcilePlan plan = PlanReconcile(Observe(), config);
+    if (plan.status) {
+      EXPECT_EQ(CheckAgainstSchema(StatusSchema(), YAML::Load(plan.status->dump()), "status"),
+                std::vector<std::string>{})
+          << plan.status->dump(2);
+    }
+    return plan;
   }
 
   void Carry(const ReconcilePlan& plan) {
