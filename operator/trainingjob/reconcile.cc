@@ -10,6 +10,7 @@
 #include "operator/trainingjob/gang_release.h"
 #include "operator/trainingjob/job_autoscale.h"
 #include "operator/trainingjob/job_conditions.h"
+#include "operator/trainingjob/job_status.h"
 #include "operator/trainingjob/json_diff.h"
 #include "operator/trainingjob/kueue_workload.h"
 #include "operator/trainingjob/object_fields.h"
@@ -112,13 +113,14 @@ class Reconciler {
         uid_(UidOf(observed.job)),
         now_text_(FormatTime(observed.now)),
         old_status_(ObjectAt(observed.job, {"status"})),
+        old_(ReadJobStatus(old_status_)),
         ledger_before_(ReadPodLedger(observed.job)),
         ledger_(ledger_before_),
-        conditions_(ArrayAt(old_status_, {"conditions"}), now_text_),
+        conditions_(old_.conditions, now_text_),
         image_(JobPodImage(observed.job, observed.pods, config.image)),
         record_image_(!RecordedJobImage(observed.job).empty()),
-        autoscale_(ObjectAt(old_status_, {"autoscale"})),
-        gang_(ObjectAt(old_status_, {"gang"})) {
+        autoscale_(old_.autoscale),
+        gang_(old_.gang) {
     // Unless a running job measures anew (Active), no window goes on, and
     // no wait for trainers: the releases stay on record.
     autoscale_.erase("window");
@@ -129,7 +131,7 @@ class Reconciler {
     plan_.now = o_.now;
     // A job being deleted: the garbage collector removes its children.
     if (!job_.is_object() || IsTerminating(job_)) return std::move(plan_);
-    const std::string old_phase = StringAt(old_status_, {"phase"});
+    const std::string& old_phase = old_.phase;
     const bool coordinator_done = o_.coordinator && o_.coordinator->finished();
     const bool finished = old_phase == "Succeeded" || old_phase == "Failed";
     ReadPods(finished || coordinator_done);
@@ -176,14 +178,14 @@ class Reconciler {
   // Whether the job has made no pods yet (none now, no image recorded):
   // what it runs with may still be chosen (TLS, the status token). Once it
   // has, that stays, so that its pods always understand each other.
-  bool JobIsNew() const { return pods_.empty() && StringAt(old_status_, {"image"}).empty(); }
+  bool JobIsNew() const { return pods_.empty() && old_.image.empty(); }
 
   // Whether the job's gRPC is TLS: what it started with (status.tls, or a
   // pod that mounts the certificate, should that status not have been
   // written), else, for a new job, the operator's --job-tls (with a
   // certificate issued). A job an older operator started stays plaintext.
   bool JobUsesTls() const {
-    if (BoolAt(old_status_, {"tls"})) return true;
+    if (old_.tls) return true;
     for (const ObservedPod& p : pods_) {
       for (const json& volume : ArrayAt(*p.object, {"spec", "volumes"})) {
         if (StringAt(volume, {"secret", "secretName"}) == TlsSecretName(name_)) return true;
@@ -391,8 +393,8 @@ class Reconciler {
   // Changes nothing but the progress, and looks again soon (the evaluator's
   // exit also wakes the operator).
   void AwaitFinalEvaluation(Clock::time_point due) {
-    phase_ = StringAt(old_status_, {"phase"});
-    start_time_ = StringAt(old_status_, {"startTime"});
+    phase_ = old_.phase;
+    start_time_ = old_.start_time;
     plan_.requeue_after = std::min(config_.progress_poll_interval, CeilSeconds(due - o_.now));
   }
 
@@ -408,7 +410,7 @@ class Reconciler {
       holding |= !p.state.unschedulable &&
                  (p.state.running() || !StringAt(*p.object, {"spec", "nodeName"}).empty());
     }
-    const GangStatus old = GangStatus::FromJson(ObjectAt(old_status_, {"gang"}));
+    const GangStatus old = GangStatus::FromJson(old_.gang);
     const GangDecision d =
         DecideGangRelease(o_.spec.run_policy.schedule_timeout_seconds, o_.now,
                           ready < o_.spec.workers.Floor(), holding, JitterOf(uid_), old);
@@ -476,7 +478,7 @@ class Reconciler {
           "replacing " + Describe(type, p.name) + " (" + p.loss_reason + ")"});
     }
 
-    start_time_ = StringAt(old_status_, {"startTime"});
+    start_time_ = old_.start_time;
     if (start_time_.empty()) start_time_ = now_text_;
 
     if (const std::optional<Ending> ending = EndingOf(permanent_trainers)) {
@@ -546,7 +548,8 @@ class Reconciler {
       }
     }
     PlanScheduling(/*job_runs=*/true);
-    const std::optional<int64_t> old_desired = IntegerAt(old_status_, {"workers", "desired"});
+    const std::optional<int64_t> old_desired =
+        old_.workers ? std::optional<int64_t>(old_.workers->desired) : std::nullopt;
     if (old_desired && *old_desired != spec.workers.replicas) {
       Event("Normal", "TrainingJobScaled", "Scale",
             "trainers: " + std::to_string(*old_desired) + " -> " +
@@ -578,7 +581,7 @@ plan_.requeue_after = config_.progress_poll_interval;
     a.workers = o_.spec.workers;
     a.job_running = phase_ == "Running";
     a.generation = IntegerAt(job_, {"metadata", "generation"}).value_or(0);
-    a.status = ObjectAt(old_status_, {"autoscale"});
+    a.status = old_.autoscale;
     a.master = o_.master_scrape;
     a.running_trainers = working_trainers;
     a.preemptions = ledger_.preemptions;
@@ -884,11 +887,11 @@ plan_.requeue_after = config_.progress_poll_interval;
       // coordinator's numbers may still drift (a rate decaying towards 0),
       // and a finished job's status is not rewritten for that.
       progress_final_ = true;
-      phase_ = StringAt(old_status_, {"phase"});
-      completion_time_ = StringAt(old_status_, {"completionTime"});
+      phase_ = old_.phase;
+      completion_time_ = old_.completion_time;
       if (!ParseTime(completion_time_)) completion_time_ = now_text_;
     }
-    if (start_time_.empty()) start_time_ = StringAt(old_status_, {"startTime"});
+    if (start_time_.empty()) start_time_ = old_.start_time;
     terminal_ = true;
     PlanScheduling(/*job_runs=*/false);
 
@@ -918,7 +921,7 @@ plan_.requeue_after = config_.progress_poll_interval;
     const bool exporting = exports && PlanExport();
     // An export done before spec.output was removed (or stopped parsing):
     // its model is still where the status says.
-    if (!exports) output_ = ObjectAt(old_status_, {"output"});
+    if (!exports) output_ = old_.output;
 
     // No TTL: the job (and its model, its checkpoints) stays until deleted.
     // An export under way is waited for; its pod's end wakes the reconcile.
@@ -951,7 +954,7 @@ plan_.requeue_after = config_.progress_poll_interval;
   // The observed status.output, when it describes an export to the
   // destination spec.output names now.
   json OldOutput() const {
-    const json& old = ObjectAt(old_status_, {"output"});
+    const json& old = old_.output;
     if (!o_.parse_status.ok() || StringAt(old, {"claimName"}) != o_.spec.output.claim_name ||
         StringAt(old, {"path"}) != o_.spec.output.path) {
       return json::object();
@@ -1036,7 +1039,7 @@ plan_.requeue_after = config_.progress_poll_interval;
     } else {
       json export_pod;
       const Status built = BuildExportPod(job_, o_.spec, config_, image_,
-                                          NumberAt(Progress(), {"testAccuracy"}), &export_pod);
+                                          Progress().test_accuracy, &export_pod);
       if (built.ok()) {
         Apply(kube::kPods, export_pod, true);
         record_image_ = true;
@@ -1091,107 +1094,93 @@ plan_.requeue_after = config_.progress_poll_interval;
 
   // --- status --------------------------------------------------------------
 
-  json ReplicaStatuses() const {
-    json statuses = json::object();
+  std::map<std::string, ReplicaCounts> ReplicaStatuses() const {
+    std::map<std::string, ReplicaCounts> statuses;
     for (ReplicaType type : kReplicaTypes) {
-      int64_t active = 0, ready = 0, succeeded = 0, failed = 0;
+      ReplicaCounts& c = statuses[ReplicaTypeStatusKey(type)];
       for (const ObservedPod& p : pods_) {
         if (p.state.type != type) continue;
-        if (p.state.running()) ++active;
-        if (p.state.running() && p.state.ready) ++ready;
-        if (p.state.phase == "Succeeded") ++succeeded;
-        if (p.state.phase == "Failed") ++failed;
+        if (p.state.running()) ++c.active;
+        if (p.state.running() && p.state.ready) ++c.ready;
+        if (p.state.phase == "Succeeded") ++c.succeeded;
+        if (p.state.phase == "Failed") ++c.failed;
       }
-      statuses[ReplicaTypeStatusKey(type)] = {
-          {"active", active}, {"ready", ready}, {"succeeded", succeeded}, {"failed", failed}};
     }
     return statuses;
   }
 
-  json Progress() const {
-    json progress = ObjectAt(old_status_, {"progress"});
+  JobProgress Progress() const {
+    JobProgress progress = old_.progress;
     if (progress_final_) return progress;
-    uint64_t version = 0;
-    if (const auto old = IntegerAt(progress, {"modelVersion"}); old && *old > 0) {
-      version = static_cast<uint64_t>(*old);
-    }
+    uint64_t version = progress.model_version.value_or(0);
     bool read_version = false;
     if (o_.coordinator) {
       const CoordinatorStatus& c = *o_.coordinator;
-      progress["epoch"] = c.EpochsDone();
+      progress.epoch = c.EpochsDone();
       version = c.master_version;
       read_version = true;
       if (c.test_accuracy) {
-        progress["testAccuracy"] = *c.test_accuracy;
-        progress.erase("testMetrics");  // those of this evaluation only
-        if (!c.test_metrics.empty()) progress["testMetrics"] = c.test_metrics;
+        progress.test_accuracy = *c.test_accuracy;
+        progress.test_metrics = c.test_metrics;  // those of this evaluation only
       }
-      if (c.test_loss) progress["testLoss"] = *c.test_loss;
+      if (c.test_loss) progress.test_loss = *c.test_loss;
     }
     if (o_.master) {
       const MasterProgress& m = *o_.master;
       version = read_version ? std::max(version, m.model_version) : m.model_version;
       read_version = true;
-      if (m.mean_gap) progress["meanGap"] = *m.mean_gap;
-      if (m.mean_staleness) progress["meanStaleness"] = *m.mean_staleness;
-      if (m.updates_per_second) progress["updatesPerSecond"] = *m.updates_per_second;
+      if (m.mean_gap) progress.mean_gap = *m.mean_gap;
+      if (m.mean_staleness) progress.mean_staleness = *m.mean_staleness;
+      if (m.updates_per_second) progress.updates_per_second = *m.updates_per_second;
     }
-    if (read_version) progress["modelVersion"] = version;
+    if (read_version) progress.model_version = version;
     return progress;
   }
 
-  json NewStatus() const {
-    json status = json::object();
-    status["phase"] = phase_;
-    status["conditions"] = conditions_.ToJson();
-    if (const auto generation = IntegerAt(job_, {"metadata", "generation"})) {
-      status["observedGeneration"] = *generation;
-    }
-    if (!start_time_.empty()) status["startTime"] = start_time_;
-    if (!completion_time_.empty()) status["completionTime"] = completion_time_;
-    status["replicaStatuses"] = ReplicaStatuses();
-    int64_t active = 0, ready = 0;
+  JobStatus NewStatus() const {
+    JobStatus status;
+    status.phase = phase_;
+    status.conditions = conditions_.ToJson();
+    status.observed_generation = IntegerAt(job_, {"metadata", "generation"});
+    status.start_time = start_time_;
+    status.completion_time = completion_time_;
+    status.replica_statuses = ReplicaStatuses();
+    WorkersStatus workers;
     for (const ObservedPod& p : pods_) {
       if (p.state.type != ReplicaType::kTrainer) continue;
-      if (p.state.running()) ++active;
-      if (p.state.running() && p.state.ready) ++ready;
+      if (p.state.running()) ++workers.active;
+      if (p.state.running() && p.state.ready) ++workers.ready;
     }
-    int64_t desired = 0;
     if (o_.parse_status.ok()) {
-      desired = o_.spec.workers.replicas;
-    } else if (const auto old = IntegerAt(old_status_, {"workers", "desired"})) {
-      desired = *old;
+      workers.desired = o_.spec.workers.replicas;
+    } else if (old_.workers) {
+      workers.desired = old_.workers->desired;
     }
-    status["workers"] = {
-        {"active", active},
-        {"ready", ready},
-        {"desired", desired},
-        {"selector", std::string(kJobNameLabel) + "=" + name_ + "," + kReplicaTypeLabel +
-                         "=" + ReplicaTypeLabelValue(ReplicaType::kTrainer)},
-        {"summary", std::to_string(ready) + "/" + std::to_string(desired)}};
-    status["preemptions"] = ledger_.preemptions;
-    status["failures"] = ledger_.failures;
-    status["restarts"] = ledger_.restarts;
-    const json progress = Progress();
-    if (!progress.empty()) status["progress"] = progress;
+    workers.selector = std::string(kJobNameLabel) + "=" + name_ + "," + kReplicaTypeLabel + "=" +
+                       ReplicaTypeLabelValue(ReplicaType::kTrainer);
+    workers.summary = std::to_string(workers.ready) + "/" + std::to_string(workers.desired);
+    status.workers = workers;
+    status.preemptions = ledger_.preemptions;
+    status.failures = ledger_.failures;
+    status.restarts = ledger_.restarts;
+    status.progress = Progress();
     // The same numbers as `kubectl get tj` prints them (a pure function of
     // progress, so a finished job's stays as it finished).
-    const json display =
-        o_.parse_status.ok()
-            ? ProgressDisplay(progress, o_.spec.training.epochs, phase_,
-                              JobTarget(o_.spec.training))
-            : ProgressDisplay(progress, 0, phase_, TargetSpec());
-    if (!display.empty()) status["display"] = display;
-    if (!output_.empty()) status["output"] = output_;
-    if (!autoscale_.empty()) status["autoscale"] = autoscale_;
-    if (!gang_.empty()) status["gang"] = gang_;
-    if (record_image_) status["image"] = image_;
-    if (tls_) status["tls"] = true;
+    const json progress = status.progress.ToJson();
+    status.display = o_.parse_status.ok()
+                         ? ProgressDisplay(progress, o_.spec.training.epochs, phase_,
+                                           JobTarget(o_.spec.training))
+                         : ProgressDisplay(progress, 0, phase_, TargetSpec());
+    status.output = output_;
+    status.autoscale = autoscale_;
+    status.gang = gang_;
+    if (record_image_) status.image = image_;
+    status.tls = tls_;
     return status;
   }
 
   void Finalize() {
-    const std::string old_phase = StringAt(old_status_, {"phase"});
+    const std::string& old_phase = old_.phase;
     if (!terminal_ && phase_ != old_phase) {
       if (phase_ == "Running") {
         Event("Normal", "TrainingJobRunning", "Run", "TrainingJob " + name_ + " is running",
@@ -1216,14 +1205,14 @@ plan_.requeue_after = config_.progress_poll_interval;
               PlannedEvent::After::kStatus);
       }
     }
-    const std::string old_image = StringAt(old_status_, {"image"});
+    const std::string& old_image = old_.image;
     if (record_image_ && !old_image.empty() && old_image != image_) {
       Event("Normal", "ImageChanged", "Update",
             "pods made from now on start " + image_ + " (was " + old_image + ", annotation " +
                 kImageAnnotation + "); running pods keep theirs",
             PlannedEvent::After::kStatus);
     }
-    json status = NewStatus();
+    json status = NewStatus().ToJson();
     if (status != old_status_) plan_.status = std::move(status);
     if (ledger_ != ledger_before_) {
       PruneLedger(observed_uids_, &ledger_);
@@ -1238,6 +1227,7 @@ plan_.requeue_after = config_.progress_poll_interval;
   const std::string uid_;
   const std::string now_text_;
   const json old_status_;
+  const JobStatus old_;  // old_status_, typed
   const PodLedger ledger_before_;
   PodLedger ledger_;
   JobConditions conditions_;

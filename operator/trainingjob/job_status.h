@@ -1,0 +1,90 @@
+// JobStatus: a TrainingJob's status, typed, as the reconcile reads the
+// observed one and writes the next (the CRD's status schema:
+// operator/crd/trainingjob_crd.cc, docs/trainingjob.md).
+//
+// What callers may rely on:
+//   - ReadJobStatus never fails: a status written by an older operator, or
+//     edited by hand, gives what it can; a field of another JSON type reads
+//     as unset (a count as 0), and fields this operator does not know are
+//     dropped (the API server prunes them anyway).
+//   - ToJson writes the fields that are set (a count always, as the
+//     schema's counters are never absent); ReadJobStatus(ToJson(s)) == s.
+//   - Sections that other files compute stay JSON objects here, {} meaning
+//     absent: conditions (job_conditions.h), display (progress_display.h),
+//     output (the export), autoscale (job_autoscale.h), gang
+//     (gang_release.h).
+//   - Every status the reconcile writes is checked against the CRD's
+//     schema by reconcile_test, and a full JobStatus by job_status_test.
+
+#ifndef GAPTRAIN_OPERATOR_TRAININGJOB_JOB_STATUS_H_
+#define GAPTRAIN_OPERATOR_TRAININGJOB_JOB_STATUS_H_
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace gaptrain {
+namespace trainingjob {
+
+// status.replicaStatuses.<Type>: pods of one replica type.
+struct ReplicaCounts {
+  int64_t active = 0, ready = 0, succeeded = 0, failed = 0;
+  bool operator==(const ReplicaCounts& o) const {
+    return active == o.active && ready == o.ready && succeeded == o.succeeded &&
+           failed == o.failed;
+  }
+};
+
+// status.workers: the trainers, for the scale subresource and kubectl get.
+struct WorkersStatus {
+  int64_t active = 0, ready = 0, desired = 0;
+  std::string selector;  // the trainers' pods' label selector
+  std::string summary;   // "ready/desired"
+  bool operator==(const WorkersStatus& o) const {
+    return active == o.active && ready == o.ready && desired == o.desired &&
+           selector == o.selector && summary == o.summary;
+  }
+};
+
+// status.progress: training as the coordinator and the master report it.
+struct JobProgress {
+  std::optional<double> epoch;  // epochs done, fractional
+  std::optional<uint64_t> model_version;
+  std::optional<double> test_accuracy, test_loss;
+  std::map<std::string, double> test_metrics;  // the latest evaluation's others
+  std::optional<double> mean_gap, mean_staleness, updates_per_second;
+
+  bool empty() const { return ToJson().empty(); }
+  nlohmann::json ToJson() const;
+  static JobProgress FromJson(const nlohmann::json& progress);
+  bool operator==(const JobProgress& o) const { return ToJson() == o.ToJson(); }
+};
+
+struct JobStatus {
+  std::string phase;  // "" before the first reconcile
+  nlohmann::json conditions = nlohmann::json::array();
+  std::optional<int64_t> observed_generation;
+  std::string start_time, completion_time;  // RFC 3339; "" unset
+  // By ReplicaTypeStatusKey ("Master", "Coordinator", "Evaluator", "Trainer").
+  std::map<std::string, ReplicaCounts> replica_statuses;
+  std::optional<WorkersStatus> workers;
+  int64_t preemptions = 0, failures = 0, restarts = 0;
+  JobProgress progress;
+  nlohmann::json display = nlohmann::json::object();
+  nlohmann::json output = nlohmann::json::object();
+  nlohmann::json autoscale = nlohmann::json::object();
+  nlohmann::json gang = nlohmann::json::object();
+  std::string image;  // "" unset
+  bool tls = false;
+
+  nlohmann::json ToJson() const;
+};
+
+JobStatus ReadJobStatus(const nlohmann::json& status);
+
+}  // namespace trainingjob
+}  // namespace gaptrain
+
+#endif  // GAPTRAIN_OPERATOR_TRAININGJOB_JOB_STATUS_H_
