@@ -44,12 +44,23 @@ std::optional<AutoscaleReading> ReadWindow(const json& autoscale) {
                           static_cast<uint64_t>(*preemptions)};
 }
 
-json WindowAt(const MasterScrape& master, uint64_t preemptions) {
+json WindowAt(const MasterScrape& master, uint64_t preemptions, uint32_t running) {
   return {{"startTime", kube::FormatMicroTime(master.at)},
           {"modelVersion", master.model_version},
           {"gapSum", master.gap_sum},
           {"gapCount", master.gap_count},
-          {"preemptions", preemptions}};
+          {"preemptions", preemptions},
+          {"fewestTrainers", running}};
+}
+
+// The fewest trainers running at any reconcile of the window, this one's
+// included: a window in which one was down (starting, crashed, replaced)
+// did not see them all at work, as `gaptrain run` measures it. A window
+// an older operator began has no record: this reconcile's count.
+uint32_t FewestRunning(const json& autoscale, uint32_t running_now) {
+  const std::optional<int64_t> kept = IntegerAt(autoscale, {"window", "fewestTrainers"});
+  if (!kept || *kept < 0) return running_now;
+  return static_cast<uint32_t>(std::min<int64_t>(*kept, running_now));
 }
 
 // A count kept in the status: a non-negative integer, else 0.
@@ -118,13 +129,15 @@ AutoscalePlan PlanAutoscale(const AutoscaleObservation& o) {
   const MasterScrape& now = *o.master;
   const std::optional<AutoscaleReading> start = ReadWindow(old);
   AutoscaleWindow measured;
+  const uint32_t fewest = FewestRunning(old, o.running_trainers);
   if (!start || !MeasureWindow(*start, ReadingAt(now, o.preemptions), o.workers.replicas,
-                               o.running_trainers, &measured)) {
-    plan.status["window"] = WindowAt(now, o.preemptions);
+                               fewest, &measured)) {
+    plan.status["window"] = WindowAt(now, o.preemptions, o.running_trainers);
     plan.next_check = interval;
     return plan;
   }
   if (measured.seconds < spec.interval_seconds) {
+    plan.status["window"]["fewestTrainers"] = fewest;
     const auto left = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(spec.interval_seconds - measured.seconds));
     plan.next_check = now.at + left - o.now;
@@ -134,7 +147,7 @@ AutoscalePlan PlanAutoscale(const AutoscaleObservation& o) {
   AutoscaleMemory memory = ReadMemory(old);
   const AutoscaleDecision decision = DecideTrainers(o.workers, measured, &memory);
 
-  plan.status["window"] = WindowAt(now, o.preemptions);
+  plan.status["window"] = WindowAt(now, o.preemptions, o.running_trainers);
   plan.status["grownFrom"] = memory.grown_from;
   plan.status["rateBefore"] = memory.rate_before;
   plan.status["unprofitable"] = memory.unprofitable;

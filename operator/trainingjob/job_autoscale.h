@@ -11,6 +11,9 @@
 //                 the master was read, to the microsecond), the master's
 //                 totals since it started as its /metrics gave them then
 //                 (modelVersion, gapSum, gapCount) and status.preemptions;
+//                 and fewestTrainers, the fewest running at any reconcile
+//                 since (DecideTrainers' `running`, as `gaptrain run`'s
+//                 LocalAutoscaler counts it);
 //   grownFrom, rateBefore, unprofitable
 //                 DecideTrainers' AutoscaleMemory;
 //   lastDecision  time, reason (ScaledUp | ScaledDown | Holding),

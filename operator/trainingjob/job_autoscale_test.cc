@@ -63,7 +63,8 @@ AutoscaleObservation Later(AutoscaleObservation o, const AutoscalePlan& plan, do
 TEST(JobAutoscaleTest, AReadBeginsTheWindowAndTheIntervalEndsIt) {
   const AutoscalePlan first = PlanAutoscale(Running());
   EXPECT_EQ(first.status, json::parse(R"j({"window": {"startTime": "2026-11-23T06:00:00.000000Z",
-      "modelVersion": 1000.0, "gapSum": 110.0, "gapCount": 100.0, "preemptions": 0}})j"));
+      "modelVersion": 1000.0, "gapSum": 110.0, "gapCount": 100.0, "preemptions": 0,
+      "fewestTrainers": 2}})j"));
   EXPECT_FALSE(first.scale_to.has_value());
   EXPECT_EQ(first.next_check, seconds(10));
 
@@ -164,6 +165,20 @@ TEST(JobAutoscaleTest, WhatTheWindowSawGoesToThePolicy) {
             "1 of 2 trainers not running (Pending or being replaced): holding at 2 trainers");
   EXPECT_EQ(plan.status["window"]["startTime"], "2026-11-23T06:00:10.000000Z");
 
+  // A trainer down at a reconcile in the middle of the window (crashed,
+  // replaced by the end): the window saw the fewest, and holds.
+  AutoscaleObservation dip = Later(Running(), first, 5, 500, 1.1);
+  dip.running_trainers = 1;
+  plan = PlanAutoscale(dip);
+  EXPECT_EQ(plan.status["window"]["fewestTrainers"], 1);
+  EXPECT_FALSE(plan.status.contains("lastDecision"));
+  AutoscaleObservation back = Later(dip, plan, 5, 500, 1.1);
+  back.running_trainers = 2;
+  plan = PlanAutoscale(back);
+  EXPECT_FALSE(plan.scale_to.has_value());
+  EXPECT_EQ(plan.status["lastDecision"]["reason"], "Holding");
+  EXPECT_EQ(plan.status["window"]["fewestTrainers"], 2) << "the next window begins whole";
+
   // A preemption since the window began (status.preemptions 3 -> 4).
   AutoscaleObservation before = Running();
   before.preemptions = 3;
@@ -186,14 +201,21 @@ TEST(JobAutoscaleTest, WhatTheWindowSawGoesToThePolicy) {
   EXPECT_EQ(plan.message, "Gap 1.80 is above maxGap 1.50 (projected 1.27 at 2): 4 -> 2 trainers");
 
   // The memory comes back from the status: a growth that did not pay is
-  // undone, and its size remembered.
+  // undone, and its size remembered. The growth's first window began with
+  // the 2 trainers of before (the new ones were starting): it holds; the
+  // next judges.
   AutoscaleObservation grown = Later(Running(), first, 10, 1000, 1.1);
   const AutoscalePlan grow = PlanAutoscale(grown);
   ASSERT_EQ(grow.scale_to, 4u);
-  AutoscaleObservation at_four = Later(grown, grow, 10, 1100, 1.2);  // 110/s, not 150
-  at_four.workers.replicas = 4;
-  at_four.running_trainers = 4;
-  at_four.generation = 4;
+  AutoscaleObservation starting = Later(grown, grow, 10, 1100, 1.2);
+  starting.workers.replicas = 4;
+  starting.running_trainers = 4;
+  starting.generation = 4;
+  plan = PlanAutoscale(starting);
+  EXPECT_FALSE(plan.scale_to.has_value());
+  EXPECT_EQ(plan.status["lastDecision"]["message"],
+            "2 of 4 trainers not running (Pending or being replaced): holding at 4 trainers");
+  AutoscaleObservation at_four = Later(starting, plan, 10, 1100, 1.2);  // 110/s, not 150
   plan = PlanAutoscale(at_four);
   ASSERT_EQ(plan.scale_to, 2u);
   EXPECT_EQ(plan.status["unprofitable"], 4);

@@ -941,7 +941,8 @@ TEST(ReconcileTest, AutoscalingGrowsThroughTheScaleSubresourceOncePerInterval) {
 }
 
 // Holding decisions are in status.autoscale.lastDecision only: no Event,
-// no scale. The new trainers Pending, then a preemption, hold the job.
+// no scale. The new trainers Pending, then a trainer preempted and
+// replaced within the window (seen down at a reconcile), hold the job.
 TEST(ReconcileTest, AutoscalingHoldsWhileTrainersArePendingOrPreempted) {
   json job = AutoscaledJob();
   job["spec"]["workers"]["replicas"] = 4;
@@ -971,8 +972,10 @@ TEST(ReconcileTest, AutoscalingHoldsWhileTrainersArePendingOrPreempted) {
   plan = c.Plan();
   EXPECT_FALSE(plan.scale_to.has_value());
   EXPECT_FALSE(HasReason(plan, "ScaledUp"));
+  // The window saw it down (fewestTrainers), before it counted the loss.
+  EXPECT_EQ((*plan.status)["autoscale"]["window"]["fewestTrainers"], 4) << "a new window";
   EXPECT_EQ((*plan.status)["autoscale"]["lastDecision"]["message"],
-            "1 trainer preempted in the window: holding at 4 trainers");
+            "1 of 4 trainers not running (Pending or being replaced): holding at 4 trainers");
   EXPECT_EQ((*plan.status)["phase"], "Running");
 }
 
