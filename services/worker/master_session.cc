@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 
 #include "services/engine/rules/dana_slim_worker.h"
 
@@ -61,11 +62,42 @@ Status MasterSession::Connect(const std::string& address, Model* model, RetryLoo
   return Status::OK();
 }
 
-Status MasterSession::Reconnect(RetryLoop* loop, proto::MasterIncarnation* run) {
+Status MasterSession::TakeLost(RetryLoop* loop, std::vector<SampleRange>* lost) {
+  lost->clear();
   GAPTRAIN_RETURN_IF_ERROR(Connect(link_.address(), model_, loop));
-  *run = link_.run();
+  const proto::MasterIncarnation run = link_.run();
   coordinator_->ResetMasterVersion(link_.description().version());
+  std::vector<TaskPush> kept;
+  uint32_t samples = 0;
+  for (TaskPush p : task_pushes_) {
+    if (p.incarnation == 0 || p.incarnation == run.id()) {
+      kept.push_back(p);
+    } else if (p.incarnation == run.restored_from_id() &&
+               p.version <= run.restored_from_version()) {
+      p.incarnation = 0;  // in the checkpoint the new run resumed from
+      kept.push_back(p);
+    } else {
+      lost->push_back(p.positions);  // applied after that checkpoint
+      samples += p.positions.size();
+    }
+  }
+  task_pushes_ = std::move(kept);
+  spdlog::warn("master: a new run ({}) resumed from version {}; {} samples of the task in hand "
+               "lost their updates and are trained again",
+               run.id(), run.restored_from_version(), samples);
   return Status::OK();
+}
+
+void MasterSession::AddReached(proto::CompleteTaskRequest* report) const {
+  std::map<uint64_t, uint64_t> reached;
+  for (const TaskPush& p : task_pushes_) {
+    if (p.incarnation != 0) reached[p.incarnation] = std::max(reached[p.incarnation], p.version);
+  }
+  for (const auto& [incarnation, version] : reached) {
+    proto::MasterPosition* position = report->add_reached();
+    position->set_incarnation(incarnation);
+    position->set_version(version);
+  }
 }
 
 void MasterSession::AdoptMasterBuffers() {
@@ -177,7 +209,7 @@ Status MasterSession::SendGradient(const float* gradient, float loss,
   return link_.client()->Push(worker, base_version_, gradient, p_, loss, reply, echo, echo_type_);
 }
 
-Status MasterSession::Push(float loss, proto::PushResponse* reply) {
+Status MasterSession::Push(float loss, SampleRange positions, proto::PushResponse* reply) {
   const auto start = Clock::now();
   pulled_with_push_ = false;
   Status s = SendGradient(Gradient(), loss, reply);
@@ -193,10 +225,10 @@ Status MasterSession::Push(float loss, proto::PushResponse* reply) {
   link_.NoteVersion(reply->version());
   coordinator_->SetMasterVersion(reply->version());
   NoteRun(reply->incarnation());
-  pushed_incarnation_ = reply->incarnation();
   // In sync mode an accumulated gradient enters θ with the next step.
-  pushed_version_ =
-      reply->version() + (reply->outcome() == proto::PushResponse::ACCUMULATED ? 1 : 0);
+  task_pushes_.push_back(
+      {positions, reply->incarnation(),
+       reply->version() + (reply->outcome() == proto::PushResponse::ACCUMULATED ? 1 : 0)});
   if (++pushes_since_buffers_ >= kPushesPerBufferSend) SendBuffers();
   if (pulled_with_push_) AcceptPulled(pulled_);  // the next Pull() has nothing to ask
   // Past the job's maxUpdates: the coordinator ends the job once a

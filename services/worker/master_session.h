@@ -13,7 +13,9 @@
 //   - the module's buffers (BatchNorm's statistics): taken from the master
 //     at start, sent every kPushesPerBufferSend pushes and at task ends;
 //   - the master's runs: an answer from another run than Connect()'s marks
-//     run_changed(); Reconnect() learns what the new run resumed from.
+//     run_changed(); TakeLost() learns what the new run resumed from and
+//     which of the task's pushes it lost, and AddReached() says where the
+//     task's updates are for its completion.
 // The training loop keeps the data, the model's compute, the retry loop
 // and the grace period. Not thread-safe: one training loop owns it.
 
@@ -27,6 +29,7 @@
 #include "proto/gaptrain.pb.h"
 #include "services/api/training_job.h"
 #include "services/base/status.h"
+#include "services/learn/epoch_order.h"
 #include "services/learn/model.h"
 #include "services/master/master_client.h"
 #include "services/numeric/bfloat16.h"
@@ -74,9 +77,11 @@ class MasterSession {
   // newest already (PushPull).
   Status Pull();
   // Pushes the model's gradient (DANA-Slim's u with that rule) as computed
-  // on the last pulled θ, with `loss`. On success *reply is the master's
-  // answer, and in sync mode the step it entered is out.
-  Status Push(float loss, proto::PushResponse* reply);
+  // on the last pulled θ from the batch at `positions` of the task in hand,
+  // with `loss`. On success *reply is the master's answer, the batch is
+  // recorded where it landed (TakeLost, AddReached), and in sync mode the
+  // step it entered is out.
+  Status Push(float loss, SampleRange positions, proto::PushResponse* reply);
   // Forgets a PushPull's θ: the next Pull() asks the master (a task's
   // first batch starts from θ read after the task's own calls).
   void ForgetPulled() { pulled_with_push_ = false; }
@@ -94,14 +99,20 @@ class MasterSession {
   void SendBuffers();
   bool buffers_behind() const { return pushes_since_buffers_ > 0; }
 
+  // The task in hand's pushes, by the master run that applied them (0 for
+  // a master without runs) and the version that holds each (in sync mode
+  // the step's next). BeginTask forgets the last task's.
+  void BeginTask() { task_pushes_.clear(); }
   // An answer came from another master run than Connect()'s.
   bool run_changed() const { return run_changed_; }
-  // Connects again to learn what the new run resumed from.
-  Status Reconnect(RetryLoop* loop, proto::MasterIncarnation* run);
-  // Where the last applied push landed: its run (0 for a master without
-  // runs) and the version that holds it (in sync mode the step's next).
-  uint64_t pushed_incarnation() const { return pushed_incarnation_; }
-  uint64_t pushed_version() const { return pushed_version_; }
+  // After run_changed(): connects again to learn what the new run resumed
+  // from. The positions of the task's pushes applied after that point
+  // (lost: to train again) go to *lost in push order, and are forgotten;
+  // the old run's others are in the checkpoint it resumed from.
+  Status TakeLost(RetryLoop* loop, std::vector<SampleRange>* lost);
+  // What the task's completion reports: per master run the newest version
+  // its pushes reached (those in a checkpoint need no word).
+  void AddReached(proto::CompleteTaskRequest* report) const;
 
   // Moving averages of a pull's and a push's duration (the grace decision).
   double pull_seconds() const { return pull_seconds_.seconds(); }
@@ -131,7 +142,14 @@ class MasterSession {
   uint64_t base_version_ = 0;   // the version the next gradient is computed on
   uint64_t run_id_ = 0;         // the master run that answered Connect
   bool run_changed_ = false;
-  uint64_t pushed_incarnation_ = 0, pushed_version_ = 0;
+  // A push of the task in hand: its positions and where it landed.
+  // Incarnation 0: in a checkpoint.
+  struct TaskPush {
+    SampleRange positions;
+    uint64_t incarnation = 0;
+    uint64_t version = 0;
+  };
+  std::vector<TaskPush> task_pushes_;
 
   bool push_pull_ = true;
   bool pulled_with_push_ = false;    // parameters() holds a PushPull's θ

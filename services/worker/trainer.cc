@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <optional>
 
 #include "services/learn/epoch_order.h"
@@ -128,7 +127,7 @@ Status Trainer::RunTask(const proto::DataTask& task) {
   // Positions still to train, in order: the task, then any whose updates
   // a master restart lost.
   std::deque<SampleRange> todo = {SampleRange{task.begin(), task.end()}};
-  std::vector<PushedBatch> pushed;
+  master_.BeginTask();
   uint32_t done = 0, retrained = 0;
   std::optional<float> last_loss;
   task_ = task;
@@ -152,18 +151,15 @@ Status Trainer::RunTask(const proto::DataTask& task) {
       if (k == 0) break;
       BatchOutcome outcome = BatchOutcome::kSkipped;
       float loss = std::numeric_limits<float>::quiet_NaN();
-      GAPTRAIN_RETURN_IF_ERROR(TrainBatch(k, generation, &outcome, &loss));
+      const SampleRange positions{first, first + static_cast<uint32_t>(k)};
+      GAPTRAIN_RETURN_IF_ERROR(TrainBatch(positions, generation, &outcome, &loss));
       if (outcome == BatchOutcome::kStopped || outcome == BatchOutcome::kTaskLost) continue;
       if (outcome == BatchOutcome::kSkipped) ++skipped_;
-      if (outcome == BatchOutcome::kTrained) {
-        last_loss = loss;
-        pushed.push_back({SampleRange{first, first + static_cast<uint32_t>(k)},
-                          master_.pushed_incarnation(), master_.pushed_version()});
-      }
+      if (outcome == BatchOutcome::kTrained) last_loss = loss;
       done += static_cast<uint32_t>(k);
       if (master_.run_changed()) {
         uint32_t lost = 0;
-        Status s = OnMasterRestart(&pushed, &todo, &lost);
+        Status s = OnMasterRestart(&todo, &lost);
         if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
         done -= lost;
         retrained += lost;
@@ -173,18 +169,9 @@ Status Trainer::RunTask(const proto::DataTask& task) {
     }
     GAPTRAIN_RETURN_IF_ERROR(it.status());
   }
-  // Where this task's updates are, for the coordinator: per master run the
-  // newest version its pushes reached (checkpointed ones need no word).
+  // Where this task's updates are, for the coordinator.
   proto::CompleteTaskRequest report;
-  std::map<uint64_t, uint64_t> reached;
-  for (const PushedBatch& b : pushed) {
-    if (b.incarnation != 0) reached[b.incarnation] = std::max(reached[b.incarnation], b.version);
-  }
-  for (const auto& [incarnation, version] : reached) {
-    proto::MasterPosition* p = report.add_reached();
-    p->set_incarnation(incarnation);
-    p->set_version(version);
-  }
+  master_.AddReached(&report);
   report.set_samples_retrained(retrained);
   retrained_ += retrained;
   if (master_.buffers_behind()) master_.SendBuffers();
@@ -210,39 +197,25 @@ bool Trainer::FitsInGrace(double seconds) const {
          deadline;
 }
 
-Status Trainer::OnMasterRestart(std::vector<PushedBatch>* pushed, std::deque<SampleRange>* todo,
-                                uint32_t* lost) {
+Status Trainer::OnMasterRestart(std::deque<SampleRange>* todo, uint32_t* lost) {
   *lost = 0;
   RetryLoop loop(options_.retry, NextSeed(), stop_);
-  proto::MasterIncarnation run;
-  GAPTRAIN_RETURN_IF_ERROR(master_.Reconnect(&loop, &run));
-  std::vector<PushedBatch> kept;
-  for (PushedBatch b : *pushed) {
-    if (b.incarnation == 0 || b.incarnation == run.id()) {
-      kept.push_back(b);
-    } else if (b.incarnation == run.restored_from_id() &&
-               b.version <= run.restored_from_version()) {
-      b.incarnation = 0;  // in the checkpoint the new run resumed from
-      kept.push_back(b);
+  std::vector<SampleRange> positions;
+  GAPTRAIN_RETURN_IF_ERROR(master_.TakeLost(&loop, &positions));
+  for (const SampleRange& p : positions) {
+    if (!todo->empty() && todo->back().end == p.begin) {
+      todo->back().end = p.end;
     } else {
-      // Applied after that checkpoint: lost. Train these positions again.
-      if (!todo->empty() && todo->back().end == b.positions.begin) {
-        todo->back().end = b.positions.end;
-      } else {
-        todo->push_back(b.positions);
-      }
-      *lost += b.positions.size();
+      todo->push_back(p);
     }
+    *lost += p.size();
   }
-  *pushed = std::move(kept);
-  spdlog::warn("master: a new run ({}) resumed from version {}; {} samples of the task in hand "
-               "lost their updates and are trained again",
-               run.id(), run.restored_from_version(), *lost);
   return Status::OK();
 }
 
-Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* outcome,
+Status Trainer::TrainBatch(SampleRange positions, uint64_t generation, BatchOutcome* outcome,
                            float* loss) {
+  const size_t samples = positions.size();
   RetryLoop loop(options_.retry, NextSeed(), stop_);
   int recomputes = 0;
   auto give_up = [&](const Status& s) {
@@ -289,7 +262,7 @@ Status Trainer::TrainBatch(size_t samples, uint64_t generation, BatchOutcome* ou
     if (!FitsInGrace(master_.push_seconds())) return stopped();
 
     proto::PushResponse reply;
-    s = master_.Push(l, &reply);
+    s = master_.Push(l, positions, &reply);
     if (s.ok()) {
       ++batches_;
       samples_ += samples;

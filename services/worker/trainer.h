@@ -97,24 +97,14 @@ class Trainer {
  private:
   enum class BatchOutcome { kTrained, kSkipped, kStopped, kTaskLost };
 
-  // A batch of the task in hand whose push was applied: its positions and
-  // where the push landed. Incarnation 0: known to be in a checkpoint.
-  struct PushedBatch {
-    SampleRange positions;
-    uint64_t incarnation = 0;
-    uint64_t version = 0;
-  };
-
   Status Setup();
   Status Loop();
   Status RunTask(const proto::DataTask& task);
-  Status TrainBatch(size_t samples, uint64_t generation, BatchOutcome* outcome, float* loss);
-  // The master session saw another master run: learns what the new run
-  // resumed from, moves the positions of the batches in `pushed` whose
-  // updates it lost to the end of `todo` (*lost: how many) and marks the
-  // old run's surviving ones as checkpointed.
-  Status OnMasterRestart(std::vector<PushedBatch>* pushed, std::deque<SampleRange>* todo,
-                         uint32_t* lost);
+  Status TrainBatch(SampleRange positions, uint64_t generation, BatchOutcome* outcome,
+                    float* loss);
+  // The master session saw another master run: the positions of the task
+  // whose updates it lost go to the end of `todo` (*lost: how many).
+  Status OnMasterRestart(std::deque<SampleRange>* todo, uint32_t* lost);
   // After a preemption: whether `seconds` more work still ends in time.
   bool FitsInGrace(double seconds) const;
   Status Finish(Status status);

@@ -481,6 +481,7 @@ TEST(TrainerTest, AMasterWithoutPushPullGetsPushAndPull) {
 TEST(MasterSessionTest, ALoopOfItsOwnPullsOnceAndLearnsWhatRefusalsMean) {
   Harness h;
   h.master().SetPushPull(true);
+  h.master().SetRun(7);
   h.WithSession([&](MasterSession& master, Model& model) {
     const Dataset& d = h.data();
     std::vector<float> images(kBatch * d.image_size());
@@ -491,10 +492,14 @@ TEST(MasterSessionTest, ALoopOfItsOwnPullsOnceAndLearnsWhatRefusalsMean) {
       ASSERT_TRUE(master.Pull().ok());
       const float loss = model.ComputeGradient(images.data(), labels.data(), kBatch);
       proto::PushResponse reply;
-      ASSERT_TRUE(master.Push(loss, &reply).ok());
+      const uint32_t first = static_cast<uint32_t>(step) * kBatch;
+      ASSERT_TRUE(master.Push(loss, SampleRange{first, first + kBatch}, &reply).ok());
       EXPECT_EQ(reply.version(), static_cast<uint64_t>(step + 1));
-      EXPECT_EQ(master.pushed_version(), static_cast<uint64_t>(step + 1));
     }
+    proto::CompleteTaskRequest report;
+    master.AddReached(&report);
+    ASSERT_EQ(report.reached_size(), 1);
+    EXPECT_EQ(report.reached(0).version(), 3u) << "the newest the task's pushes reached";
     EXPECT_EQ(h.master().push_pulls(), 3);
     EXPECT_EQ(h.master().pulls() - h.master().push_pulls(), 1) << "the first step's Pull only";
     EXPECT_FALSE(master.run_changed());
