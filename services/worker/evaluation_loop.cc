@@ -26,7 +26,7 @@ EvaluationLoop::EvaluationLoop(const TrainingJob& job, const Dataset& test,
     : job_(job),
       test_(test),
       session_(session),
-      master_(std::move(connect), metrics),
+      master_(job, std::move(connect), session, stop, metrics),
       stop_(stop),
       metrics_(metrics),
       options_(options) {}
@@ -56,8 +56,7 @@ Status EvaluationLoop::Setup() {
   device_ = PlaceJobModel(model_.get(), options_.device, options_.mirror_on_cpu_for_testing);
   if (metrics_ != nullptr) metrics_->SetDevice(device_);
   RetryLoop loop(options_.retry, NextSeed(), stop_);
-  GAPTRAIN_RETURN_IF_ERROR(
-      master_.Connect(reg.master_address(), model_->layout(), model_->buffer_layout(), &loop));
+  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(reg.master_address(), model_.get(), &loop));
   spdlog::info("evaluator ready: {} test samples, every {} master updates, computing on {}",
                test_.size(), job_.training.eval_every_updates, device_);
   if (Terminal(reg.phase())) {
@@ -69,71 +68,36 @@ Status EvaluationLoop::Setup() {
   return Status::OK();
 }
 
-Status EvaluationLoop::MasterVersion(RetryLoop* loop, uint64_t* version) {
-  proto::DescribeResponse d;
-  Status s = CallWithRetry(
-      loop, [&] { return master_.client()->Describe(&d); },
-      [&](const Status& failure) { master_.NoteFailure("Describe", failure); });
-  if (!s.ok()) return s;
-  master_.NoteSuccess();
-  *version = d.version();
-  return Status::OK();
-}
-
 Status EvaluationLoop::Evaluate(RetryLoop* loop) {
   const auto start = Clock::now();
-  const size_t p = model_->layout().size();
-  MasterClient::PullResult r;
-  Status s = CallWithRetry(
-      loop,
-      [&] { return master_.client()->PullModel(known_version_, model_->parameters(), p, &r); },
-      [&](const Status& failure) {
-        known_version_ = -1;  // the buffer may hold part of a reply
-        master_.NoteFailure("Pull", failure);
-      });
-  if (!s.ok()) return s;
-  master_.NoteSuccess();
-  master_.NoteVersion(r.version);
-  session_->SetMasterVersion(r.version);
-  known_version_ = static_cast<int64_t>(r.version);
-  if (evaluated_ && r.version == result_.version) return Status::OK();
+  uint64_t version = 0;
+  GAPTRAIN_RETURN_IF_ERROR(master_.Observe(loop, &version));
+  if (evaluated_ && version == result_.version) return Status::OK();
   // The trainers' BatchNorm statistics (the master's average of them): the
   // model is evaluated as it was trained, not with fresh ones.
-  if (!model_->buffer_layout().empty()) {
-    proto::PullBuffersResponse buffers;
-    s = CallWithRetry(
-        loop, [&] { return master_.client()->PullBuffers(&buffers); },
-        [&](const Status& failure) { master_.NoteFailure("PullBuffers", failure); });
-    if (!s.ok()) return s;
-    if (buffers.values().size() != model_->buffer_layout().bytes()) {
-      return Status::FailedPrecondition(
-          "the master's buffers are " + std::to_string(buffers.values().size()) +
-          " bytes, this model's " + std::to_string(model_->buffer_layout().bytes()));
-    }
-    model_->CopyBuffersFrom(reinterpret_cast<const uint8_t*>(buffers.values().data()));
-  }
+  GAPTRAIN_RETURN_IF_ERROR(master_.ObserveBuffers(loop));
 
   EvalResult eval;
   GAPTRAIN_RETURN_IF_ERROR(EvaluateModel(model_.get(), test_, options_.batch_size, &eval));
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (!std::isfinite(eval.loss)) {
-    spdlog::warn("evaluation of version {} gave loss {}: not reported", r.version, eval.loss);
+    spdlog::warn("evaluation of version {} gave loss {}: not reported", version, eval.loss);
     return Status::OK();
   }
   evaluated_ = true;
   result_.evaluations++;
   result_.accuracy = eval.accuracy;
   result_.loss = eval.loss;
-  result_.version = r.version;
-  if (metrics_ != nullptr) metrics_->RecordEvaluation(eval.accuracy, eval.loss, r.version, seconds);
-  spdlog::info("evaluation: version {}, accuracy {:.4f}, loss {:.4f} ({:.2f} s)", r.version,
+  result_.version = version;
+  if (metrics_ != nullptr) metrics_->RecordEvaluation(eval.accuracy, eval.loss, version, seconds);
+  spdlog::info("evaluation: version {}, accuracy {:.4f}, loss {:.4f} ({:.2f} s)", version,
                eval.accuracy, eval.loss, seconds);
   const int classes = static_cast<int>(test_.num_classes);
-  if (r.version > 0 && AtChanceLevel(eval.accuracy, eval.loss, classes)) {
-    spdlog::warn("evaluation of version {}: {}", r.version, ChanceLevelAdvice());
+  if (version > 0 && AtChanceLevel(eval.accuracy, eval.loss, classes)) {
+    spdlog::warn("evaluation of version {}: {}", version, ChanceLevelAdvice());
   }
   proto::JobPhase phase = proto::JOB_PHASE_UNSPECIFIED;
-  s = session_->ReportEvaluation(eval.accuracy, eval.loss, r.version, &phase);
+  Status s = session_->ReportEvaluation(eval.accuracy, eval.loss, version, &phase);
   if (!s.ok()) return s;
   if (Terminal(phase) && !stop_->stopped()) {
     spdlog::info("the job has {}", phase == proto::JOB_PHASE_SUCCEEDED ? "succeeded" : "failed");
@@ -148,7 +112,7 @@ Status EvaluationLoop::Loop() {
   RetryLoop loop(options_.retry, NextSeed(), stop_);
   while (!stop_->stopped()) {
     uint64_t version = 0;
-    Status s = MasterVersion(&loop, &version);
+    Status s = master_.Version(&loop, &version);
     if (!s.ok()) {
       if (stop_->stopped()) break;
       return s;

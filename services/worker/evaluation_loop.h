@@ -27,6 +27,7 @@
 #include "services/worker/coordinator_session.h"
 #include "services/worker/loop_options.h"
 #include "services/worker/master_link.h"
+#include "services/worker/master_session.h"
 #include "services/worker/retry.h"
 #include "services/worker/stop_flag.h"
 #include "services/worker/worker_metrics.h"
@@ -71,15 +72,13 @@ class EvaluationLoop {
   Status Loop();
   // Pulls θ and evaluates it, unless version `latest` was evaluated already.
   Status Evaluate(RetryLoop* loop);
-  // The master's current version.
-  Status MasterVersion(RetryLoop* loop, uint64_t* version);
   Status Finish(Status status);
   uint64_t NextSeed() { return options_.seed * 7907u + ++seed_counter_; }
 
   const TrainingJob& job_;
   const Dataset& test_;
   CoordinatorSession* const session_;
-  MasterLink master_;
+  MasterSession master_;
   StopFlag* const stop_;
   WorkerMetrics* const metrics_;
   const Options options_;
@@ -87,7 +86,6 @@ class EvaluationLoop {
 
   std::unique_ptr<Model> model_;
   std::string device_;
-  int64_t known_version_ = -1;
   bool evaluated_ = false;  // result_ holds an evaluation
   Result result_;
 };

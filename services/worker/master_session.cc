@@ -254,6 +254,50 @@ void MasterSession::WaitForNextStep(uint64_t pushed_on) {
   }
 }
 
+Status MasterSession::Observe(RetryLoop* loop, uint64_t* version) {
+  MasterClient::PullResult r;
+  Status s = CallWithRetry(
+      loop, [&] { return link_.client()->PullModel(known_version_, model_->parameters(), p_, &r); },
+      [&](const Status& failure) {
+        known_version_ = -1;  // the buffer may hold part of a reply
+        link_.NoteFailure("Pull", failure);
+      });
+  if (!s.ok()) return s;
+  link_.NoteSuccess();
+  link_.NoteVersion(r.version);
+  coordinator_->SetMasterVersion(r.version);
+  known_version_ = static_cast<int64_t>(r.version);
+  *version = r.version;
+  return Status::OK();
+}
+
+Status MasterSession::ObserveBuffers(RetryLoop* loop) {
+  if (model_->buffer_layout().empty()) return Status::OK();
+  proto::PullBuffersResponse buffers;
+  Status s = CallWithRetry(
+      loop, [&] { return link_.client()->PullBuffers(&buffers); },
+      [&](const Status& failure) { link_.NoteFailure("PullBuffers", failure); });
+  if (!s.ok()) return s;
+  if (buffers.values().size() != model_->buffer_layout().bytes()) {
+    return Status::FailedPrecondition(
+        "the master's buffers are " + std::to_string(buffers.values().size()) +
+        " bytes, this model's " + std::to_string(model_->buffer_layout().bytes()));
+  }
+  model_->CopyBuffersFrom(reinterpret_cast<const uint8_t*>(buffers.values().data()));
+  return Status::OK();
+}
+
+Status MasterSession::Version(RetryLoop* loop, uint64_t* version) {
+  proto::DescribeResponse d;
+  Status s = CallWithRetry(
+      loop, [&] { return link_.client()->Describe(&d); },
+      [&](const Status& failure) { link_.NoteFailure("Describe", failure); });
+  if (!s.ok()) return s;
+  link_.NoteSuccess();
+  *version = d.version();
+  return Status::OK();
+}
+
 MasterSession::Next MasterSession::AfterPullFailure(const Status& failure) {
   if (failure.code() == Status::Code::kNotFound) {
     if (!not_member_logged_) {

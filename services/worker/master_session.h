@@ -17,7 +17,8 @@
 //     which of the task's pushes it lost, and AddReached() says where the
 //     task's updates are for its completion.
 // The training loop keeps the data, the model's compute, the retry loop
-// and the grace period. Not thread-safe: one training loop owns it.
+// and the grace period. The evaluator uses its observer side (Observe).
+// Not thread-safe: one training or evaluation loop owns it.
 
 #ifndef GAPTRAIN_SERVICES_WORKER_MASTER_SESSION_H_
 #define GAPTRAIN_SERVICES_WORKER_MASTER_SESSION_H_
@@ -85,6 +86,16 @@ class MasterSession {
   // Forgets a PushPull's θ: the next Pull() asks the master (a task's
   // first batch starts from θ read after the task's own calls).
   void ForgetPulled() { pulled_with_push_ = false; }
+
+  // The evaluator's side. Observe: θ into the model with an observer pull
+  // (θ itself, not DANA's look-ahead; no membership, so sync mode too),
+  // transient failures retried through `loop`; *version is θ's. Then
+  // ObserveBuffers: the master's module buffers (BatchNorm's statistics,
+  // the trainers' average) into the model, so it is evaluated as trained.
+  // Version: the master's version now (Describe), retried alike.
+  Status Observe(RetryLoop* loop, uint64_t* version);
+  Status ObserveBuffers(RetryLoop* loop);
+  Status Version(RetryLoop* loop, uint64_t* version);
 
   // What the caller does after Pull() or Push() failed with `failure`
   // (a Push's non-transient refusals are counted in the metrics).
