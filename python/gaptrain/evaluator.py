@@ -12,19 +12,17 @@ import math
 import re
 import time
 
-import grpc
 import torch
 
 from gaptrain import job_role
 from gaptrain import options as options_mod
-from gaptrain import rpc
 from gaptrain.coordinator_client import CoordinatorSession
 from gaptrain.http_server import HttpServer
-from gaptrain.master_client import MasterClient
+from gaptrain.master_session import MasterSession
 from gaptrain.metrics import WorkerMetrics
 from gaptrain.parameter_mirror import parameter_device
 from gaptrain.preemption import PreemptionSignals
-from gaptrain.rpc import Error, GaptrainError, Stop, TRANSIENT
+from gaptrain.rpc import Error, GaptrainError, Stop
 from gaptrain._proto import gaptrain_pb2 as pb
 
 log = logging.getLogger("gaptrain")
@@ -144,8 +142,8 @@ class Evaluator:
         self.session.start_heartbeats()
         if self.opts.threads > 0:
             torch.set_num_threads(self.opts.threads)
-        self.master = MasterClient(self.opts, self.stop, self.session,
-                                   self.model.named_parameters(), self.model.named_buffers())
+        self.master = MasterSession(self.opts, self.stop, self.session, self.metrics,
+                                    self.model.named_parameters(), self.model.named_buffers())
         if not self.master.connect(reg.master_address, declare=False):
             return False
         log.info("evaluator ready: %d test samples, every %d master updates", len(self.dataset),
@@ -157,26 +155,13 @@ class Evaluator:
             self.stop.stop(Stop.JOB_ENDED)
         return True
 
-    def _version(self, backoff):
-        while True:
-            try:
-                return self.master.describe().version
-            except grpc.RpcError as e:
-                err = rpc.error(e)
-                if err.code not in TRANSIENT:
-                    raise err
-                if not self.stop.sleep(backoff.next()):
-                    return None
-
     def _loop(self):
         every = max(1, self.opts.eval_every_updates)
         next_at = every
-        backoff = rpc.Backoff(self.opts.host_name)
         while not self.stop.stopped:
-            version = self._version(backoff)
+            version = self.master.version()
             if version is None:
                 break
-            backoff.reset()
             if version >= next_at:
                 self._evaluate(deadline=None)
                 next_at = self.result.version + every
@@ -192,24 +177,9 @@ class Evaluator:
         """Pulls θ and the buffers, evaluates, reports; retried on transient
         failures (until `deadline`, or while not stopped without one)."""
         start = time.monotonic()
-        backoff = rpc.Backoff(self.opts.host_name)
-        while True:
-            try:
-                self.master.pull(observer=True)
-                self.master.pull_buffers()
-                break
-            except (Error, grpc.RpcError) as e:
-                err = rpc.error(e) if isinstance(e, grpc.RpcError) else e
-                if err.code not in TRANSIENT:
-                    raise err
-                wait = backoff.next()
-                if deadline is not None:
-                    if time.monotonic() + wait > deadline:
-                        raise err
-                    time.sleep(wait)
-                elif not self.stop.sleep(wait):
-                    return
-        version = self.master.base_version
+        version = self.master.observe(deadline)
+        if version is None:
+            return  # stopped
         if self.result.evaluations and version == self.result.version:
             return
         self.model.eval()

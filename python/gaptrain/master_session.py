@@ -14,7 +14,9 @@ a refusal means; this owns everything in between:
 - the module's buffers (BatchNorm's statistics): taken from the master at
   start, sent every module_buffers.PUSHES_PER_SEND pushes and at task ends;
 - the master's answers after failed ones counted as a reconnect, and the
-  pull's and push's moving-average durations (the grace decision).
+  pull's and push's moving-average durations (the grace decision);
+- the evaluator's side: observer pulls of θ and the buffers, the master's
+  version, each retried.
 
 The Trainer keeps the data, the user's compute, retries' waits and the
 grace period."""
@@ -68,11 +70,11 @@ class MasterSession:
     def address(self):
         return self.client.address
 
-    def connect(self, address):
+    def connect(self, address, declare=True):
         """Describes the master at `address` and checks it holds this model
-        (declaring it to a master that waits for one); False when stopped
-        meanwhile."""
-        if not self.client.connect(address):
+        (a trainer declares it to a master that waits for one, the evaluator
+        waits: `declare`); False when stopped meanwhile."""
+        if not self.client.connect(address, declare=declare):
             return False
         if self.client.rule == "dana-slim" and self.slim is None:
             self.slim = DanaSlimMomentum(self.client.size, self.opts.momentum,
@@ -189,6 +191,51 @@ class MasterSession:
             log.error("master refused the push: %s; batch skipped", err)
             return SKIP
         return FAIL
+
+    # -- the evaluator's side -------------------------------------------------
+    def observe(self, deadline=None):
+        """θ and the module buffers (BatchNorm's statistics, the trainers'
+        average) into the model as the master holds them now, with an
+        observer pull (θ itself, not DANA's look-ahead; no membership);
+        transient failures retried until the monotonic `deadline`, or while
+        not stopped without one. The version pulled, or None when stopped
+        meanwhile."""
+        backoff = rpc.Backoff(self.opts.host_name)
+        while True:
+            try:
+                self.client.pull(observer=True)
+                self.client.pull_buffers()
+                self._answered()
+                return self.client.base_version
+            except (Error, grpc.RpcError) as e:
+                err = rpc.error(e) if isinstance(e, grpc.RpcError) else e
+                if err.code not in TRANSIENT:
+                    raise err
+                self._failing = True
+                wait = backoff.next()
+                if deadline is not None:
+                    if time.monotonic() + wait > deadline:
+                        raise err
+                    time.sleep(wait)
+                elif not self.stop.sleep(wait):
+                    return None
+
+    def version(self):
+        """The master's version now (Describe), transient failures retried;
+        None when stopped meanwhile."""
+        backoff = rpc.Backoff(self.opts.host_name)
+        while True:
+            try:
+                version = self.client.describe().version
+                self._answered()
+                return version
+            except grpc.RpcError as e:
+                err = rpc.error(e)
+                if err.code not in TRANSIENT:
+                    raise err
+                self._failing = True
+                if not self.stop.sleep(backoff.next()):
+                    return None
 
     def close(self):
         self.client.close()
