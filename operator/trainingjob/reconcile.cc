@@ -380,8 +380,11 @@ class Reconciler {
     }
     const CoordinatorStatus& c = *o_.coordinator;
     if (c.evaluation_version >= c.master_version) return std::nullopt;  // it is final
+    // An evaluator still starting (Pending on a node, or its process not
+    // yet up) joins the finished job and scores the final model too; one
+    // that cannot be scheduled, has ended or was lost is not waited for.
     const ObservedPod* evaluator = PodNamed(ReplicaName(name_, ReplicaType::kEvaluator));
-    if (evaluator == nullptr || !evaluator->state.running() ||
+    if (evaluator == nullptr || !evaluator->state.active() || evaluator->state.unschedulable ||
         evaluator->state.loss != PodLoss::kNone) {
       return std::nullopt;  // no evaluator left to wait for
     }

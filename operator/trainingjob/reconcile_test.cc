@@ -1453,6 +1453,20 @@ TEST(ReconcileTest, CompletionWaitsForTheFinalEvaluation) {
   EXPECT_EQ((*plan.status)["progress"]["testAccuracy"], 0.985);
   EXPECT_EQ(plan.deletes.size(), 3u);  // cleanPodPolicy Running: master, coordinator, evaluator
 
+  // An evaluator still starting when the coordinator finished is waited
+  // for (it joins the finished job and scores the final model); one that
+  // cannot be scheduled is not.
+  done.evaluation_version = 1500;
+  Cluster starting = RunningCluster();
+  starting.SetPodStatus("mnist-evaluator", json::parse(R"j({"phase": "Pending"})j"));
+  done.finished_at = starting.now;
+  starting.coordinator = done;
+  EXPECT_EQ((*starting.Plan().status)["phase"], "Running");
+  starting.SetPodStatus("mnist-evaluator", json::parse(R"j({"phase": "Pending",
+      "conditions": [{"type": "PodScheduled", "status": "False",
+                      "reason": "Unschedulable"}]})j"));
+  EXPECT_EQ((*starting.Plan().status)["phase"], "Succeeded");
+
   // Or the evaluator stops without it; or it takes longer than 5 minutes.
   done.evaluation_version = 1500;
   Cluster stopped = RunningCluster();

@@ -40,6 +40,7 @@ class CoordinatorSession:
         self._stop = stop
         self._channel = rpc.channel(opts.coordinator, opts.coordinator_ca)
         self._stub = pb_grpc.CoordinatorStub(self._channel)
+        self._renewal = rpc.ChannelRenewal()  # under _mu
         self._metadata = rpc.bearer(opts.token)
         self._mu = threading.Lock()
         self.worker_id = 0
@@ -52,23 +53,43 @@ class CoordinatorSession:
         self._hb_thread = None
         self._backoff = rpc.Backoff(opts.host_name)
 
-    def _call(self, method, request, timeout=rpc.COORDINATOR_DEADLINE):
+    def _call(self, verb, request, timeout=rpc.COORDINATOR_DEADLINE):
+        """The coordinator's `verb` (its RPC's name) on the current channel."""
+        method = getattr(self._stub, verb)
         try:
             reply = method(request, timeout=timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             if e.code() in rpc.TRANSIENT:
                 self._reconnecting = True
+            self._note_outcome(e.code())
             raise
+        self._note_outcome(None)
         if self._reconnecting:
             self._reconnecting = False
             if self._metrics is not None:
                 self._metrics.record_reconnect("coordinator")
         return reply
 
+    def _note_outcome(self, code):
+        """Calls failing on the network for a while make the channel again
+        (rpc.ChannelRenewal: a coordinator whose Service name did not
+        resolve yet is otherwise looked up again only on gRPC's own backoff,
+        up to 2 minutes). A call in flight on the old channel fails and is
+        retried."""
+        with self._mu:
+            if not self._renewal.renew(code):
+                return
+            old = self._channel
+            self._channel = rpc.channel(self._opts.coordinator, self._opts.coordinator_ca)
+            self._stub = pb_grpc.CoordinatorStub(self._channel)
+        log.info("coordinator %s: unreachable for %.1f s; making the channel again",
+                 self._opts.coordinator, rpc.RENEW_SECONDS)
+        old.close()
+
     def _register_once(self, previous_id):
         role = (pb.WORKER_ROLE_EVALUATOR if getattr(self._opts, "role", "trainer") == "evaluator"
                 else pb.WORKER_ROLE_TRAINER)
-        reply = self._call(self._stub.Register, pb.RegisterRequest(
+        reply = self._call("Register", pb.RegisterRequest(
             host=self._opts.host_name, role=role, previous_id=previous_id))
         with self._mu:
             if previous_id != 0 and not reply.resumed:
@@ -102,7 +123,7 @@ class CoordinatorSession:
             log.warning("registered again as worker %d: worker %d was gone (its task went "
                         "back to the queue)", reply.worker_id, old_id)
 
-    def call(self, verb, make_request, method):
+    def call(self, verb, make_request):
         """A verb retried on transient failures, registering again when the
         coordinator lost this worker."""
         backoff = rpc.Backoff(self._opts.host_name)
@@ -110,7 +131,7 @@ class CoordinatorSession:
         while True:
             old_id = self.worker_id
             try:
-                return self._call(method, make_request(old_id))
+                return self._call(verb, make_request(old_id))
             except grpc.RpcError as e:
                 err = rpc.error(e)
             if err.code in rpc.TRANSIENT:
@@ -193,7 +214,7 @@ class CoordinatorSession:
                 wait = self._period()
                 continue
             try:
-                reply = self._call(self._stub.Heartbeat, request, timeout=max(self._period(), 1))
+                reply = self._call("Heartbeat", request, timeout=max(self._period(), 1))
             except grpc.RpcError as e:
                 err = rpc.error(e)
                 if self._hb_stop.is_set():
@@ -235,7 +256,7 @@ class CoordinatorSession:
             if left <= 0:
                 return False
             try:
-                reply = self._call(self._stub.Leave, pb.LeaveRequest(
+                reply = self._call("Leave", pb.LeaveRequest(
                     worker_id=self.worker_id, reason=reason, message=message), timeout=left)
                 log.info("left the job (%s)%s", pb.LeaveReason.Name(reason),
                          ", already gone" if reply.already_gone else "")
@@ -253,16 +274,14 @@ class CoordinatorSession:
         self._channel.close()
 
     def next_task(self):
-        return self.call("NextTask", lambda wid: pb.NextTaskRequest(worker_id=wid),
-                         self._stub.NextTask)
+        return self.call("NextTask", lambda wid: pb.NextTaskRequest(worker_id=wid))
 
     def report_evaluation(self, accuracy, loss, version, metrics=()):
         """The evaluator's result, with `metrics` (name, value) beside accuracy
         and loss; the job's phase after it."""
         return self.call("ReportEvaluation", lambda wid: pb.ReportEvaluationRequest(
             worker_id=wid, accuracy=accuracy, loss=loss, version=version,
-            metrics=[pb.EvalMetric(name=n, value=v) for n, v in metrics]),
-            self._stub.ReportEvaluation).phase
+            metrics=[pb.EvalMetric(name=n, value=v) for n, v in metrics])).phase
 
     def release_task(self, task_id, message):
         """Hands task `task_id` back untrained because the dataset's store
@@ -273,11 +292,10 @@ class CoordinatorSession:
         text = release_message(message)
         return self.call("ReleaseTask", lambda wid: pb.ReleaseTaskRequest(
             worker_id=wid, task_id=task_id, reason=pb.RELEASE_REASON_DATA_UNAVAILABLE,
-            message=text), self._stub.ReleaseTask)
+            message=text))
 
     def complete_task(self, task_id, reached):
         """`reached`: {incarnation: newest master version a push of the task reached}."""
         return self.call("CompleteTask", lambda wid: pb.CompleteTaskRequest(
             worker_id=wid, task_id=task_id,
-            reached=[pb.MasterPosition(incarnation=i, version=v) for i, v in reached.items()]),
-            self._stub.CompleteTask)
+            reached=[pb.MasterPosition(incarnation=i, version=v) for i, v in reached.items()]))

@@ -78,6 +78,7 @@ class MasterClient:
         self.buffers = ModuleBuffers(named_buffers)
         self._channel = None
         self._stub = None
+        self._renewal = rpc.ChannelRenewal()
         self.address = ""
         self.known_version = -1  # -1: pull a whole copy
         self.base_version = 0
@@ -93,18 +94,7 @@ class MasterClient:
         False when stopped meanwhile. A master that waits for its model
         (spec.model.fromTrainer) gets this one declared when `declare` (a
         trainer), and is waited for otherwise (the evaluator)."""
-        if self._channel is not None:
-            self._channel.close()
-        self._channel = rpc.channel(address, self.opts.master_ca, rpc.MASTER_CHANNEL_OPTIONS)
-        self._stub = pb_grpc.MasterStub(self._channel)
-        # Bytes in, bytes out: chunk_bytes.py serializes and parses.
-        self._push_pull_one = self._channel.unary_stream(PUSH_PULL)
-        self._push_pull_stream = self._channel.stream_stream(PUSH_PULL)
-        self._pull = self._channel.unary_stream(
-            PULL, request_serializer=pb.PullRequest.SerializeToString)
-        self._push = self._channel.stream_unary(
-            PUSH, response_deserializer=pb.PushResponse.FromString)
-        self.address = address
+        self._open(address)
         backoff = rpc.Backoff(self.opts.host_name)
         declared = False
         while True:
@@ -125,8 +115,10 @@ class MasterClient:
                     raise rpc.GaptrainError("master %s: %s: %s" % (
                         address, "DeclareModel" if declare and not declared else "Describe",
                         err))
+                self.note_outcome(err.code)
             if not self.stop.sleep(backoff.next()):
                 return False
+        self.note_outcome(None)
         check_layout(d.layout, self._named)
         self.buffers.check(d.layout)
         self.rule = d.rule
@@ -145,6 +137,30 @@ class MasterClient:
         log.info("master %s: job %s, rule %s, version %d, %d parameters", address, d.job_name,
                  d.rule, d.version, self.size)
         return True
+
+    def _open(self, address):
+        """A channel to the master at `address`, and the calls over it."""
+        if self._channel is not None:
+            self._channel.close()
+        self._channel = rpc.channel(address, self.opts.master_ca, rpc.MASTER_CHANNEL_OPTIONS)
+        self._stub = pb_grpc.MasterStub(self._channel)
+        # Bytes in, bytes out: chunk_bytes.py serializes and parses.
+        self._push_pull_one = self._channel.unary_stream(PUSH_PULL)
+        self._push_pull_stream = self._channel.stream_stream(PUSH_PULL)
+        self._pull = self._channel.unary_stream(
+            PULL, request_serializer=pb.PullRequest.SerializeToString)
+        self._push = self._channel.stream_unary(
+            PUSH, response_deserializer=pb.PushResponse.FromString)
+        self.address = address
+
+    def note_outcome(self, code, now=None):
+        """How the last call ended (a grpc.StatusCode, None for success):
+        calls failing on the network for a while make the channel again
+        (rpc.ChannelRenewal)."""
+        if self._renewal.renew(code, now) and self.address:
+            log.info("master %s: unreachable for %.1f s; making the channel again",
+                     self.address, rpc.RENEW_SECONDS)
+            self._open(self.address)
 
     def _declare(self):
         """This model as the job's (spec.model.fromTrainer): its layout,

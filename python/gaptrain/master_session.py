@@ -162,6 +162,7 @@ class MasterSession:
 
     def after_pull_failure(self, err):
         """RETRY or FAIL after pull() raised `err` (an Error)."""
+        self.client.note_outcome(err.code)
         if err.code in TRANSIENT:
             self._failing = True
             log.debug("master: Pull failed (%s); retrying", err)
@@ -174,6 +175,7 @@ class MasterSession:
     def after_push_failure(self, err):
         """What the loop does after push() raised `err` (an Error): RETRY,
         RECOMPUTE, SKIP or FAIL; refusals are counted in the metrics."""
+        self.client.note_outcome(err.code)
         if err.code in TRANSIENT:
             # Whether it was applied is unknown: recompute on fresh
             # parameters rather than apply the same gradient twice.
@@ -209,6 +211,7 @@ class MasterSession:
                 return self.client.base_version
             except (Error, grpc.RpcError) as e:
                 err = rpc.error(e) if isinstance(e, grpc.RpcError) else e
+                self.client.note_outcome(err.code)
                 if err.code not in TRANSIENT:
                     raise err
                 self._failing = True
@@ -231,6 +234,7 @@ class MasterSession:
                 return version
             except grpc.RpcError as e:
                 err = rpc.error(e)
+                self.client.note_outcome(err.code)
                 if err.code not in TRANSIENT:
                     raise err
                 self._failing = True
@@ -241,6 +245,7 @@ class MasterSession:
         self.client.close()
 
     def _answered(self):
+        self.client.note_outcome(None)
         if self._failing:  # a call succeeded after failed ones
             self._failing = False
             self.metrics.record_reconnect("master")

@@ -17,6 +17,8 @@ TRANSIENT = frozenset([
     grpc.StatusCode.ABORTED, grpc.StatusCode.DATA_LOSS, grpc.StatusCode.UNKNOWN,
     grpc.StatusCode.INTERNAL,
 ])
+# Failures on the network (the server away, or its name not found).
+NETWORK = frozenset([grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED])
 # The coordinator no longer counts this worker: register again.
 LOST_MEMBERSHIP = frozenset([grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND])
 
@@ -45,6 +47,9 @@ MASTER_CHANNEL_OPTIONS = CHANNEL_OPTIONS + [
     ("grpc.http2.write_buffer_size", 8 << 20),
     (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1),
 ]
+# How long calls fail on the network before a client makes its channel
+# again, and how often at most (ChannelRenewal).
+RENEW_SECONDS = 0.5
 COORDINATOR_DEADLINE = 10.0
 MASTER_DEADLINE = 30.0
 
@@ -94,6 +99,42 @@ class Stop:
     def sleep(self, seconds):
         """False when stopped meanwhile."""
         return not self._event.wait(seconds)
+
+
+class ChannelRenewal:
+    """When a client makes its channel again (gaptrain-worker's
+    services/net/channel_renewal.h). A channel whose lookup of the server's
+    name failed (a Kubernetes Service's name while its pod is not ready, or
+    is replaced) retries the lookup on a backoff of gRPC's own, 1 s growing
+    1.6 times per failure up to 2 minutes, which no channel option shortens
+    in gRPC 1.51: 16 s of failures after a few. So calls that keep failing
+    on the network for `interval` make a new channel, at most once per
+    `interval`; a new channel to the same address shares the old one's
+    connection when it has one, so an unneeded renewal costs a lookup."""
+
+    def __init__(self, interval=RENEW_SECONDS):
+        self._interval = interval
+        self._failing_since = None
+        self._renewed_at = None
+
+    def renew(self, code, now=None):
+        """The last call ended with `code` (None: it succeeded). True when
+        the caller should make its channel again; any answer from the server
+        ends the outage, and CANCELLED (the caller's own) changes nothing."""
+        if code == grpc.StatusCode.CANCELLED:
+            return False
+        now = time.monotonic() if now is None else now
+        if code not in NETWORK:
+            self._failing_since = None
+            return False
+        if self._failing_since is None:
+            self._failing_since = now
+        if now - self._failing_since < self._interval:
+            return False
+        if self._renewed_at is not None and now - self._renewed_at < self._interval:
+            return False
+        self._renewed_at = now
+        return True
 
 
 class Backoff:

@@ -10,6 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+import grpc  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
@@ -54,6 +55,40 @@ class MasterClientTest(unittest.TestCase):
         # Training still works through the aliased parameters.
         model(x).sum().backward()
         self.assertIsNotNone(model[0].weight.grad)
+
+
+class ChannelRenewalTest(unittest.TestCase):
+    """Calls failing on the network make the channel again after 0.5 s, at
+    most every 0.5 s (a failed lookup of the master's name otherwise backs
+    off for up to 2 minutes in gRPC); an answer ends the outage."""
+
+    def test_renews_after_the_interval_at_most_once_per_interval(self):
+        r = rpc.ChannelRenewal(interval=0.5)
+        down = grpc.StatusCode.UNAVAILABLE
+        self.assertFalse(r.renew(down, now=10.0))
+        self.assertFalse(r.renew(grpc.StatusCode.DEADLINE_EXCEEDED, now=10.4))
+        self.assertTrue(r.renew(down, now=10.5))
+        self.assertFalse(r.renew(down, now=10.9))
+        self.assertTrue(r.renew(down, now=11.0))
+        self.assertFalse(r.renew(grpc.StatusCode.CANCELLED, now=20.0))  # the caller's own
+        self.assertFalse(r.renew(None, now=20.0))  # answered: the outage is over
+        self.assertFalse(r.renew(down, now=30.0))
+        self.assertFalse(r.renew(grpc.StatusCode.FAILED_PRECONDITION, now=30.6))  # an answer
+        self.assertFalse(r.renew(down, now=30.7))
+        self.assertTrue(r.renew(down, now=31.2))
+
+    def test_the_master_client_makes_its_channel_again(self):
+        model = nn.Linear(2, 2)
+        opts = types.SimpleNamespace(token="t", master_ca="")
+        client = MasterClient(opts, None, _Session(), model.named_parameters())
+        client._open("127.0.0.1:1")
+        first = client._channel
+        client.note_outcome(grpc.StatusCode.UNAVAILABLE, now=100.0)
+        self.assertIs(client._channel, first)
+        client.note_outcome(grpc.StatusCode.UNAVAILABLE, now=100.6)
+        self.assertIsNot(client._channel, first)
+        self.assertEqual(client.address, "127.0.0.1:1")
+        client.close()
 
 
 class ModuleBuffersTest(unittest.TestCase):
