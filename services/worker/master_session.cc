@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -50,15 +51,9 @@ Status MasterSession::Connect(const std::string& address, Model* model, RetryLoo
   // not count the rounding as a move).
   if (echo_ && job_.training.wire_type == "bf16") echo_type_ = proto::BFLOAT16;
   if (echo_ && echo_type_ == proto::BFLOAT16) echo_bf16_.assign(p_, 0);
-  const bool was_dana_slim = dana_slim_ && velocity_.size() == p_;
   dana_slim_ = d.rule() == "dana-slim";
-  if (dana_slim_ && !was_dana_slim) {
-    momentum_ = static_cast<float>(job_.training.optimizer.momentum);
-    weight_decay_ = static_cast<float>(job_.training.optimizer.weight_decay);
-    velocity_.assign(p_, 0.0f);
-    next_velocity_.assign(p_, 0.0f);
-    u_.assign(p_, 0.0f);
-  }
+  momentum_ = static_cast<float>(job_.training.optimizer.momentum);
+  weight_decay_ = static_cast<float>(job_.training.optimizer.weight_decay);
   return Status::OK();
 }
 
@@ -163,6 +158,11 @@ void MasterSession::AcceptPulled(const MasterClient::PullResult& r) {
 
 const float* MasterSession::Gradient() {
   if (!dana_slim_) return model_->gradients();
+  if (velocity_.size() != p_) {  // the first push: v = 0 (an evaluator never gets here)
+    velocity_.assign(p_, 0.0f);
+    next_velocity_.assign(p_, 0.0f);
+    u_.assign(p_, 0.0f);
+  }
   // u = g' + γv' with g' = g + λx and v' = γv + g'; v' is kept only when
   // the push is accepted.
   const Model& model = *model_;
@@ -215,7 +215,6 @@ Status MasterSession::Push(float loss, SampleRange positions, proto::PushRespons
   Status s = SendGradient(Gradient(), loss, reply);
   if (!s.ok()) {
     known_version_ = -1;  // pull a whole copy before computing again
-    pulled_with_push_ = false;
     return s;
   }
   const double seconds = push_seconds_.AddSince(start);
