@@ -1,6 +1,6 @@
 // JobStatus: a TrainingJob's status, typed, as the reconcile reads the
-// observed one and writes the next (the CRD's status schema:
-// operator/crd/trainingjob_crd.cc, docs/trainingjob.md).
+// observed one and writes the next; JobStatusSchema, beside it, is the
+// CRD's schema of status (docs/trainingjob.md lists it).
 //
 // What callers may rely on:
 //   - ReadJobStatus never fails: a status written by an older operator, or
@@ -13,8 +13,9 @@
 //     absent: conditions (job_conditions.h), display (progress_display.h),
 //     output (the export), autoscale (job_autoscale.h), gang
 //     (gang_release.h).
-//   - Every status the reconcile writes is checked against the CRD's
-//     schema by reconcile_test, and a full JobStatus by job_status_test.
+//   - Every status the reconcile writes is checked against the schema by
+//     reconcile_test; job_status_test checks a full JobStatus writes every
+//     property the schema has.
 
 #ifndef GAPTRAIN_OPERATOR_TRAININGJOB_JOB_STATUS_H_
 #define GAPTRAIN_OPERATOR_TRAININGJOB_JOB_STATUS_H_
@@ -83,6 +84,12 @@ struct JobStatus {
 };
 
 JobStatus ReadJobStatus(const nlohmann::json& status);
+
+// The CRD's schema of status (operator/crd puts it in the CRD;
+// docs/trainingjob.md lists it): kept here, beside the struct it
+// describes, so that a field is added to both at once (job_status_test
+// checks they agree).
+nlohmann::ordered_json JobStatusSchema();
 
 }  // namespace trainingjob
 }  // namespace gaptrain
