@@ -8,7 +8,8 @@
 //     as unset (a count as 0), and fields this operator does not know are
 //     dropped (the API server prunes them anyway).
 //   - ToJson writes the fields that are set (a count always, as the
-//     schema's counters are never absent); ReadJobStatus(ToJson(s)) == s.
+//     schema's counters are never absent), and reading it back writes the
+//     same: ReadJobStatus(s.ToJson()).ToJson() == s.ToJson().
 //   - Sections that other files compute stay JSON objects here, {} meaning
 //     absent: conditions (job_conditions.h), display (progress_display.h),
 //     output (the export), autoscale (job_autoscale.h), gang
@@ -32,10 +33,6 @@ namespace trainingjob {
 // status.replicaStatuses.<Type>: pods of one replica type.
 struct ReplicaCounts {
   int64_t active = 0, ready = 0, succeeded = 0, failed = 0;
-  bool operator==(const ReplicaCounts& o) const {
-    return active == o.active && ready == o.ready && succeeded == o.succeeded &&
-           failed == o.failed;
-  }
 };
 
 // status.workers: the trainers, for the scale subresource and kubectl get.
@@ -43,10 +40,6 @@ struct WorkersStatus {
   int64_t active = 0, ready = 0, desired = 0;
   std::string selector;  // the trainers' pods' label selector
   std::string summary;   // "ready/desired"
-  bool operator==(const WorkersStatus& o) const {
-    return active == o.active && ready == o.ready && desired == o.desired &&
-           selector == o.selector && summary == o.summary;
-  }
 };
 
 // status.progress: training as the coordinator and the master report it.
@@ -57,10 +50,8 @@ struct JobProgress {
   std::map<std::string, double> test_metrics;  // the latest evaluation's others
   std::optional<double> mean_gap, mean_staleness, updates_per_second;
 
-  bool empty() const { return ToJson().empty(); }
   nlohmann::json ToJson() const;
   static JobProgress FromJson(const nlohmann::json& progress);
-  bool operator==(const JobProgress& o) const { return ToJson() == o.ToJson(); }
 };
 
 struct JobStatus {

@@ -123,10 +123,10 @@ class ChannelRenewal:
         ends the outage, and CANCELLED (the caller's own) changes nothing."""
         if code == grpc.StatusCode.CANCELLED:
             return False
-        now = time.monotonic() if now is None else now
-        if code not in NETWORK:
+        if code not in NETWORK:  # every answered call: no clock read
             self._failing_since = None
             return False
+        now = time.monotonic() if now is None else now
         if self._failing_since is None:
             self._failing_since = now
         if now - self._failing_since < self._interval:

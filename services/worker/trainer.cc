@@ -60,7 +60,6 @@ Status Trainer::Setup() {
   GAPTRAIN_RETURN_IF_ERROR(CreateJobModel(job_, ModelInputOf(train_), shuffle_seed_, &model_));
   device_ = PlaceJobModel(model_.get(), options_.device, options_.mirror_on_cpu_for_testing);
   if (metrics_ != nullptr) metrics_->SetDevice(device_);
-  p_ = model_->layout().size();
   loader_ = std::make_unique<BatchLoader>(train_, reg.batch_size());
   images_.assign(loader_->images_buffer_size(), 0.0f);
   labels_.assign(loader_->labels_buffer_size(), 0);
@@ -69,7 +68,7 @@ Status Trainer::Setup() {
   GAPTRAIN_RETURN_IF_ERROR(master_.Connect(reg.master_address(), model_.get(), &loop));
   master_.AdoptMasterBuffers();
   spdlog::info("trainer ready: {} parameters, batch {}, {} training samples, computing on {}{}",
-               p_, reg.batch_size(), train_.size(), device_,
+               model_->layout().size(), reg.batch_size(), train_.size(), device_,
                master_.dana_slim() ? ", DANA-Slim momentum on this worker" : "");
   return Status::OK();
 }

@@ -129,7 +129,6 @@ class Trainer {
   std::unique_ptr<BatchLoader> loader_;
   std::vector<float> images_;
   std::vector<int64_t> labels_;
-  size_t p_ = 0;
   uint64_t shuffle_seed_ = 0;
   uint32_t order_epoch_ = UINT32_MAX;
   std::vector<uint32_t> order_;
