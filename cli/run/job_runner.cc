@@ -115,7 +115,7 @@ void JobRunner::Observe() {
 }
 
 bool JobRunner::RestartAfterFailure(JobProcess process, const std::string& service,
-                                    Process* ended, Status (LocalJob::*start)()) {
+                                    Process* ended, const std::function<Status()>& start) {
   const RestartDecision decision =
       DecideRestart(ProcessEndOf(process, ended->wait_status()), job_.workers.restart_policy);
   if (decision.counts_as_failure) ++failures_;
@@ -126,7 +126,7 @@ bool JobRunner::RestartAfterFailure(JobProcess process, const std::string& servi
         local_.LogFile(service));
     return true;
   }
-  Status s = (local_.*start)();
+  Status s = start();
   if (!s.ok()) {
     error_ = "cannot restart " + service + ": " + s.ToString();
     return false;
@@ -177,10 +177,13 @@ bool JobRunner::Supervise() {
   // Workers start in parallel and report their metrics ports when ready.
   bool changed = local_.RefreshWorkerPorts();
   // The control plane always comes back (a Deployment would restart it).
-  if (!master_down_by_chaos_ && !local_.master()->Running()) {
-    Say("master exited (" + DescribeWaitStatus(local_.master()->wait_status()) + ")");
-    if (!RestartAfterFailure(JobProcess::kMaster, "master", local_.master(),
-                             &LocalJob::StartMaster)) {
+  for (size_t shard = 0; shard < local_.master_count(); ++shard) {
+    // Chaos stops shard 0 on purpose.
+    if ((shard == 0 && master_down_by_chaos_) || local_.master(shard)->Running()) continue;
+    const std::string name = local_.MasterName(shard);
+    Say(name + " exited (" + DescribeWaitStatus(local_.master(shard)->wait_status()) + ")");
+    if (!RestartAfterFailure(JobProcess::kMaster, name, local_.master(shard),
+                             [this, shard] { return local_.StartMaster(shard); })) {
       return false;
     }
     ++master_restarts_;
@@ -189,7 +192,7 @@ bool JobRunner::Supervise() {
   if (!local_.coordinator()->Running()) {
     Say("coordinator exited (" + DescribeWaitStatus(local_.coordinator()->wait_status()) + ")");
     if (!RestartAfterFailure(JobProcess::kCoordinator, "coordinator", local_.coordinator(),
-                             &LocalJob::StartCoordinator)) {
+                             [this] { return local_.StartCoordinator(); })) {
       return false;
     }
     changed = true;
@@ -205,7 +208,7 @@ bool JobRunner::Supervise() {
     Say("evaluator exited (" + DescribeWaitStatus(local_.evaluator()->wait_status()) +
         (local_.EvaluatorReported() ? ")" : ", during start-up)"));
     if (!RestartAfterFailure(JobProcess::kEvaluator, "evaluator", local_.evaluator(),
-                             &LocalJob::StartEvaluator)) {
+                             [this] { return local_.StartEvaluator(); })) {
       return false;
     }
     changed = true;
@@ -423,8 +426,11 @@ int JobRunner::Run(RunSummary* summary) {
                                    std::to_string(job_.workers.Ceiling()) + " trainers)";
   Say("job " + job_.name + ": " + std::to_string(local_.trainer_count()) +
       " trainers and an evaluator" + autoscaled + "; run directory " + run_dir_->path());
-  Say("  master      " + local_.master_address() + "  metrics http://127.0.0.1:" +
-      std::to_string(local_.master_http_port()) + "/metrics");
+  for (size_t i = 0; i < local_.master_count(); ++i) {
+    Say("  " + local_.MasterName(i) + std::string(12 - std::min<size_t>(11, local_.MasterName(i).size()), ' ') +
+        local_.master_address(i) + "  metrics http://127.0.0.1:" +
+        std::to_string(local_.master_http_port(i)) + "/metrics");
+  }
   Say("  coordinator " + local_.coordinator_address() + "  status  http://127.0.0.1:" +
       std::to_string(local_.coordinator_http_port()) + "/status");
   Say("  every service's /metrics: " + run_dir_->path() +
@@ -487,9 +493,9 @@ void JobRunner::Finish(bool interrupted, RunSummary* summary) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
-  if (local_.master() != nullptr) {
-    Observe();  // the master's last counters
-    local_.master()->Stop(std::chrono::seconds(60));
+  if (local_.master() != nullptr) Observe();  // the master's last counters
+  for (size_t shard = 0; shard < local_.master_count(); ++shard) {
+    if (local_.master(shard) != nullptr) local_.master(shard)->Stop(std::chrono::seconds(60));
   }
   // The coordinator's gRPC server waits, up to its shutdown deadline, for
   // a client that keeps its connection open: ours goes first.

@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,7 +85,7 @@ class JobRunner {
   // the operator's too) decide. False when the run ends: the limit is
   // spent, too few trainers can still run, or it cannot be restarted.
   bool RestartAfterFailure(JobProcess process, const std::string& service, Process* ended,
-                           Status (LocalJob::*start)());
+                           const std::function<Status()>& start);
   bool RestartTrainerAfterFailure(size_t index);
   // Whether the job's losses so far end it (services/jobplan); sets
   // error_ and failure_reason_ when they do. `service`: the last lost.

@@ -18,6 +18,8 @@ std::string Loopback(uint16_t port) { return "127.0.0.1:" + std::to_string(port)
 }  // namespace
 
 LocalJob::LocalJob(Options options) : options_(std::move(options)) {
+  masters_.resize(std::max<uint32_t>(options_.master_shards, 1));
+  master_ports_.assign(masters_.size(), {0, 0});
   trainers_.resize(options_.trainers);
   trainer_ports_.assign(options_.trainers, {0});
   for (const char* dir : {"logs", "ports", "coordinator", "checkpoints"}) {
@@ -31,7 +33,9 @@ std::string LocalJob::LogFile(const std::string& service) const {
   return options_.run_dir + "/logs/" + service + ".log";
 }
 
-std::string LocalJob::master_address() const { return Loopback(master_ports_[0]); }
+std::string LocalJob::master_address(size_t shard) const {
+  return Loopback(master_ports_[shard][0]);
+}
 std::string LocalJob::coordinator_address() const { return Loopback(coordinator_ports_[0]); }
 
 std::string LocalJob::PortsFile(const std::string& service) const {
@@ -76,20 +80,25 @@ JobFiles LocalJob::Files() const {
   return files;
 }
 
-Status LocalJob::StartMaster() {
+Status LocalJob::StartMaster(size_t shard) {
+  if (shard >= masters_.size()) return Status::OutOfRange("no master " + std::to_string(shard));
   // A restart keeps the gRPC port: the coordinator and workers know it.
   MasterPlacement placement;
-  placement.listen = Loopback(master_ports_[0]);
+  placement.listen = Loopback(master_ports_[shard][0]);
   placement.checkpoint_dir = CheckpointDir(options_.run_dir);
-  return Launch("master", options_.binaries.master, MasterArgs(Files(), placement), 2,
-                /*wait=*/true, &master_, &master_ports_);
+  placement.shard = static_cast<uint32_t>(shard);
+  placement.shards = static_cast<uint32_t>(masters_.size());
+  return Launch(MasterName(shard), options_.binaries.master, MasterArgs(Files(), placement), 2,
+                /*wait=*/true, &masters_[shard], &master_ports_[shard]);
 }
 
 Status LocalJob::StartCoordinator() {
   CoordinatorPlacement placement;
   placement.listen = Loopback(coordinator_ports_[0]);
   placement.state_dir = options_.run_dir + "/coordinator";
-  placement.master = master_address();
+  for (size_t i = 0; i < masters_.size(); ++i) {
+    placement.master += (i == 0 ? "" : ",") + master_address(i);
+  }
   return Launch("coordinator", options_.binaries.coordinator,
                 CoordinatorArgs(Files(), placement), 2, /*wait=*/true, &coordinator_,
                 &coordinator_ports_);
@@ -165,7 +174,7 @@ bool LocalJob::RefreshWorkerPorts() {
 }
 
 Status LocalJob::StartAll() {
-  GAPTRAIN_RETURN_IF_ERROR(StartMaster());
+  for (size_t i = 0; i < masters_.size(); ++i) GAPTRAIN_RETURN_IF_ERROR(StartMaster(i));
   GAPTRAIN_RETURN_IF_ERROR(StartCoordinator());
   GAPTRAIN_RETURN_IF_ERROR(StartEvaluator());
   for (size_t i = 0; i < trainers_.size(); ++i) GAPTRAIN_RETURN_IF_ERROR(StartTrainer(i));
@@ -174,8 +183,10 @@ Status LocalJob::StartAll() {
 
 std::vector<LocalJob::MetricsTarget> LocalJob::targets() {
   std::vector<MetricsTarget> targets;
-  if (master_ && master_->Running()) {
-    targets.push_back({"master", "master", "master", Loopback(master_ports_[1])});
+  for (size_t i = 0; i < masters_.size(); ++i) {
+    if (masters_[i] && masters_[i]->Running()) {
+      targets.push_back({MasterName(i), "master", "master", Loopback(master_ports_[i][1])});
+    }
   }
   if (coordinator_ && coordinator_->Running()) {
     targets.push_back({"coordinator", "coordinator", "coordinator", Loopback(coordinator_ports_[1])});

@@ -67,6 +67,7 @@ class LocalJob {
     std::string run_dir;
     std::string token;
     uint32_t trainers = 1;
+    uint32_t master_shards = 1;  // spec.master.shards: one master process each
     uint32_t threads_per_worker = 1;
     double worker_grace_seconds = 10;  // a trainer's --grace-seconds
     std::string data_cache;            // the workers' --data-cache; empty: none
@@ -112,7 +113,7 @@ class LocalJob {
 
   // (Re)start one process. A process still running is an error; so is a
   // trainer index at or above trainer_count().
-  Status StartMaster();
+  Status StartMaster(size_t shard = 0);
   Status StartCoordinator();
   Status StartEvaluator();
   Status StartTrainer(size_t index);
@@ -130,15 +131,22 @@ class LocalJob {
     return !options_.trainer_command.argv.empty() && index < options_.template_trainers;
   }
 
+  // The masters: one per shard of θ; "master" when there is one, else
+  // "master-I".
+  size_t master_count() const { return masters_.size(); }
+  std::string MasterName(size_t shard) const {
+    return masters_.size() == 1 ? "master" : "master-" + std::to_string(shard);
+  }
+
   // Null until started.
-  Process* master() { return master_.get(); }
+  Process* master(size_t shard = 0) { return masters_[shard].get(); }
   Process* coordinator() { return coordinator_.get(); }
   Process* evaluator() { return evaluator_.get(); }
   Process* trainer(size_t index) { return trainers_[index].get(); }
 
-  std::string master_address() const;       // gRPC
-  std::string coordinator_address() const;  // gRPC
-  uint16_t master_http_port() const { return master_ports_[1]; }
+  std::string master_address(size_t shard = 0) const;  // gRPC
+  std::string coordinator_address() const;             // gRPC
+  uint16_t master_http_port(size_t shard = 0) const { return master_ports_[shard][1]; }
   uint16_t coordinator_http_port() const { return coordinator_ports_[1]; }
 
   // The /metrics endpoints of the processes running now.
@@ -164,9 +172,9 @@ class LocalJob {
   WorkerPlacement Worker(const std::string& name, const std::string& role) const;
 
   Options options_;
-  std::unique_ptr<Process> master_, coordinator_, evaluator_;
-  std::vector<std::unique_ptr<Process>> trainers_;
-  std::vector<uint16_t> master_ports_ = {0, 0};       // gRPC, HTTP
+  std::unique_ptr<Process> coordinator_, evaluator_;
+  std::vector<std::unique_ptr<Process>> masters_, trainers_;
+  std::vector<std::vector<uint16_t>> master_ports_;   // per shard: gRPC, HTTP
   std::vector<uint16_t> coordinator_ports_ = {0, 0};  // gRPC, HTTP
   std::vector<uint16_t> evaluator_ports_ = {0};       // HTTP
   std::vector<std::vector<uint16_t>> trainer_ports_;

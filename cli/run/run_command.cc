@@ -182,6 +182,7 @@ int RunCommand(const std::vector<std::string>& args) {
   local.data_cache = DataCacheDir(data_cache, std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"),
                                   dir->path());
   local.trainers = job.workers.replicas;
+  local.master_shards = job.master.shards;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   // An autoscaled job is sized for its most trainers.
   const uint32_t most_trainers =

@@ -125,7 +125,12 @@ Status RunDir::StoreManifest(const std::string& yaml_text, std::string* stored_p
 Status RunDir::WriteEndpoints(const std::string& job_name, LocalJob* job, pid_t launcher) {
   nlohmann::json endpoints;
   endpoints["launcherPid"] = launcher;
-  endpoints["master"] = job->master_address();
+  endpoints["master"] = job->master_address();  // shard 0's
+  if (job->master_count() > 1) {
+    nlohmann::json shards = nlohmann::json::array();
+    for (size_t i = 0; i < job->master_count(); ++i) shards.push_back(job->master_address(i));
+    endpoints["masters"] = shards;
+  }
   endpoints["coordinator"] = job->coordinator_address();
   nlohmann::json metrics = nlohmann::json::object();
   const std::vector<LocalJob::MetricsTarget> targets = job->targets();
@@ -137,7 +142,7 @@ Status RunDir::WriteEndpoints(const std::string& job_name, LocalJob* job, pid_t 
   auto add_pid = [&pids](const std::string& service, Process* p) {
     if (p != nullptr && p->Running()) pids[service] = p->pid();
   };
-  add_pid("master", job->master());
+  for (size_t i = 0; i < job->master_count(); ++i) add_pid(job->MasterName(i), job->master(i));
   add_pid("coordinator", job->coordinator());
   add_pid("evaluator", job->evaluator());
   for (size_t i = 0; i < job->trainer_count(); ++i) {

@@ -227,6 +227,8 @@ std::vector<Broken> BrokenJobs() {
        "{data: {path: /data}, training: {epochs: 1, mode: sync, sync: {backupWorkers: 2}}, "
        "workers: {replicas: 2}}",
        kRuleBackupWorkers},
+      {"two masters, which the operator does not run yet", "two-masters",
+       "{data: {path: /data}, training: {epochs: 1}, master: {shards: 2}}", kRuleClusterShards},
   };
 }
 

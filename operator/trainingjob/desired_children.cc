@@ -426,6 +426,10 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
       name.size() > kMaxClusterJobNameLength) {
     return Status::InvalidArgument(kRuleClusterJobName.Text() + ", got '" + name + "'");
   }
+  if (spec.master.shards != 1) {
+    return Status::InvalidArgument(kRuleClusterShards.Text() + ", got " +
+                                   std::to_string(spec.master.shards));
+  }
   if (UidOf(job).empty()) return Status::InvalidArgument("metadata.uid: is required");
   if (spec.model.from_trainer) {
     // Every replica that holds a model runs the user's code (the SDK).

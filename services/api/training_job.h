@@ -51,8 +51,8 @@ constexpr char kQuantityPattern[] = "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G
 constexpr char kQuantityMeaning[] = "a Kubernetes quantity such as 5Gi or 500M";
 
 // The rules between fields, each as the error names it: the field's path
-// and why. ParseTrainingJob checks all but the two marked "on a cluster"
-// (adding the values it saw), the operator those two before it creates
+// and why. ParseTrainingJob checks all but those marked "on a cluster"
+// (adding the values it saw), the operator those before it creates
 // anything; the CRD (operator/crd) states every one as a CEL rule whose
 // message is Text(), so `kubectl apply` refuses with the same words the
 // operator would fail the job with. One place, so the two cannot drift.
@@ -91,6 +91,12 @@ inline constexpr JobRule kRuleClusterJobName{
     "metadata.name",
     "on a cluster it must start with a letter and have at most 51 characters "
     "(NAME-coordinator names a Service, a DNS label)"};
+// On a cluster: the operator runs one master pod so far; `gaptrain run`
+// runs spec.master.shards master processes.
+inline constexpr JobRule kRuleClusterShards{
+    "spec.master.shards",
+    "on a cluster it must be 1 for now (the operator runs one master pod; gaptrain run runs "
+    "several)"};
 // Files gaptrain reads have a path and their own size; data the trainers'
 // code reads (format custom or shards) has a size, and its path is the
 // user's.
@@ -515,6 +521,10 @@ inline const FieldSectionOf<CheckpointSpec>& CheckpointFields() {
 }
 
 struct MasterSpec {
+  // θ is cut into this many ranges, each held by its own master process
+  // (pod), with its own rule state, checkpoints and metrics
+  // (services/engine/shard_plan.h).
+  uint32_t shards = 1;
   CheckpointSpec checkpoint;
   uint32_t update_threads = 0;  // 0: one per CPU the master may use
   std::string template_yaml;
@@ -524,6 +534,11 @@ inline const FieldSectionOf<MasterSpec>& MasterFields() {
   using S = MasterSpec;
   using F = FieldsOf<S>;
   static const FieldSectionOf<S> fields({
+      F::Integer("shards", &S::shards,
+                 "parameter-server processes θ is split over, each holding a contiguous range "
+                 "of it with its own rule state, checkpoints and metrics")
+          .AtLeast(1)
+          .Limit(64, "each shard is a pod every trainer holds a connection to"),
       F::Section("checkpoint", &S::checkpoint, CheckpointFields(), "the master's checkpoints"),
       F::Integer("updateThreads", &S::update_threads,
                  "threads that apply each update; 0: one per CPU the master may use")

@@ -51,6 +51,7 @@ std::vector<std::string> MasterArgs(const JobFiles& files, const MasterPlacement
   args.insert(args.end(), {"--http-port", std::to_string(master.http_port)});
   AddIfSet(&args, "--token-file", files.token_file);
   args.insert(args.end(), {"--checkpoint-dir", master.checkpoint_dir});
+  if (master.shards > 1) args.insert(args.end(), {"--shard", std::to_string(master.shard)});
   if (!files.tls_cert.empty()) {
     args.insert(args.end(), {"--tls-cert", files.tls_cert, "--tls-key", files.tls_key});
   }

@@ -32,13 +32,18 @@ struct MasterPlacement {
   std::string listen;  // host:port
   int http_port = 0;   // 0: any free port (then read from --ports-file)
   std::string checkpoint_dir;
+  // spec.master.shards: which range of θ this master holds, of how many
+  // (--shard only when there are several).
+  uint32_t shard = 0;
+  uint32_t shards = 1;
 };
 
 struct CoordinatorPlacement {
   std::string listen;
   int http_port = 0;
   std::string state_dir;
-  std::string master;             // the master's host:port
+  // The masters' host:port, comma-separated, shard 0 first (--master).
+  std::string master;
   std::string status_token_file;  // --status-token-file; empty: /status is open
 };
 

@@ -39,6 +39,12 @@ TEST(ServiceCommandsTest, TheMasterOnAClusterAndLocally) {
   EXPECT_EQ(MasterArgs(LocalFiles(), m),
             (Args{"--job", "/run/job.yaml", "--listen", "127.0.0.1:0", "--http-address",
                   "127.0.0.1", "--http-port", "0", "--checkpoint-dir", "/run/checkpoints"}));
+  // One of several shards of θ says which; one master alone never does.
+  m = {"127.0.0.1:0", 0, "/run/checkpoints", /*shard=*/1, /*shards=*/2};
+  EXPECT_EQ(MasterArgs(LocalFiles(), m),
+            (Args{"--job", "/run/job.yaml", "--listen", "127.0.0.1:0", "--http-address",
+                  "127.0.0.1", "--http-port", "0", "--checkpoint-dir", "/run/checkpoints",
+                  "--shard", "1"}));
 }
 
 TEST(ServiceCommandsTest, TheCoordinatorOnAClusterAndLocally) {

@@ -47,6 +47,9 @@ grpc::Status AwaitingModelService::Describe(grpc::ServerContext* context,
   response->set_echo_type(options_.echo_type);
   *response->mutable_incarnation() = options_.incarnation;
   response->set_awaiting_model(true);
+  // The range follows from the declared layout: index and count only.
+  response->mutable_shard()->set_index(options_.shard_index);
+  response->mutable_shard()->set_count(options_.shard_count);
   return grpc::Status::OK;
 }
 
@@ -55,7 +58,7 @@ grpc::Status AwaitingModelService::DeclareModel(
     proto::DeclareModelResponse* response) {
   grpc::Status auth = AuthorizeBearer(*context, options_.token);
   if (!auth.ok()) return auth;
-  DeclarationAssembler assembler;
+  DeclarationAssembler assembler(options_.shard_index, options_.shard_count);
   proto::ModelDeclaration message;
   uint32_t worker = 0;
   while (reader->Read(&message)) {
@@ -80,6 +83,10 @@ grpc::Status AwaitingModelService::DeclareModel(
   spdlog::info("worker {} declared the model: {} tensors, {} parameters, {} buffers", worker,
                model.layout.num_tensors(), model.layout.size(),
                model.buffer_layout.buffers().size());
+  if (options_.shard_count > 1) {
+    spdlog::info("this master holds shard {} of {}: parameters [{}, {})", model.shard.index,
+                 model.shard.count, model.shard.begin, model.shard.end);
+  }
   adopted_layouts_.emplace(model.layout, model.buffer_layout);
   adopted_ = std::move(model);
   changed_.notify_all();

@@ -36,6 +36,9 @@ class AwaitingModelService final : public proto::Master::Service {
     bool needs_echo = false;
     proto::WireType echo_type = proto::FLOAT32;
     proto::MasterIncarnation incarnation;
+    // spec.master.shards: the range this master will hold, of how many.
+    uint32_t shard_index = 0;
+    uint32_t shard_count = 1;
   };
 
   explicit AwaitingModelService(Options options) : options_(std::move(options)) {}

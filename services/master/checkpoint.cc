@@ -172,6 +172,15 @@ Status BuildHeader(const ParameterStore& store, const CheckpointMeta& meta, cons
   }
   for (WorkerId w : meta.workers) header.add_workers(w);
   header.set_incarnation(meta.incarnation);
+  if (meta.shard.count > 1) {
+    proto::ShardRange* shard = header.mutable_shard();
+    shard->set_index(meta.shard.index);
+    shard->set_count(meta.shard.count);
+    shard->set_begin(meta.shard.begin);
+    shard->set_end(meta.shard.end);
+    LayoutToProto(meta.model_layout, header.mutable_model());
+    BufferLayoutToProto(meta.model_buffers, header.mutable_model());
+  }
 
   if (header.ByteSizeLong() > kMaxHeaderBytes) {
     return invalid("header of " + std::to_string(header.ByteSizeLong()) +
@@ -186,7 +195,37 @@ struct ParsedHeader {
   ParameterLayout layout;
   std::vector<std::pair<std::string, DType>> buffers;
   BufferLayout module_buffers;
+  ShardRange shard;
+  ParameterLayout model_layout;
+  BufferLayout model_buffers;
 };
+
+// The shard a file holds, checked against its layout: the whole model's
+// must cut to it (shard_plan.h).
+Status ValidateShard(const proto::CheckpointHeader& header, const std::string& path,
+                     ParsedHeader* out) {
+  const proto::ShardRange& s = header.shard();
+  if (s.count() <= 1) {
+    out->shard = ShardRange{0, 1, 0, out->layout.size()};
+    out->model_layout = out->layout;
+    out->model_buffers = out->module_buffers;
+    return Status::OK();
+  }
+  Status parsed = LayoutFromProto(header.model(), &out->model_layout);
+  if (parsed.ok()) parsed = BufferLayoutFromProto(header.model(), &out->model_buffers);
+  if (!parsed.ok()) return Corrupt(path, "header: model: " + parsed.message());
+  std::vector<ShardRange> plan;
+  if (s.index() >= s.count() || !PlanShards(out->model_layout, s.count(), &plan).ok() ||
+      plan[s.index()].begin != s.begin() || plan[s.index()].end != s.end() ||
+      ShardLayout(out->model_layout, plan[s.index()]) != out->layout) {
+    return Corrupt(path, "header: shard " + std::to_string(s.index()) + " of " +
+                             std::to_string(s.count()) + " [" + std::to_string(s.begin()) +
+                             ", " + std::to_string(s.end()) +
+                             ") is not that part of the model's layout");
+  }
+  out->shard = plan[s.index()];
+  return Status::OK();
+}
 
 Status ValidateHeader(const proto::CheckpointHeader& header, uint64_t data_length,
                       const std::string& path, ParsedHeader* out) {
@@ -231,6 +270,7 @@ Status ValidateHeader(const proto::CheckpointHeader& header, uint64_t data_lengt
                              std::to_string(out->module_buffers.bytes()));
   }
   expected += header.model_buffer_bytes();  // <= 4 MiB
+  GAPTRAIN_RETURN_IF_ERROR(ValidateShard(header, path, out));
   if (expected != data_length) {
     return Corrupt(path, "data length " + std::to_string(data_length) + " differs from the " +
                              std::to_string(expected) + " bytes the header describes");
@@ -401,6 +441,9 @@ Status ReadCheckpoint(const std::string& path, std::unique_ptr<ParameterStore>* 
     meta->buffer_layout = std::move(parsed.module_buffers);
     meta->buffer_values = std::move(module_buffer_values);
     meta->buffer_merges = header.model_buffer_merges();
+    meta->shard = parsed.shard;
+    meta->model_layout = std::move(parsed.model_layout);
+    meta->model_buffers = std::move(parsed.model_buffers);
   }
   *store = std::move(loaded);
   return Status::OK();

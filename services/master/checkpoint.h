@@ -48,6 +48,7 @@
 #include "services/base/status.h"
 #include "services/engine/buffer_layout.h"
 #include "services/engine/parameter_store.h"
+#include "services/engine/shard_plan.h"
 
 namespace gaptrain {
 
@@ -69,6 +70,14 @@ struct CheckpointMeta {
   BufferLayout buffer_layout;
   std::string buffer_values;
   uint64_t buffer_merges = 0;
+  // spec.master.shards: the part of θ the store holds (its layout is
+  // ShardLayout(model_layout, shard)) and the whole model's layouts; the
+  // module's buffers are shard 0's. A file of the whole model reads as
+  // shard 0 of 1 with the store's and the buffers' layouts; written so
+  // when shard.count <= 1.
+  ShardRange shard;
+  ParameterLayout model_layout;
+  BufferLayout model_buffers;
 };
 
 // Writes `store` and `meta` to `path` with an AtomicFile

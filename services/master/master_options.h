@@ -21,6 +21,9 @@ struct MasterOptions {
   std::string checkpoint_dir;             // --checkpoint-dir: overrides the job's
   uint64_t train_samples = 0;             // --train-samples: else read the dataset
   uint64_t model_seed = 1;                // --model-seed: initial parameters
+  // --shard I: which of spec.master.shards ranges of θ this master holds;
+  // the checkpoints go to DIR/shard-I when the job has several.
+  uint64_t shard = 0;
 };
 
 // Parses flags (argv[0] excluded) and $GAPTRAIN_TOKEN. Errors name the

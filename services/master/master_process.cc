@@ -25,6 +25,7 @@ namespace {
 DeclaredModel DeclarationOf(const Model& model) {
   DeclaredModel d;
   d.layout = model.layout();
+  d.shard = ShardRange{0, 1, 0, model.layout().size()};
   d.values.assign(model.parameters(), model.parameters() + model.layout().size());
   d.buffer_layout = model.buffer_layout();
   d.buffer_values.assign(model.buffer_layout().bytes(), '\0');
@@ -45,6 +46,14 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   std::unique_ptr<MasterProcess> p(new MasterProcess());
   p->job_ = job;
   p->options_ = options;
+  const uint32_t shards = job.master.shards;
+  if (options.shard >= shards) {
+    return Status::InvalidArgument("--shard " + std::to_string(options.shard) +
+                                   ": the job has spec.master.shards " +
+                                   std::to_string(shards) + " (shards 0 to " +
+                                   std::to_string(shards - 1) + ")");
+  }
+  const uint32_t shard = static_cast<uint32_t>(options.shard);
 
   DatasetShape train;
   GAPTRAIN_RETURN_IF_ERROR(
@@ -58,6 +67,7 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
     GAPTRAIN_RETURN_IF_ERROR(
         CreateJobModel(job, ModelInputOf(train), options.model_seed, &model));
     job_model = DeclarationOf(*model);
+    GAPTRAIN_RETURN_IF_ERROR(KeepShard(shard, shards, &*job_model));
   }
 
   UpdateEngine::Options& engine_options = p->engine_options_;
@@ -71,8 +81,10 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
   engine_options.max_updates = job.training.max_updates;
 
   // Resume from the newest valid checkpoint, or start from the model.
-  const std::string dir =
+  // Each shard is a master of its own: its checkpoints and push ledger.
+  std::string dir =
       options.checkpoint_dir.empty() ? job.master.checkpoint.path : options.checkpoint_dir;
+  if (shards > 1) dir += "/shard-" + std::to_string(shard);
   p->checkpoints_ = std::make_unique<CheckpointDirectory>(dir, job.master.checkpoint.keep);
   Restored restored;
   std::vector<std::string> skipped;
@@ -106,13 +118,20 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
           restored.path + " was written with rule " + restored.meta.rule +
           ", the job now says " + rule + "; move " + dir + " away to start over");
     }
-    if (job_model.has_value() && restored.store->layout() != job_model->layout) {
+    if (restored.meta.shard.index != shard || restored.meta.shard.count != shards) {
+      return Status::FailedPrecondition(
+          restored.path + " holds shard " + std::to_string(restored.meta.shard.index) + " of " +
+          std::to_string(restored.meta.shard.count) + ", this master is shard " +
+          std::to_string(shard) + " of " + std::to_string(shards) + "; move " + dir +
+          " away to start over");
+    }
+    if (job_model.has_value() && restored.store->layout() != job_model->ShardParameters()) {
       return Status::FailedPrecondition(restored.path +
                                         " holds a different model layout than the job's model; "
                                         "move " + dir + " away to start over");
     }
     if (job_model.has_value() && !restored.meta.buffer_values.empty()) {
-      const std::string difference = restored.meta.buffer_layout.DifferenceFrom(
+      const std::string difference = restored.meta.model_buffers.DifferenceFrom(
           job_model->buffer_layout, "in the checkpoint", "in the model");
       if (!difference.empty()) {
         return Status::FailedPrecondition(restored.path + " holds other module buffers than " +
@@ -146,6 +165,8 @@ Status MasterProcess::Start(const MasterOptions& options, const TrainingJob& job
                              ? proto::BFLOAT16
                              : proto::FLOAT32;
     awaiting.incarnation = incarnation;
+    awaiting.shard_index = shard;
+    awaiting.shard_count = shards;
     p->awaiting_ = std::make_unique<AwaitingModelService>(awaiting);
     GAPTRAIN_RETURN_IF_ERROR(StartGrpcServer(
         options.server, p->awaiting_.get(),
@@ -204,6 +225,9 @@ Status MasterProcess::Serve(Restored* restored, std::optional<DeclaredModel> fre
   uint64_t buffer_merges = 0;
   if (restored != nullptr) {
     CheckpointMeta& meta = restored->meta;
+    shard_ = meta.shard;
+    model_layout_ = meta.model_layout;
+    model_buffers_ = meta.model_buffers;
     GAPTRAIN_RETURN_IF_ERROR(UpdateEngine::Restore(std::move(restored->store), meta.workers,
                                                    engine_options, &engine));
     std::string ids;
@@ -215,16 +239,23 @@ Status MasterProcess::Serve(Restored* restored, std::optional<DeclaredModel> fre
       buffer_layout = meta.buffer_layout;
       buffer_values = std::move(meta.buffer_values);
       buffer_merges = meta.buffer_merges;
-    } else if (fresh.has_value()) {  // a checkpoint from before buffers were kept
+    } else if (fresh.has_value() && shard_.index == 0) {
+      // A checkpoint from before buffers were kept.
       buffer_layout = fresh->buffer_layout;
       buffer_values = std::move(fresh->buffer_values);
     }
   } else {
-    GAPTRAIN_RETURN_IF_ERROR(UpdateEngine::Create(fresh->layout, engine_options, &engine));
+    shard_ = fresh->shard;
+    model_layout_ = fresh->layout;
+    model_buffers_ = fresh->buffer_layout;
+    GAPTRAIN_RETURN_IF_ERROR(
+        UpdateEngine::Create(fresh->ShardParameters(), engine_options, &engine));
     std::memcpy(engine->mutable_store()->params(), fresh->values.data(),
                 fresh->values.size() * sizeof(float));
-    buffer_layout = fresh->buffer_layout;
-    buffer_values = std::move(fresh->buffer_values);
+    if (shard_.index == 0) {  // the module's buffers live on shard 0
+      buffer_layout = fresh->buffer_layout;
+      buffer_values = std::move(fresh->buffer_values);
+    }
     spdlog::info("starting {} from the initial {} model ({} parameters), rule {}, {} update "
                  "thread(s)",
                  job_.name,
@@ -233,6 +264,11 @@ Status MasterProcess::Serve(Restored* restored, std::optional<DeclaredModel> fre
                                                   : job_.model.torchscript,
                  engine->store().size(), RuleKindName(engine_options.rule.kind),
                  engine_options.rule.num_threads);
+  }
+  if (shard_.count > 1) {
+    spdlog::info("shard {} of {}: parameters [{}, {}) of {}{}", shard_.index, shard_.count,
+                 shard_.begin, shard_.end, model_layout_.size(),
+                 shard_.index == 0 ? ", and the module's buffers" : "");
   }
   if (ledger_) {
     ledger_->BeginRun(incarnation_.id(), engine->version());
@@ -257,6 +293,9 @@ Status MasterProcess::Serve(Restored* restored, std::optional<DeclaredModel> fre
   service_options.ledger = ledger_.get();
   service_options.buffers = std::make_shared<ModelBuffers>(
       std::move(buffer_layout), std::move(buffer_values), buffer_merges);
+  service_options.shard = shard_;
+  service_options.model_layout = model_layout_;
+  service_options.model_buffers = model_buffers_;
   auto service = std::make_unique<MasterService>(std::move(engine), service_options, metrics);
   MasterProcess* raw = this;
   service->set_checkpoint_fn(
@@ -300,6 +339,9 @@ Status MasterProcess::CheckpointNow(std::string* path, uint64_t* version) {
   service_->buffers()->Read(&meta.buffer_values, &meta.buffer_merges);
   meta.job_name = job_.name;
   meta.incarnation = incarnation_.id();
+  meta.shard = shard_;
+  meta.model_layout = model_layout_;
+  meta.model_buffers = model_buffers_;
   meta.created_unix_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::system_clock::now().time_since_epoch())

@@ -5,7 +5,9 @@
 // AwaitingModelService, then the engine's service on the same port); the gRPC MasterService, with the standard health
 // service and TLS when configured; /metrics and /healthz over HTTP;
 // checkpoints every intervalSeconds and on request; a periodic summary
-// log. Shutdown() writes a final checkpoint.
+// log. Shutdown() writes a final checkpoint. With spec.master.shards it
+// holds the range of θ its --shard names (services/engine/shard_plan.h),
+// checkpointed in DIR/shard-I.
 //
 // Each start is a new run of the job's master (proto MasterIncarnation):
 // its id is above every earlier run's, and it records what it resumed
@@ -84,6 +86,11 @@ class MasterProcess {
   std::unique_ptr<PushLedger> ledger_;  // null when it could not be opened
   proto::MasterIncarnation incarnation_;
   int grpc_port_ = 0;
+  // What this master holds of the model (set by Serve): its part of θ and
+  // the whole model's layouts.
+  ShardRange shard_;
+  ParameterLayout model_layout_;
+  BufferLayout model_buffers_;
 
   std::mutex checkpoint_mu_;  // one checkpoint at a time
   std::mutex mu_;

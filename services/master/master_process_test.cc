@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -158,6 +159,115 @@ TEST(MasterProcessTest, CheckpointKillRestoreIsBitIdenticalAndTrainingContinues)
   ASSERT_TRUE(client.Describe(&d).ok());
   EXPECT_EQ(d.version(), 23u);
   EXPECT_EQ(d.live_workers(), 2u);
+}
+
+// spec.master.shards: 2 on the mlp, shard `shard`'s master in `dir`
+// (checkpoints in DIR/ckpt/shard-I).
+std::unique_ptr<ChildProcess> StartShard(const std::string& dir, int shard,
+                                         const std::string& log_name) {
+  const std::string job = dir + "/sharded.yaml";
+  std::string yaml = ReadRaw(WriteJob(dir));
+  yaml.replace(yaml.find("  master:\n"), 10, "  master:\n    shards: 2\n");
+  std::ofstream(job) << yaml;
+  auto master = std::make_unique<ChildProcess>(
+      "services/master/gaptrain-master",
+      std::vector<std::string>{"--job", job, "--listen", "127.0.0.1:0", "--http-address",
+                               "127.0.0.1", "--http-port", "0", "--train-samples", "60000",
+                               "--shard", std::to_string(shard)},
+      dir + "/" + log_name + ".ports", dir + "/" + log_name + ".log", kToken,
+      /*port_count=*/2);
+  return master;
+}
+
+TEST(MasterProcessTest, TwoShardsHoldTheWholeModelsHalvesAndCheckpointApart) {
+  const std::string dir = TestTempDir("shards");
+  const size_t p = 235146;  // the mlp
+  // The same job with one master: θ as a whole, under the same seed.
+  std::vector<float> whole;
+  MasterClient::PullResult r;
+  {
+    auto single = StartMaster(TestTempDir("shards-single"));
+    MasterClient client = Client(*single);
+    whole.resize(p);
+    ASSERT_TRUE(client.PullModel(-1, whole.data(), p, &r).ok());
+  }
+  auto first = StartShard(dir, 0, "shard-0");
+  auto second = StartShard(dir, 1, "shard-1");
+  ASSERT_TRUE(first->started()) << ReadRaw(first->log_file());
+  ASSERT_TRUE(second->started()) << ReadRaw(second->log_file());
+  MasterClient a = Client(*first);
+  MasterClient b = Client(*second);
+  proto::DescribeResponse da, db;
+  ASSERT_TRUE(a.Describe(&da).ok());
+  ASSERT_TRUE(b.Describe(&db).ok());
+  // Each names the whole model and its own range; the ranges tile it.
+  EXPECT_EQ(da.layout().SerializeAsString(), db.layout().SerializeAsString());
+  EXPECT_EQ(da.shard().index(), 0u);
+  EXPECT_EQ(db.shard().index(), 1u);
+  EXPECT_EQ(da.shard().count(), 2u);
+  EXPECT_EQ(da.shard().begin(), 0u);
+  EXPECT_EQ(da.shard().end(), db.shard().begin());
+  EXPECT_EQ(db.shard().end(), p);
+  const size_t cut = da.shard().end();
+  EXPECT_GT(cut, p / 2 - p / 16);
+  EXPECT_LT(cut, p / 2 + p / 16);
+  // Their values are the single master's, cut at the boundary.
+  std::vector<float> part_a(cut), part_b(p - cut);
+  ASSERT_TRUE(a.PullModel(-1, part_a.data(), part_a.size(), &r).ok());
+  ASSERT_TRUE(b.PullModel(-1, part_b.data(), part_b.size(), &r).ok());
+  EXPECT_EQ(part_a, std::vector<float>(whole.begin(), whole.begin() + cut));
+  EXPECT_EQ(part_b, std::vector<float>(whole.begin() + cut, whole.end()));
+
+  // Shard 1 takes gradients of its part, not of the whole model.
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(b.SetMembers({1}, &m).ok());
+  std::vector<float> g(p, 0.01f);
+  ASSERT_TRUE(b.Pull(1, -1, g.data(), p - cut, &r).ok());  // gap-aware keeps its copy
+  std::fill(g.begin(), g.end(), 0.01f);
+  proto::PushResponse pushed;
+  EXPECT_EQ(b.Push(1, 0, g.data(), p, 1.0f, &pushed).code(), Status::Code::kInvalidArgument);
+  Status s = b.Push(1, 0, g.data(), p - cut, 1.0f, &pushed);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(pushed.version(), 1u);
+  // The module's buffers are shard 0's business.
+  proto::PullBuffersResponse buffers;
+  EXPECT_EQ(b.PullBuffers(&buffers).code(), Status::Code::kFailedPrecondition);
+
+  // Its checkpoint is its own, and says which part it holds.
+  proto::CheckpointResponse c;
+  ASSERT_TRUE(b.Checkpoint(&c).ok());
+  EXPECT_EQ(c.path(), dir + "/ckpt/shard-1/" + CheckpointDirectory::FileName(1));
+  std::unique_ptr<ParameterStore> store;
+  CheckpointMeta meta;
+  ASSERT_TRUE(ReadCheckpoint(c.path(), &store, &meta).ok());
+  EXPECT_EQ(meta.shard, (ShardRange{1, 2, cut, p}));
+  EXPECT_EQ(store->size(), p - cut);
+  EXPECT_EQ(meta.model_layout.size(), p);
+  std::vector<float> after(p - cut);
+  ASSERT_TRUE(b.PullModel(-1, after.data(), after.size(), &r).ok());
+
+  // Restarted, shard 1 resumes from its own checkpoint; shard 0 never moved.
+  second->Kill(SIGKILL);
+  auto again = StartShard(dir, 1, "shard-1");
+  ASSERT_TRUE(again->started()) << ReadRaw(again->log_file());
+  MasterClient b2 = Client(*again);
+  std::vector<float> restored(p - cut);
+  ASSERT_TRUE(b2.PullModel(-1, restored.data(), restored.size(), &r).ok());
+  EXPECT_EQ(r.version, 1u);
+  EXPECT_EQ(restored, after);
+  ASSERT_TRUE(a.Describe(&da).ok());
+  EXPECT_EQ(da.version(), 0u);
+}
+
+TEST(MasterProcessTest, AShardBeyondTheJobsShardsIsRefused) {
+  const std::string dir = TestTempDir("shard-beyond");
+  auto master = StartShard(dir, 2, "beyond");
+  EXPECT_FALSE(master->started());
+  int status = 0;
+  ASSERT_TRUE(master->WaitExit(std::chrono::seconds(30), &status));
+  EXPECT_NE(ReadRaw(master->log_file()).find("--shard 2: the job has spec.master.shards 2"),
+            std::string::npos)
+      << ReadRaw(master->log_file());
 }
 
 TEST(MasterProcessTest, CheckpointsEveryIntervalSeconds) {

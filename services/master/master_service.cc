@@ -49,9 +49,24 @@ grpc::Status ToGrpcStatus(const Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), status.message());
 }
 
+namespace {
+
+// An engine given no shard holds the whole model: shard 0 of 1.
+MasterService::Options WithModelLayout(MasterService::Options options,
+                                       const UpdateEngine& engine) {
+  if (options.model_layout.num_tensors() == 0) {
+    options.model_layout = engine.store().layout();
+    if (options.buffers != nullptr) options.model_buffers = options.buffers->layout();
+    options.shard = ShardRange{0, 1, 0, engine.store().size()};
+  }
+  return options;
+}
+
+}  // namespace
+
 MasterService::MasterService(std::unique_ptr<UpdateEngine> engine, Options options,
                              std::shared_ptr<MasterMetrics> metrics)
-    : options_(std::move(options)),
+    : options_(WithModelLayout(std::move(options), *engine)),
       metrics_(std::move(metrics)),
       num_values_(engine->store().size()),
       needs_echo_(engine->rule_config().NeedsWorkerCopy() &&
@@ -135,8 +150,13 @@ grpc::Status MasterService::Describe(grpc::ServerContext* context, const proto::
   if (!auth.ok()) return auth;
   std::lock_guard<std::mutex> lock(mu_);
   response->set_job_name(options_.job_name);
-  LayoutToProto(engine_->store().layout(), response->mutable_layout());
-  BufferLayoutToProto(buffers_->layout(), response->mutable_layout());
+  LayoutToProto(options_.model_layout, response->mutable_layout());
+  BufferLayoutToProto(options_.model_buffers, response->mutable_layout());
+  proto::ShardRange* shard = response->mutable_shard();
+  shard->set_index(options_.shard.index);
+  shard->set_count(options_.shard.count);
+  shard->set_begin(options_.shard.begin);
+  shard->set_end(options_.shard.end);
   response->set_rule(RuleKindName(engine_->rule_config().kind));
   response->set_version(engine_->version());
   response->set_learning_rate(engine_->learning_rate());
@@ -691,11 +711,19 @@ grpc::Status MasterService::SetMembers(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status MasterService::NoBuffersOnThisShard() const {
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      "this master is shard " + std::to_string(options_.shard.index) + " of " +
+                          std::to_string(options_.shard.count) +
+                          ": the module's buffers live on shard 0");
+}
+
 grpc::Status MasterService::PushBuffers(grpc::ServerContext* context,
                                         const proto::PushBuffersRequest* request,
                                         proto::PushBuffersResponse* response) {
   grpc::Status auth = Authorize(context);
   if (!auth.ok()) return auth;
+  if (options_.shard.index != 0) return NoBuffersOnThisShard();
   size_t trainers = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -722,6 +750,7 @@ grpc::Status MasterService::PullBuffers(grpc::ServerContext* context,
                                         proto::PullBuffersResponse* response) {
   grpc::Status auth = Authorize(context);
   if (!auth.ok()) return auth;
+  if (options_.shard.index != 0) return NoBuffersOnThisShard();
   {
     std::lock_guard<std::mutex> lock(mu_);
     response->set_version(engine_->version());
@@ -738,7 +767,7 @@ grpc::Status MasterService::DeclareModel(grpc::ServerContext* context,
                                          proto::DeclareModelResponse* response) {
   grpc::Status auth = Authorize(context);
   if (!auth.ok()) return auth;
-  DeclarationAssembler assembler;
+  DeclarationAssembler assembler(options_.shard.index, options_.shard.count);
   proto::ModelDeclaration message;
   while (reader->Read(&message)) {
     Status s = assembler.Add(message);
@@ -747,12 +776,8 @@ grpc::Status MasterService::DeclareModel(grpc::ServerContext* context,
   DeclaredModel declared;
   Status s = assembler.Finish(&declared);
   if (!s.ok()) return ToGrpcStatus(s);
-  std::string difference;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    difference =
-        DeclarationDifference(declared, engine_->store().layout(), buffers_->layout());
-  }
+  const std::string difference =
+      DeclarationDifference(declared, options_.model_layout, options_.model_buffers);
   if (!difference.empty()) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "the master holds another model: " + difference);

@@ -18,6 +18,12 @@
 // Every RPC must carry "authorization: Bearer <token>" when a token is
 // configured; otherwise it fails with UNAUTHENTICATED.
 //
+// Shards (spec.master.shards): the engine may hold one range of θ; Pull,
+// Push and PushPull carry that range, offsets counted from its start, and
+// Describe names it beside the whole model's layout. The module's buffers
+// live on shard 0; another shard refuses PushBuffers and PullBuffers with
+// FAILED_PRECONDITION.
+//
 // Restarts: every answer names the master's run (Options::incarnation):
 // pull chunks and push replies its id, Describe and SetMembers also what
 // it resumed from, and SetMembers the newest version on disk
@@ -40,6 +46,7 @@
 
 #include "proto/gaptrain.grpc.pb.h"
 #include "services/base/status.h"
+#include "services/engine/shard_plan.h"
 #include "services/engine/update_engine.h"
 #include "services/master/buffer_pool.h"
 #include "services/master/bulk_transfer.h"
@@ -70,8 +77,16 @@ class MasterService final : public MasterServiceBase {
     uint32_t default_chunk_values = 256 * 1024;  // 1 MiB of fp32
     proto::MasterIncarnation incarnation;  // which run this is; id 0: unknown
     PushLedger* ledger = nullptr;  // borrowed; null: no ledger (tests)
-    // The module's buffers; null: the model has none.
+    // The module's buffers; null: the model has none (or they live on
+    // another shard).
     std::shared_ptr<ModelBuffers> buffers;
+    // spec.master.shards: the part of θ the engine holds (its layout is
+    // ShardLayout(model_layout, shard)) and the whole model's layouts, which
+    // Describe reports and declarations are checked against. Left empty
+    // (no tensors): the engine holds the whole model, shard 0 of 1.
+    ShardRange shard;
+    ParameterLayout model_layout;
+    BufferLayout model_buffers;
   };
   static constexpr uint32_t kMaxChunkValues = kBulkMaxChunkValues;
   static constexpr int kMaxMessageBytes = kBulkMaxMessageBytes;
@@ -137,6 +152,7 @@ class MasterService final : public MasterServiceBase {
   // sees it, and return `status` for the caller to finish the call with.
   grpc::Status RejectPush(RejectReason reason, grpc::Status status);
   grpc::Status RejectMalformed(const std::string& message);  // a push stream
+  grpc::Status NoBuffersOnThisShard() const;
   grpc::Status RejectPull(RejectReason reason, grpc::Status status);
   // An accepted push's bookkeeping outside the engine: the ledger (under
   // the engine's mutex, with `version` after it), the first update.

@@ -17,15 +17,24 @@ Status DeclarationAssembler::Add(const proto::ModelDeclaration& message) {
     if (model_.layout.size() == 0) {
       return Status::InvalidArgument("declaration: layout: the model has no parameters");
     }
-    if (message.total_values() != model_.layout.size()) {
-      return Status::InvalidArgument(
-          "declaration: total_values " + std::to_string(message.total_values()) +
-          ", the layout has " + std::to_string(model_.layout.size()) + " parameters");
+    std::vector<ShardRange> plan;
+    GAPTRAIN_RETURN_IF_ERROR(PlanShards(model_.layout, shard_count_, &plan));
+    model_.shard = plan[shard_index_];
+    if (message.total_values() != model_.shard.size()) {
+      const std::string whose =
+          shard_count_ == 1 ? std::string("the layout has ")
+                            : "shard " + std::to_string(shard_index_) + " of " +
+                                  std::to_string(shard_count_) + " holds ";
+      return Status::InvalidArgument("declaration: total_values " +
+                                     std::to_string(message.total_values()) + ", " + whose +
+                                     std::to_string(model_.shard.size()) + " parameters");
     }
-    if (message.buffer_values().size() != model_.buffer_layout.bytes()) {
+    const size_t buffer_bytes = shard_index_ == 0 ? model_.buffer_layout.bytes() : 0;
+    if (message.buffer_values().size() != buffer_bytes) {
       return Status::InvalidArgument(
           "declaration: buffer_values: " + std::to_string(message.buffer_values().size()) +
-          " bytes, the buffers hold " + std::to_string(model_.buffer_layout.bytes()));
+          " bytes, the buffers hold " + std::to_string(buffer_bytes) +
+          (shard_index_ == 0 ? "" : " on a shard other than 0"));
     }
     model_.buffer_values = message.buffer_values();
     total_ = message.total_values();
@@ -58,9 +67,10 @@ Status DeclarationAssembler::Add(const proto::ModelDeclaration& message) {
   std::memcpy(model_.values.data() + at, bytes.data(), bytes.size());
   for (size_t i = at; i < at + n; ++i) {
     if (!std::isfinite(model_.values[i])) {
-      const TensorSpec& t = model_.layout.tensors()[model_.layout.TensorIndexOf(i)];
+      const size_t element = model_.shard.begin + i;
+      const TensorSpec& t = model_.layout.tensors()[model_.layout.TensorIndexOf(element)];
       return Status::InvalidArgument("declaration: " + t.name + "[" +
-                                     std::to_string(i - t.offset) + "] is not finite");
+                                     std::to_string(element - t.offset) + "] is not finite");
     }
   }
   return Status::OK();
@@ -75,6 +85,19 @@ Status DeclarationAssembler::Finish(DeclaredModel* out) {
   *out = std::move(model_);
   model_ = DeclaredModel();
   started_ = false;
+  return Status::OK();
+}
+
+Status KeepShard(uint32_t index, uint32_t count, DeclaredModel* model) {
+  std::vector<ShardRange> plan;
+  GAPTRAIN_RETURN_IF_ERROR(PlanShards(model->layout, count, &plan));
+  const ShardRange range = plan[index];
+  if (range.begin > 0 || range.end < model->values.size()) {
+    model->values = std::vector<float>(model->values.begin() + range.begin,
+                                       model->values.begin() + range.end);
+  }
+  if (index != 0) model->buffer_values.clear();
+  model->shard = range;
   return Status::OK();
 }
 

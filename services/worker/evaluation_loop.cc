@@ -56,7 +56,7 @@ Status EvaluationLoop::Setup() {
   device_ = PlaceJobModel(model_.get(), options_.device, options_.mirror_on_cpu_for_testing);
   if (metrics_ != nullptr) metrics_->SetDevice(device_);
   RetryLoop loop(options_.retry, NextSeed(), stop_);
-  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(reg.master_address(), model_.get(), &loop));
+  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(MasterAddressesOf(reg), model_.get(), &loop));
   spdlog::info("evaluator ready: {} test samples, every {} master updates, computing on {}",
                test_.size(), job_.training.eval_every_updates, device_);
   if (Terminal(reg.phase())) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "services/engine/rules/dana_slim_worker.h"
 
@@ -24,26 +25,111 @@ std::string LowerCodeName(Status::Code code) {
 
 }  // namespace
 
+std::vector<std::string> MasterAddressesOf(const proto::RegisterResponse& registration) {
+  if (registration.master_addresses_size() == 0) return {registration.master_address()};
+  return {registration.master_addresses().begin(), registration.master_addresses().end()};
+}
+
 MasterSession::MasterSession(const TrainingJob& job, MasterLink::Connector connect,
                              CoordinatorSession* coordinator, StopFlag* stop,
                              WorkerMetrics* metrics)
     : job_(job),
-      link_(std::move(connect), metrics),
+      connect_(std::move(connect)),
       coordinator_(coordinator),
       stop_(stop),
       metrics_(metrics) {}
 
-Status MasterSession::Connect(const std::string& address, Model* model, RetryLoop* loop) {
+void MasterSession::ForEachShard(const std::function<void(Shard&)>& fn) {
+  if (shards_.size() == 1) return fn(shards_[0]);
+  // Shard 0 on this thread; one thread per other shard, each with its own
+  // client and its own slice of the model's buffers.
+  std::vector<std::thread> others;
+  others.reserve(shards_.size() - 1);
+  for (size_t i = 1; i < shards_.size(); ++i) others.emplace_back([&fn, this, i] { fn(shards_[i]); });
+  fn(shards_[0]);
+  for (std::thread& t : others) t.join();
+}
+
+Status MasterSession::FirstFailure() const {
+  for (const Shard& shard : shards_) {
+    if (!shard.status.ok()) return shard.status;
+  }
+  return Status::OK();
+}
+
+bool MasterSession::run_changed() const {
+  for (const Shard& shard : shards_) {
+    if (shard.run_changed) return true;
+  }
+  return false;
+}
+
+uint64_t MasterSession::LowestVersion() const {
+  uint64_t lowest = UINT64_MAX;
+  for (const Shard& shard : shards_) lowest = std::min(lowest, shard.base_version);
+  return lowest;
+}
+
+Status MasterSession::ConnectShard(Shard* shard, const std::string& address, RetryLoop* loop) {
+  GAPTRAIN_RETURN_IF_ERROR(
+      shard->link.Connect(address, model_->layout(), model_->buffer_layout(), loop));
+  const proto::DescribeResponse& d = shard->link.description();
+  shard->begin = d.shard().count() > 1 ? d.shard().begin() : 0;
+  shard->end = d.shard().count() > 1 ? d.shard().end() : p_;
+  shard->run_id = d.incarnation().id();
+  shard->run_changed = false;
+  shard->known_version = -1;
+  shard->pulled_with_push = false;
+  shard->has_batch = false;
+  shard->push_pull = true;  // this master may have PushPull, whatever an earlier one said
+  return Status::OK();
+}
+
+Status MasterSession::CheckShardRanges() const {
+  const size_t count = shards_.size();
+  size_t at = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const Shard& shard = shards_[i];
+    const proto::ShardRange& said = shard.link.description().shard();
+    const uint32_t its_count = std::max<uint32_t>(said.count(), 1);
+    if (said.index() != i || its_count != count || shard.begin != at || shard.end <= at ||
+        shard.end > p_) {
+      return Status::FailedPrecondition(
+          "master " + addresses_[i] + " holds shard " + std::to_string(said.index()) + " of " +
+          std::to_string(its_count) + " [" + std::to_string(shard.begin) + ", " +
+          std::to_string(shard.end) + "); the registration names it shard " +
+          std::to_string(i) + " of " + std::to_string(count) + ", from parameter " +
+          std::to_string(at));
+    }
+    at = shard.end;
+  }
+  if (at != p_) {
+    return Status::FailedPrecondition("the masters' shards end at parameter " +
+                                      std::to_string(at) + " of the model's " +
+                                      std::to_string(p_));
+  }
+  return Status::OK();
+}
+
+Status MasterSession::Connect(const std::vector<std::string>& addresses, Model* model,
+                              RetryLoop* loop) {
+  if (addresses.empty()) return Status::InvalidArgument("no master address");
   model_ = model;
   p_ = model->layout().size();
-  GAPTRAIN_RETURN_IF_ERROR(link_.Connect(address, model->layout(), model->buffer_layout(), loop));
-  run_id_ = link_.run().id();
-  run_changed_ = false;
-  known_version_ = -1;
-  pulled_with_push_ = false;
-  const proto::DescribeResponse& d = link_.description();
+  if (shards_.size() != addresses.size()) {
+    shards_.clear();
+    shards_.reserve(addresses.size());
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      shards_.emplace_back(MasterLink(connect_, metrics_));
+    }
+  }
+  addresses_ = addresses;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    GAPTRAIN_RETURN_IF_ERROR(ConnectShard(&shards_[i], addresses[i], loop));
+  }
+  GAPTRAIN_RETURN_IF_ERROR(CheckShardRanges());
+  const proto::DescribeResponse& d = description();
   sync_ = d.rule() == "sync";
-  push_pull_ = true;  // this master may have PushPull, whatever an earlier one said
   echo_ = d.needs_echo();
   echo_type_ = d.echo_type();
   // Pulled over a bf16 wire, the copy holds bf16 values: sent as bf16 it
@@ -59,46 +145,73 @@ Status MasterSession::Connect(const std::string& address, Model* model, RetryLoo
 
 Status MasterSession::TakeLost(RetryLoop* loop, std::vector<SampleRange>* lost) {
   lost->clear();
-  GAPTRAIN_RETURN_IF_ERROR(Connect(link_.address(), model_, loop));
-  const proto::MasterIncarnation run = link_.run();
-  coordinator_->ResetMasterVersion(link_.description().version());
   std::vector<TaskPush> kept;
+  std::vector<bool> batch_lost(task_pushes_.size(), false);
   uint32_t samples = 0;
-  for (TaskPush p : task_pushes_) {
-    if (p.incarnation == 0 || p.incarnation == run.id()) {
+  for (uint32_t i = 0; i < shards_.size(); ++i) {
+    Shard& shard = shards_[i];
+    if (!shard.run_changed) continue;
+    GAPTRAIN_RETURN_IF_ERROR(ConnectShard(&shard, addresses_[i], loop));
+    const proto::MasterIncarnation run = shard.link.run();
+    shard.base_version = shard.link.description().version();
+    for (size_t k = 0; k < task_pushes_.size(); ++k) {
+      TaskPush& p = task_pushes_[k];
+      if (p.shard != i || p.incarnation == 0 || p.incarnation == run.id()) continue;
+      if (p.incarnation == run.restored_from_id() && p.version <= run.restored_from_version()) {
+        p.incarnation = 0;  // in the checkpoint the new run resumed from
+      } else {
+        batch_lost[k] = true;  // applied after that checkpoint
+      }
+    }
+    spdlog::warn("master{}: a new run ({}) resumed from version {}",
+                 shards_.size() > 1 ? " shard " + std::to_string(i) : std::string(), run.id(),
+                 run.restored_from_version());
+  }
+  GAPTRAIN_RETURN_IF_ERROR(CheckShardRanges());
+  coordinator_->ResetMasterVersion(LowestVersion());
+  // A batch lost on any shard is trained again on all: its pushes leave
+  // the record, once each.
+  for (size_t k = 0; k < task_pushes_.size(); ++k) {
+    const TaskPush& p = task_pushes_[k];
+    bool lost_anywhere = false;
+    for (size_t j = 0; j < task_pushes_.size(); ++j) {
+      if (batch_lost[j] && task_pushes_[j].positions.begin == p.positions.begin &&
+          task_pushes_[j].positions.end == p.positions.end) {
+        lost_anywhere = true;
+      }
+    }
+    if (!lost_anywhere) {
       kept.push_back(p);
-    } else if (p.incarnation == run.restored_from_id() &&
-               p.version <= run.restored_from_version()) {
-      p.incarnation = 0;  // in the checkpoint the new run resumed from
-      kept.push_back(p);
-    } else {
-      lost->push_back(p.positions);  // applied after that checkpoint
+    } else if (batch_lost[k] && (lost->empty() || lost->back().begin != p.positions.begin)) {
+      lost->push_back(p.positions);
       samples += p.positions.size();
     }
   }
   task_pushes_ = std::move(kept);
-  spdlog::warn("master: a new run ({}) resumed from version {}; {} samples of the task in hand "
-               "lost their updates and are trained again",
-               run.id(), run.restored_from_version(), samples);
+  spdlog::warn("master: {} samples of the task in hand lost their updates and are trained again",
+               samples);
   return Status::OK();
 }
 
 void MasterSession::AddReached(proto::CompleteTaskRequest* report) const {
-  std::map<uint64_t, uint64_t> reached;
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> reached;  // (shard, run) -> version
   for (const TaskPush& p : task_pushes_) {
-    if (p.incarnation != 0) reached[p.incarnation] = std::max(reached[p.incarnation], p.version);
+    if (p.incarnation == 0) continue;
+    uint64_t& version = reached[{p.shard, p.incarnation}];
+    version = std::max(version, p.version);
   }
-  for (const auto& [incarnation, version] : reached) {
+  for (const auto& [where, version] : reached) {
     proto::MasterPosition* position = report->add_reached();
-    position->set_incarnation(incarnation);
+    position->set_incarnation(where.second);
     position->set_version(version);
+    position->set_shard(where.first);
   }
 }
 
 void MasterSession::AdoptMasterBuffers() {
   if (model_->buffer_layout().empty()) return;
   proto::PullBuffersResponse buffers;
-  const Status s = link_.client()->PullBuffers(&buffers);
+  const Status s = shards_[0].link.client()->PullBuffers(&buffers);
   if (!s.ok() || buffers.merges() == 0 ||
       buffers.values().size() != model_->buffer_layout().bytes()) {
     return;  // the module's own statistics, as a fresh job's
@@ -112,48 +225,62 @@ void MasterSession::SendBuffers() {
   pushes_since_buffers_ = 0;
   std::string values(model_->buffer_layout().bytes(), '\0');
   model_->CopyBuffersTo(reinterpret_cast<uint8_t*>(values.data()));
-  // Best effort: the next send carries newer statistics anyway.
-  const Status s = link_.client()->PushBuffers(coordinator_->worker_id(), values);
+  // Best effort: the next send carries newer statistics anyway. The
+  // buffers live on shard 0.
+  const Status s = shards_[0].link.client()->PushBuffers(coordinator_->worker_id(), values);
   if (!s.ok()) spdlog::debug("master: buffers not sent: {}", s.ToString());
 }
 
 Status MasterSession::Pull() {
-  if (pulled_with_push_) {
-    pulled_with_push_ = false;
-    return Status::OK();
-  }
+  bool all_pulled = true;
+  for (Shard& shard : shards_) all_pulled = all_pulled && shard.pulled_with_push;
+  for (Shard& shard : shards_) shard.pulled_with_push = false;
+  if (all_pulled) return Status::OK();
   return PullNow();
 }
 
-Status MasterSession::PullNow() {
+void MasterSession::PullShard(Shard* shard, uint32_t worker, float* parameters) {
   MasterClient::PullResult r;
-  const auto start = Clock::now();
-  Status s = link_.client()->Pull(coordinator_->worker_id(), known_version_,
-                                  model_->parameters(), p_, &r);
-  if (!s.ok()) {
-    known_version_ = -1;  // the buffer may hold part of a reply
-    return s;
+  shard->status = shard->link.client()->Pull(worker, shard->known_version,
+                                             parameters + shard->begin, shard->size(), &r);
+  if (!shard->status.ok()) {
+    shard->known_version = -1;  // the buffer may hold part of a reply
+    return;
   }
+  shard->link.NoteSuccess();
+  shard->pulled = r;
+}
+
+Status MasterSession::PullNow() {
+  const auto start = Clock::now();
+  const uint32_t worker = coordinator_->worker_id();
+  float* parameters = model_->parameters();
+  ForEachShard([&](Shard& shard) { PullShard(&shard, worker, parameters); });
+  // Bookkept on this thread: the coordinator session and the metrics are
+  // not shared with the shards' threads.
+  for (Shard& shard : shards_) {
+    if (shard.status.ok()) AcceptPulled(&shard, shard.pulled);
+  }
+  GAPTRAIN_RETURN_IF_ERROR(FirstFailure());
   const double seconds = pull_seconds_.AddSince(start);
-  link_.NoteSuccess();
   not_member_logged_ = false;
   if (metrics_ != nullptr) metrics_->RecordPull(seconds);
-  AcceptPulled(r);
   return Status::OK();
 }
 
-void MasterSession::AcceptPulled(const MasterClient::PullResult& r) {
-  link_.NoteVersion(r.version);
-  coordinator_->SetMasterVersion(r.version);
-  NoteRun(r.incarnation);
+void MasterSession::AcceptPulled(Shard* shard, const MasterClient::PullResult& r) {
+  shard->link.NoteVersion(r.version);
+  shard->NoteRun(r.incarnation);
   // Reads go through a const Model: the non-const parameters() marks
   // them changed (one more copy to a GPU before the next step).
   const Model& model = *model_;
   if (r.modified && echo_ && echo_type_ == proto::BFLOAT16) {
-    FloatsToBf16(model.parameters(), p_, echo_bf16_.data());
+    FloatsToBf16(model.parameters() + shard->begin, shard->size(),
+                 echo_bf16_.data() + shard->begin);
   }
-  known_version_ = static_cast<int64_t>(r.version);
-  base_version_ = r.version;
+  shard->known_version = static_cast<int64_t>(r.version);
+  shard->base_version = r.version;
+  coordinator_->SetMasterVersion(LowestVersion());
 }
 
 const float* MasterSession::Gradient() {
@@ -174,108 +301,178 @@ const float* MasterSession::Gradient() {
   return u_.data();
 }
 
-Status MasterSession::SendGradient(const float* gradient, float loss,
-                                   proto::PushResponse* reply) {
+void MasterSession::SendGradient(Shard* shard, uint32_t worker, const float* gradient,
+                                 float* parameters, float loss) {
   const void* echo = nullptr;
   if (echo_) {
     echo = echo_type_ == proto::BFLOAT16
-               ? static_cast<const void*>(echo_bf16_.data())
-               : static_cast<const void*>(static_cast<const Model&>(*model_).parameters());
+               ? static_cast<const void*>(echo_bf16_.data() + shard->begin)
+               : static_cast<const void*>(parameters + shard->begin);
   }
-  const uint32_t worker = coordinator_->worker_id();
-  if (push_pull_) {
+  const float* g = gradient + shard->begin;
+  shard->pulled_with_push = false;
+  if (shard->push_pull) {
     MasterClient::PushPullResult r;
-    Status s = link_.client()->PushPull(worker, base_version_, gradient, p_, loss, echo,
-                                        echo_type_, model_->parameters(), &r);
-    if (s.code() != Status::Code::kUnimplemented) {
-      if (!s.ok()) return s;
-      *reply = r.push;
+    shard->status = shard->link.client()->PushPull(worker, shard->base_version, g,
+                                                   shard->size(), loss, echo, echo_type_,
+                                                   parameters + shard->begin, &r);
+    if (shard->status.code() != Status::Code::kUnimplemented) {
+      if (!shard->status.ok()) return;
+      shard->reply = r.push;
       if (!r.pull_status.ok()) {
-        known_version_ = -1;  // the buffer may hold part of a reply
+        shard->known_version = -1;  // the buffer may hold part of a reply
         spdlog::debug("master: the pull after a push failed ({}); pulling again",
                       r.pull_status.ToString());
       } else if (r.pull.modified) {
         // Taken after the push's own bookkeeping (Push): its version is
         // newer than the push's.
-        pulled_with_push_ = true;
-        pulled_ = r.pull;
+        shard->pulled_with_push = true;
+        shard->pulled = r.pull;
       }
-      return Status::OK();
+      return;
     }
     // Nothing was applied: push the same gradient the old way.
     spdlog::info("master: no PushPull (an older master); pushing and pulling in two calls");
-    push_pull_ = false;
+    shard->push_pull = false;
   }
-  return link_.client()->Push(worker, base_version_, gradient, p_, loss, reply, echo, echo_type_);
+  shard->status = shard->link.client()->Push(worker, shard->base_version, g, shard->size(), loss,
+                                             &shard->reply, echo, echo_type_);
+}
+
+proto::PushResponse MasterSession::CombinedReply() const {
+  if (shards_.size() == 1) return shards_[0].reply;
+  proto::PushResponse combined = shards_[0].reply;
+  double gap = 0, penalty = 0;
+  for (const Shard& shard : shards_) {
+    const proto::PushResponse& r = shard.reply;
+    // A sync step or the job's end on any shard is the push's outcome.
+    if (r.outcome() != proto::PushResponse::APPLIED) combined.set_outcome(r.outcome());
+    combined.set_version(std::min(combined.version(), r.version()));
+    combined.set_staleness(std::max(combined.staleness(), r.staleness()));
+    gap += r.gap_mean() * static_cast<double>(shard.size());
+    penalty += r.penalty_mean() * static_cast<double>(shard.size());
+  }
+  combined.set_gap_mean(gap / static_cast<double>(p_));
+  combined.set_penalty_mean(penalty / static_cast<double>(p_));
+  return combined;
 }
 
 Status MasterSession::Push(float loss, SampleRange positions, proto::PushResponse* reply) {
   const auto start = Clock::now();
-  pulled_with_push_ = false;
-  Status s = SendGradient(Gradient(), loss, reply);
-  if (!s.ok()) {
-    known_version_ = -1;  // pull a whole copy before computing again
-    return s;
+  // The same batch again after some shards took it: only the others get it.
+  if (positions.begin != batch_in_hand_.begin || positions.end != batch_in_hand_.end) {
+    for (Shard& shard : shards_) shard.has_batch = false;
+    batch_in_hand_ = positions;
   }
+  const float* gradient = Gradient();
+  const uint32_t worker = coordinator_->worker_id();
+  float* parameters = model_->parameters();
+  ForEachShard([&](Shard& shard) {
+    if (shard.has_batch) {
+      shard.status = Status::OK();
+      shard.pulled_with_push = false;
+      return;
+    }
+    SendGradient(&shard, worker, gradient, parameters, loss);
+  });
+  for (uint32_t i = 0; i < shards_.size(); ++i) {
+    Shard& shard = shards_[i];
+    if (!shard.status.ok()) {
+      shard.known_version = -1;  // pull a whole copy before computing again
+      continue;
+    }
+    if (shard.has_batch) continue;  // booked when it took the batch
+    shard.has_batch = true;
+    shard.link.NoteSuccess();
+    shard.link.NoteVersion(shard.reply.version());
+    shard.NoteRun(shard.reply.incarnation());
+    // In sync mode an accumulated gradient enters θ with the next step.
+    task_pushes_.push_back(
+        {positions, i, shard.reply.incarnation(),
+         shard.reply.version() +
+             (shard.reply.outcome() == proto::PushResponse::ACCUMULATED ? 1 : 0)});
+    if (shard.pulled_with_push) AcceptPulled(&shard, shard.pulled);  // nothing to ask
+  }
+  GAPTRAIN_RETURN_IF_ERROR(FirstFailure());
+  // Every shard has the batch: the push is done.
+  batch_in_hand_ = SampleRange{0, 0};
+  for (Shard& shard : shards_) shard.has_batch = false;
   const double seconds = push_seconds_.AddSince(start);
-  link_.NoteSuccess();
   if (metrics_ != nullptr) metrics_->RecordPush(seconds);
   if (dana_slim_) velocity_.swap(next_velocity_);
-  link_.NoteVersion(reply->version());
+  *reply = CombinedReply();
   coordinator_->SetMasterVersion(reply->version());
-  NoteRun(reply->incarnation());
-  // In sync mode an accumulated gradient enters θ with the next step.
-  task_pushes_.push_back(
-      {positions, reply->incarnation(),
-       reply->version() + (reply->outcome() == proto::PushResponse::ACCUMULATED ? 1 : 0)});
   if (++pushes_since_buffers_ >= kPushesPerBufferSend) SendBuffers();
-  if (pulled_with_push_) AcceptPulled(pulled_);  // the next Pull() has nothing to ask
   // Past the job's maxUpdates: the coordinator ends the job once a
   // heartbeat reports the version, so report it now.
   if (reply->outcome() == proto::PushResponse::DISCARDED_FINISHED) coordinator_->HeartbeatNow();
   // The master holds a sync PushPull until the step is out; an older
   // master (or a step slower than its limit) answers before: poll.
-  if (sync_ && reply->outcome() == proto::PushResponse::ACCUMULATED &&
-      base_version_ <= reply->version()) {
-    WaitForNextStep(reply->version());
+  if (sync_) {
+    for (Shard& shard : shards_) {
+      if (shard.reply.outcome() == proto::PushResponse::ACCUMULATED &&
+          shard.base_version <= shard.reply.version()) {
+        WaitForNextStep(&shard, shard.reply.version());
+      }
+    }
   }
   return Status::OK();
 }
 
-void MasterSession::WaitForNextStep(uint64_t pushed_on) {
+void MasterSession::WaitForNextStep(Shard* shard, uint64_t pushed_on) {
   Backoff::Options o;
   o.initial = std::chrono::milliseconds(1);
   o.max = std::chrono::milliseconds(100);
   Backoff backoff(o, NextSeed());
   while (!stop_->stopped()) {
-    if (PullNow().ok() && base_version_ > pushed_on) return;
+    PullShard(shard, coordinator_->worker_id(), model_->parameters());
+    if (shard->status.ok()) {
+      AcceptPulled(shard, shard->pulled);
+      if (shard->base_version > pushed_on) return;
+    }
     stop_->SleepFor(backoff.Next());
   }
 }
 
 Status MasterSession::Observe(RetryLoop* loop, uint64_t* version) {
-  MasterClient::PullResult r;
+  float* parameters = model_->parameters();
   Status s = CallWithRetry(
-      loop, [&] { return link_.client()->PullModel(known_version_, model_->parameters(), p_, &r); },
-      [&](const Status& failure) {
-        known_version_ = -1;  // the buffer may hold part of a reply
-        link_.NoteFailure("Pull", failure);
-      });
+      loop,
+      [&] {
+        ForEachShard([&](Shard& shard) {
+          if (shard.status.ok() && shard.pulled_with_push) return;  // read in an earlier try
+          MasterClient::PullResult r;
+          shard.status = shard.link.client()->PullModel(
+              shard.known_version, parameters + shard.begin, shard.size(), &r);
+          shard.pulled = r;
+          // Marks the shard as read in this call (an evaluator never pushes).
+          shard.pulled_with_push = shard.status.ok();
+          if (!shard.status.ok()) shard.known_version = -1;  // may hold part of a reply
+        });
+        return FirstFailure();
+      },
+      [&](const Status&) { NoteFailures("Pull"); });
+  for (Shard& shard : shards_) {
+    if (!shard.pulled_with_push) continue;
+    shard.pulled_with_push = false;
+    shard.link.NoteSuccess();
+    shard.link.NoteVersion(shard.pulled.version);
+    shard.known_version = static_cast<int64_t>(shard.pulled.version);
+    shard.base_version = shard.pulled.version;
+  }
   if (!s.ok()) return s;
-  link_.NoteSuccess();
-  link_.NoteVersion(r.version);
-  coordinator_->SetMasterVersion(r.version);
-  known_version_ = static_cast<int64_t>(r.version);
-  *version = r.version;
+  *version = LowestVersion();
+  coordinator_->SetMasterVersion(*version);
   return Status::OK();
 }
 
 Status MasterSession::ObserveBuffers(RetryLoop* loop) {
   if (model_->buffer_layout().empty()) return Status::OK();
+  MasterLink& link = shards_[0].link;  // the buffers live on shard 0
   proto::PullBuffersResponse buffers;
   Status s = CallWithRetry(
-      loop, [&] { return link_.client()->PullBuffers(&buffers); },
-      [&](const Status& failure) { link_.NoteFailure("PullBuffers", failure); });
+      loop, [&] { return link.client()->PullBuffers(&buffers); },
+      [&](const Status& failure) { link.NoteFailure("PullBuffers", failure); });
   if (!s.ok()) return s;
   if (buffers.values().size() != model_->buffer_layout().bytes()) {
     return Status::FailedPrecondition(
@@ -287,14 +484,23 @@ Status MasterSession::ObserveBuffers(RetryLoop* loop) {
 }
 
 Status MasterSession::Version(RetryLoop* loop, uint64_t* version) {
-  proto::DescribeResponse d;
-  Status s = CallWithRetry(
-      loop, [&] { return link_.client()->Describe(&d); },
-      [&](const Status& failure) { link_.NoteFailure("Describe", failure); });
-  if (!s.ok()) return s;
-  link_.NoteSuccess();
-  *version = d.version();
+  *version = UINT64_MAX;
+  for (Shard& shard : shards_) {
+    proto::DescribeResponse d;
+    Status s = CallWithRetry(
+        loop, [&] { return shard.link.client()->Describe(&d); },
+        [&](const Status& failure) { shard.link.NoteFailure("Describe", failure); });
+    if (!s.ok()) return s;
+    shard.link.NoteSuccess();
+    *version = std::min<uint64_t>(*version, d.version());
+  }
   return Status::OK();
+}
+
+void MasterSession::NoteFailures(const char* verb) {
+  for (Shard& shard : shards_) {
+    if (!shard.status.ok()) shard.link.NoteFailure(verb, shard.status);
+  }
 }
 
 MasterSession::Next MasterSession::AfterPullFailure(const Status& failure) {
@@ -308,7 +514,7 @@ MasterSession::Next MasterSession::AfterPullFailure(const Status& failure) {
     return Next::kRetry;
   }
   if (IsTransient(failure)) {
-    link_.NoteFailure("Pull", failure);
+    NoteFailures("Pull");
     return Next::kRetry;
   }
   return Next::kFail;  // e.g. the master's model has another size: nothing to retry
@@ -318,7 +524,7 @@ MasterSession::Next MasterSession::AfterPushFailure(const Status& failure) {
   if (IsTransient(failure)) {
     // Whether it was applied is unknown: recompute on fresh parameters
     // rather than risk applying the same gradient twice.
-    link_.NoteFailure("Push", failure);
+    NoteFailures("Push");
     return Next::kRetry;
   }
   if (metrics_ != nullptr) metrics_->RecordPushRejected(LowerCodeName(failure.code()));

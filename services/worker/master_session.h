@@ -15,7 +15,15 @@
 //   - the master's runs: an answer from another run than Connect()'s marks
 //     run_changed(); TakeLost() learns what the new run resumed from and
 //     which of the task's pushes it lost, and AddReached() says where the
-//     task's updates are for its completion.
+//     task's updates are for its completion;
+//   - several masters (spec.master.shards), each holding a range of θ
+//     (services/engine/shard_plan.h): every pull and push goes to all of
+//     them at once, each with its slice, and each keeps its own version,
+//     runs and refusals. A push refused by one shard and applied by the
+//     others is sent again, recomputed, to that shard only. The version the
+//     coordinator hears of is the lowest of the shards'. A batch a shard's
+//     restart lost is trained again on all shards (the others apply it
+//     twice, as a retrained task does).
 // The training loop keeps the data, the model's compute, the retry loop
 // and the grace period. The evaluator uses its observer side (Observe).
 // Not thread-safe: one training or evaluation loop owns it.
@@ -24,6 +32,7 @@
 #define GAPTRAIN_SERVICES_WORKER_MASTER_SESSION_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +56,9 @@ namespace gaptrain {
 // few kilobytes every this many pushes, and when a task ends.
 inline constexpr uint32_t kPushesPerBufferSend = 16;
 
+// The masters a registration names: shard i's address at i.
+std::vector<std::string> MasterAddressesOf(const proto::RegisterResponse& registration);
+
 class MasterSession {
  public:
   // What the training loop does after a failed Pull or Push.
@@ -66,12 +78,15 @@ class MasterSession {
   MasterSession(const TrainingJob& job, MasterLink::Connector connect,
                 CoordinatorSession* coordinator, StopFlag* stop, WorkerMetrics* metrics);
 
-  // Connects to the master at `address` for `model` (its layout and
-  // buffers must be the master's) and learns what its rule needs. Forgets
-  // what was pulled: the next Pull() is a whole one.
-  Status Connect(const std::string& address, Model* model, RetryLoop* loop);
-  const std::string& address() const { return link_.address(); }
-  const proto::DescribeResponse& description() const { return link_.description(); }
+  // Connects to the masters at `addresses` (shard i at i; one address: one
+  // master) for `model` (its layout and buffers must be the masters') and
+  // learns what its rule needs; the shards' ranges must be theirs in
+  // order and tile θ. Forgets what was pulled: the next Pull() is whole.
+  Status Connect(const std::vector<std::string>& addresses, Model* model, RetryLoop* loop);
+  // The addresses of the last Connect().
+  const std::vector<std::string>& addresses() const { return addresses_; }
+  // What shard 0 said (the rule, echo needs, the whole model's layout).
+  const proto::DescribeResponse& description() const { return shards_[0].link.description(); }
   bool dana_slim() const { return dana_slim_; }
 
   // θ into the model's parameters, unless the last push brought the
@@ -85,7 +100,9 @@ class MasterSession {
   Status Push(float loss, SampleRange positions, proto::PushResponse* reply);
   // Forgets a PushPull's θ: the next Pull() asks the master (a task's
   // first batch starts from θ read after the task's own calls).
-  void ForgetPulled() { pulled_with_push_ = false; }
+  void ForgetPulled() {
+    for (Shard& shard : shards_) shard.pulled_with_push = false;
+  }
 
   // The evaluator's side. Observe: θ into the model with an observer pull
   // (θ itself, not DANA's look-ahead; no membership, so sync mode too),
@@ -114,8 +131,8 @@ class MasterSession {
   // a master without runs) and the version that holds each (in sync mode
   // the step's next). BeginTask forgets the last task's.
   void BeginTask() { task_pushes_.clear(); }
-  // An answer came from another master run than Connect()'s.
-  bool run_changed() const { return run_changed_; }
+  // An answer came from another master run than Connect()'s (of any shard).
+  bool run_changed() const;
   // After run_changed(): connects again to learn what the new run resumed
   // from. The positions of the task's pushes applied after that point
   // (lost: to train again) go to *lost in push order, and are forgotten;
@@ -125,23 +142,61 @@ class MasterSession {
   // its pushes reached (those in a checkpoint need no word).
   void AddReached(proto::CompleteTaskRequest* report) const;
 
-  // Moving averages of a pull's and a push's duration (the grace decision).
+  // Moving averages of a pull's and a push's duration (the grace decision):
+  // of all shards, as they run at once.
   double pull_seconds() const { return pull_seconds_.seconds(); }
   double push_seconds() const { return push_seconds_.seconds(); }
 
  private:
+  // One master (shard) and what this worker knows of it.
+  struct Shard {
+    explicit Shard(MasterLink l) : link(std::move(l)) {}
+    MasterLink link;
+    size_t begin = 0, end = 0;      // its part of θ
+    int64_t known_version = -1;     // what parameters() holds; -1: nothing trusted
+    uint64_t base_version = 0;      // the version the next gradient is computed on
+    uint64_t run_id = 0;            // the run that answered Connect
+    bool run_changed = false;
+    bool push_pull = true;
+    bool pulled_with_push = false;  // its part of parameters() holds a PushPull's θ
+    MasterClient::PullResult pulled;  // that pull, accepted once the push is booked
+    bool has_batch = false;         // applied (or accumulated) the batch in hand
+    proto::PushResponse reply;      // its answer to the last push
+    Status status;                  // of its last call
+
+    size_t size() const { return end - begin; }
+    void NoteRun(uint64_t incarnation) {
+      if (incarnation != 0 && incarnation != run_id) run_changed = true;
+    }
+  };
+
+  // Runs fn(shard) for every shard, at once when there are several.
+  void ForEachShard(const std::function<void(Shard&)>& fn);
+  Status ConnectShard(Shard* shard, const std::string& address, RetryLoop* loop);
+  Status CheckShardRanges() const;
+  // The first failure of the shards' last calls, OK when none failed.
+  Status FirstFailure() const;
   Status PullNow();
-  void AcceptPulled(const MasterClient::PullResult& r);
-  void NoteRun(uint64_t incarnation) {
-    if (incarnation != 0 && incarnation != run_id_) run_changed_ = true;
-  }
+  // One shard's part of a pull or push, on the shard's thread: touches
+  // only the shard and its slice of the model's buffers.
+  void PullShard(Shard* shard, uint32_t worker, float* parameters);
+  void AcceptPulled(Shard* shard, const MasterClient::PullResult& r);
   const float* Gradient();
-  Status SendGradient(const float* gradient, float loss, proto::PushResponse* reply);
-  void WaitForNextStep(uint64_t pushed_on);
+  void SendGradient(Shard* shard, uint32_t worker, const float* gradient, float* parameters,
+                    float loss);
+  // The shards whose last call failed: logged (rate-limited) by their links.
+  void NoteFailures(const char* verb);
+  // The shards' answers to one push as one: the lowest version, the
+  // largest staleness, the Gap averaged over θ.
+  proto::PushResponse CombinedReply() const;
+  uint64_t LowestVersion() const;
+  void WaitForNextStep(Shard* shard, uint64_t pushed_on);
   uint64_t NextSeed() { return ++seed_counter_ * 7927u; }
 
   const TrainingJob& job_;
-  MasterLink link_;
+  MasterLink::Connector connect_;
+  std::vector<Shard> shards_;
+  std::vector<std::string> addresses_;
   CoordinatorSession* const coordinator_;
   StopFlag* const stop_;
   WorkerMetrics* const metrics_;
@@ -149,22 +204,16 @@ class MasterSession {
   size_t p_ = 0;
   uint64_t seed_counter_ = 0;
 
-  int64_t known_version_ = -1;  // what parameters() holds; -1: nothing trusted
-  uint64_t base_version_ = 0;   // the version the next gradient is computed on
-  uint64_t run_id_ = 0;         // the master run that answered Connect
-  bool run_changed_ = false;
-  // A push of the task in hand: its positions and where it landed.
-  // Incarnation 0: in a checkpoint.
+  // A push of the task in hand: its positions and where it landed, by
+  // shard. Incarnation 0: in a checkpoint.
   struct TaskPush {
     SampleRange positions;
+    uint32_t shard = 0;
     uint64_t incarnation = 0;
     uint64_t version = 0;
   };
   std::vector<TaskPush> task_pushes_;
-
-  bool push_pull_ = true;
-  bool pulled_with_push_ = false;    // parameters() holds a PushPull's θ
-  MasterClient::PullResult pulled_;  // that pull, accepted once the push is booked
+  SampleRange batch_in_hand_{0, 0};  // the positions the shards' has_batch refer to
 
   bool sync_ = false;
   bool echo_ = false;

@@ -65,7 +65,7 @@ Status Trainer::Setup() {
   labels_.assign(loader_->labels_buffer_size(), 0);
 
   RetryLoop loop(options_.retry, NextSeed(), stop_);
-  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(reg.master_address(), model_.get(), &loop));
+  GAPTRAIN_RETURN_IF_ERROR(master_.Connect(MasterAddressesOf(reg), model_.get(), &loop));
   master_.AdoptMasterBuffers();
   spdlog::info("trainer ready: {} parameters, batch {}, {} training samples, computing on {}{}",
                model_->layout().size(), reg.batch_size(), train_.size(), device_,
@@ -75,11 +75,11 @@ Status Trainer::Setup() {
 
 Status Trainer::Loop() {
   while (!stop_->stopped()) {
-    // A registration again may name another master (it moved).
-    const std::string address = session_->registration().master_address();
-    if (address != master_.address()) {
+    // A registration again may name other masters (they moved).
+    const std::vector<std::string> addresses = MasterAddressesOf(session_->registration());
+    if (addresses != master_.addresses()) {
       RetryLoop loop(options_.retry, NextSeed(), stop_);
-      Status s = master_.Connect(address, model_.get(), &loop);
+      Status s = master_.Connect(addresses, model_.get(), &loop);
       if (!s.ok()) return stop_->stopped() ? Status::OK() : s;
     }
     proto::NextTaskResponse next;

@@ -118,7 +118,7 @@ class Harness {
     ASSERT_TRUE(Model::CreateBuiltin("mlp", ModelInput{1, kSide, kSide, 10}, 1, &model).ok());
     MasterSession master(job_, Connector(), &session, &stop_, &metrics_);
     RetryLoop loop(FastRetry(4), 1, &stop_);
-    ASSERT_TRUE(master.Connect(master_->address(), model.get(), &loop).ok());
+    ASSERT_TRUE(master.Connect({master_->address()}, model.get(), &loop).ok());
     use(master, *model);
   }
   // Options::device and Options::mirror_on_cpu_for_testing of both loops.
