@@ -111,20 +111,18 @@ std::vector<std::string> Names(const std::vector<json>& objects) {
 
 using Candidate = ElectionCandidate;
 
-class ApiServerTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    envtest::ControlPlane::Options options;
-    options.work_dir = TestTempDir("cluster");
+class ApiServerTest : public envtest::SharedControlPlaneTest<ApiServerTest> {
+ public:
+  static envtest::ControlPlane::Options ControlPlaneOptions() {
+    envtest::ControlPlane::Options options = SharedControlPlaneTest::ControlPlaneOptions();
     options.uncached_resources = {"secrets"};  // a real 410 after CompactEtcd()
-    envtest::SharedControlPlane::Start(options);
+    return options;
   }
-  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
 
+ protected:
   void SetUp() override {
-    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
-    cluster_ = envtest::SharedControlPlane::Get();
-    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
+    SharedControlPlaneTest::SetUp();
+    if (HasFatalFailure() || IsSkipped()) return;
     admin_ = cluster_->admin();
     FaultProxy::Options proxy_options;
     proxy_options.upstream_url = cluster_->url();
@@ -289,9 +287,6 @@ class ApiServerTest : public ::testing::Test {
     return out;
   }
 
-  envtest::ControlPlane* cluster_ = nullptr;
-
-  std::string ns_;
   kube::Client* admin_ = nullptr;
   std::unique_ptr<FaultProxy> proxy_;
   std::unique_ptr<kube::Client> client_;
