@@ -44,9 +44,7 @@ class JobReconcilerTest : public envtest::SharedControlPlaneTest<JobReconcilerTe
   }
 
  protected:
-  void SetUp() override {
-    SharedControlPlaneTest::SetUp();
-    if (HasFatalFailure() || IsSkipped()) return;
+  void SetUpOnCluster() override {
     FaultProxy::Options proxy_options;
     proxy_options.upstream_url = cluster_->url();
     proxy_options.upstream_ca_pem = cluster_->ca_pem();

@@ -120,9 +120,7 @@ class ApiServerTest : public envtest::SharedControlPlaneTest<ApiServerTest> {
   }
 
  protected:
-  void SetUp() override {
-    SharedControlPlaneTest::SetUp();
-    if (HasFatalFailure() || IsSkipped()) return;
+  void SetUpOnCluster() override {
     admin_ = cluster_->admin();
     FaultProxy::Options proxy_options;
     proxy_options.upstream_url = cluster_->url();

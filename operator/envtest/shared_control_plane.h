@@ -79,8 +79,8 @@ namespace envtest {
 //     static ControlPlane::Options ControlPlaneOptions();
 //   };
 //
-// A SetUp of its own calls this one first and returns when it failed or
-// skipped (HasFatalFailure() || IsSkipped()); the test body then does not run.
+// What the test class sets up on top goes in SetUpOnCluster(), which runs
+// only once cluster_ and ns_ are there.
 template <class Fixture>
 class SharedControlPlaneTest : public ::testing::Test {
  public:
@@ -100,7 +100,9 @@ class SharedControlPlaneTest : public ::testing::Test {
     cluster_ = SharedControlPlane::Get();
     const Status created = SharedControlPlane::CreateTestNamespace(&ns_);
     ASSERT_TRUE(created.ok()) << created.ToString();
+    SetUpOnCluster();
   }
+  virtual void SetUpOnCluster() {}
 
   ControlPlane* cluster_ = nullptr;
   std::string ns_;

@@ -147,9 +147,7 @@ class ClientApiTest : public envtest::SharedControlPlaneTest<ClientApiTest> {
   }
 
  protected:
-  void SetUp() override {
-    SharedControlPlaneTest::SetUp();
-    if (HasFatalFailure() || IsSkipped()) return;
+  void SetUpOnCluster() override {
     client_ = cluster_->admin();
     selector_ = "test=" + ns_;
   }

@@ -116,9 +116,7 @@ int ThreadCount() {
 // A namespace per test, named after it: "passesrequeststhrough".
 class FaultProxyTest : public envtest::SharedControlPlaneTest<FaultProxyTest> {
  protected:
-  void SetUp() override {
-    SharedControlPlaneTest::SetUp();
-    if (HasFatalFailure() || IsSkipped()) return;
+  void SetUpOnCluster() override {
     ASSERT_OK(StartProxy(cluster_->url(), cluster_->ca_pem(), &proxy_));
     ASSERT_OK(NewClient(proxy_->url(), &client_));
   }
