@@ -126,11 +126,7 @@ class DeployManifestsTest : public ::testing::Test {
 TEST_F(DeployManifestsTest, TheDefaultInstallRendersWhatTheOperatorNeeds) {
   const std::vector<json> objects = Render("deploy");
   ASSERT_FALSE(objects.empty());
-  EXPECT_EQ(ProblemLines(IdentityProblems(objects)), "");
-  EXPECT_EQ(ProblemLines(RbacProblems(objects)), "");
-  EXPECT_EQ(ProblemLines(AggregatedRoleProblems(objects)), "");
-  EXPECT_EQ(ProblemLines(OperatorDeploymentProblems(objects)), "");
-  EXPECT_EQ(ProblemLines(ScrapeProblems(objects, ScrapeConfig())), "");
+  EXPECT_EQ(ProblemLines(InstallProblems(objects, ScrapeConfig())), "");
 
   // What `kubectl apply -k deploy/` creates, and nothing of the add-on
   // (whose kinds a cluster without the Prometheus Operator lacks).

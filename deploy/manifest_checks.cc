@@ -639,4 +639,15 @@ Problems DashboardConfigMapProblems(const std::vector<json>& objects,
   return problems;
 }
 
+Problems InstallProblems(const std::vector<nlohmann::json>& objects,
+                         const nlohmann::json& scrape_config) {
+  Problems problems;
+  for (const Problems& p :
+       {IdentityProblems(objects), RbacProblems(objects), AggregatedRoleProblems(objects),
+        OperatorDeploymentProblems(objects), ScrapeProblems(objects, scrape_config)}) {
+    problems.insert(problems.end(), p.begin(), p.end());
+  }
+  return problems;
+}
+
 }  // namespace gaptrain

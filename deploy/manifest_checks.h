@@ -71,6 +71,11 @@ Problems ScrapeProblems(const std::vector<nlohmann::json>& objects,
 Problems PodMonitorProblems(const std::vector<nlohmann::json>& objects,
                             const nlohmann::json& scrape_config);
 
+// Every check the operator's install passes, whichever renders it:
+// identity, RBAC, the aggregated roles, the Deployment, scraping.
+Problems InstallProblems(const std::vector<nlohmann::json>& objects,
+                         const nlohmann::json& scrape_config);
+
 // The dashboards ConfigMap: the Grafana sidecar's label, and each file of
 // `dashboard_files` (paths) under its base name, byte for byte.
 Problems DashboardConfigMapProblems(const std::vector<nlohmann::json>& objects,

@@ -254,11 +254,7 @@ TEST(GaptrainChartFilesTest, IconIsARepositoryFile) {
 TEST_F(GaptrainChartTest, DefaultValuesPassDeploysChecks) {
   const std::vector<json> objects = RenderChart(json::object());
   ASSERT_FALSE(objects.empty());
-  EXPECT_EQ(ProblemLines(IdentityProblems(objects)), "");
-  EXPECT_EQ(ProblemLines(RbacProblems(objects)), "");
-  EXPECT_EQ(ProblemLines(AggregatedRoleProblems(objects)), "");
-  EXPECT_EQ(ProblemLines(OperatorDeploymentProblems(objects)), "");
-  EXPECT_EQ(ProblemLines(ScrapeProblems(objects, ScrapeConfig())), "");
+  EXPECT_EQ(ProblemLines(InstallProblems(objects, ScrapeConfig())), "");
   EXPECT_EQ(KindsAndNames(objects),
             (std::set<std::string>{"ClusterRole/gaptrain-operator", "ClusterRole/gaptrain-edit",
                                    "ClusterRole/gaptrain-view",

@@ -34,21 +34,17 @@ using kube_testing::FaultProxy;
 using nlohmann::json;
 using std::chrono::seconds;
 
-class JobReconcilerTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    envtest::ControlPlane::Options options;
-    options.work_dir = TestTempDir("cluster");
+// A namespace per test: each starts with nothing in it.
+class JobReconcilerTest : public envtest::SharedControlPlaneTest<JobReconcilerTest> {
+ public:
+  static envtest::ControlPlane::Options ControlPlaneOptions() {
+    envtest::ControlPlane::Options options = SharedControlPlaneTest::ControlPlaneOptions();
     options.crd_files = {kTrainingJobCrdFile};
-    envtest::SharedControlPlane::Start(options);
+    return options;
   }
-  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
 
-  void SetUp() override {
-    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
-    cluster_ = envtest::SharedControlPlane::Get();
-    // A namespace per test: each starts with nothing in it.
-    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
+ protected:
+  void SetUpOnCluster() override {
     FaultProxy::Options proxy_options;
     proxy_options.upstream_url = cluster_->url();
     proxy_options.upstream_ca_pem = cluster_->ca_pem();
@@ -110,8 +106,6 @@ class JobReconcilerTest : public ::testing::Test {
     return writes;
   }
 
-  envtest::ControlPlane* cluster_ = nullptr;
-  std::string ns_;
   std::unique_ptr<FaultProxy> proxy_;
   std::unique_ptr<kube::Client> client_;
   std::vector<std::unique_ptr<controller::Informer>> informers_;

@@ -111,20 +111,16 @@ std::vector<std::string> Names(const std::vector<json>& objects) {
 
 using Candidate = ElectionCandidate;
 
-class ApiServerTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    envtest::ControlPlane::Options options;
-    options.work_dir = TestTempDir("cluster");
+class ApiServerTest : public envtest::SharedControlPlaneTest<ApiServerTest> {
+ public:
+  static envtest::ControlPlane::Options ControlPlaneOptions() {
+    envtest::ControlPlane::Options options = SharedControlPlaneTest::ControlPlaneOptions();
     options.uncached_resources = {"secrets"};  // a real 410 after CompactEtcd()
-    envtest::SharedControlPlane::Start(options);
+    return options;
   }
-  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
 
-  void SetUp() override {
-    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
-    cluster_ = envtest::SharedControlPlane::Get();
-    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
+ protected:
+  void SetUpOnCluster() override {
     admin_ = cluster_->admin();
     FaultProxy::Options proxy_options;
     proxy_options.upstream_url = cluster_->url();
@@ -289,9 +285,6 @@ class ApiServerTest : public ::testing::Test {
     return out;
   }
 
-  envtest::ControlPlane* cluster_ = nullptr;
-
-  std::string ns_;
   kube::Client* admin_ = nullptr;
   std::unique_ptr<FaultProxy> proxy_;
   std::unique_ptr<kube::Client> client_;

@@ -36,7 +36,6 @@
 #include "services/testing/missing_requirement.h"
 #include "services/testing/status_assertions.h"
 #include "services/testing/test_files.h"
-#include "services/testing/test_processes.h"
 
 namespace gaptrain {
 namespace {
@@ -93,23 +92,16 @@ std::map<std::string, std::string> TableRow(const std::string& table, const std:
   return row;
 }
 
-class TrainingJobCrdApiTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    envtest::ControlPlane::Options options;
-    options.work_dir = TestTempDir("cluster");
+// A namespace per test: names never collide between tests.
+class TrainingJobCrdApiTest : public envtest::SharedControlPlaneTest<TrainingJobCrdApiTest> {
+ public:
+  static envtest::ControlPlane::Options ControlPlaneOptions() {
+    envtest::ControlPlane::Options options = SharedControlPlaneTest::ControlPlaneOptions();
     options.crd_files = {kTrainingJobCrdPath};
-    envtest::SharedControlPlane::Start(options);
-  }
-  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
-
-  void SetUp() override {
-    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
-    cluster_ = envtest::SharedControlPlane::Get();
-    // A namespace per test: names never collide between tests.
-    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
+    return options;
   }
 
+ protected:
   Status Create(const json& job, json* out = nullptr, kube::ApiError* error = nullptr) {
     return cluster_->admin()->Create(kube::kTrainingJobs, ns_, job, out, error);
   }
@@ -123,9 +115,6 @@ class TrainingJobCrdApiTest : public ::testing::Test {
     if (dry_run) args.push_back("--dry-run=server");
     return cluster_->Kubectl(args, output);
   }
-
-  envtest::ControlPlane* cluster_ = nullptr;
-  std::string ns_;
 };
 
 

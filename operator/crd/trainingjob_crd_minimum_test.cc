@@ -32,24 +32,16 @@ namespace {
 using kube_testing::TestJob;
 using nlohmann::json;
 
-class TrainingJobCrdMinimumTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class TrainingJobCrdMinimumTest
+    : public envtest::SharedControlPlaneTest<TrainingJobCrdMinimumTest> {
+ public:
+  static envtest::ControlPlane::Options ControlPlaneOptions() {
     envtest::ControlPlane::Options options;
     options.work_dir = TestTempDir("minimum-cluster");
     options.minimum_supported_release = true;
     options.crd_files = {kTrainingJobCrdPath};
-    envtest::SharedControlPlane::Start(options);
+    return options;
   }
-  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
-  void SetUp() override {
-    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
-    cluster_ = envtest::SharedControlPlane::Get();
-    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
-  }
-
-  envtest::ControlPlane* cluster_ = nullptr;
-  std::string ns_;
 };
 
 TEST_F(TrainingJobCrdMinimumTest, TheServerIsTheDocumentedMinimum) {

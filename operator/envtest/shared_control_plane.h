@@ -12,6 +12,8 @@
 //     }
 //   };
 //
+// SharedControlPlaneTest<MyTest> is that fixture, with a namespace per test.
+//
 // What callers may rely on: Start() starts it once per binary (later calls
 // keep the first); a test whose SetUp requires it skips when an envtest
 // binary is missing (fails when CI=true, services/testing/
@@ -22,11 +24,14 @@
 #ifndef GAPTRAIN_OPERATOR_ENVTEST_SHARED_CONTROL_PLANE_H_
 #define GAPTRAIN_OPERATOR_ENVTEST_SHARED_CONTROL_PLANE_H_
 
+#include <gtest/gtest.h>
+
 #include <string>
 
 #include "operator/envtest/control_plane.h"
 #include "services/base/status.h"
 #include "services/testing/missing_requirement.h"
+#include "services/testing/test_processes.h"
 
 namespace gaptrain {
 namespace envtest {
@@ -60,5 +65,50 @@ std::string TestObjectName();
     }                                                                                      \
     ASSERT_TRUE(started_.ok()) << started_.ToString();                                     \
   } while (0)
+
+namespace gaptrain {
+namespace envtest {
+
+// A fixture on the shared control plane: each test gets cluster_ and a
+// namespace of its own, ns_, named after it (CreateTestNamespace). The
+// test class names itself, and may hide ControlPlaneOptions() (public) to
+// start the control plane with more (CRDs, the controller manager):
+//
+//   class MyTest : public SharedControlPlaneTest<MyTest> {
+//    public:
+//     static ControlPlane::Options ControlPlaneOptions();
+//   };
+//
+// What the test class sets up on top goes in SetUpOnCluster(), which runs
+// only once cluster_ and ns_ are there.
+template <class Fixture>
+class SharedControlPlaneTest : public ::testing::Test {
+ public:
+  // A control plane in TestTempDir("cluster"), with nothing more.
+  static ControlPlane::Options ControlPlaneOptions() {
+    ControlPlane::Options options;
+    options.work_dir = TestTempDir("cluster");
+    return options;
+  }
+
+ protected:
+  static void SetUpTestSuite() { SharedControlPlane::Start(Fixture::ControlPlaneOptions()); }
+  static void TearDownTestSuite() { SharedControlPlane::Stop(); }
+
+  void SetUp() override {
+    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
+    cluster_ = SharedControlPlane::Get();
+    const Status created = SharedControlPlane::CreateTestNamespace(&ns_);
+    ASSERT_TRUE(created.ok()) << created.ToString();
+    SetUpOnCluster();
+  }
+  virtual void SetUpOnCluster() {}
+
+  ControlPlane* cluster_ = nullptr;
+  std::string ns_;
+};
+
+}  // namespace envtest
+}  // namespace gaptrain
 
 #endif  // GAPTRAIN_OPERATOR_ENVTEST_SHARED_CONTROL_PLANE_H_

@@ -136,22 +136,18 @@ class StateHandler : public ReflectorHandler {
   std::map<std::string, std::string> objects_;
 };
 
-class ClientApiTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    envtest::ControlPlane::Options options;
-    options.work_dir = TestTempDir("cluster");
+class ClientApiTest : public envtest::SharedControlPlaneTest<ClientApiTest> {
+ public:
+  static envtest::ControlPlane::Options ControlPlaneOptions() {
+    envtest::ControlPlane::Options options = SharedControlPlaneTest::ControlPlaneOptions();
     options.controller_manager = true;  // the garbage collector
     options.crd_files = {kCrdFile};
     options.uncached_resources = {"secrets"};  // a real 410 after CompactEtcd()
-    envtest::SharedControlPlane::Start(options);
+    return options;
   }
-  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
 
-  void SetUp() override {
-    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
-    cluster_ = envtest::SharedControlPlane::Get();
-    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
+ protected:
+  void SetUpOnCluster() override {
     client_ = cluster_->admin();
     selector_ = "test=" + ns_;
   }
@@ -291,9 +287,6 @@ class ClientApiTest : public ::testing::Test {
         << "the Reflector did not notice the dropped watch";
   }
 
-  envtest::ControlPlane* cluster_ = nullptr;
-
-  std::string ns_;
   std::string selector_;
   Client* client_ = nullptr;
   std::unique_ptr<FaultProxy> proxy_;

@@ -113,22 +113,12 @@ int ThreadCount() {
   return count;
 }
 
-class FaultProxyTest : public ::testing::Test {
+// A namespace per test, named after it: "passesrequeststhrough".
+class FaultProxyTest : public envtest::SharedControlPlaneTest<FaultProxyTest> {
  protected:
-  static void SetUpTestSuite() {
-    envtest::ControlPlane::Options options;
-    options.work_dir = TestTempDir("cluster");
-    envtest::SharedControlPlane::Start(options);
-  }
-  static void TearDownTestSuite() { envtest::SharedControlPlane::Stop(); }
-
-  void SetUp() override {
-    GAPTRAIN_REQUIRE_SHARED_CONTROL_PLANE();
-    cluster_ = envtest::SharedControlPlane::Get();
+  void SetUpOnCluster() override {
     ASSERT_OK(StartProxy(cluster_->url(), cluster_->ca_pem(), &proxy_));
     ASSERT_OK(NewClient(proxy_->url(), &client_));
-    // A namespace per test, named after it: "passesrequeststhrough".
-    ASSERT_OK(envtest::SharedControlPlane::CreateTestNamespace(&ns_));
   }
 
   void TearDown() override {
@@ -167,10 +157,8 @@ class FaultProxyTest : public ::testing::Test {
     return "/api/v1/namespaces/" + ns_ + "/configmaps" + rest;
   }
 
-  envtest::ControlPlane* cluster_ = nullptr;
   std::unique_ptr<FaultProxy> proxy_;
   std::unique_ptr<kube::Client> client_;
-  std::string ns_;
 };
 
 // The next event that is not a BOOKMARK; fails the test when the watch ends.

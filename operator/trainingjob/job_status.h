@@ -1,6 +1,8 @@
 // JobStatus: a TrainingJob's status, typed, as the reconcile reads the
 // observed one and writes the next; JobStatusSchema, beside it, is the
-// CRD's schema of status (docs/trainingjob.md lists it).
+// CRD's schema of status (docs/trainingjob.md lists it). One table per
+// struct (job_status.cc, status_fields.h) makes the writer, the reader and
+// the schema, so a status field is added in one line.
 //
 // What callers may rely on:
 //   - ReadJobStatus never fails: a status written by an older operator, or
@@ -51,7 +53,6 @@ struct JobProgress {
   std::optional<double> mean_gap, mean_staleness, updates_per_second;
 
   nlohmann::json ToJson() const;
-  static JobProgress FromJson(const nlohmann::json& progress);
 };
 
 struct JobStatus {
@@ -77,9 +78,8 @@ struct JobStatus {
 JobStatus ReadJobStatus(const nlohmann::json& status);
 
 // The CRD's schema of status (operator/crd puts it in the CRD;
-// docs/trainingjob.md lists it): kept here, beside the struct it
-// describes, so that a field is added to both at once (job_status_test
-// checks they agree).
+// docs/trainingjob.md lists it), from the same tables as ToJson and
+// ReadJobStatus.
 nlohmann::ordered_json JobStatusSchema();
 
 }  // namespace trainingjob

@@ -516,6 +516,15 @@ std::optional<ScriptedReply> Versions(const ReceivedRequest& r) {
   return std::nullopt;
 }
 
+// Versions, but 409 Conflict at `path`.
+std::function<std::optional<ScriptedReply>(const ReceivedRequest&)> ConflictAt(
+    const std::string& path) {
+  return [path](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
+    if (r.path == path) return Error(409, "Conflict", "the object has been modified");
+    return Versions(r);
+  };
+}
+
 TEST_F(PlanExecutorTest, AScaleFollowsTheStatusThatRecordsIt) {
   Answer(Versions);
   ExecutionReport report;
@@ -550,10 +559,7 @@ TEST_F(PlanExecutorTest, AScaleFollowsTheStatusThatRecordsIt) {
 // The decision was not stored: nothing is scaled (the next reconcile
 // decides again from the same window), no ScaledUp.
 TEST_F(PlanExecutorTest, AStatusConflictScalesNothing) {
-  Answer([](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
-    if (r.path == kStatusPath) return Error(409, "Conflict", "the object has been modified");
-    return Versions(r);
-  });
+  Answer(ConflictAt(kStatusPath));
   ExecutionReport report;
   const Status s = ExecutePlan(client_.get(), Job(), GrowthPlan(), "op", &report);
   EXPECT_TRUE(kube::IsConflict(s)) << s.ToString();
@@ -566,10 +572,7 @@ TEST_F(PlanExecutorTest, AStatusConflictScalesNothing) {
 // error says so, no ScaledUp is recorded; the status's decision is carried
 // out later (job_autoscale.h).
 TEST_F(PlanExecutorTest, AScaleConflictIsReturnedWithoutItsEvent) {
-  Answer([](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
-    if (r.path == kScalePath) return Error(409, "Conflict", "the object has been modified");
-    return Versions(r);
-  });
+  Answer(ConflictAt(kScalePath));
   ExecutionReport report;
   const Status s = ExecutePlan(client_.get(), Job(), GrowthPlan(), "op", &report);
   EXPECT_TRUE(kube::IsConflict(s)) << s.ToString();
