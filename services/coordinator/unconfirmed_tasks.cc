@@ -1,5 +1,6 @@
 #include "services/coordinator/unconfirmed_tasks.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace gaptrain {
@@ -35,7 +36,16 @@ UnconfirmedTasks::Fate UnconfirmedTasks::Judge(const std::vector<MasterPosition>
 }
 
 void UnconfirmedTasks::Add(uint64_t task_id, std::vector<MasterPosition> reached) {
+  DropDurable(&reached);
   tasks_[task_id] = std::move(reached);
+}
+
+void UnconfirmedTasks::DropDurable(std::vector<MasterPosition>* reached) const {
+  reached->erase(std::remove_if(reached->begin(), reached->end(),
+                                [this](const MasterPosition& p) {
+                                  return JudgePosition(p) == Fate::kDurable;
+                                }),
+                 reached->end());
 }
 
 UnconfirmedTasks::Observation UnconfirmedTasks::Observe(uint32_t shard, const MasterRun& run,
@@ -55,6 +65,9 @@ UnconfirmedTasks::Observation UnconfirmedTasks::Observe(uint32_t shard, const Ma
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     const Fate fate = Judge(it->second);
     if (fate == Fate::kPending) {
+      const size_t before = it->second.size();
+      DropDurable(&it->second);
+      o.changed |= it->second.size() != before;
       ++it;
       continue;
     }

@@ -20,10 +20,14 @@
 //   - pending otherwise (the current run, not yet checkpointed; or a run
 //     newer than any the coordinator has heard of, on a shard it may not
 //     have heard of at all).
-// A task is durable when all its positions are, lost when any is: a shard
-// that lost its part of a task's gradients has the whole task trained
-// again, and the other shards then apply their parts twice (the accepted
-// cost, as when one master loses a task a worker had half pushed).
+// A task is durable when all its positions are, lost when any is. A
+// position once durable stays so (every later run of its shard resumes
+// from a checkpoint at least that new), so it is forgotten then: a task
+// waiting for another shard's checkpoint is not judged lost when this
+// shard later resumes a run after the one that held it. A shard that lost
+// its part of a task's gradients has the whole task trained again, and
+// the other shards then apply their parts twice (the accepted cost, as
+// when one master loses a task a worker had half pushed).
 //
 // What callers may rely on:
 //   - Run ids grow with every start of a shard's master, so an answer from
@@ -77,8 +81,8 @@ class UnconfirmedTasks {
   // The fate of positions under the newest run seen.
   Fate Judge(const std::vector<MasterPosition>& reached) const;
 
-  // A completed task whose fate is pending. A task id already held is
-  // replaced.
+  // A completed task whose fate is pending (its durable positions are
+  // dropped). A task id already held is replaced.
   void Add(uint64_t task_id, std::vector<MasterPosition> reached);
 
   struct Observation {
@@ -110,6 +114,8 @@ class UnconfirmedTasks {
  private:
   const ShardRun& Shard(uint32_t shard) const;
   Fate JudgePosition(const MasterPosition& p) const;
+  // Removes the positions a checkpoint holds.
+  void DropDurable(std::vector<MasterPosition>* reached) const;
 
   std::map<uint32_t, ShardRun> shards_;                    // shard index -> newest run
   std::map<uint64_t, std::vector<MasterPosition>> tasks_;  // task id -> positions

@@ -127,6 +127,22 @@ TEST(UnconfirmedTasksTest, AShardZeroRestartLosesNothingHeldByItsCheckpoint) {
   EXPECT_EQ(u.Observe(1, {10, 0, 0}, 4).durable, 1u);
 }
 
+TEST(UnconfirmedTasksTest, APositionOnceDurableStaysSoWhileTheTaskWaitsForAnotherShard) {
+  UnconfirmedTasks u;
+  u.Observe(0, {10, 0, 0}, 0);
+  u.Observe(1, {10, 0, 0}, 0);
+  u.Add(1, {{10, 5, 0}, {10, 5, 1}});
+  // Shard 1 resumes run 10's checkpoint at 6 (t1 held there), then
+  // checkpoints run 11 and resumes that: run 12 never names run 10, yet
+  // run 10's position 5 is in its state.
+  EXPECT_TRUE(u.Observe(1, {11, 10, 6}, 0).lost.empty());
+  EXPECT_TRUE(u.Observe(1, {11, 10, 6}, 9).lost.empty());
+  EXPECT_TRUE(u.Observe(1, {12, 11, 9}, 0).lost.empty());
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u.tasks().at(1).size(), 1u) << "only shard 0's position is left to confirm";
+  EXPECT_EQ(u.Observe(0, {10, 0, 0}, 5).durable, 1u);
+}
+
 TEST(UnconfirmedTasksTest, PositionsOfAShardNeverHeardOfWaitAndOldWorkersMeanShardZero) {
   UnconfirmedTasks u;
   u.Observe({10, 0, 0}, 5);  // one master: shard 0
