@@ -194,7 +194,7 @@ class InProcessJob {
     const double now = 1e9;
     Check(CoordinatorState::Create(config, now, &state));
     CoordinatorService::Options coordinator_options;
-    coordinator_options.master_address = "127.0.0.1:" + std::to_string(master_port_);
+    coordinator_options.master_addresses = {"127.0.0.1:" + std::to_string(master_port_)};
     coordinator_ = std::make_unique<CoordinatorService>(
         std::move(state), coordinator_options,
         std::make_shared<CoordinatorMetrics>(std::make_shared<prometheus::Registry>()),

@@ -74,6 +74,11 @@ Status ValidateCoordinatorConfig(const CoordinatorConfig& c) {
       return Status::InvalidArgument("timeouts must be finite and >= 0 (0 = never)");
     }
   }
+  if (c.master_shards == 0 || c.master_shards > kMaxMasterShards) {
+    return Status::InvalidArgument("master_shards: must be in [1, " +
+                                   std::to_string(kMaxMasterShards) + "], got " +
+                                   std::to_string(c.master_shards));
+  }
   return Status::OK();
 }
 

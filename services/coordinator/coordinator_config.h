@@ -47,6 +47,11 @@ struct CoordinatorConfig {
   double master_timeout_seconds = 300;
   double active_deadline_seconds = 0;
 
+  // How many masters hold θ (spec.master.shards; one per --master
+  // address): the job's master version is the least of theirs, and the
+  // master is unreachable while any of them is.
+  uint32_t master_shards = 1;
+
   // Whether the evaluator is in the master's member set. It need not be:
   // it reads θ with observer pulls, which the master serves to anyone
   // (membership would cost a per-worker state buffer on the master, and a
@@ -60,6 +65,9 @@ struct CoordinatorConfig {
   // would deadlock. It rejoins when it gets its next task.
   bool idle_trainers_are_members = true;
 };
+
+// The most master shards a job has (--master's addresses).
+constexpr uint32_t kMaxMasterShards = 64;
 
 // Default batches per task (--task-batches): the most a task holds.
 constexpr uint32_t kDefaultTaskBatches = 200;

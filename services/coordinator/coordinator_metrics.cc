@@ -97,7 +97,7 @@ CoordinatorMetrics::CoordinatorMetrics(std::shared_ptr<prometheus::Registry> reg
     phase_[static_cast<size_t>(p)] = &phase.Add({{"phase", JobPhaseName(p)}});
   }
   master_version_ = Gauge(r, "gaptrain_coordinator_master_version",
-                          "Newest master version reported by workers or the evaluator.");
+                          "The job's master version: the least of the master shards' newest.");
   eval_accuracy_ = Gauge(r, "gaptrain_coordinator_eval_accuracy",
                          "Last accuracy the evaluator reported (NaN before the first).");
   eval_accuracy_->Set(std::numeric_limits<double>::quiet_NaN());

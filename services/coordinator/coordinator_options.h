@@ -20,7 +20,11 @@ struct CoordinatorOptions {
   // --job, --listen [0.0.0.0:7071], --http-address, --http-port [9091],
   // the token, TLS and --ports-file.
   ServerFlags server = ServerFlags::Defaults("0.0.0.0:7071", 9091);
-  std::string master;                     // --master HOST:PORT: the membership feed
+  // --master HOST:PORT[,HOST:PORT...]: the masters fed the live workers,
+  // one per shard of θ (spec.master.shards); `master` as given, `masters`
+  // its addresses, shard i's at i (at most kMaxMasterShards, distinct).
+  std::string master;
+  std::vector<std::string> masters;
   std::string master_ca;                  // --master-ca PATH: the master serves TLS
   // --status-token-file PATH: GET /status needs "Authorization: Bearer" it.
   std::string status_token;

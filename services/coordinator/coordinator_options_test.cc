@@ -23,6 +23,7 @@ TEST(CoordinatorOptionsTest, DefaultsAndEveryFlag) {
   EXPECT_EQ(o.no_worker_timeout_seconds, 600u);
   EXPECT_EQ(o.master_timeout_seconds, 300u);
   EXPECT_TRUE(o.master.empty());
+  EXPECT_TRUE(o.masters.empty());
 
   const std::string token_file = std::string(std::getenv("TEST_TMPDIR")) + "/token";
   std::ofstream(token_file) << "s3cret\n";
@@ -35,6 +36,7 @@ TEST(CoordinatorOptionsTest, DefaultsAndEveryFlag) {
                   .ok());
   EXPECT_EQ(o.server.token, "s3cret");
   EXPECT_EQ(o.master, "master:7070");
+  EXPECT_EQ(o.masters, (std::vector<std::string>{"master:7070"})) << "one master: shard 0 of 1";
   EXPECT_EQ(o.train_samples, 60000u);
   EXPECT_EQ(o.task_batches, 50u);
   EXPECT_EQ(o.no_worker_timeout_seconds, 0u);
@@ -60,6 +62,26 @@ TEST(CoordinatorOptionsTest, DefaultsAndEveryFlag) {
   unsetenv("GAPTRAIN_TOKEN");
 }
 
+TEST(CoordinatorOptionsTest, MasterTakesOneAddressPerShard) {
+  unsetenv("GAPTRAIN_TOKEN");
+  CoordinatorOptions o;
+  ASSERT_TRUE(Parse({"--job", "j.yaml", "--insecure-no-token", "--master",
+                     "job-master-0:7070,job-master-1:7070,[::1]:7072"},
+                    &o)
+                  .ok());
+  EXPECT_EQ(o.masters,
+            (std::vector<std::string>{"job-master-0:7070", "job-master-1:7070", "[::1]:7072"}));
+  std::string many;
+  for (uint32_t i = 0; i < kMaxMasterShards; ++i) {
+    many += (i == 0 ? "m" : ",m") + std::to_string(i) + ":7070";
+  }
+  ASSERT_TRUE(Parse({"--job", "j.yaml", "--insecure-no-token", "--master", many}, &o).ok());
+  EXPECT_EQ(o.masters.size(), kMaxMasterShards);
+  const Status too_many =
+      Parse({"--job", "j.yaml", "--insecure-no-token", "--master", many + ",m64:7070"}, &o);
+  EXPECT_EQ(too_many.message(), "--master: at most 64 addresses (one per master shard)");
+}
+
 TEST(CoordinatorOptionsTest, BadFlagsNameTheFlag) {
   unsetenv("GAPTRAIN_TOKEN");
   CoordinatorOptions o;
@@ -74,6 +96,16 @@ TEST(CoordinatorOptionsTest, BadFlagsNameTheFlag) {
        "--listen: must be HOST:PORT, got '7071'"},
       {{"--job", "j", "--insecure-no-token", "--master", "master"},
        "--master: must be HOST:PORT, got 'master'"},
+      {{"--job", "j", "--insecure-no-token", "--master", "m0:7070,m1"},
+       "--master: must be HOST:PORT, got 'm1'"},
+      {{"--job", "j", "--insecure-no-token", "--master", "m0:7070,,m2:7070"},
+       "--master: master shard 1's address is empty in 'm0:7070,,m2:7070'"},
+      {{"--job", "j", "--insecure-no-token", "--master", "m0:7070,"},
+       "--master: master shard 1's address is empty in 'm0:7070,'"},
+      {{"--job", "j", "--insecure-no-token", "--master", ",m0:7070"},
+       "--master: master shard 0's address is empty in ',m0:7070'"},
+      {{"--job", "j", "--insecure-no-token", "--master", "m0:7070,m1:7070,m0:7070"},
+       "--master: master shard 2's address 'm0:7070' is master shard 0's too"},
       {{"--job", "j", "--insecure-no-token", "--master-ca", "ca.pem"},
        "--master-ca: needs --master"},
       {{"--job", "j", "--insecure-no-token", "--task-batches", "0"},

@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 
 #include "services/coordinator/coordinator_config.h"
+#include "services/coordinator/coordinator_proto.h"
 #include "services/coordinator/state_file.h"
 #include "services/coordinator/status_json.h"
 #include "services/learn/job_data.h"
@@ -70,6 +72,56 @@ Status LoadOrCreateState(const CoordinatorConfig& config, const std::string& pat
   return Status::OK();
 }
 
+// The membership feed of master shard `shard` of `shards` at `address`.
+std::unique_ptr<MembershipFeed> StartMasterFeed(
+    uint32_t shard, uint32_t shards, const std::string& address,
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials, const std::string& token,
+    CoordinatorService* service, CoordinatorMetrics* metrics) {
+  MasterClient::Options client_options;
+  client_options.token = token;
+  client_options.deadline_seconds = 5;
+  // Used on the feed's thread only (MasterClient is thread-compatible).
+  // Made from a factory: the client makes the channel again while the
+  // master is unreachable, so a master back at a new address behind the
+  // same name is fed within a second or so of serving.
+  auto client = std::make_shared<MasterClient>(
+      MasterClient::ChannelFactory(
+          [address, credentials] { return CreateMasterChannel(address, credentials); }),
+      client_options);
+  // The job's error names the shard that is down ("master shard 1
+  // (HOST:PORT): ..."); with one master it reads as before.
+  const std::string name = shards == 1 ? std::string()
+                                       : "master shard " + std::to_string(shard) + " (" +
+                                             address + "): ";
+  // A restarted master knows only the members of its checkpoint: workers
+  // that joined since get NOT_FOUND until the set arrives, so it is sent
+  // every second, and retried every 0.5 s at most while the master is
+  // down (docs/reliability.md: workers push again within 2 s of a
+  // restarted master serving).
+  MembershipFeed::Options feed_options;
+  feed_options.resend = std::chrono::milliseconds(1000);
+  feed_options.max_backoff = std::chrono::milliseconds(500);
+  return std::make_unique<MembershipFeed>(
+      [client, service, shard](const std::vector<WorkerId>& members) {
+        proto::SetMembersResponse response;
+        Status s = client->SetMembers(members, &response);
+        // Every answer says which run of the shard's master this is: a new
+        // one that resumed from an older checkpoint lost updates, and the
+        // tasks behind them are trained again.
+        if (s.ok()) {
+          service->ObserveMaster(shard, FromProto(response.incarnation()), response.version(),
+                                 response.durable_version());
+        }
+        return s;
+      },
+      [service, metrics, shard, name, address](bool reachable, const std::string& error) {
+        metrics->RecordMembersUpdate(reachable);
+        if (!reachable) spdlog::warn("cannot update the {}master at {}: {}", name, address, error);
+        service->ReportMasterHealth(shard, reachable, name + error);
+      },
+      feed_options);
+}
+
 }  // namespace
 
 Status CoordinatorProcess::Start(const CoordinatorOptions& options, const TrainingJob& job,
@@ -84,6 +136,7 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
   GAPTRAIN_RETURN_IF_ERROR(CoordinatorConfigFromJob(job, samples, options.task_batches, &config));
   config.no_worker_timeout_seconds = static_cast<double>(options.no_worker_timeout_seconds);
   config.master_timeout_seconds = static_cast<double>(options.master_timeout_seconds);
+  config.master_shards = std::max<uint32_t>(1, static_cast<uint32_t>(options.masters.size()));
 
   const CoordinatorService::Clock clock = AnchoredClock();
   GAPTRAIN_RETURN_IF_ERROR(EnsureDirectory(options.state_dir));
@@ -94,7 +147,7 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
   p->metrics_ = std::make_shared<CoordinatorMetrics>(std::make_shared<prometheus::Registry>());
   CoordinatorService::Options service_options;
   service_options.token = options.server.token;
-  service_options.master_address = options.master;
+  service_options.master_addresses = options.masters;
   p->service_ = std::make_unique<CoordinatorService>(std::move(state), service_options,
                                                      p->metrics_, clock);
   p->service_->set_persist_fn([state_path](const proto::CoordinatorSnapshot& snapshot) {
@@ -104,57 +157,24 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
   // relies on it.
   GAPTRAIN_RETURN_IF_ERROR(p->service_->PersistNow(/*force=*/true));
 
-  if (!options.master.empty()) {
+  if (!options.masters.empty()) {
     std::shared_ptr<grpc::ChannelCredentials> credentials;
     GAPTRAIN_RETURN_IF_ERROR(
         ChannelCredentialsFromCa("--master-ca", options.master_ca, &credentials));
-    MasterClient::Options client_options;
-    client_options.token = options.server.token;
-    client_options.deadline_seconds = 5;
-    // Used on the feed's thread only (MasterClient is thread-compatible).
-    // Made from a factory: the client makes the channel again while the
-    // master is unreachable, so a master back at a new address behind the
-    // same name is fed within a second or so of serving.
-    const std::string target = options.master;
-    auto client = std::make_shared<MasterClient>(
-        MasterClient::ChannelFactory(
-            [target, credentials] { return CreateMasterChannel(target, credentials); }),
-        client_options);
-    CoordinatorService* service = p->service_.get();
-    CoordinatorMetrics* metrics = p->metrics_.get();
-    const std::string master = options.master;
-    // A restarted master knows only the members of its checkpoint: workers
-    // that joined since get NOT_FOUND until the set arrives, so it is sent
-    // every second, and retried every 0.5 s at most while the master is
-    // down (docs/reliability.md: workers push again within 2 s of a
-    // restarted master serving).
-    MembershipFeed::Options feed_options;
-    feed_options.resend = std::chrono::milliseconds(1000);
-    feed_options.max_backoff = std::chrono::milliseconds(500);
-    p->feed_ = std::make_unique<MembershipFeed>(
-        [client, service](const std::vector<WorkerId>& members) {
-          proto::SetMembersResponse response;
-          Status s = client->SetMembers(members, &response);
-          // Every answer says which run of the master this is: a new one
-          // that resumed from an older checkpoint lost updates, and the
-          // tasks behind them are trained again.
-          if (s.ok()) {
-            const proto::MasterIncarnation& i = response.incarnation();
-            service->ObserveMaster({i.id(), i.restored_from_id(), i.restored_from_version()},
-                                   response.version(), response.durable_version());
-          }
-          return s;
-        },
-        [service, metrics, master](bool reachable, const std::string& error) {
-          metrics->RecordMembersUpdate(reachable);
-          if (!reachable) spdlog::warn("cannot update the master at {}: {}", master, error);
-          service->ReportMasterHealth(reachable, error);
-        },
-        feed_options);
-    MembershipFeed* feed = p->feed_.get();
-    p->service_->set_members_fn([feed](uint64_t generation, const std::vector<WorkerId>& members) {
-      feed->Offer(generation, members);
-    });
+    // One feed per master shard, each on its own thread: every shard
+    // converges on its own, and one that is down holds up no other.
+    const uint32_t shards = static_cast<uint32_t>(options.masters.size());
+    for (uint32_t shard = 0; shard < shards; ++shard) {
+      p->feeds_.push_back(StartMasterFeed(shard, shards, options.masters[shard], credentials,
+                                          options.server.token, p->service_.get(),
+                                          p->metrics_.get()));
+    }
+    std::vector<MembershipFeed*> feeds;
+    for (const auto& feed : p->feeds_) feeds.push_back(feed.get());
+    p->service_->set_members_fn(
+        [feeds](uint64_t generation, const std::vector<WorkerId>& members) {
+          for (MembershipFeed* feed : feeds) feed->Offer(generation, members);
+        });
     p->service_->PublishMembers();
   } else {
     spdlog::warn("no --master: the master is not told who is live");
@@ -222,7 +242,7 @@ void CoordinatorProcess::Shutdown() {
   // short unary one, so a second is plenty; gRPC waits the whole deadline
   // while a client keeps an idle connection open.
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  if (feed_) feed_->Stop();
+  for (const auto& feed : feeds_) feed->Stop();
   if (service_) {
     Status s = service_->PersistNow(/*force=*/true);
     if (s.ok()) {

@@ -2,8 +2,8 @@
 // the CoordinatorState, restored from --state-dir or created for the job;
 // the gRPC CoordinatorService with the standard health service and TLS
 // when configured; the state file, written before replies that change it
-// and every few seconds for heartbeat progress; the membership feed to the
-// master; a TickTimer (Boost.Asio) that ticks the core every 200 ms, which
+// and every few seconds for heartbeat progress; the membership feeds to the
+// masters (one per shard of θ); a TickTimer (Boost.Asio) that ticks the core every 200 ms, which
 // is what makes leases expire; /metrics, /healthz and /status over HTTP;
 // and a periodic summary log. Shutdown() persists the state a last time.
 
@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "services/api/training_job.h"
 #include "services/base/status.h"
@@ -49,7 +50,7 @@ class CoordinatorProcess {
 
   std::shared_ptr<CoordinatorMetrics> metrics_;
   std::unique_ptr<CoordinatorService> service_;
-  std::unique_ptr<MembershipFeed> feed_;
+  std::vector<std::unique_ptr<MembershipFeed>> feeds_;  // one per master shard
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<TickTimer> ticks_;

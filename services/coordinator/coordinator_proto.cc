@@ -92,6 +92,26 @@ DataUnavailable FromProto(const proto::DataUnavailable& d) {
   return {d.since(), d.message(), d.worker_id(), d.host(), d.releases()};
 }
 
+void ToProto(const MasterRun& run, proto::MasterIncarnation* out) {
+  out->set_id(run.id);
+  out->set_restored_from_id(run.restored_from_id);
+  out->set_restored_from_version(run.restored_from_version);
+}
+
+MasterRun FromProto(const proto::MasterIncarnation& run) {
+  return {run.id(), run.restored_from_id(), run.restored_from_version()};
+}
+
+void ToProto(const MasterPosition& position, proto::MasterPosition* out) {
+  out->set_incarnation(position.incarnation);
+  out->set_version(position.version);
+  out->set_shard(position.shard);
+}
+
+MasterPosition FromProto(const proto::MasterPosition& position) {
+  return {position.incarnation(), position.version(), position.shard()};
+}
+
 void ToProto(const JobStatus& s, proto::CoordinatorStatusResponse* out) {
   out->set_job_name(s.job_name);
   out->set_phase(ToProto(s.phase));

@@ -28,6 +28,11 @@ void ToProto(const DataTask& task, proto::DataTask* out);
 void ToProto(const JobCondition& condition, proto::JobCondition* out);
 JobCondition FromProto(const proto::JobCondition& condition);
 void ToProto(const DataUnavailable& data, proto::DataUnavailable* out);
+void ToProto(const MasterRun& run, proto::MasterIncarnation* out);
+MasterRun FromProto(const proto::MasterIncarnation& run);
+void ToProto(const MasterPosition& position, proto::MasterPosition* out);
+// A position from a worker that predates shards (no shard) is shard 0's.
+MasterPosition FromProto(const proto::MasterPosition& position);
 DataUnavailable FromProto(const proto::DataUnavailable& data);
 
 void ToProto(const JobStatus& status, proto::CoordinatorStatusResponse* out);

@@ -120,36 +120,41 @@ void CoordinatorService::Tick() {
   Publish(changes);
 }
 
-void CoordinatorService::ReportMasterHealth(bool reachable, const std::string& error) {
+void CoordinatorService::ReportMasterHealth(uint32_t shard, bool reachable,
+                                            const std::string& error) {
   Changes changes;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    state_->ReportMasterHealth(clock_(), reachable, error);
+    state_->ReportMasterHealth(clock_(), shard, reachable, error);
     AfterVerb(&changes);
   }
   Publish(changes);
 }
 
-void CoordinatorService::ObserveMaster(const MasterRun& run, uint64_t version,
+void CoordinatorService::ObserveMaster(uint32_t shard, const MasterRun& run, uint64_t version,
                                        uint64_t durable_version) {
   Changes changes;
   MasterObservation o;
+  uint32_t shards = 1;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    o = state_->ObserveMaster(clock_(), run, version, durable_version);
+    o = state_->ObserveMaster(clock_(), shard, run, version, durable_version);
     AfterVerb(&changes);
+    shards = state_->config().master_shards;
   }
+  const std::string master =
+      shards == 1 ? std::string("master") : "master shard " + std::to_string(shard);
   if (o.restore) {
     uint64_t samples = 0;
     for (const DataTask& t : o.retrained) samples += t.range.size();
-    spdlog::warn("the master restarted (run {}) from {} at version {}: {} completed tasks lost "
+    spdlog::warn("the {} restarted (run {}) from {} at version {}: {} completed tasks lost "
                  "their updates and are queued again ({} samples)",
-                 run.id,
+                 master, run.id,
                  run.restored_from_id == 0 ? std::string("nothing")
                                            : "run " + std::to_string(run.restored_from_id),
                  run.restored_from_version, o.retrained.size(), samples);
   } else if (o.new_run) {
-    spdlog::info("master run {} at version {}", run.id, version);
+    spdlog::info("{} run {} at version {}", master, run.id, version);
   }
   Publish(changes);
 }
@@ -205,7 +210,10 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* context,
     response->set_resumed(r.resumed);
     if (r.task.id != 0) ToProto(r.task, response->mutable_task());
     response->set_job_name(config.job_name);
-    response->set_master_address(options_.master_address);
+    if (!options_.master_addresses.empty()) {
+      response->set_master_address(options_.master_addresses[0]);
+    }
+    for (const std::string& a : options_.master_addresses) response->add_master_addresses(a);
     response->set_lease_seconds(static_cast<uint32_t>(std::ceil(config.lease_seconds)));
     if (config.shards) {
       response->set_train_shards(config.train_samples);
@@ -288,7 +296,7 @@ grpc::Status CoordinatorService::CompleteTask(grpc::ServerContext* context,
   if (!auth.ok()) return auth;
   TaskCompletion completion;
   for (const proto::MasterPosition& p : request->reached()) {
-    completion.reached.push_back({p.incarnation(), p.version()});
+    completion.reached.push_back(FromProto(p));
   }
   completion.samples_retrained = request->samples_retrained();
   CompleteTaskResult r;

@@ -43,7 +43,9 @@ class CoordinatorService final : public proto::Coordinator::Service {
  public:
   struct Options {
     std::string token;           // empty: no authentication
-    std::string master_address;  // handed to workers at registration
+    // Handed to workers at registration: master shard i's address at i
+    // (RegisterResponse.master_addresses; master_address is the first).
+    std::vector<std::string> master_addresses;
     // What NextTask tells a worker that must wait: while the job waits for
     // its trainers, to ask again soon, since it starts the moment the last
     // one registers (in sync mode a trainer without a task is no member, so
@@ -68,11 +70,13 @@ class CoordinatorService final : public proto::Coordinator::Service {
   // Expires leases and moves the lifecycle at the clock's now (the
   // process's timer calls it every 200 ms).
   void Tick();
-  // The membership feed's outcome: whether the master answered.
-  void ReportMasterHealth(bool reachable, const std::string& error);
-  // What the master said about itself in its SetMembers reply (see
-  // CoordinatorState::ObserveMaster).
-  void ObserveMaster(const MasterRun& run, uint64_t version, uint64_t durable_version);
+  // Master shard `shard`'s membership feed's outcome: whether it answered
+  // (`error` names the shard).
+  void ReportMasterHealth(uint32_t shard, bool reachable, const std::string& error);
+  // What master shard `shard` said about itself in its SetMembers reply
+  // (see CoordinatorState::ObserveMaster).
+  void ObserveMaster(uint32_t shard, const MasterRun& run, uint64_t version,
+                     uint64_t durable_version);
   // Persists the state if anything changed since the last write (also
   // heartbeat progress); `force` writes anyway.
   ::gaptrain::Status PersistNow(bool force);

@@ -45,7 +45,7 @@ class CoordinatorServer {
     metrics_ = std::make_shared<CoordinatorMetrics>(std::make_shared<prometheus::Registry>());
     CoordinatorService::Options options;
     options.token = kToken;
-    options.master_address = "master:7070";
+    options.master_addresses = {"master:7070"};
     service_ = std::make_unique<CoordinatorService>(std::move(state), options, metrics_,
                                                     [this] { return now_.load(); });
     service_->set_persist_fn([this](const proto::CoordinatorSnapshot& s) {
@@ -198,6 +198,9 @@ TEST(CoordinatorServiceTest, AWorkersLifeOverGrpc) {
   EXPECT_EQ(a.role(), proto::WORKER_ROLE_TRAINER);
   EXPECT_EQ(a.job_name(), "service-test");
   EXPECT_EQ(a.master_address(), "master:7070");
+  // One master is shard 0 of 1: the list says so too.
+  ASSERT_EQ(a.master_addresses_size(), 1);
+  EXPECT_EQ(a.master_addresses(0), "master:7070");
   EXPECT_EQ(a.lease_seconds(), 10u);
   EXPECT_EQ(a.train_samples(), 1000u);
   EXPECT_EQ(a.shuffle_seed(), 7u);

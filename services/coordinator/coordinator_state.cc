@@ -120,7 +120,9 @@ CoordinatorState::CoordinatorState(const CoordinatorConfig& config, double now)
       tasks_(0, SamplesInEpoch(0), config.samples_per_task, TaskIdBase(0)),
       lifecycle_(now),
       created_time_(now),
-      last_live_time_(now) {}
+      last_live_time_(now),
+      master_health_(config.master_shards),
+      shard_versions_(config.master_shards, 0) {}
 
 Status CoordinatorState::Create(const CoordinatorConfig& config, double now,
                                 std::unique_ptr<CoordinatorState>* state) {
@@ -248,6 +250,13 @@ void CoordinatorState::MoveTo(JobPhase to, const std::string& reason, const std:
 
 void CoordinatorState::ObserveMasterVersion(uint64_t version, double now) {
   if (version <= master_version_) return;
+  for (uint64_t& v : shard_versions_) v = std::max(v, version);
+  UpdateMasterVersion(now);
+}
+
+void CoordinatorState::UpdateMasterVersion(double now) {
+  const uint64_t version = *std::min_element(shard_versions_.begin(), shard_versions_.end());
+  if (version == master_version_) return;
   master_version_ = version;
   ++progress_generation_;
   if (config_.max_updates > 0 && version >= config_.max_updates) {
@@ -264,17 +273,22 @@ void CoordinatorState::UpdatePhase(double now) {
   const size_t trainers = membership_.live_trainers();
   const std::string count = std::to_string(trainers) + " of at least " +
                             std::to_string(config_.min_trainers) + " trainers live";
+  // The master shard unreachable longest: the job needs every shard.
+  const ShardHealth* down = nullptr;
+  for (const ShardHealth& h : master_health_) {
+    if (h.down_since && (down == nullptr || *h.down_since < *down->down_since)) down = &h;
+  }
   if (config_.active_deadline_seconds > 0 &&
       now - created_time_ >= config_.active_deadline_seconds) {
     MoveTo(JobPhase::kFailed, "DeadlineExceeded",
            "the job ran longer than activeDeadlineSeconds (" +
                Seconds(config_.active_deadline_seconds) + ")",
            now);
-  } else if (config_.master_timeout_seconds > 0 && master_down_since_ &&
-             now - *master_down_since_ >= config_.master_timeout_seconds) {
+  } else if (config_.master_timeout_seconds > 0 && down != nullptr &&
+             now - *down->down_since >= config_.master_timeout_seconds) {
     MoveTo(JobPhase::kFailed, "MasterUnreachable",
-           "the master was unreachable for " + Seconds(now - *master_down_since_) + ": " +
-               master_error_,
+           "the master was unreachable for " + Seconds(now - *down->down_since) + ": " +
+               down->error,
            now);
   } else if (config_.no_worker_timeout_seconds > 0 && membership_.live() == 0 &&
              now - last_live_time_ >= config_.no_worker_timeout_seconds) {
@@ -596,13 +610,16 @@ Status CoordinatorState::ReportEvaluation(double now, WorkerId id, double accura
   return Status::OK();
 }
 
-void CoordinatorState::ReportMasterHealth(double now, bool reachable, const std::string& error) {
+void CoordinatorState::ReportMasterHealth(double now, uint32_t shard, bool reachable,
+                                          const std::string& error) {
+  if (shard >= master_health_.size()) return;
+  ShardHealth& h = master_health_[shard];
   if (reachable) {
-    master_down_since_.reset();
-    master_error_.clear();
+    h.down_since.reset();
+    h.error.clear();
   } else {
-    if (!master_down_since_) master_down_since_ = now;
-    master_error_ = error;
+    if (!h.down_since) h.down_since = now;
+    h.error = error;
   }
   UpdatePhase(now);
 }
@@ -622,20 +639,25 @@ void CoordinatorState::Retrain(uint64_t task_id, MasterObservation* observation)
   observation->retrained.push_back(task);
 }
 
-MasterObservation CoordinatorState::ObserveMaster(double now, const MasterRun& run,
-                                                  uint64_t version, uint64_t durable_version) {
+MasterObservation CoordinatorState::ObserveMaster(double now, uint32_t shard,
+                                                  const MasterRun& run, uint64_t version,
+                                                  uint64_t durable_version) {
   MasterObservation o;
-  if (lifecycle_.finished()) return o;
-  const uint64_t known = unconfirmed_.master().id;
-  const UnconfirmedTasks::Observation seen = unconfirmed_.Observe(run, durable_version);
+  if (lifecycle_.finished() || shard >= shard_versions_.size()) return o;
+  const uint64_t known = unconfirmed_.master(shard).id;
+  const UnconfirmedTasks::Observation seen = unconfirmed_.Observe(shard, run, durable_version);
   if (seen.new_run) {
     o.new_run = true;
     o.restore = known != 0 || run.restored_from_id != 0;
     if (o.restore) ++counters_.master_restores;
     // The version may have gone back; workers report newer ones as they
     // push.
-    master_version_ = version;
+    shard_versions_[shard] = version;
     ++progress_generation_;
+    UpdateMasterVersion(now);
+  } else if (run.id != 0 && run.id == known && version > shard_versions_[shard]) {
+    shard_versions_[shard] = version;
+    UpdateMasterVersion(now);
   }
   for (uint64_t task_id : seen.lost) Retrain(task_id, &o);
   if (seen.changed) Durable();
@@ -746,22 +768,22 @@ void CoordinatorState::Save(proto::CoordinatorSnapshot* snapshot) const {
   for (const auto& [task_id, reached] : unconfirmed_.tasks()) {
     proto::CoordinatorSnapshot::UnconfirmedTask* u = snapshot->add_unconfirmed();
     u->set_task_id(task_id);
-    for (const MasterPosition& p : reached) {
-      proto::MasterPosition* q = u->add_reached();
-      q->set_incarnation(p.incarnation);
-      q->set_version(p.version);
-    }
+    for (const MasterPosition& p : reached) ToProto(p, u->add_reached());
   }
   for (const auto& [task, holder] : retrain_.Entries()) {
     proto::CoordinatorSnapshot::RetrainTask* r = snapshot->add_retrain();
     r->set_task_id(task.id);
     r->set_holder(holder);
   }
-  proto::MasterIncarnation* master = snapshot->mutable_master();
-  master->set_id(unconfirmed_.master().id);
-  master->set_restored_from_id(unconfirmed_.master().restored_from_id);
-  master->set_restored_from_version(unconfirmed_.master().restored_from_version);
-  snapshot->set_master_durable_version(unconfirmed_.durable_version());
+  ToProto(unconfirmed_.master(0), snapshot->mutable_master());
+  snapshot->set_master_durable_version(unconfirmed_.durable_version(0));
+  for (const auto& [index, shard] : unconfirmed_.shards()) {
+    if (index == 0) continue;  // in `master` and master_durable_version, as with one master
+    proto::CoordinatorSnapshot::MasterShard* m = snapshot->add_master_shards();
+    m->set_shard(index);
+    ToProto(shard.run, m->mutable_master());
+    m->set_durable_version(shard.durable_version);
+  }
   snapshot->set_master_version(master_version_);
   if (last_accuracy_) snapshot->set_last_accuracy(*last_accuracy_);
   snapshot->set_last_eval_loss(last_eval_loss_);
@@ -892,13 +914,26 @@ Status CoordinatorState::Restore(const CoordinatorConfig& config,
                               " is not a task of epochs 0 to " + std::to_string(epoch));
     }
     std::vector<MasterPosition>& reached = unconfirmed[u.task_id()];
-    for (const auto& p : u.reached()) reached.push_back({p.incarnation(), p.version()});
+    for (const auto& p : u.reached()) reached.push_back(FromProto(p));
   }
-  const proto::MasterIncarnation& m = snapshot.master();
-  s->unconfirmed_.Restore({m.id(), m.restored_from_id(), m.restored_from_version()},
-                          snapshot.master_durable_version(), std::move(unconfirmed));
+  std::map<uint32_t, ShardRun> shards;
+  shards[0] = {FromProto(snapshot.master()), snapshot.master_durable_version()};
+  for (const auto& m : snapshot.master_shards()) {
+    const std::string which = "master shard " + std::to_string(m.shard());
+    if (m.shard() == 0 || m.shard() >= kMaxMasterShards) {
+      return Status::DataLoss(which + ": must be in [1, " + std::to_string(kMaxMasterShards) +
+                              ")");
+    }
+    if (!shards.emplace(m.shard(), ShardRun{FromProto(m.master()), m.durable_version()}).second) {
+      return Status::DataLoss(which + " is saved twice");
+    }
+  }
+  s->unconfirmed_.Restore(std::move(shards), std::move(unconfirmed));
   s->created_time_ = snapshot.created_time();
+  // Only the least of the shards' versions is saved: each shard had
+  // reached it, and its feed tells the rest within a second.
   s->master_version_ = snapshot.master_version();
+  std::fill(s->shard_versions_.begin(), s->shard_versions_.end(), s->master_version_);
   if (snapshot.has_last_accuracy()) s->last_accuracy_ = snapshot.last_accuracy();
   s->last_eval_loss_ = snapshot.last_eval_loss();
   s->last_eval_version_ = snapshot.last_eval_version();

@@ -35,14 +35,21 @@
 //   - An epoch advances when all its tasks are done; the job succeeds after
 //     the last one, once no task is waiting to be trained again.
 //   - Training lost in a master restore is done again: a completion says
-//     where its pushes landed (MasterPosition per master run), and a task
-//     whose updates the master lost (UnconfirmedTasks: a completion judged
-//     lost at once, or a pending one judged lost when ObserveMaster hears
-//     of the run that resumed from an older checkpoint) is queued again,
+//     where its pushes landed (MasterPosition per master shard and run),
+//     and a task whose updates a master lost (UnconfirmedTasks: a
+//     completion judged lost at once, or a pending one judged lost when
+//     ObserveMaster hears of the shard's run that resumed from an older
+//     checkpoint) is queued again,
 //     in any epoch: the current epoch's at the front of its queue, an
 //     earlier epoch's in the RetrainQueue, handed out before new work.
 //     Counted in tasks_retrained and samples_retrained (with the samples
 //     workers retrained themselves, which they report on completion).
+//   - With config.master_shards = S > 1 masters each hold a part of θ:
+//     each shard's runs are judged on their own (a restart of one loses
+//     only what that shard had not checkpointed, and the tasks it reached
+//     are trained whole again), the job's master version is the least of
+//     the shards' versions, and the master is unreachable while any shard
+//     is, the master timeout running from the longest-unreachable one.
 //   - Save() and Restore() carry everything a restart needs: completed
 //     tasks stay completed, in-flight tasks stay with their workers, whose
 //     leases restart at the restore time.
@@ -109,8 +116,9 @@ struct NextTaskResult {
 
 // What a worker reports with a completion about its pushes.
 struct TaskCompletion {
-  // Per master run that applied the task's pushes, the newest version
-  // they reached. Empty: unknown (an older worker), taken as durable.
+  // Per master shard and run that applied the task's pushes, the newest
+  // version they reached. Empty: unknown (an older worker), taken as
+  // durable.
   std::vector<MasterPosition> reached;
   // Positions it trained again itself after a master restore.
   uint32_t samples_retrained = 0;
@@ -276,16 +284,29 @@ class CoordinatorState {
   Status ReportEvaluation(double now, WorkerId id, double accuracy, double loss, uint64_t version,
                           const EvalMetrics& metrics = {});
 
-  // Whether the process could reach the master (the membership feed's
-  // last call); unreachable for master_timeout_seconds fails the job.
-  void ReportMasterHealth(double now, bool reachable, const std::string& error);
+  // Whether the process could reach master shard `shard` (its membership
+  // feed's last call; `error` names the shard). Any shard unreachable for
+  // master_timeout_seconds fails the job with the error of the one
+  // unreachable longest. A shard >= config.master_shards is ignored.
+  void ReportMasterHealth(double now, uint32_t shard, bool reachable, const std::string& error);
+  // One master: shard 0.
+  void ReportMasterHealth(double now, bool reachable, const std::string& error) {
+    ReportMasterHealth(now, 0, reachable, error);
+  }
 
-  // The master answered the membership feed: it is `run`, at `version`,
-  // with `durable_version` in its newest checkpoint. A new run that
-  // resumed from an older point makes the tasks whose updates it lost
-  // train again. Ignored once the job has finished.
+  // Master shard `shard` answered its membership feed: it is `run`, at
+  // `version`, with `durable_version` in its newest checkpoint. A new run
+  // that resumed from an older point makes the tasks whose updates it lost
+  // train again, and sets the shard's version (it may go back); a version
+  // of the run already known only raises it. Ignored once the job has
+  // finished, and for a shard >= config.master_shards.
+  MasterObservation ObserveMaster(double now, uint32_t shard, const MasterRun& run,
+                                  uint64_t version, uint64_t durable_version);
+  // One master: shard 0.
   MasterObservation ObserveMaster(double now, const MasterRun& run, uint64_t version,
-                                  uint64_t durable_version);
+                                  uint64_t durable_version) {
+    return ObserveMaster(now, 0, run, version, durable_version);
+  }
 
   // Expires leases and moves the lifecycle on timeouts. Call it often
   // (the process does every 200 ms); expiries happen at the first Tick at
@@ -301,7 +322,12 @@ class CoordinatorState {
   const TaskQueue& tasks() const { return tasks_; }
   const RetrainQueue& retrain() const { return retrain_; }
   const UnconfirmedTasks& unconfirmed() const { return unconfirmed_; }
+  // The job's master version: the least of the shards' newest versions
+  // (every shard has applied at least this many updates). A version a
+  // worker or the evaluator reports is taken as one every shard reached.
   uint64_t master_version() const { return master_version_; }
+  // Shard `shard`'s newest version known.
+  uint64_t shard_version(uint32_t shard) const { return shard_versions_.at(shard); }
   std::optional<double> last_accuracy() const { return last_accuracy_; }
   double last_eval_loss() const { return last_eval_loss_; }
   const EvalMetrics& last_eval_metrics() const { return last_eval_metrics_; }
@@ -352,8 +378,12 @@ class CoordinatorState {
   Status FindLive(WorkerId id, WorkerRecord** worker);
   // Takes `worker`'s task back (front of the queue) and forgets the worker.
   void Depart(WorkerRecord* worker);
-  // Records a master version; may end the job (maxUpdates).
+  // Records a version every master shard reached (from a worker or the
+  // evaluator); may end the job (maxUpdates).
   void ObserveMasterVersion(uint64_t version, double now);
+  // After a shard's version changed: the job's version is the least of
+  // them; may end the job (maxUpdates).
+  void UpdateMasterVersion(double now);
   // Pending <-> Running and the timeouts; terminal phases never change.
   void UpdatePhase(double now);
   void MoveTo(JobPhase to, const std::string& reason, const std::string& message, double now);
@@ -372,9 +402,15 @@ class CoordinatorState {
   CoordinatorCounters counters_;
   double created_time_;
   double last_live_time_;   // last time a worker was live (or start)
-  std::optional<double> master_down_since_;
-  std::string master_error_;
-  uint64_t master_version_ = 0;
+  // Per master shard: since when it has been unreachable (unset: it
+  // answered last time) and why.
+  struct ShardHealth {
+    std::optional<double> down_since;
+    std::string error;
+  };
+  std::vector<ShardHealth> master_health_;
+  std::vector<uint64_t> shard_versions_;  // per master shard
+  uint64_t master_version_ = 0;           // the least of shard_versions_
   std::optional<double> last_accuracy_;
   double last_eval_loss_ = 0;
   uint64_t last_eval_version_ = 0;

@@ -790,6 +790,86 @@ TEST(CoordinatorStateTest, FailsWhenTheMasterIsUnreachableForTheTimeout) {
             "the master was unreachable for 300 s: connection refused");
 }
 
+TEST(CoordinatorStateTest, WithShardsTheMasterIsUnreachableWhileAnyShardIs) {
+  CoordinatorConfig c = Config();
+  c.master_shards = 3;
+  auto s = NewState(c);
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  WorkerId b = Join(s.get(), 0, "pod-b");
+  uint64_t held = 0;
+  s->ReportMasterHealth(10, 1, false, "master shard 1 (m1:7070): connection refused");
+  s->ReportMasterHealth(100, 2, false, "master shard 2 (m2:7070): connection refused");
+  // The other shards answering does not restart shard 1's clock; shard 2
+  // coming back leaves shard 1 the longest unreachable.
+  s->ReportMasterHealth(150, 0, true, "");
+  s->ReportMasterHealth(200, 2, true, "");
+  s->ReportMasterHealth(250, 2, false, "master shard 2 (m2:7070): deadline exceeded");
+  s->ReportMasterHealth(260, 7, false, "no such shard");  // ignored
+  for (double t = 250; t < 310; t += 5) {
+    ASSERT_TRUE(s->Heartbeat(t, a, {}, &held).ok());
+    ASSERT_TRUE(s->Heartbeat(t, b, {}, &held).ok());
+    s->Tick(t);
+  }
+  EXPECT_EQ(s->phase(), JobPhase::kRunning);
+  s->Tick(310);
+  EXPECT_EQ(s->phase(), JobPhase::kFailed);
+  EXPECT_EQ(s->lifecycle().current().reason, "MasterUnreachable");
+  EXPECT_EQ(s->lifecycle().current().message,
+            "the master was unreachable for 300 s: master shard 1 (m1:7070): connection refused");
+
+  // A shard back in time keeps the job running.
+  c.lease_seconds = 10000;
+  auto r = NewState(c);
+  Join(r.get(), 0, "pod-a");
+  Join(r.get(), 0, "pod-b");
+  r->ReportMasterHealth(10, 1, false, "down");
+  r->ReportMasterHealth(300, 1, true, "");
+  r->ReportMasterHealth(305, 0, false, "down");
+  r->Tick(600);
+  EXPECT_EQ(r->phase(), JobPhase::kRunning);
+  r->Tick(605);
+  EXPECT_EQ(r->phase(), JobPhase::kFailed);
+}
+
+TEST(CoordinatorStateTest, WithShardsTheJobsVersionIsTheLeastOfTheShards) {
+  CoordinatorConfig c = Config();
+  c.epochs = 0;
+  c.max_updates = 500;
+  c.master_shards = 2;
+  auto s = NewState(c);
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  Join(s.get(), 0, "pod-b");
+  s->ObserveMaster(1, 0, {10, 0, 0}, 300, 0);
+  EXPECT_EQ(s->master_version(), 0u) << "shard 1 not heard of: it may have applied nothing";
+  s->ObserveMaster(1, 1, {10, 0, 0}, 200, 0);
+  EXPECT_EQ(s->master_version(), 200u);
+  EXPECT_DOUBLE_EQ(s->Describe(1).progress, 0.4);
+  // The feed's versions of the same run only raise a shard's.
+  s->ObserveMaster(2, 1, {10, 0, 0}, 150, 0);
+  EXPECT_EQ(s->shard_version(1), 200u);
+  s->ObserveMaster(2, 1, {10, 0, 0}, 350, 0);
+  EXPECT_EQ(s->master_version(), 300u);
+  // A heartbeat's version is one every shard reached.
+  WorkerProgress p;
+  p.master_version = 400;
+  uint64_t held = 0;
+  ASSERT_TRUE(s->Heartbeat(3, a, p, &held).ok());
+  EXPECT_EQ(s->master_version(), 400u);
+  EXPECT_EQ(s->shard_version(0), 400u);
+  EXPECT_EQ(s->shard_version(1), 400u);
+  // Shard 0 restarted from its checkpoint at 250: the job's version goes
+  // back with it.
+  s->ObserveMaster(4, 0, {20, 10, 250}, 250, 0);
+  EXPECT_EQ(s->master_version(), 250u);
+  EXPECT_EQ(s->Describe(4).master_version, 250u);
+  // maxUpdates needs every shard there.
+  s->ObserveMaster(5, 1, {10, 0, 0}, 600, 0);
+  EXPECT_EQ(s->phase(), JobPhase::kRunning);
+  s->ObserveMaster(6, 0, {20, 10, 250}, 500, 0);
+  EXPECT_EQ(s->phase(), JobPhase::kSucceeded);
+  EXPECT_EQ(s->lifecycle().current().reason, "MaxUpdatesReached");
+}
+
 TEST(CoordinatorStateTest, FailsAfterTheActiveDeadline) {
   CoordinatorConfig c = Config();
   c.active_deadline_seconds = 3600;

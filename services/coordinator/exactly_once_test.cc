@@ -6,10 +6,12 @@
 // from saved state now and then, and the master checkpoints, crashes and
 // resumes from its newest checkpoint, losing the updates after it. The
 // coordinator hears of master runs through ObserveMaster at random times,
-// as from its membership feed. For every epoch, the ranges of the
-// completions the coordinator accepted whose updates are all still in the
-// final master state must tile the epoch's positions with no gap and no
-// overlap, and no task may ever be held by two live workers.
+// as from its membership feed. With θ in two shards every push reaches
+// both masters, which checkpoint and crash independently. For every epoch,
+// the ranges of the completions the coordinator accepted whose updates are
+// all still in the final state of every master must tile the epoch's
+// positions with no gap and no overlap, and no task may ever be held by
+// two live workers.
 
 #include <gtest/gtest.h>
 
@@ -24,8 +26,9 @@
 namespace gaptrain {
 namespace {
 
-CoordinatorConfig Config() {
+CoordinatorConfig Config(uint32_t master_shards) {
   CoordinatorConfig c;
+  c.master_shards = master_shards;
   c.job_name = "churn";
   c.train_samples = 1000;
   c.samples_per_task = 37;  // 28 tasks, the last one of 1
@@ -44,10 +47,10 @@ struct Sim {
   DataTask task;         // the task it believes it holds (id 0: none)
   uint32_t progress = 0;
   int silent_steps = 0;
-  // The pushes of its task: update ids, and per master run the newest
-  // version they reached.
+  // The pushes of its task: update ids, and per master shard and run the
+  // newest version they reached.
   std::vector<uint64_t> updates;
-  std::map<uint64_t, uint64_t> reached;
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> reached;
 
   void Drop() {
     task = DataTask();
@@ -62,13 +65,11 @@ struct Sim {
 // checkpoint (or from nothing), each start a new run with a larger id.
 class SimMaster {
  public:
-  // Applies one push; returns its update id and sets where it landed.
-  uint64_t Push(MasterPosition* position) {
-    const uint64_t u = next_update_++;
+  // Applies update `u` (one push); sets where it landed.
+  void Push(uint64_t u, MasterPosition* position) {
     state_.insert(u);
     position->incarnation = run_.id;
     position->version = ++version_;
-    return u;
   }
   void Checkpoint() { checkpoint_ = Saved{run_.id, version_, state_}; }
   void Crash() {
@@ -101,9 +102,8 @@ class SimMaster {
     uint64_t version;
     std::set<uint64_t> state;
   };
-  MasterRun run_{100, 0, 0};
+  MasterRun run_{100, 0, 0};  // every shard's first run: ids are per shard
   uint64_t version_ = 0;
-  uint64_t next_update_ = 0;
   std::set<uint64_t> state_;  // the updates θ holds
   std::optional<Saved> checkpoint_;
   int crashes_ = 0;
@@ -118,8 +118,9 @@ struct Accepted {
 
 class Churn {
  public:
-  explicit Churn(uint32_t seed) : rng_(seed) {
-    EXPECT_TRUE(CoordinatorState::Create(Config(), 0, &state_).ok());
+  Churn(uint32_t seed, uint32_t master_shards)
+      : rng_(seed), masters_(master_shards), run_seen_(master_shards, false) {
+    EXPECT_TRUE(CoordinatorState::Create(Config(master_shards), 0, &state_).ok());
   }
 
   // Runs until the job succeeds; false when it does not within the limit.
@@ -136,13 +137,16 @@ class Churn {
     return state_->phase() == JobPhase::kSucceeded;
   }
 
-  // Ranges of accepted completions whose updates the master still holds,
-  // per epoch.
+  // Ranges of accepted completions whose updates every master still
+  // holds, per epoch.
   std::map<uint32_t, std::vector<SampleRange>> Completed() const {
     std::map<uint32_t, std::vector<SampleRange>> completed;
+    auto held = [&](uint64_t u) {
+      return std::all_of(masters_.begin(), masters_.end(),
+                         [&](const SimMaster& m) { return m.Holds(u); });
+    };
     for (const Accepted& a : accepted_) {
-      if (std::all_of(a.updates.begin(), a.updates.end(),
-                      [&](uint64_t u) { return master_.Holds(u); })) {
+      if (std::all_of(a.updates.begin(), a.updates.end(), held)) {
         completed[a.epoch].push_back(a.range);
       }
     }
@@ -152,7 +156,12 @@ class Churn {
   int restarts() const { return restarts_; }
   int zombie_rejections() const { return zombie_rejections_; }
   int releases() const { return releases_; }
-  int master_crashes() const { return master_.crashes(); }
+  int master_crashes() const {
+    int crashes = 0;
+    for (const SimMaster& m : masters_) crashes += m.crashes();
+    return crashes;
+  }
+  int shard_crashes(uint32_t shard) const { return masters_[shard].crashes(); }
 
  private:
   bool Chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
@@ -162,23 +171,33 @@ class Churn {
   // it once (a master takes seconds to start; the feed calls every second):
   // a run the coordinator never heard of would make it retrain more than
   // was lost (UnconfirmedTasks), which this test would see as an overlap.
+  // Each shard on its own.
   void ActMaster() {
-    if (Chance(0.1)) master_.Checkpoint();
-    if (Chance(0.3)) {
-      state_->ObserveMaster(now_, master_.run(), master_.version(), master_.durable_version());
-      run_seen_ = true;
-    }
-    if (run_seen_ && Chance(0.03)) {
-      master_.Crash();
-      run_seen_ = false;
+    for (uint32_t shard = 0; shard < masters_.size(); ++shard) {
+      SimMaster& master = masters_[shard];
+      if (Chance(0.1)) master.Checkpoint();
+      if (Chance(0.3)) {
+        state_->ObserveMaster(now_, shard, master.run(), master.version(),
+                              master.durable_version());
+        run_seen_[shard] = true;
+      }
+      if (run_seen_[shard] && Chance(0.03 / masters_.size())) {
+        master.Crash();
+        run_seen_[shard] = false;
+      }
     }
   }
 
-  // One push of the worker's task.
+  // One push of the worker's task: its slice reaches every shard.
   void Push(Sim& w) {
-    MasterPosition p;
-    w.updates.push_back(master_.Push(&p));
-    w.reached[p.incarnation] = std::max(w.reached[p.incarnation], p.version);
+    const uint64_t u = next_update_++;
+    w.updates.push_back(u);
+    for (uint32_t shard = 0; shard < masters_.size(); ++shard) {
+      MasterPosition p;
+      masters_[shard].Push(u, &p);
+      uint64_t& newest = w.reached[{shard, p.incarnation}];
+      newest = std::max(newest, p.version);
+    }
   }
 
   void Act(Sim& w) {
@@ -279,7 +298,9 @@ class Churn {
 
   void TryComplete(Sim& w, bool zombie) {
     TaskCompletion completion;
-    for (const auto& [run, version] : w.reached) completion.reached.push_back({run, version});
+    for (const auto& [where, version] : w.reached) {
+      completion.reached.push_back({where.second, version, where.first});
+    }
     CompleteTaskResult result;
     Status s = state_->CompleteTask(now_, w.id, w.task.id, completion, &result);
     if (s.ok()) {
@@ -335,7 +356,7 @@ class Churn {
     proto::CoordinatorSnapshot parsed;
     ASSERT_TRUE(parsed.ParseFromString(saved.SerializeAsString()));
     std::unique_ptr<CoordinatorState> restored;
-    Status s = CoordinatorState::Restore(Config(), parsed, now_, &restored);
+    Status s = CoordinatorState::Restore(state_->config(), parsed, now_, &restored);
     ASSERT_TRUE(s.ok()) << s.ToString();
     state_ = std::move(restored);
     ++restarts_;
@@ -345,8 +366,9 @@ class Churn {
   double now_ = 0;
   std::unique_ptr<CoordinatorState> state_;
   Sim sims_[8];
-  SimMaster master_;
-  bool run_seen_ = false;
+  std::vector<SimMaster> masters_;  // one per shard
+  std::vector<bool> run_seen_;      // per shard
+  uint64_t next_update_ = 0;
   std::vector<Accepted> accepted_;
   int restarts_ = 0;
   int zombie_rejections_ = 0;
@@ -365,22 +387,27 @@ void ExpectTiles(std::vector<SampleRange> ranges, uint32_t samples, uint32_t epo
   EXPECT_EQ(next, samples) << "epoch " << epoch;
 }
 
+// Runs `churn` to the job's end: every epoch is covered exactly once.
+void ExpectEveryEpochOnce(Churn* churn) {
+  ASSERT_TRUE(churn->Run(20000)) << "the job did not finish";
+  const auto completed = churn->Completed();
+  ASSERT_EQ(completed.size(), 4u);
+  for (uint32_t e = 0; e < 3; ++e) ExpectTiles(completed.at(e), 1000, e);
+  ExpectTiles(completed.at(3), 500, 3);
+  EXPECT_EQ(churn->state().lifecycle().current().reason, "EpochsCompleted");
+  // The last task completed: no store is away any more.
+  EXPECT_FALSE(churn->state().data_unavailable());
+  EXPECT_EQ(churn->state().counters().tasks_released, static_cast<uint64_t>(churn->releases()));
+}
+
 TEST(ExactlyOnceTest, CompletedTasksCoverEveryEpochOnceUnderChurnAndRestarts) {
   uint64_t reassigned = 0, lost = 0, stale = 0, expiries = 0, retrained = 0, master_restores = 0;
   int restarts = 0, zombies = 0, crashes = 0, releases = 0;
   for (uint32_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    Churn churn(seed);
-    ASSERT_TRUE(churn.Run(20000)) << "the job did not finish";
-    const auto completed = churn.Completed();
-    ASSERT_EQ(completed.size(), 4u);
-    for (uint32_t e = 0; e < 3; ++e) ExpectTiles(completed.at(e), 1000, e);
-    ExpectTiles(completed.at(3), 500, 3);
-    EXPECT_EQ(churn.state().lifecycle().current().reason, "EpochsCompleted");
-    // The last task completed: no store is away any more.
-    EXPECT_FALSE(churn.state().data_unavailable());
+    Churn churn(seed, /*master_shards=*/1);
+    ExpectEveryEpochOnce(&churn);
     const CoordinatorCounters& c = churn.state().counters();
-    EXPECT_EQ(c.tasks_released, static_cast<uint64_t>(churn.releases()));
     reassigned += c.tasks_reassigned;
     lost += c.samples_lost;
     stale += c.stale_completions;
@@ -408,6 +435,28 @@ TEST(ExactlyOnceTest, CompletedTasksCoverEveryEpochOnceUnderChurnAndRestarts) {
               static_cast<unsigned long>(reassigned), static_cast<unsigned long>(lost),
               static_cast<unsigned long>(stale), static_cast<unsigned long>(expiries), restarts,
               crashes, static_cast<unsigned long>(retrained), releases);
+}
+
+// Two masters crash and resume on their own: what one shard lost is
+// retrained whole, and nothing only the other lost is.
+TEST(ExactlyOnceTest, CompletedTasksCoverEveryEpochOnceWithTwoMasterShards) {
+  uint64_t retrained = 0, master_restores = 0;
+  int crashes[2] = {0, 0};
+  for (uint32_t seed : {11u, 12u, 13u, 14u, 15u, 16u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Churn churn(seed, /*master_shards=*/2);
+    ExpectEveryEpochOnce(&churn);
+    retrained += churn.state().counters().tasks_retrained;
+    master_restores += churn.state().counters().master_restores;
+    for (uint32_t shard = 0; shard < 2; ++shard) crashes[shard] += churn.shard_crashes(shard);
+  }
+  EXPECT_GT(crashes[0], 2);
+  EXPECT_GT(crashes[1], 2);
+  EXPECT_GT(retrained, 5u);
+  EXPECT_GE(master_restores, static_cast<uint64_t>(crashes[0] + crashes[1]) / 2);
+  std::printf("two shards: crashes %d and %d, master restores %lu, tasks retrained %lu\n",
+              crashes[0], crashes[1], static_cast<unsigned long>(master_restores),
+              static_cast<unsigned long>(retrained));
 }
 
 }  // namespace

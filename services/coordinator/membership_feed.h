@@ -3,7 +3,9 @@
 // (never a diff), retries a failed call with capped exponential backoff,
 // and resends the set every resend_seconds even when nothing changed, so a
 // master that restarted from an older checkpoint converges too, and those
-// calls double as the master's health probe.
+// calls double as the master's health probe. With θ in several shards the
+// process runs one feed per shard, so a shard that is down holds up no
+// other.
 //
 // What callers may rely on:
 //   - Offer() never blocks on the network: it records the set and wakes the

@@ -109,5 +109,30 @@ TEST(MembershipFeedTest, NothingIsSentBeforeTheFirstOffer) {
   EXPECT_TRUE(master.health().empty());
 }
 
+// The coordinator runs one feed per master shard: a shard that is down
+// holds up no other, and each converges on its own once it answers.
+TEST(MembershipFeedTest, OneFeedPerShardConvergesIndependently) {
+  FakeMaster up(0);
+  FakeMaster down(1000000);
+  MembershipFeed feed0([&](const auto& m) { return up.Send(m); },
+                       [&](bool ok, const std::string& e) { up.Health(ok, e); }, Fast());
+  MembershipFeed feed1([&](const auto& m) { return down.Send(m); },
+                       [&](bool ok, const std::string& e) { down.Health(ok, e); }, Fast());
+  for (MembershipFeed* feed : {&feed0, &feed1}) feed->Offer(3, {1, 2});
+  ASSERT_TRUE(feed0.WaitAcknowledged(3, milliseconds(10000)));
+  EXPECT_EQ(up.members(), (std::vector<WorkerId>{1, 2}));
+  ASSERT_TRUE(down.WaitForCalls(3));
+  EXPECT_FALSE(feed1.WaitAcknowledged(3, milliseconds(0)));
+  EXPECT_TRUE(down.members().empty());
+  const std::vector<bool> health = down.health();
+  ASSERT_FALSE(health.empty());
+  EXPECT_FALSE(health.back());
+  for (bool ok : up.health()) EXPECT_TRUE(ok);
+  // A newer set reaches the shard that is up while the other still fails.
+  for (MembershipFeed* feed : {&feed0, &feed1}) feed->Offer(4, {1, 2, 5});
+  ASSERT_TRUE(feed0.WaitAcknowledged(4, milliseconds(10000)));
+  EXPECT_EQ(up.members(), (std::vector<WorkerId>{1, 2, 5}));
+}
+
 }  // namespace
 }  // namespace gaptrain

@@ -231,6 +231,108 @@ TEST(RestoreTest, InconsistentStateIsDataLoss) {
   expect_loss(bad, "a worker without a host");
 }
 
+TEST(RestoreTest, EachMasterShardsRunSurvivesARestartThroughTheStateFile) {
+  CoordinatorConfig c = Config();
+  c.master_shards = 2;
+  std::unique_ptr<CoordinatorState> s;
+  ASSERT_TRUE(CoordinatorState::Create(c, 0, &s).ok());
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  Join(s.get(), 0, "pod-b");
+  s->ObserveMaster(1, 0, {10, 0, 0}, 100, 3);
+  s->ObserveMaster(1, 1, {7, 4, 2}, 80, 4);
+  const DataTask t = Take(s.get(), 1, a);
+  CompleteTaskResult done;
+  ASSERT_TRUE(s->CompleteTask(2, a, t.id, TaskCompletion{{{10, 90, 0}, {7, 70, 1}}, 0}, &done)
+                  .ok());
+  proto::CoordinatorSnapshot saved;
+  s->Save(&saved);
+  // Shard 0 where a file from before shards has it; the others beside.
+  EXPECT_EQ(saved.master().id(), 10u);
+  EXPECT_EQ(saved.master_durable_version(), 3u);
+  ASSERT_EQ(saved.master_shards_size(), 1);
+  EXPECT_EQ(saved.master_shards(0).shard(), 1u);
+  EXPECT_EQ(saved.master_version(), 80u) << "the least of the shards'";
+
+  const std::string path = TempPath("two-shards-state");
+  ASSERT_TRUE(WriteStateFile(path, saved).ok());
+  proto::CoordinatorSnapshot read;
+  ASSERT_TRUE(ReadStateFile(path, &read).ok());
+  std::unique_ptr<CoordinatorState> r;
+  Status st = CoordinatorState::Restore(c, read, 5, &r);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(r->unconfirmed().master(0).id, 10u);
+  EXPECT_EQ(r->unconfirmed().durable_version(0), 3u);
+  const MasterRun& one = r->unconfirmed().master(1);
+  EXPECT_EQ(one.id, 7u);
+  EXPECT_EQ(one.restored_from_id, 4u);
+  EXPECT_EQ(one.restored_from_version, 2u);
+  EXPECT_EQ(r->unconfirmed().durable_version(1), 4u);
+  EXPECT_EQ(r->master_version(), 80u);
+  EXPECT_EQ(r->shard_version(0), 80u) << "each shard had reached the least";
+  ASSERT_EQ(r->unconfirmed().tasks().count(t.id), 1u);
+  const std::vector<MasterPosition>& reached = r->unconfirmed().tasks().at(t.id);
+  ASSERT_EQ(reached.size(), 2u);
+  EXPECT_EQ(reached[1].shard, 1u);
+  proto::CoordinatorSnapshot again;
+  r->Save(&again);
+  EXPECT_EQ(again.SerializeAsString(), saved.SerializeAsString());
+  std::remove(path.c_str());
+
+  auto expect_loss = [&](const proto::CoordinatorSnapshot& bad, const char* what) {
+    std::unique_ptr<CoordinatorState> out;
+    EXPECT_EQ(CoordinatorState::Restore(c, bad, 5, &out).code(), Status::Code::kDataLoss)
+        << what;
+  };
+  proto::CoordinatorSnapshot bad = saved;
+  *bad.add_master_shards() = saved.master_shards(0);
+  expect_loss(bad, "a shard saved twice");
+  bad = saved;
+  bad.mutable_master_shards(0)->set_shard(0);
+  expect_loss(bad, "shard 0 beside `master`");
+  bad = saved;
+  bad.mutable_master_shards(0)->set_shard(kMaxMasterShards);
+  expect_loss(bad, "a shard beyond the most");
+}
+
+TEST(RestoreTest, AFileFromBeforeShardsLoadsAsOneMaster) {
+  std::unique_ptr<CoordinatorState> s;
+  ASSERT_TRUE(CoordinatorState::Create(Config(), 0, &s).ok());
+  WorkerId a = Join(s.get(), 0, "pod-a");
+  Join(s.get(), 0, "pod-b");
+  // What a coordinator from before shards wrote (one master's saves have
+  // not changed): one master run, positions without a shard.
+  s->ObserveMaster(1, {10, 0, 0}, 9, 5);
+  const DataTask t = Take(s.get(), 1, a);
+  CompleteTaskResult done;
+  ASSERT_TRUE(s->CompleteTask(2, a, t.id, TaskCompletion{{{10, 8}}, 0}, &done).ok());
+  proto::CoordinatorSnapshot old;
+  s->Save(&old);
+  ASSERT_EQ(old.unconfirmed_size(), 1);
+  EXPECT_EQ(old.unconfirmed(0).reached(0).shard(), 0u);
+  ASSERT_EQ(old.master_shards_size(), 0);
+
+  for (uint32_t shards : {1u, 2u}) {
+    SCOPED_TRACE(std::to_string(shards) + " shards");
+    CoordinatorConfig c = Config();
+    c.master_shards = shards;
+    std::unique_ptr<CoordinatorState> r;
+    Status st = CoordinatorState::Restore(c, old, 5, &r);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(r->unconfirmed().master(0).id, 10u);
+    EXPECT_EQ(r->unconfirmed().durable_version(0), 5u);
+    EXPECT_EQ(r->unconfirmed().master(1).id, 0u);
+    EXPECT_EQ(r->master_version(), 9u);
+    // The task reached shard 0: shard 0 resuming from 7 loses it, as a
+    // restore of the one master did.
+    const MasterObservation o = r->ObserveMaster(6, {20, 10, 7}, 7, 0);
+    ASSERT_EQ(o.retrained.size(), 1u);
+    EXPECT_EQ(o.retrained[0].id, t.id);
+    proto::CoordinatorSnapshot saved;
+    r->Save(&saved);
+    EXPECT_EQ(saved.master_shards_size(), 0) << "shard 1 never heard of";
+  }
+}
+
 TEST(StateFileTest, RoundTripsAndRejectsTornOrCorruptFiles) {
   std::unique_ptr<CoordinatorState> s;
   ASSERT_TRUE(CoordinatorState::Create(Config(), 0, &s).ok());

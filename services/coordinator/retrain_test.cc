@@ -29,7 +29,7 @@ CoordinatorConfig Config() {
 class RetrainTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(CoordinatorState::Create(Config(), 0, &s_).ok());
+    ASSERT_TRUE(CoordinatorState::Create(config_, 0, &s_).ok());
     RegisterResult r;
     ASSERT_TRUE(s_->Register(0, "pod-a", WorkerRole::kTrainer, 0, &r).ok());
     a_ = r.id;
@@ -47,8 +47,13 @@ class RetrainTest : public ::testing::Test {
 
   CompleteTaskResult Complete(WorkerId w, const DataTask& task, uint64_t run, uint64_t version,
                               uint32_t samples_retrained = 0) {
+    return Complete(w, task, {{run, version}}, samples_retrained);
+  }
+  CompleteTaskResult Complete(WorkerId w, const DataTask& task,
+                              std::vector<MasterPosition> reached,
+                              uint32_t samples_retrained = 0) {
     TaskCompletion c;
-    c.reached = {{run, version}};
+    c.reached = std::move(reached);
     c.samples_retrained = samples_retrained;
     CompleteTaskResult r;
     Status st = s_->CompleteTask(0, w, task.id, c, &r);
@@ -69,11 +74,12 @@ class RetrainTest : public ::testing::Test {
     proto::CoordinatorSnapshot parsed;
     ASSERT_TRUE(parsed.ParseFromString(saved.SerializeAsString()));
     std::unique_ptr<CoordinatorState> restored;
-    Status st = CoordinatorState::Restore(Config(), parsed, 1, &restored);
+    Status st = CoordinatorState::Restore(config_, parsed, 1, &restored);
     ASSERT_TRUE(st.ok()) << st.ToString();
     s_ = std::move(restored);
   }
 
+  CoordinatorConfig config_ = Config();
   std::unique_ptr<CoordinatorState> s_;
   WorkerId a_ = 0, b_ = 0;
 };
@@ -268,6 +274,108 @@ TEST_F(RetrainTest, AFinishedJobIgnoresLaterRestores) {
   const MasterObservation o = s_->ObserveMaster(0, {20, 10, 1}, 1, 0);
   EXPECT_TRUE(o.retrained.empty());
   EXPECT_EQ(s_->phase(), JobPhase::kSucceeded);
+}
+
+// θ in two shards, each a master with runs of its own: both start as run
+// 10, and every task's pushes reach both.
+class ShardedRetrainTest : public RetrainTest {
+ protected:
+  void SetUp() override {
+    config_.master_shards = 2;
+    RetrainTest::SetUp();
+    s_->ObserveMaster(0, 1, {10, 0, 0}, 0, 0);
+  }
+
+  // Takes the next task with worker a and completes it at `version` of
+  // run 10 of both shards.
+  DataTask TrainBoth(uint64_t version) {
+    const DataTask t = Take(a_);
+    Complete(a_, t, {{10, version, 0}, {10, version, 1}});
+    return t;
+  }
+};
+
+TEST_F(ShardedRetrainTest, AShardRestoredFromBelowATasksPositionThereHasTheTaskRetrained) {
+  const DataTask t1 = TrainBoth(5);
+  const DataTask t2 = TrainBoth(9);
+  s_->ObserveMaster(0, 0, {10, 0, 0}, 9, 9);  // shard 0's checkpoint holds both
+  EXPECT_EQ(s_->Describe(0).tasks_unconfirmed, 2u) << "shard 1 holds neither on disk";
+
+  // Shard 1 resumed from its checkpoint at 7: t2's updates there are gone,
+  // t1's are in it.
+  const MasterObservation o = s_->ObserveMaster(0, 1, {20, 10, 7}, 7, 0);
+  EXPECT_TRUE(o.restore);
+  ASSERT_EQ(o.retrained.size(), 1u);
+  EXPECT_EQ(o.retrained[0].id, t2.id);
+  const JobStatus st = s_->Describe(0);
+  EXPECT_EQ(st.tasks_unconfirmed, 0u) << "t1 is durable on both shards";
+  EXPECT_EQ(st.tasks_done, 1u);
+  EXPECT_EQ(st.counters.tasks_retrained, 1u);
+  EXPECT_EQ(st.counters.master_restores, 1u);
+  EXPECT_EQ(s_->unconfirmed().master(0).id, 10u) << "shard 0 did not restart";
+  // Trained again whole: shard 0 applies t2's part a second time.
+  EXPECT_EQ(Take(b_).id, t2.id);
+  EXPECT_EQ(t1.epoch, 0u);
+}
+
+TEST_F(ShardedRetrainTest, AShardZeroRestartKeepsTasksItsCheckpointHolds) {
+  const DataTask t1 = TrainBoth(4);
+  const DataTask t2 = TrainBoth(8);
+  s_->ObserveMaster(0, 0, {10, 0, 0}, 8, 6);
+  s_->ObserveMaster(0, 1, {10, 0, 0}, 8, 8);  // shard 1 holds both on disk
+  EXPECT_EQ(s_->Describe(0).tasks_unconfirmed, 1u) << "t2 waits for shard 0's checkpoint";
+  // Shard 0 resumes from its checkpoint at 6: t2's shard-0 part is lost.
+  MasterObservation o = s_->ObserveMaster(0, 0, {20, 10, 6}, 6, 0);
+  ASSERT_EQ(o.retrained.size(), 1u);
+  EXPECT_EQ(o.retrained[0].id, t2.id);
+  EXPECT_EQ(s_->Describe(0).tasks_unconfirmed, 0u);
+  // A restart of shard 1 from its checkpoint at 8 now loses nothing: t1
+  // was durable on both, and t2 is queued already.
+  o = s_->ObserveMaster(0, 1, {20, 10, 8}, 8, 0);
+  EXPECT_TRUE(o.restore);
+  EXPECT_TRUE(o.retrained.empty());
+  EXPECT_EQ(s_->counters().master_restores, 2u);
+  EXPECT_EQ(s_->tasks().done(), 1u);
+  EXPECT_EQ(t1.id, 1u);
+}
+
+TEST_F(ShardedRetrainTest, ACompletionIsConfirmedOnlyWhenEveryShardItReachedHoldsIt) {
+  TrainBoth(5);
+  s_->ObserveMaster(0, 1, {10, 0, 0}, 5, 5);
+  EXPECT_EQ(s_->Describe(0).tasks_unconfirmed, 1u);
+  s_->ObserveMaster(0, 0, {10, 0, 0}, 5, 4);
+  EXPECT_EQ(s_->Describe(0).tasks_unconfirmed, 1u) << "shard 0's checkpoint is at 4";
+  s_->ObserveMaster(0, 0, {10, 0, 0}, 6, 5);
+  EXPECT_EQ(s_->Describe(0).tasks_unconfirmed, 0u);
+  // A completion from a worker without shards speaks of shard 0 alone.
+  const DataTask old = Take(a_);
+  Complete(a_, old, 10, 5);
+  EXPECT_EQ(s_->Describe(0).tasks_unconfirmed, 0u) << "in shard 0's checkpoint at 5";
+}
+
+TEST_F(ShardedRetrainTest, ShardRunsSurviveACoordinatorRestart) {
+  const DataTask t1 = TrainBoth(5);
+  // Shard 1 resumed from its checkpoint at 5: t1 is safe there.
+  s_->ObserveMaster(0, 1, {30, 10, 5}, 5, 0);
+  const DataTask t2 = Take(a_);
+  Complete(a_, t2, {{10, 9, 0}, {30, 9, 1}});
+  s_->ObserveMaster(0, 1, {30, 10, 5}, 9, 9);
+  ASSERT_EQ(s_->Describe(0).tasks_unconfirmed, 2u) << "both wait for shard 0";
+
+  RestartCoordinator();
+  EXPECT_EQ(s_->unconfirmed().master(0).id, 10u);
+  EXPECT_EQ(s_->unconfirmed().master(1).id, 30u);
+  EXPECT_EQ(s_->unconfirmed().master(1).restored_from_version, 5u);
+  EXPECT_EQ(s_->unconfirmed().durable_version(1), 9u);
+  EXPECT_EQ(s_->counters().master_restores, 1u);
+  EXPECT_EQ(s_->counters().tasks_retrained, 0u);
+  // Shard 0 resumes from its checkpoint at 7: t2's shard-0 part is lost;
+  // what shard 1 holds (remembered across the restart) confirms t1.
+  const MasterObservation o = s_->ObserveMaster(1, 0, {20, 10, 7}, 7, 0);
+  ASSERT_EQ(o.retrained.size(), 1u);
+  EXPECT_EQ(o.retrained[0].id, t2.id);
+  EXPECT_EQ(s_->Describe(1).tasks_unconfirmed, 0u);
+  EXPECT_EQ(t1.epoch, 0u);
 }
 
 }  // namespace

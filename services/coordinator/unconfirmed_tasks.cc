@@ -1,16 +1,25 @@
 #include "services/coordinator/unconfirmed_tasks.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace gaptrain {
 
+const ShardRun& UnconfirmedTasks::Shard(uint32_t shard) const {
+  static const ShardRun kNoneHeardOf;
+  const auto it = shards_.find(shard);
+  return it == shards_.end() ? kNoneHeardOf : it->second;
+}
+
 UnconfirmedTasks::Fate UnconfirmedTasks::JudgePosition(const MasterPosition& p) const {
   if (p.incarnation == 0) return Fate::kDurable;
-  if (p.incarnation == master_.id) {
-    return p.version <= durable_version_ ? Fate::kDurable : Fate::kPending;
+  const ShardRun& shard = Shard(p.shard);
+  const MasterRun& master = shard.run;
+  if (p.incarnation == master.id) {
+    return p.version <= shard.durable_version ? Fate::kDurable : Fate::kPending;
   }
-  if (p.incarnation > master_.id) return Fate::kPending;  // a run we have not heard of yet
-  if (p.incarnation == master_.restored_from_id && p.version <= master_.restored_from_version) {
+  if (p.incarnation > master.id) return Fate::kPending;  // a run we have not heard of yet
+  if (p.incarnation == master.restored_from_id && p.version <= master.restored_from_version) {
     return Fate::kDurable;
   }
   return Fate::kLost;
@@ -27,25 +36,38 @@ UnconfirmedTasks::Fate UnconfirmedTasks::Judge(const std::vector<MasterPosition>
 }
 
 void UnconfirmedTasks::Add(uint64_t task_id, std::vector<MasterPosition> reached) {
+  DropDurable(&reached);
   tasks_[task_id] = std::move(reached);
 }
 
-UnconfirmedTasks::Observation UnconfirmedTasks::Observe(const MasterRun& run,
+void UnconfirmedTasks::DropDurable(std::vector<MasterPosition>* reached) const {
+  reached->erase(std::remove_if(reached->begin(), reached->end(),
+                                [this](const MasterPosition& p) {
+                                  return JudgePosition(p) == Fate::kDurable;
+                                }),
+                 reached->end());
+}
+
+UnconfirmedTasks::Observation UnconfirmedTasks::Observe(uint32_t shard, const MasterRun& run,
                                                         uint64_t durable_version) {
   Observation o;
-  if (run.id == 0 || run.id < master_.id) return o;  // an old master, or a late answer
-  if (run.id > master_.id) {
+  if (run.id == 0 || run.id < master(shard).id) return o;  // an old master, or a late answer
+  ShardRun& known = shards_[shard];
+  if (run.id > known.run.id) {
     o.new_run = true;
     o.changed = true;
-    master_ = run;
-    durable_version_ = durable_version;
-  } else if (durable_version > durable_version_) {
-    durable_version_ = durable_version;
+    known.run = run;
+    known.durable_version = durable_version;
+  } else if (durable_version > known.durable_version) {
+    known.durable_version = durable_version;
     o.changed = true;
   }
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     const Fate fate = Judge(it->second);
     if (fate == Fate::kPending) {
+      const size_t before = it->second.size();
+      DropDurable(&it->second);
+      o.changed |= it->second.size() != before;
       ++it;
       continue;
     }
@@ -60,10 +82,9 @@ UnconfirmedTasks::Observation UnconfirmedTasks::Observe(const MasterRun& run,
   return o;
 }
 
-void UnconfirmedTasks::Restore(const MasterRun& master, uint64_t durable_version,
+void UnconfirmedTasks::Restore(std::map<uint32_t, ShardRun> shards,
                                std::map<uint64_t, std::vector<MasterPosition>> tasks) {
-  master_ = master;
-  durable_version_ = durable_version;
+  shards_ = std::move(shards);
   tasks_ = std::move(tasks);
 }
 
