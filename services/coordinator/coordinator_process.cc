@@ -90,9 +90,9 @@ std::unique_ptr<MembershipFeed> StartMasterFeed(
       client_options);
   // The job's error names the shard that is down ("master shard 1
   // (HOST:PORT): ..."); with one master it reads as before.
-  const std::string name = shards == 1 ? std::string()
-                                       : "master shard " + std::to_string(shard) + " (" +
-                                             address + "): ";
+  const std::string name =
+      shards == 1 ? "the master at " + address
+                  : "master shard " + std::to_string(shard) + " (" + address + ")";
   // A restarted master knows only the members of its checkpoint: workers
   // that joined since get NOT_FOUND until the set arrives, so it is sent
   // every second, and retried every 0.5 s at most while the master is
@@ -114,10 +114,10 @@ std::unique_ptr<MembershipFeed> StartMasterFeed(
         }
         return s;
       },
-      [service, metrics, shard, name, address](bool reachable, const std::string& error) {
+      [service, metrics, shard, shards, name](bool reachable, const std::string& error) {
         metrics->RecordMembersUpdate(reachable);
-        if (!reachable) spdlog::warn("cannot update the {}master at {}: {}", name, address, error);
-        service->ReportMasterHealth(shard, reachable, name + error);
+        if (!reachable) spdlog::warn("cannot update {}: {}", name, error);
+        service->ReportMasterHealth(shard, reachable, shards == 1 ? error : name + ": " + error);
       },
       feed_options);
 }

@@ -1,5 +1,6 @@
 // gaptrain-coordinator as a real process, with a real gaptrain-master: the
-// membership feed reaches the master; SIGTERM persists the state and a
+// membership feed reaches the master (and each of two master shards, one
+// of which, killed, fails the job by name); SIGTERM persists the state and a
 // restart resumes mid-epoch without handing out a task twice; /status,
 // /metrics, /healthz and gRPC health; bad flags and a corrupt state file
 // stop the start.
@@ -116,6 +117,48 @@ TEST(CoordinatorProcessTest, TheMasterLearnsTheLiveWorkers) {
   ASSERT_TRUE(HttpGet("127.0.0.1", coordinator->port(kHttpPort), "/metrics", 10, &metrics).ok());
   EXPECT_NE(metrics.body.find("gaptrain_coordinator_master_member_updates_total{result=\"ok\"}"),
             std::string::npos);
+}
+
+// θ in two shards: each master gets the member set; one that dies fails
+// the job after the master timeout, named.
+TEST(CoordinatorProcessTest, EveryMasterShardLearnsTheLiveWorkers) {
+  const std::string dir = TestTempDir("shards");
+  std::vector<std::unique_ptr<ChildProcess>> masters;
+  masters.push_back(StartMaster(TestTempDir("shard-0")));
+  masters.push_back(StartMaster(TestTempDir("shard-1")));
+  const std::vector<std::string> addresses = {masters[0]->address(kGrpcPort),
+                                              masters[1]->address(kGrpcPort)};
+  auto coordinator = StartCoordinator(
+      dir, {"--master", addresses[0] + "," + addresses[1], "--master-timeout-seconds", "1"});
+  CoordinatorClient client = Client(*coordinator);
+  proto::RegisterResponse a, b;
+  ASSERT_TRUE(client.Register("pod-a", proto::WORKER_ROLE_TRAINER, 0, &a).ok());
+  ASSERT_TRUE(client.Register("pod-b", proto::WORKER_ROLE_TRAINER, 0, &b).ok());
+  EXPECT_EQ(a.master_address(), addresses[0]);
+  EXPECT_EQ(std::vector<std::string>(a.master_addresses().begin(), a.master_addresses().end()),
+            addresses);
+
+  for (const std::string& address : addresses) {
+    MasterClient::Options o;
+    o.token = kToken;
+    MasterClient master_client(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()), o);
+    auto live_at_master = [&] {
+      proto::DescribeResponse d;
+      return master_client.Describe(&d).ok() ? static_cast<int>(d.live_workers()) : -1;
+    };
+    EXPECT_TRUE(Eventually([&] { return live_at_master() == 2; }))
+        << address << ": " << live_at_master();
+  }
+
+  masters[1]->Kill(SIGKILL);
+  proto::CoordinatorStatusResponse st;
+  EXPECT_TRUE(Eventually([&] {
+    return client.GetStatus(&st).ok() && st.phase() == proto::JOB_PHASE_FAILED;
+  })) << st.ShortDebugString();
+  EXPECT_EQ(st.reason(), "MasterUnreachable");
+  EXPECT_NE(st.message().find("master shard 1 (" + addresses[1] + "): "), std::string::npos)
+      << st.message();
 }
 
 TEST(CoordinatorProcessTest, SigtermPersistsAndARestartResumesMidEpoch) {

@@ -326,7 +326,7 @@ class CoordinatorState {
   // (every shard has applied at least this many updates). A version a
   // worker or the evaluator reports is taken as one every shard reached.
   uint64_t master_version() const { return master_version_; }
-  // Shard `shard`'s newest version known.
+  // Master shard `shard`'s newest version known (shard < config.master_shards).
   uint64_t shard_version(uint32_t shard) const { return shard_versions_.at(shard); }
   std::optional<double> last_accuracy() const { return last_accuracy_; }
   double last_eval_loss() const { return last_eval_loss_; }
