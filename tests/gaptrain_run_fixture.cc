@@ -43,6 +43,9 @@ std::string WriteJobFile(const std::string& dir, const E2eJob& job) {
                       << "    staleness: {rule: " << job.rule << "}\n"
                       << "  workers: " << workers << "\n"
                       << "  master:\n"
+                      << (job.master_shards > 1
+                              ? "    shards: " + std::to_string(job.master_shards) + "\n"
+                              : std::string())
                       << "    checkpoint: {intervalSeconds: " << job.checkpoint_seconds
                       << ", keep: 3}\n"
                       << "  coordinator: {leaseSeconds: " << job.lease_seconds << "}\n";

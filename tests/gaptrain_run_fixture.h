@@ -35,6 +35,7 @@ struct E2eJob {
   uint32_t batch_size = 64;
   double learning_rate = 0.03;  // as examples/mnist-gap-aware.yaml: 0.05 collapsed some runs
   uint32_t checkpoint_seconds = 10;
+  uint32_t master_shards = 1;  // spec.master.shards
   uint32_t lease_seconds = 6;
   uint64_t eval_every = 500;
   std::string target;  // spec.training.target as a YAML flow map; empty: none

@@ -293,6 +293,53 @@ TEST(RunE2eTest, SyncWithABackupWorkerTrainsTheMlp) {
   EXPECT_EQ(summary["meanGap"], nullptr) << "sync mode computes no Gap";
 }
 
+// spec.master.shards: 2: θ over two master processes, the same job as
+// with one. Each shard checkpoints its own half; trainers push and pull
+// both at once; the job's accuracy is one master's (async training orders
+// pushes differently from run to run, so within a point, not to the bit).
+TEST(RunE2eTest, TwoMasterShardsTrainTheMlpAsOneMasterDoes) {
+  double accuracy[2] = {0, 0};
+  for (uint32_t shards : {1u, 2u}) {
+    SCOPED_TRACE("shards " + std::to_string(shards));
+    const std::string dir = TestTempDir("shards-" + std::to_string(shards));
+    E2eJob job = SmallJob("mnist-shards");
+    job.master_shards = shards;
+    job.epochs = 2;
+    const std::string job_file = WriteJobFile(dir, job);
+    std::string out;
+    const int status = RunGaptrain({"run", "-f", job_file, "--run-dir", dir + "/run"}, &out,
+                                   std::chrono::seconds(600));
+    ASSERT_TRUE(ExitedWith(status, 0)) << out;
+    const nlohmann::json summary = nlohmann::json::parse(ReadRaw(dir + "/run/summary.json"));
+    ASSERT_EQ(summary["outcome"], "Succeeded") << summary.dump(2);
+    accuracy[shards - 1] = summary["accuracy"].get<double>();
+    std::printf("FIGURE shards %u: accuracy %.4f, version %.0f\n", shards,
+                accuracy[shards - 1], summary["version"].get<double>());
+    if (shards == 2) {
+      EXPECT_NE(out.find("master-1"), std::string::npos) << out;
+      // Each shard's final checkpoint holds its part of θ, the parts the whole mlp.
+      size_t parameters = 0;
+      for (int i = 0; i < 2; ++i) {
+        const std::string shard_dir = dir + "/run/checkpoints/shard-" + std::to_string(i);
+        const std::vector<uint64_t> versions = VerifyCheckpoints(shard_dir);
+        ASSERT_FALSE(versions.empty()) << shard_dir;
+        EXPECT_GT(versions.back(), 100u);
+        std::unique_ptr<ParameterStore> store;
+        CheckpointMeta meta;
+        ASSERT_TRUE(ReadCheckpoint(CheckpointDirectory(shard_dir, 1).List().back(), &store,
+                                   &meta)
+                        .ok());
+        EXPECT_EQ(meta.shard.index, static_cast<uint32_t>(i));
+        EXPECT_EQ(meta.shard.count, 2u);
+        parameters += store->size();
+      }
+      EXPECT_EQ(parameters, 235146u);  // the mlp
+    }
+  }
+  EXPECT_GE(accuracy[1], 0.95);
+  EXPECT_NEAR(accuracy[1], accuracy[0], 0.01);
+}
+
 // spec.workers.autoscale with a Gap bound that never binds: the launcher
 // doubles the trainers while each growth adds updates/s, 1 -> 2 -> 4,
 // starting trainer-1, then trainer-2 and trainer-3. The second growth

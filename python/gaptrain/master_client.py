@@ -101,6 +101,11 @@ class MasterClient:
             try:
                 d = self._stub.Describe(pb.DescribeRequest(), timeout=rpc.COORDINATOR_DEADLINE,
                                         metadata=self._metadata)
+                if d.shard.count > 1:
+                    raise rpc.GaptrainError(
+                        "master %s holds shard %d of %d of θ (spec.master.shards): the Python "
+                        "SDK talks to one master so far; run gaptrain-worker, or shards: 1"
+                        % (address, d.shard.index, d.shard.count))
                 if not d.awaiting_model:
                     break
                 if declare and not declared:

@@ -24,7 +24,7 @@ size_t NearestTensorBoundary(const ParameterLayout& layout, size_t cut) {
 
 }  // namespace
 
-Status PlanShards(const ParameterLayout& layout, uint32_t count, std::vector<ShardRange>* plan) {
+Status PlanShards(const ParameterLayout& layout, uint32_t count, std::vector<ParameterShard>* plan) {
   const size_t p = layout.size();
   if (count == 0) return Status::InvalidArgument("a model needs at least one shard, got 0");
   if (count > p) {
@@ -45,13 +45,13 @@ Status PlanShards(const ParameterLayout& layout, uint32_t count, std::vector<Sha
       if (distance <= tolerance && snapped > begin && snapped < p) end = snapped;
     }
     if (end <= begin) end = begin + 1;  // P >= S: an ideal cut is always past the last
-    plan->push_back(ShardRange{k - 1, count, begin, end});
+    plan->push_back(ParameterShard{k - 1, count, begin, end});
     begin = end;
   }
   return Status::OK();
 }
 
-ParameterLayout ShardLayout(const ParameterLayout& layout, const ShardRange& range) {
+ParameterLayout ShardLayout(const ParameterLayout& layout, const ParameterShard& range) {
   ParameterLayout shard;
   for (const TensorSpec& t : layout.tensors()) {
     if (t.size == 0) {

@@ -25,28 +25,28 @@
 namespace gaptrain {
 
 // One master's part of θ: flat parameters [begin, end).
-struct ShardRange {
+struct ParameterShard {
   uint32_t index = 0;
   uint32_t count = 1;
   size_t begin = 0;
   size_t end = 0;
 
   size_t size() const { return end - begin; }
-  bool operator==(const ShardRange& o) const {
+  bool operator==(const ParameterShard& o) const {
     return index == o.index && count == o.count && begin == o.begin && end == o.end;
   }
-  bool operator!=(const ShardRange& o) const { return !(*this == o); }
+  bool operator!=(const ParameterShard& o) const { return !(*this == o); }
 };
 
 // The plan for `count` shards. InvalidArgument when count is 0 or above
 // the model's parameter count.
-Status PlanShards(const ParameterLayout& layout, uint32_t count, std::vector<ShardRange>* plan);
+Status PlanShards(const ParameterLayout& layout, uint32_t count, std::vector<ParameterShard>* plan);
 
 // The layout of `range`'s part of θ, which the shard's engine, checkpoints
 // and metrics use: a tensor wholly inside keeps its name and shape; a
 // piece of a cut tensor is a flat tensor named "NAME[FIRST:END)" with its
 // elements' indices within the tensor. The whole layout when the range is.
-ParameterLayout ShardLayout(const ParameterLayout& layout, const ShardRange& range);
+ParameterLayout ShardLayout(const ParameterLayout& layout, const ParameterShard& range);
 
 }  // namespace gaptrain
 

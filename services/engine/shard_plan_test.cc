@@ -11,9 +11,9 @@ ParameterLayout LayoutOf(const std::vector<std::pair<std::string, std::vector<in
   return layout;
 }
 
-std::vector<std::pair<size_t, size_t>> Ranges(const std::vector<ShardRange>& plan) {
+std::vector<std::pair<size_t, size_t>> Ranges(const std::vector<ParameterShard>& plan) {
   std::vector<std::pair<size_t, size_t>> r;
-  for (const ShardRange& s : plan) r.emplace_back(s.begin, s.end);
+  for (const ParameterShard& s : plan) r.emplace_back(s.begin, s.end);
   return r;
 }
 
@@ -32,10 +32,10 @@ ParameterLayout LeNet5() {
 }
 
 TEST(ShardPlanTest, OneShardHoldsTheWholeModel) {
-  std::vector<ShardRange> plan;
+  std::vector<ParameterShard> plan;
   ASSERT_TRUE(PlanShards(LeNet5(), 1, &plan).ok());
   ASSERT_EQ(plan.size(), 1u);
-  EXPECT_EQ(plan[0], (ShardRange{0, 1, 0, 61706}));
+  EXPECT_EQ(plan[0], (ParameterShard{0, 1, 0, 61706}));
   EXPECT_TRUE(ShardLayout(LeNet5(), plan[0]) == LeNet5());
 }
 
@@ -43,7 +43,7 @@ TEST(ShardPlanTest, ManyEqualTensorsAreKeptWhole) {
   // Eight tensors of 1000: four shards of two tensors each.
   std::vector<std::pair<std::string, std::vector<int64_t>>> ts;
   for (int i = 0; i < 8; ++i) ts.push_back({"t" + std::to_string(i), {10, 100}});
-  std::vector<ShardRange> plan;
+  std::vector<ParameterShard> plan;
   ASSERT_TRUE(PlanShards(LayoutOf(ts), 4, &plan).ok());
   EXPECT_EQ(Ranges(plan), (std::vector<std::pair<size_t, size_t>>{
                               {0, 2000}, {2000, 4000}, {4000, 6000}, {6000, 8000}}));
@@ -57,7 +57,7 @@ TEST(ShardPlanTest, ManyEqualTensorsAreKeptWhole) {
 TEST(ShardPlanTest, ALargeTensorIsCutAtTheFairShare) {
   // LeNet-5 in two: fc1.weight (48,000 of 61,706) holds the middle, no
   // tensor boundary lies within 3,856 of 30,853: the cut is inside it.
-  std::vector<ShardRange> plan;
+  std::vector<ParameterShard> plan;
   ASSERT_TRUE(PlanShards(LeNet5(), 2, &plan).ok());
   EXPECT_EQ(Ranges(plan),
             (std::vector<std::pair<size_t, size_t>>{{0, 30853}, {30853, 61706}}));
@@ -76,7 +76,7 @@ TEST(ShardPlanTest, ANearbyTensorBoundaryIsPreferredToACut) {
   // 1000 + 900 + 100: the fair cut at 1000 is a boundary; at S = 2 the
   // boundary at 1000 is exactly the ideal; with 1100 + 900 the boundary at
   // 1100 is 100 from 1000, within 1000/8 = 125: kept whole.
-  std::vector<ShardRange> plan;
+  std::vector<ParameterShard> plan;
   ASSERT_TRUE(PlanShards(LayoutOf({{"a", {1100}}, {"b", {900}}}), 2, &plan).ok());
   EXPECT_EQ(Ranges(plan), (std::vector<std::pair<size_t, size_t>>{{0, 1100}, {1100, 2000}}));
   // 1200 + 800: 200 away, beyond 125: cut inside a.
@@ -87,7 +87,7 @@ TEST(ShardPlanTest, ANearbyTensorBoundaryIsPreferredToACut) {
 TEST(ShardPlanTest, RangesTileTheModelForEveryCount) {
   const ParameterLayout lenet = LeNet5();
   for (uint32_t s = 1; s <= 64; ++s) {
-    std::vector<ShardRange> plan;
+    std::vector<ParameterShard> plan;
     ASSERT_TRUE(PlanShards(lenet, s, &plan).ok()) << s;
     ASSERT_EQ(plan.size(), s);
     size_t at = 0;
@@ -109,7 +109,7 @@ TEST(ShardPlanTest, RangesTileTheModelForEveryCount) {
 }
 
 TEST(ShardPlanTest, MoreShardsThanParametersAreRefused) {
-  std::vector<ShardRange> plan;
+  std::vector<ParameterShard> plan;
   const Status s = PlanShards(LayoutOf({{"w", {3}}}), 4, &plan);
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("3 parameters, fewer than its 4 shards"), std::string::npos)
@@ -120,10 +120,10 @@ TEST(ShardPlanTest, MoreShardsThanParametersAreRefused) {
 
 TEST(ShardPlanTest, AnEmptyTensorIsNamedByExactlyOneShard) {
   const ParameterLayout layout = LayoutOf({{"a", {100}}, {"empty", {0}}, {"b", {100}}});
-  std::vector<ShardRange> plan;
+  std::vector<ParameterShard> plan;
   ASSERT_TRUE(PlanShards(layout, 2, &plan).ok());
   int named = 0;
-  for (const ShardRange& r : plan) {
+  for (const ParameterShard& r : plan) {
     const ParameterLayout part = ShardLayout(layout, r);
     for (const TensorSpec& t : part.tensors()) named += t.name == "empty";
   }

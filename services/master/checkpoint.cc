@@ -195,7 +195,7 @@ struct ParsedHeader {
   ParameterLayout layout;
   std::vector<std::pair<std::string, DType>> buffers;
   BufferLayout module_buffers;
-  ShardRange shard;
+  ParameterShard shard;
   ParameterLayout model_layout;
   BufferLayout model_buffers;
 };
@@ -206,7 +206,7 @@ Status ValidateShard(const proto::CheckpointHeader& header, const std::string& p
                      ParsedHeader* out) {
   const proto::ShardRange& s = header.shard();
   if (s.count() <= 1) {
-    out->shard = ShardRange{0, 1, 0, out->layout.size()};
+    out->shard = ParameterShard{0, 1, 0, out->layout.size()};
     out->model_layout = out->layout;
     out->model_buffers = out->module_buffers;
     return Status::OK();
@@ -214,7 +214,7 @@ Status ValidateShard(const proto::CheckpointHeader& header, const std::string& p
   Status parsed = LayoutFromProto(header.model(), &out->model_layout);
   if (parsed.ok()) parsed = BufferLayoutFromProto(header.model(), &out->model_buffers);
   if (!parsed.ok()) return Corrupt(path, "header: model: " + parsed.message());
-  std::vector<ShardRange> plan;
+  std::vector<ParameterShard> plan;
   if (s.index() >= s.count() || !PlanShards(out->model_layout, s.count(), &plan).ok() ||
       plan[s.index()].begin != s.begin() || plan[s.index()].end != s.end() ||
       ShardLayout(out->model_layout, plan[s.index()]) != out->layout) {

@@ -75,7 +75,7 @@ struct CheckpointMeta {
   // module's buffers are shard 0's. A file of the whole model reads as
   // shard 0 of 1 with the store's and the buffers' layouts; written so
   // when shard.count <= 1.
-  ShardRange shard;
+  ParameterShard shard;
   ParameterLayout model_layout;
   BufferLayout model_buffers;
 };

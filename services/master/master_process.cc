@@ -25,7 +25,7 @@ namespace {
 DeclaredModel DeclarationOf(const Model& model) {
   DeclaredModel d;
   d.layout = model.layout();
-  d.shard = ShardRange{0, 1, 0, model.layout().size()};
+  d.shard = ParameterShard{0, 1, 0, model.layout().size()};
   d.values.assign(model.parameters(), model.parameters() + model.layout().size());
   d.buffer_layout = model.buffer_layout();
   d.buffer_values.assign(model.buffer_layout().bytes(), '\0');

@@ -88,7 +88,7 @@ class MasterProcess {
   int grpc_port_ = 0;
   // What this master holds of the model (set by Serve): its part of θ and
   // the whole model's layouts.
-  ShardRange shard_;
+  ParameterShard shard_;
   ParameterLayout model_layout_;
   BufferLayout model_buffers_;
 

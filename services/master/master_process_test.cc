@@ -240,7 +240,7 @@ TEST(MasterProcessTest, TwoShardsHoldTheWholeModelsHalvesAndCheckpointApart) {
   std::unique_ptr<ParameterStore> store;
   CheckpointMeta meta;
   ASSERT_TRUE(ReadCheckpoint(c.path(), &store, &meta).ok());
-  EXPECT_EQ(meta.shard, (ShardRange{1, 2, cut, p}));
+  EXPECT_EQ(meta.shard, (ParameterShard{1, 2, cut, p}));
   EXPECT_EQ(store->size(), p - cut);
   EXPECT_EQ(meta.model_layout.size(), p);
   std::vector<float> after(p - cut);

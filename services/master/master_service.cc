@@ -57,7 +57,7 @@ MasterService::Options WithModelLayout(MasterService::Options options,
   if (options.model_layout.num_tensors() == 0) {
     options.model_layout = engine.store().layout();
     if (options.buffers != nullptr) options.model_buffers = options.buffers->layout();
-    options.shard = ShardRange{0, 1, 0, engine.store().size()};
+    options.shard = ParameterShard{0, 1, 0, engine.store().size()};
   }
   return options;
 }

@@ -84,7 +84,7 @@ class MasterService final : public MasterServiceBase {
     // ShardLayout(model_layout, shard)) and the whole model's layouts, which
     // Describe reports and declarations are checked against. Left empty
     // (no tensors): the engine holds the whole model, shard 0 of 1.
-    ShardRange shard;
+    ParameterShard shard;
     ParameterLayout model_layout;
     BufferLayout model_buffers;
   };

@@ -17,7 +17,7 @@ Status DeclarationAssembler::Add(const proto::ModelDeclaration& message) {
     if (model_.layout.size() == 0) {
       return Status::InvalidArgument("declaration: layout: the model has no parameters");
     }
-    std::vector<ShardRange> plan;
+    std::vector<ParameterShard> plan;
     GAPTRAIN_RETURN_IF_ERROR(PlanShards(model_.layout, shard_count_, &plan));
     model_.shard = plan[shard_index_];
     if (message.total_values() != model_.shard.size()) {
@@ -89,9 +89,9 @@ Status DeclarationAssembler::Finish(DeclaredModel* out) {
 }
 
 Status KeepShard(uint32_t index, uint32_t count, DeclaredModel* model) {
-  std::vector<ShardRange> plan;
+  std::vector<ParameterShard> plan;
   GAPTRAIN_RETURN_IF_ERROR(PlanShards(model->layout, count, &plan));
-  const ShardRange range = plan[index];
+  const ParameterShard range = plan[index];
   if (range.begin > 0 || range.end < model->values.size()) {
     model->values = std::vector<float>(model->values.begin() + range.begin,
                                        model->values.begin() + range.end);

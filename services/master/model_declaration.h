@@ -23,7 +23,7 @@ namespace gaptrain {
 
 struct DeclaredModel {
   ParameterLayout layout;       // the whole model's
-  ShardRange shard;             // the part of θ `values` holds
+  ParameterShard shard;             // the part of θ `values` holds
   std::vector<float> values;    // shard.size() initial parameters
   BufferLayout buffer_layout;   // the whole model's
   std::string buffer_values;    // buffer_layout.bytes() on shard 0; else empty

@@ -75,6 +75,14 @@ void FakeMaster::SetDescribedLayout(const ParameterLayout& layout) {
   described_ = layout;
 }
 
+void FakeMaster::SetShard(uint32_t index, uint32_t count, uint64_t begin, uint64_t end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  shard_.set_index(index);
+  shard_.set_count(count);
+  shard_.set_begin(begin);
+  shard_.set_end(end);
+}
+
 void FakeMaster::SetVersion(uint64_t version) {
   std::lock_guard<std::mutex> lock(mu_);
   version_ = version;
@@ -171,6 +179,7 @@ grpc::Status FakeMaster::Describe(grpc::ServerContext*, const proto::DescribeReq
   response->set_echo_type(echo_type_);
   response->set_live_workers(1);
   *response->mutable_incarnation() = run_;
+  if (shard_.count() > 0) *response->mutable_shard() = shard_;
   return grpc::Status::OK;
 }
 

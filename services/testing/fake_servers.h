@@ -58,6 +58,10 @@ class FakeMaster final : public proto::Master::Service {
                proto::WireType echo_type = proto::FLOAT32);
   // Describe reports this layout instead of the real one.
   void SetDescribedLayout(const ParameterLayout& layout);
+  // Describe names this master shard `index` of `count`, holding [begin,
+  // end) of the described layout (θ is that range's: construct it with
+  // the range's size).
+  void SetShard(uint32_t index, uint32_t count, uint64_t begin, uint64_t end);
   void SetVersion(uint64_t version);
   // Multiplies every value of θ by `factor` (0: a model whose outputs are
   // uniform; large: one that is confidently wrong on random data).
@@ -107,6 +111,7 @@ class FakeMaster final : public proto::Master::Service {
 
   const ParameterLayout layout_;
   std::vector<float> theta_;
+  proto::ShardRange shard_;  // count 0: none said
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "services/coordinator/coordinator_client.h"
+#include "services/engine/shard_plan.h"
 #include "services/learn/batch_loader.h"
 #include "services/learn/compute_threads.h"
 #include "services/learn/device.h"
@@ -111,6 +112,11 @@ class Harness {
   // A MasterSession of a registered worker, connected for a fresh mlp,
   // handed to `use` (a loop of the test's own, as ps-lite's callers write).
   void WithSession(const std::function<void(MasterSession&, Model&)>& use) {
+    WithSessionOf({master_->address()}, use);
+  }
+  // The same with the masters at `addresses` (shards of θ).
+  void WithSessionOf(const std::vector<std::string>& addresses,
+                     const std::function<void(MasterSession&, Model&)>& use) {
     CoordinatorSession session(&client(), SessionOptions(proto::WORKER_ROLE_TRAINER, 4), &stop_,
                                &metrics_);
     ASSERT_TRUE(session.Register().ok());
@@ -118,7 +124,8 @@ class Harness {
     ASSERT_TRUE(Model::CreateBuiltin("mlp", ModelInput{1, kSide, kSide, 10}, 1, &model).ok());
     MasterSession master(job_, Connector(), &session, &stop_, &metrics_);
     RetryLoop loop(FastRetry(4), 1, &stop_);
-    ASSERT_TRUE(master.Connect({master_->address()}, model.get(), &loop).ok());
+    const Status connected = master.Connect(addresses, model.get(), &loop);
+    ASSERT_TRUE(connected.ok()) << connected.ToString();
     use(master, *model);
   }
   // Options::device and Options::mirror_on_cpu_for_testing of both loops.
@@ -516,6 +523,75 @@ TEST(MasterSessionTest, ALoopOfItsOwnPullsOnceAndLearnsWhatRefusalsMean) {
     EXPECT_EQ(master.AfterPullFailure(Status::Unavailable("down")), Next::kRetry);
     EXPECT_EQ(master.AfterPullFailure(Status::FailedPrecondition("size")), Next::kFail);
   });
+}
+
+// spec.master.shards: 2. Every pull and push goes to both shards, each
+// with its slice; a push one shard refuses as stale is recomputed and sent
+// to that shard only (the other applied it already), and the task's
+// positions name both shards.
+TEST(MasterSessionTest, TwoShardsTakeTheirSlicesAndARefusalIsResentToItsShardOnly) {
+  Harness h;
+  std::vector<ParameterShard> plan;
+  ASSERT_TRUE(PlanShards(h.layout(), 2, &plan).ok());
+  std::vector<std::unique_ptr<FakeMaster>> shards;
+  for (const ParameterShard& r : plan) {
+    shards.push_back(std::make_unique<FakeMaster>(ShardLayout(h.layout(), r)));
+    shards.back()->SetDescribedLayout(h.layout());
+    shards.back()->SetShard(r.index, r.count, r.begin, r.end);
+    shards.back()->SetPushPull(true);
+    shards.back()->SetRun(7 + r.index);  // each shard numbers its own runs
+  }
+  shards[1]->SetPush(FakeMaster::PushMode::kStale, 1);
+  h.WithSessionOf({shards[0]->address(), shards[1]->address()}, [&](MasterSession& master,
+                                                                     Model& model) {
+    const Dataset& d = h.data();
+    std::vector<float> images(kBatch * d.image_size());
+    std::vector<int64_t> labels(kBatch);
+    for (size_t i = 0; i < images.size(); ++i) images[i] = d.images[i] / 255.0f;
+    for (uint32_t i = 0; i < kBatch; ++i) labels[i] = d.labels[i];
+    const SampleRange batch{0, kBatch};
+    ASSERT_TRUE(master.Pull().ok());
+    proto::PushResponse reply;
+    Status s = master.Push(model.ComputeGradient(images.data(), labels.data(), kBatch), batch,
+                           &reply);
+    ASSERT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.ToString();
+    EXPECT_EQ(master.AfterPushFailure(s), MasterSession::Next::kRecompute);
+    ASSERT_TRUE(master.Pull().ok());
+    s = master.Push(model.ComputeGradient(images.data(), labels.data(), kBatch), batch, &reply);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(shards[0]->pushes_received(), 1) << "shard 0 had the batch already";
+    EXPECT_EQ(shards[1]->pushes_received(), 2);
+    EXPECT_EQ(shards[0]->pushes_applied(), 1);
+    EXPECT_EQ(shards[1]->pushes_applied(), 1);
+    // Each got a gradient of its own slice's size.
+    EXPECT_EQ(shards[0]->first_gradient().size(), plan[0].size());
+    proto::CompleteTaskRequest report;
+    master.AddReached(&report);
+    ASSERT_EQ(report.reached_size(), 2);
+    EXPECT_EQ(report.reached(0).shard(), 0u);
+    EXPECT_EQ(report.reached(0).incarnation(), 7u);
+    EXPECT_EQ(report.reached(1).shard(), 1u);
+    EXPECT_EQ(report.reached(1).incarnation(), 8u);
+  });
+}
+
+TEST(MasterSessionTest, MastersThatAreNotTheRegistrationsShardsAreRefused) {
+  Harness h;
+  std::vector<ParameterShard> plan;
+  ASSERT_TRUE(PlanShards(h.layout(), 2, &plan).ok());
+  FakeMaster second(ShardLayout(h.layout(), plan[1]));
+  second.SetDescribedLayout(h.layout());
+  second.SetShard(1, 2, plan[1].begin, plan[1].end);
+  // Shard 1 named alone: the registration's shard 0, and its range does
+  // not begin at 0. Connect talks to no coordinator.
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::CreateBuiltin("mlp", ModelInput{1, kSide, kSide, 10}, 1, &model).ok());
+  StopFlag stop;
+  MasterSession master(h.job(), h.Connector(), nullptr, &stop, nullptr);
+  RetryLoop loop(FastRetry(2), 1, &stop);
+  const Status s = master.Connect({second.address()}, model.get(), &loop);
+  EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("holds shard 1 of 2"), std::string::npos) << s.ToString();
 }
 
 TEST(TrainerTest, OutagesAreRetriedAndCountedAsReconnects) {
