@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -50,6 +51,15 @@ std::string WriteJobFile(const std::string& dir, const E2eJob& job) {
                       << ", keep: 3}\n"
                       << "  coordinator: {leaseSeconds: " << job.lease_seconds << "}\n";
   return path;
+}
+
+int RunShell(const std::string& command, std::string* output) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output->append(buf, n);
+  return ::pclose(pipe);
 }
 
 std::unique_ptr<Process> StartGaptrain(const std::vector<std::string>& args,

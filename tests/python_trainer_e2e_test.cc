@@ -171,17 +171,6 @@ void RunJob(const std::string& job_file, const std::string& run_dir, const std::
   outcome->summary = nlohmann::json::parse(ReadRaw(run_dir + "/summary.json"));
 }
 
-// Runs the shell line `command`; *output gets what it printed (stdout and
-// stderr). Returns its exit status as pclose gives it.
-int RunShell(const std::string& command, std::string* output) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output->append(buf, n);
-  return ::pclose(pipe);
-}
-
 // `gaptrain export` of the run in `run_dir`, scored by `score` (a shell
 // line that prints "EXPORT_ACCURACY A" for the file appended to it);
 // *printed gets the export's and the scorer's output.

@@ -294,17 +294,21 @@ TEST(RunE2eTest, SyncWithABackupWorkerTrainsTheMlp) {
 }
 
 // spec.master.shards: 2: θ over two master processes, the same job as
-// with one. Each shard checkpoints its own half; trainers push and pull
+// with one. Each shard checkpoints its own part; trainers push and pull
 // both at once; the job's accuracy is one master's (async training orders
-// pushes differently from run to run, so within a point, not to the bit).
-TEST(RunE2eTest, TwoMasterShardsTrainTheMlpAsOneMasterDoes) {
+// pushes differently from run to run, so within a point, not to the bit);
+// `gaptrain export` joins the shards' checkpoints into a LeNet-5 that
+// loads strictly in plain PyTorch and scores what the job reported.
+TEST(RunE2eTest, TwoMasterShardsTrainLenet5AsOneMasterDoes) {
   double accuracy[2] = {0, 0};
   for (uint32_t shards : {1u, 2u}) {
     SCOPED_TRACE("shards " + std::to_string(shards));
     const std::string dir = TestTempDir("shards-" + std::to_string(shards));
     E2eJob job = SmallJob("mnist-shards");
+    job.model = "lenet5";
     job.master_shards = shards;
-    job.epochs = 2;
+    job.epochs = 1;
+    job.learning_rate = 0.03;
     const std::string job_file = WriteJobFile(dir, job);
     std::string out;
     const int status = RunGaptrain({"run", "-f", job_file, "--run-dir", dir + "/run"}, &out,
@@ -315,26 +319,45 @@ TEST(RunE2eTest, TwoMasterShardsTrainTheMlpAsOneMasterDoes) {
     accuracy[shards - 1] = summary["accuracy"].get<double>();
     std::printf("FIGURE shards %u: accuracy %.4f, version %.0f\n", shards,
                 accuracy[shards - 1], summary["version"].get<double>());
-    if (shards == 2) {
-      EXPECT_NE(out.find("master-1"), std::string::npos) << out;
-      // Each shard's final checkpoint holds its part of θ, the parts the whole mlp.
-      size_t parameters = 0;
-      for (int i = 0; i < 2; ++i) {
-        const std::string shard_dir = dir + "/run/checkpoints/shard-" + std::to_string(i);
-        const std::vector<uint64_t> versions = VerifyCheckpoints(shard_dir);
-        ASSERT_FALSE(versions.empty()) << shard_dir;
-        EXPECT_GT(versions.back(), 100u);
-        std::unique_ptr<ParameterStore> store;
-        CheckpointMeta meta;
-        ASSERT_TRUE(ReadCheckpoint(CheckpointDirectory(shard_dir, 1).List().back(), &store,
-                                   &meta)
-                        .ok());
-        EXPECT_EQ(meta.shard.index, static_cast<uint32_t>(i));
-        EXPECT_EQ(meta.shard.count, 2u);
-        parameters += store->size();
-      }
-      EXPECT_EQ(parameters, 235146u);  // the mlp
+    if (shards == 1) continue;
+    EXPECT_NE(out.find("master-1"), std::string::npos) << out;
+    // Each shard's final checkpoint holds its part of θ, the parts all of it.
+    size_t parameters = 0;
+    for (int i = 0; i < 2; ++i) {
+      const std::string shard_dir = dir + "/run/checkpoints/shard-" + std::to_string(i);
+      const std::vector<uint64_t> versions = VerifyCheckpoints(shard_dir);
+      ASSERT_FALSE(versions.empty()) << shard_dir;
+      std::unique_ptr<ParameterStore> store;
+      CheckpointMeta meta;
+      ASSERT_TRUE(
+          ReadCheckpoint(CheckpointDirectory(shard_dir, 1).List().back(), &store, &meta).ok());
+      EXPECT_EQ(meta.shard.index, static_cast<uint32_t>(i));
+      EXPECT_EQ(meta.shard.count, 2u);
+      parameters += store->size();
     }
+    EXPECT_EQ(parameters, 61706u);  // LeNet-5
+    // The export joins them; plain PyTorch scores it as the job did.
+    const std::string model = dir + "/model.pt";
+    ASSERT_EQ(RunGaptrain({"export", "--run-dir", dir + "/run", "-o", model, "--card",
+                           dir + "/model.json"},
+                          &out),
+              0)
+        << out;
+    EXPECT_NE(out.find("61706 parameters"), std::string::npos) << out;
+    const nlohmann::json card = nlohmann::json::parse(ReadRaw(dir + "/model.json"));
+    EXPECT_EQ(card["checkpoints"].size(), 2u) << card.dump(2);
+    std::string data, scored;
+    ASSERT_TRUE(FindSharedDataDir(&data).ok());
+    ASSERT_EQ(RunShell("/usr/bin/python3 scripts/score_state_dict.py '" + model + "' '" + data +
+                           "/mnist'",
+                       &scored),
+              0)
+        << scored;
+    const size_t at = scored.find("test accuracy ");
+    ASSERT_NE(at, std::string::npos) << scored;
+    const double plain = std::atof(scored.c_str() + at + 14);
+    std::printf("FIGURE shards 2: exported model scores %.4f in plain PyTorch\n", plain);
+    EXPECT_NEAR(plain, accuracy[1], 0.003) << scored;
   }
   EXPECT_GE(accuracy[1], 0.95);
   EXPECT_NEAR(accuracy[1], accuracy[0], 0.01);

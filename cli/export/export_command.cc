@@ -18,6 +18,7 @@
 #include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
 #include "services/master/checkpoint_torch.h"
+#include "services/master/shard_checkpoints.h"
 
 namespace gaptrain {
 namespace {
@@ -85,7 +86,20 @@ std::string ModelCard(const std::string& output, const std::string& checkpoint,
     card["data"] = {{"format", job->data.format}};
   }
   card["version"] = store.version();
-  card["checkpoint"] = checkpoint.substr(checkpoint.rfind('/') + 1);
+  if (meta.model_layout.size() > 0 && checkpoint.find(", ") != std::string::npos) {
+    // A sharded job's: "shard-I/ckpt-....gtc" for each shard, in order.
+    nlohmann::ordered_json files = nlohmann::ordered_json::array();
+    for (size_t at = 0; at < checkpoint.size();) {
+      size_t end = checkpoint.find(", ", at);
+      if (end == std::string::npos) end = checkpoint.size();
+      const std::string path = checkpoint.substr(at, end - at);
+      files.push_back(path.substr(path.rfind('/', path.rfind('/') - 1) + 1));
+      at = end + 2;
+    }
+    card["checkpoints"] = std::move(files);
+  } else {
+    card["checkpoint"] = checkpoint.substr(checkpoint.rfind('/') + 1);
+  }
   if (accuracy >= 0) card["testAccuracy"] = accuracy;
   card["parameters"] = store.size();
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
@@ -144,6 +158,9 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
   std::unique_ptr<ParameterStore> store;
   CheckpointMeta meta;
   std::string checkpoint = checkpoint_arg;
+  // spec.master.shards: the masters' newest checkpoints, joined; exported
+  // from memory (checkpoint names them, for the messages and the card).
+  bool sharded = false;
   if (from_file) {
     s = ReadCheckpoint(checkpoint, &store, &meta);
     if (!s.ok()) return Fail(err, CheckpointError(s), 1);
@@ -155,7 +172,15 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
     CheckpointDirectory dir(from_run ? LocalJob::CheckpointDir(run_dir) : checkpoint_dir,
                             /*keep=*/1);
     std::vector<std::string> skipped;
-    s = dir.RestoreNewest(&store, &meta, &checkpoint, &skipped);
+    sharded = IsShardedCheckpointDir(dir.dir());
+    if (sharded) {
+      std::vector<std::string> paths;
+      s = ReadShardCheckpoints(dir.dir(), &store, &meta, &paths, &skipped);
+      checkpoint.clear();
+      for (const std::string& p : paths) checkpoint += (checkpoint.empty() ? "" : ", ") + p;
+    } else {
+      s = dir.RestoreNewest(&store, &meta, &checkpoint, &skipped);
+    }
     if (s.code() == Status::Code::kNotFound) {
       return Fail(err,
                   "no checkpoint in " + dir.dir() +
@@ -166,6 +191,9 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
     if (s.code() == Status::Code::kDataLoss) {
       return Fail(
           err, "no valid checkpoint in " + dir.dir() + ": every one is corrupt: " + s.message(), 1);
+    }
+    if (s.code() == Status::Code::kFailedPrecondition) {
+      return Fail(err, "the shards in " + dir.dir() + " are not one model: " + s.message(), 1);
     }
     if (!s.ok()) return Fail(err, CheckpointError(s), 1);
     for (const std::string& reason : skipped) {
@@ -183,7 +211,7 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
                    : ModelCard(output, checkpoint, *store, meta,
                                options.job_file.empty() ? nullptr : &job, accuracy);
   const size_t buffers = meta.buffer_values.empty() ? 0 : meta.buffer_layout.buffers().size();
-  store.reset();  // the export reads the file again; hold one copy at a time
+  if (!sharded) store.reset();  // the export reads the file again; hold one copy at a time
 
   if (make_dirs) {
     s = MakeDirs(DirName(output));
@@ -192,7 +220,8 @@ int ExportCommand(const std::vector<std::string>& args, std::string* out, std::s
     }
   }
 
-  s = ExportCheckpointForTorch(checkpoint, output);
+  s = sharded ? ExportStoreForTorch(*store, meta, output)
+              : ExportCheckpointForTorch(checkpoint, output);
   if (!s.ok()) {
     // Errors name their file: the checkpoint's when it changed after it
     // verified (e.g. a running job removed it), else OUT's.

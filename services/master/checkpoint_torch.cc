@@ -76,9 +76,11 @@ Status LoadCheckpointTensors(const std::string& path,
   return Status::OK();
 }
 
-Status ExportCheckpointForTorch(const std::string& checkpoint_path, const std::string& out_path) {
-  std::vector<std::pair<std::string, at::Tensor>> tensors;
-  GAPTRAIN_RETURN_IF_ERROR(LoadCheckpointTensors(checkpoint_path, &tensors));
+namespace {
+
+// `tensors` (consumed) as a state_dict file at `out_path`.
+Status WriteStateDict(std::vector<std::pair<std::string, at::Tensor>> tensors,
+                      const std::string& out_path) {
   std::vector<char> bytes;
   try {
     c10::Dict<std::string, at::Tensor> dict;  // keeps insertion (layout) order
@@ -90,6 +92,23 @@ Status ExportCheckpointForTorch(const std::string& checkpoint_path, const std::s
     return Status::Internal(out_path + ": serialising the tensors: " + e.what());
   }
   return WriteFileAtomically(out_path, bytes.data(), bytes.size());
+}
+
+}  // namespace
+
+Status ExportCheckpointForTorch(const std::string& checkpoint_path, const std::string& out_path) {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  GAPTRAIN_RETURN_IF_ERROR(LoadCheckpointTensors(checkpoint_path, &tensors));
+  return WriteStateDict(std::move(tensors), out_path);
+}
+
+Status ExportStoreForTorch(const ParameterStore& store, const CheckpointMeta& meta,
+                           const std::string& out_path) {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  Status s = StoreTensors(store, &tensors);
+  if (s.ok()) s = BufferTensors(meta, &tensors);
+  if (!s.ok()) return s;
+  return WriteStateDict(std::move(tensors), out_path);
 }
 
 }  // namespace gaptrain

@@ -50,6 +50,11 @@ Status LoadCheckpointTensors(const std::string& path,
 // model.load_state_dict(sd).
 Status ExportCheckpointForTorch(const std::string& checkpoint_path, const std::string& out_path);
 
+// The same for a store already read (a sharded job's, joined by
+// shard_checkpoints.h) and its meta's buffers.
+Status ExportStoreForTorch(const ParameterStore& store, const CheckpointMeta& meta,
+                           const std::string& out_path);
+
 }  // namespace gaptrain
 
 #endif  // GAPTRAIN_SERVICES_MASTER_CHECKPOINT_TORCH_H_
