@@ -21,6 +21,7 @@ struct BadJob {
   std::string name;
   std::string spec;      // the manifest's spec section, or a whole file if it starts with '!'
   std::string expected;  // in the error
+  std::vector<std::string> flags = {};  // more of gaptrain run's
 };
 
 std::string Manifest(const std::string& spec) {
@@ -74,6 +75,9 @@ TEST(BadJobTest, EachErrorNamesTheFieldAndNothingStarts) {
       {"target-without-users-evaluator",
        good_data + "  training: {epochs: 1, target: {metric: f1, atLeast: 0.8}}\n",
        "spec.training.target.metric: gaptrain's evaluator reports accuracy and loss only"},
+      {"chaos-shard", good_data + "  training: {epochs: 1}\n  master: {shards: 2}\n",
+       "--chaos: shard 2: the job has spec.master.shards 2",
+       {"--chaos", "master=50%,shard=2"}},
       {"not-yaml", "!{{{ this is: not: yaml", "bad.yaml"},
       {"wrong-kind", "!apiVersion: gaptrain.io/v1alpha1\nkind: PyTorchJob\nmetadata: {name: x}\n",
        "kind"},
@@ -84,7 +88,9 @@ TEST(BadJobTest, EachErrorNamesTheFieldAndNothingStarts) {
     std::ofstream(file) << (c.spec[0] == '!' ? c.spec.substr(1) : Manifest(c.spec));
     const std::string run_dir = dir + "/run";
     std::string output;
-    const int status = RunGaptrain({"run", "-f", file, "--run-dir", run_dir}, &output);
+    std::vector<std::string> args = {"run", "-f", file, "--run-dir", run_dir};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const int status = RunGaptrain(args, &output);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << c.name << ": " << output;
     EXPECT_NE(output.find(c.expected), std::string::npos)
         << c.name << ": expected '" << c.expected << "' in:\n" << output;

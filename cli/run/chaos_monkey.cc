@@ -50,7 +50,7 @@ Status ParseChaosOptions(const std::string& text, ChaosOptions* options) {
     const size_t eq = pair.find('=');
     if (eq == std::string::npos) {
       return Status::InvalidArgument("--chaos: expected key=value, got '" + pair +
-                                     "' (keys: every, restart, master, seed)");
+                                     "' (keys: every, restart, master, shard, seed)");
     }
     const std::string key = pair.substr(0, eq), value = pair.substr(eq + 1);
     if (key == "every") {
@@ -70,6 +70,14 @@ Status ParseChaosOptions(const std::string& text, ChaosOptions* options) {
         GAPTRAIN_RETURN_IF_ERROR(ParseSeconds(key, value, &at));
         if (at > 0) o.kill_master_at_seconds.push_back(at);
       }
+    } else if (key == "shard") {
+      const unsigned long shard = std::strtoul(value.c_str(), nullptr, 10);
+      if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos ||
+          shard > 63) {
+        return Status::InvalidArgument("--chaos: shard: must be a master shard, 0 to 63, got '" +
+                                       value + "'");
+      }
+      o.master_shard = static_cast<uint32_t>(shard);
     } else if (key == "seed") {
       // Digits only: strtoull alone would take " -3" as 2^64 - 3 and
       // clamp an overflow to 2^64 - 1.
@@ -82,7 +90,7 @@ Status ParseChaosOptions(const std::string& text, ChaosOptions* options) {
       }
     } else {
       return Status::InvalidArgument("--chaos: unknown key '" + key +
-                                     "' (keys: every, restart, master, seed)");
+                                     "' (keys: every, restart, master, shard, seed)");
     }
   }
   std::sort(o.kill_master_at_seconds.begin(), o.kill_master_at_seconds.end());

@@ -47,6 +47,9 @@ struct ChaosOptions {
   // job's progress, each ascending; both empty: the master is never killed.
   std::vector<double> kill_master_at_seconds;
   std::vector<double> kill_master_at_progress;
+  // Which master the master kills hit, of spec.master.shards (the
+  // launcher refuses one the job does not have).
+  uint32_t master_shard = 0;
   uint64_t seed = 1;
 
   bool enabled() const {
@@ -57,7 +60,8 @@ struct ChaosOptions {
 
 // Parses the value of --chaos: comma-separated key=value pairs, e.g.
 // "every=20s,restart=5s,master=45s,seed=3" (the "s" is optional); the
-// keys are every, restart, master and seed. `every` and `master` also take
+// keys are every, restart, master, shard (the master shard master= kills)
+// and seed. `every` and `master` also take
 // a percentage of the job's progress ("every=15%,master=40%"). `master`
 // may be given more than once ("master=15s,master=40s"), one kill each;
 // master=0 kills nothing. Errors name the key.

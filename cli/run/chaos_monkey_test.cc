@@ -37,6 +37,20 @@ TEST(ParseChaosOptionsTest, FullSpec) {
   EXPECT_TRUE(o.enabled());
 }
 
+TEST(ParseChaosOptionsTest, ShardPicksTheMasterShardTheMasterKillsHit) {
+  ChaosOptions o;
+  EXPECT_EQ(o.master_shard, 0u);
+  ASSERT_TRUE(ParseChaosOptions("master=50%,shard=1", &o).ok());
+  EXPECT_EQ(o.master_shard, 1u);
+  for (const char* bad : {"master=50%,shard=-1", "master=50%,shard=64", "master=50%,shard="}) {
+    const Status s = ParseChaosOptions(bad, &o);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("--chaos: shard: must be a master shard, 0 to 63"),
+              std::string::npos)
+        << s.ToString();
+  }
+}
+
 TEST(ParseChaosOptionsTest, TheSecondsSuffixIsOptional) {
   ChaosOptions with_s, without_s;
   ASSERT_TRUE(ParseChaosOptions("every=20s,restart=2.5s", &with_s).ok());

@@ -178,8 +178,9 @@ bool JobRunner::Supervise() {
   bool changed = local_.RefreshWorkerPorts();
   // The control plane always comes back (a Deployment would restart it).
   for (size_t shard = 0; shard < local_.master_count(); ++shard) {
-    // Chaos stops shard 0 on purpose.
-    if ((shard == 0 && master_down_by_chaos_) || local_.master(shard)->Running()) continue;
+    // Chaos stops its shard on purpose and restarts it itself.
+    const bool down_by_chaos = master_down_by_chaos_ && shard == options_.chaos.master_shard;
+    if (down_by_chaos || local_.master(shard)->Running()) continue;
     const std::string name = local_.MasterName(shard);
     Say(name + " exited (" + DescribeWaitStatus(local_.master(shard)->wait_status()) + ")");
     if (!RestartAfterFailure(JobProcess::kMaster, name, local_.master(shard),
@@ -283,17 +284,20 @@ void JobRunner::ApplyChaos() {
         changed = true;
         break;
       }
-      case ChaosAction::Kind::kKillMaster:
-        Say("chaos: SIGKILL to the master");
+      case ChaosAction::Kind::kKillMaster: {
+        const size_t shard = options_.chaos.master_shard;
+        Say("chaos: SIGKILL to the " + local_.MasterName(shard));
         master_down_by_chaos_ = true;
-        local_.master()->Signal(SIGKILL);
-        local_.master()->WaitExit(std::chrono::seconds(10));
+        local_.master(shard)->Signal(SIGKILL);
+        local_.master(shard)->WaitExit(std::chrono::seconds(10));
         break;
+      }
       case ChaosAction::Kind::kRestartMaster: {
-        Status s = local_.StartMaster();
+        Status s = local_.StartMaster(options_.chaos.master_shard);
         master_down_by_chaos_ = false;
         ++master_restarts_;
-        Say("chaos: restarted the master" + (s.ok() ? "" : ": " + s.ToString()));
+        Say("chaos: restarted the " + local_.MasterName(options_.chaos.master_shard) +
+            (s.ok() ? "" : ": " + s.ToString()));
         if (!s.ok()) error_ = "cannot restart the master: " + s.ToString();
         changed = true;
         break;

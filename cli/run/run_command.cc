@@ -159,6 +159,12 @@ int RunCommand(const std::vector<std::string>& args) {
     s = Status::InvalidArgument(std::string(kRuleTargetMetricNeedsUsersEvaluator) + ", got '" +
                                 target.metric + "'");
   }
+  if (s.ok() && runner_options.chaos.master_shard >= job.master.shards) {
+    s = Status::InvalidArgument("--chaos: shard " +
+                                std::to_string(runner_options.chaos.master_shard) +
+                                ": the job has spec.master.shards " +
+                                std::to_string(job.master.shards));
+  }
   if (!s.ok()) return Fail(s.message() + "\nnothing was started", 2);
   local.template_trainers = template_trainers;
   if (template_trainers != UINT32_MAX && local.trainer_command.argv.empty()) {
