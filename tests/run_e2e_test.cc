@@ -404,10 +404,13 @@ TEST(RunE2eTest, AutoscaleGrowsTheTrainersFromTwoToFour) {
   const nlohmann::json summary = nlohmann::json::parse(ReadRaw(dir + "/run/summary.json"));
   EXPECT_EQ(summary["outcome"], "Succeeded") << summary.dump(2);
   ASSERT_TRUE(summary["accuracy"].is_number()) << summary.dump(2);
-  // It learned: 3 epochs of batches of 256 on 2-4 trainers whose number
-  // changes twice; 94.88% and 94.91% measured on a machine busy with other
-  // builds (more staleness), 95-96% on a quiet one.
-  EXPECT_GE(summary["accuracy"].get<double>(), 0.94) << summary.dump(2);
+  // It learned: 3 epochs of batches of 256 (703 updates) on 2-4 trainers
+  // whose number changes twice; 94.88% and 94.91% measured on a machine
+  // busy with other builds (more staleness), 95-97.4% on a quiet one, and
+  // 93.48% once under the whole suite's load; a rate of 0.06 instead of
+  // 0.03 gave 95.05-96.63% (3 runs), no better. 93% holds that spread; a
+  // model that did not learn stays far below it.
+  EXPECT_GE(summary["accuracy"].get<double>(), 0.93) << summary.dump(2);
 
   const nlohmann::json& autoscale = summary["autoscale"];
   ASSERT_TRUE(autoscale.is_object()) << summary.dump(2);
