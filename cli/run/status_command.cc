@@ -49,6 +49,13 @@ std::string FormatJobStatus(const proto::CoordinatorStatusResponse& st) {
           std::to_string(st.tasks_done()) + "/" + std::to_string(st.tasks_total()) + " done, " +
           std::to_string(st.tasks_in_flight()) + " in flight, " +
           std::to_string(st.tasks_queued()) + " queued\n";
+  if (st.masters_size() > 1) {
+    for (const proto::MasterShardStatus& m : st.masters()) {
+      text += "  master shard " + std::to_string(m.shard()) + " " + m.address() + ": version " +
+              std::to_string(m.version()) + ", " + std::to_string(m.totals().updates()) +
+              " updates this run" + (m.reachable() ? "" : ", unreachable") + "\n";
+    }
+  }
   text += "  master version " + std::to_string(st.master_version());
   if (st.has_last_accuracy()) {
     text += "; last evaluation " + Printf("%.2f%%", 100 * st.last_accuracy()) + " (loss " +

@@ -106,6 +106,28 @@ TEST(FormatJobStatusTest, ATrainersDataThatIsUnavailable) {
   EXPECT_FALSE(Contains(FormatJobStatus(st), "data unavailable:"));
 }
 
+TEST(FormatJobStatusTest, SeveralMasterShardsAreListedOneMasterIsNot) {
+  proto::CoordinatorStatusResponse st = RunningJob();
+  proto::MasterShardStatus* m = st.add_masters();
+  m->set_address("127.0.0.1:7070");
+  m->set_version(1240);
+  m->mutable_totals()->set_updates(1240);
+  m->set_reachable(true);
+  EXPECT_FALSE(Contains(FormatJobStatus(st), "master shard")) << "one master: as before";
+  m = st.add_masters();
+  m->set_shard(1);
+  m->set_address("127.0.0.1:7071");
+  m->set_version(1234);
+  m->mutable_totals()->set_updates(300);
+  m->set_reachable(false);
+  EXPECT_TRUE(Contains(FormatJobStatus(st),
+                       "  master shard 0 127.0.0.1:7070: version 1240, 1240 updates this run\n"
+                       "  master shard 1 127.0.0.1:7071: version 1234, 300 updates this run, "
+                       "unreachable\n"
+                       "  master version 1234;"))
+      << FormatJobStatus(st);
+}
+
 TEST(FormatJobStatusTest, WorkersAreSortedById) {
   proto::CoordinatorStatusResponse st = RunningJob();
   const float loss = 1;

@@ -79,6 +79,12 @@ Status ValidateCoordinatorConfig(const CoordinatorConfig& c) {
                                    std::to_string(kMaxMasterShards) + "], got " +
                                    std::to_string(c.master_shards));
   }
+  if (!c.master_addresses.empty() && c.master_addresses.size() != c.master_shards) {
+    return Status::InvalidArgument("master_addresses: " +
+                                   std::to_string(c.master_addresses.size()) +
+                                   " addresses for " + std::to_string(c.master_shards) +
+                                   " master shards");
+  }
   return Status::OK();
 }
 

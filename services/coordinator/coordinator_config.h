@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "services/api/training_job.h"
 #include "services/base/status.h"
@@ -51,6 +52,8 @@ struct CoordinatorConfig {
   // address): the job's master version is the least of theirs, and the
   // master is unreachable while any of them is.
   uint32_t master_shards = 1;
+  // Their addresses, shard i's at i, for the status; empty: not shown.
+  std::vector<std::string> master_addresses;
 
   // Whether the evaluator is in the master's member set. It need not be:
   // it reads θ with observer pulls, which the master serves to anyone

@@ -111,6 +111,7 @@ std::unique_ptr<MembershipFeed> StartMasterFeed(
         if (s.ok()) {
           service->ObserveMaster(shard, FromProto(response.incarnation()), response.version(),
                                  response.durable_version());
+          service->ObserveMasterTotals(shard, FromProto(response.totals()));
         }
         return s;
       },
@@ -137,6 +138,7 @@ Status CoordinatorProcess::Start(const CoordinatorOptions& options, const Traini
   config.no_worker_timeout_seconds = static_cast<double>(options.no_worker_timeout_seconds);
   config.master_timeout_seconds = static_cast<double>(options.master_timeout_seconds);
   config.master_shards = std::max<uint32_t>(1, static_cast<uint32_t>(options.masters.size()));
+  config.master_addresses = options.masters;
 
   const CoordinatorService::Clock clock = AnchoredClock();
   GAPTRAIN_RETURN_IF_ERROR(EnsureDirectory(options.state_dir));

@@ -151,6 +151,40 @@ TEST(CoordinatorProcessTest, EveryMasterShardLearnsTheLiveWorkers) {
         << address << ": " << live_at_master();
   }
 
+  // A push to shard 0 reaches the coordinator's status through the
+  // membership feed's replies: each shard as it answered, and the whole.
+  {
+    MasterClient::Options o;
+    o.token = kToken;
+    MasterClient shard0(grpc::CreateChannel(addresses[0], grpc::InsecureChannelCredentials()), o);
+    proto::DescribeResponse d;
+    ASSERT_TRUE(shard0.Describe(&d).ok());
+    size_t p = 0;
+    for (const auto& t : d.layout().tensors()) {
+      size_t n = 1;
+      for (int64_t dim : t.shape()) n *= static_cast<size_t>(dim);
+      p += n;
+    }
+    std::vector<float> theta(p), g(p, 1e-3f);
+    MasterClient::PullResult r;
+    ASSERT_TRUE(shard0.Pull(a.worker_id(), -1, theta.data(), p, &r).ok());
+    proto::PushResponse pushed;
+    ASSERT_TRUE(shard0.Push(a.worker_id(), r.version, g.data(), p, 1.0f, &pushed).ok());
+  }
+  proto::CoordinatorStatusResponse shown;
+  EXPECT_TRUE(Eventually([&] {
+    return client.GetStatus(&shown).ok() && shown.masters_size() == 2 &&
+           shown.masters(0).totals().updates() == 1;
+  })) << shown.ShortDebugString();
+  EXPECT_EQ(shown.masters(0).address(), addresses[0]);
+  EXPECT_EQ(shown.masters(1).address(), addresses[1]);
+  EXPECT_TRUE(shown.masters(1).reachable());
+  EXPECT_EQ(shown.masters(1).totals().updates(), 0u);
+  EXPECT_GT(shown.masters(0).totals().parameters(), 0u);
+  EXPECT_NE(shown.masters(0).run().id(), 0u);
+  ASSERT_TRUE(shown.has_mean_staleness());
+  EXPECT_EQ(shown.mean_staleness(), 0.0);
+
   masters[1]->Kill(SIGKILL);
   proto::CoordinatorStatusResponse st;
   EXPECT_TRUE(Eventually([&] {
@@ -159,6 +193,9 @@ TEST(CoordinatorProcessTest, EveryMasterShardLearnsTheLiveWorkers) {
   EXPECT_EQ(st.reason(), "MasterUnreachable");
   EXPECT_NE(st.message().find("master shard 1 (" + addresses[1] + "): "), std::string::npos)
       << st.message();
+  ASSERT_EQ(st.masters_size(), 2);
+  EXPECT_TRUE(st.masters(0).reachable());
+  EXPECT_FALSE(st.masters(1).reachable());
 }
 
 TEST(CoordinatorProcessTest, SigtermPersistsAndARestartResumesMidEpoch) {

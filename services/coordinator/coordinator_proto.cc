@@ -98,6 +98,11 @@ void ToProto(const MasterRun& run, proto::MasterIncarnation* out) {
   out->set_restored_from_version(run.restored_from_version);
 }
 
+ShardTotals FromProto(const proto::MasterTotals& t) {
+  return ShardTotals{t.parameters(),    t.updates(),       t.gap_sum(),
+                     t.gap_count(),     t.staleness_sum(), t.staleness_count()};
+}
+
 MasterRun FromProto(const proto::MasterIncarnation& run) {
   return {run.id(), run.restored_from_id(), run.restored_from_version()};
 }
@@ -165,6 +170,26 @@ void ToProto(const JobStatus& s, proto::CoordinatorStatusResponse* out) {
   out->set_tasks_unconfirmed(s.tasks_unconfirmed);
   out->set_tasks_released(s.counters.tasks_released);
   if (s.data_unavailable) ToProto(*s.data_unavailable, out->mutable_data_unavailable());
+  for (const MasterShardStatus& m : s.masters) {
+    proto::MasterShardStatus* p = out->add_masters();
+    p->set_shard(m.shard);
+    p->set_address(m.address);
+    p->set_reachable(m.reachable);
+    p->set_version(m.version);
+    p->mutable_run()->set_id(m.run.id);
+    p->mutable_run()->set_restored_from_id(m.run.restored_from_id);
+    p->mutable_run()->set_restored_from_version(m.run.restored_from_version);
+    proto::MasterTotals* t = p->mutable_totals();
+    t->set_parameters(m.totals.parameters);
+    t->set_updates(m.totals.updates);
+    t->set_gap_sum(m.totals.gap_sum);
+    t->set_gap_count(m.totals.gap_count);
+    t->set_staleness_sum(m.totals.staleness_sum);
+    t->set_staleness_count(m.totals.staleness_count);
+  }
+  if (s.mean_gap) out->set_mean_gap(*s.mean_gap);
+  if (s.mean_staleness) out->set_mean_staleness(*s.mean_staleness);
+  out->set_updates_per_second(s.updates_per_second);
 }
 
 }  // namespace gaptrain

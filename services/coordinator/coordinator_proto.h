@@ -30,6 +30,7 @@ JobCondition FromProto(const proto::JobCondition& condition);
 void ToProto(const DataUnavailable& data, proto::DataUnavailable* out);
 void ToProto(const MasterRun& run, proto::MasterIncarnation* out);
 MasterRun FromProto(const proto::MasterIncarnation& run);
+ShardTotals FromProto(const proto::MasterTotals& totals);
 void ToProto(const MasterPosition& position, proto::MasterPosition* out);
 // A position from a worker that predates shards (no shard) is shard 0's.
 MasterPosition FromProto(const proto::MasterPosition& position);

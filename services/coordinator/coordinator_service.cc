@@ -131,6 +131,11 @@ void CoordinatorService::ReportMasterHealth(uint32_t shard, bool reachable,
   Publish(changes);
 }
 
+void CoordinatorService::ObserveMasterTotals(uint32_t shard, const ShardTotals& totals) {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_->ObserveMasterTotals(clock_(), shard, totals);
+}
+
 void CoordinatorService::ObserveMaster(uint32_t shard, const MasterRun& run, uint64_t version,
                                        uint64_t durable_version) {
   Changes changes;

@@ -77,6 +77,8 @@ class CoordinatorService final : public proto::Coordinator::Service {
   // (see CoordinatorState::ObserveMaster).
   void ObserveMaster(uint32_t shard, const MasterRun& run, uint64_t version,
                      uint64_t durable_version);
+  // ... and its training so far (CoordinatorState::ObserveMasterTotals).
+  void ObserveMasterTotals(uint32_t shard, const ShardTotals& totals);
   // Persists the state if anything changed since the last write (also
   // heartbeat progress); `force` writes anyway.
   ::gaptrain::Status PersistNow(bool force);

@@ -122,7 +122,8 @@ CoordinatorState::CoordinatorState(const CoordinatorConfig& config, double now)
       created_time_(now),
       last_live_time_(now),
       master_health_(config.master_shards),
-      shard_versions_(config.master_shards, 0) {}
+      shard_versions_(config.master_shards, 0),
+      training_(config.master_shards) {}
 
 Status CoordinatorState::Create(const CoordinatorConfig& config, double now,
                                 std::unique_ptr<CoordinatorState>* state) {
@@ -721,6 +722,19 @@ JobStatus CoordinatorState::Describe(double now) const {
   s.last_eval_metrics = last_eval_metrics_;
   if (config_.target.IsSet()) s.target = config_.target.Text();
   s.data_unavailable = data_unavailable_;
+  for (uint32_t i = 0; i < config_.master_shards; ++i) {
+    MasterShardStatus m;
+    m.shard = i;
+    if (i < config_.master_addresses.size()) m.address = config_.master_addresses[i];
+    m.reachable = !master_health_[i].down_since.has_value();
+    m.version = shard_versions_[i];
+    m.run = unconfirmed_.master(i);
+    m.totals = training_.totals(i);
+    s.masters.push_back(std::move(m));
+  }
+  s.mean_gap = training_.mean_gap();
+  s.mean_staleness = training_.mean_staleness();
+  s.updates_per_second = training_.updates_per_second();
   return s;
 }
 

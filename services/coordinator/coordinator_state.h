@@ -70,6 +70,7 @@
 #include "services/base/status.h"
 #include "services/coordinator/coordinator_config.h"
 #include "services/coordinator/lifecycle.h"
+#include "services/coordinator/master_training.h"
 #include "services/coordinator/membership.h"
 #include "services/coordinator/retrain_queue.h"
 #include "services/coordinator/task_queue.h"
@@ -189,6 +190,16 @@ struct LiveWorkerStatus {
   double seconds_since_heartbeat = 0;
 };
 
+// A master shard as the membership feed last heard it.
+struct MasterShardStatus {
+  uint32_t shard = 0;
+  std::string address;  // "" when the config names none
+  bool reachable = true;
+  uint64_t version = 0;
+  MasterRun run;
+  ShardTotals totals;
+};
+
 // What Status reports: the gRPC reply and /status are built from this.
 struct JobStatus {
   std::string job_name;
@@ -222,6 +233,11 @@ struct JobStatus {
   EvalMetrics last_eval_metrics;  // beside accuracy and loss
   std::string target;             // "perplexity <= 20"; "" = none
   std::optional<DataUnavailable> data_unavailable;  // absent: the data is available
+
+  // The master shards, and their training as one (master_training.h).
+  std::vector<MasterShardStatus> masters;
+  std::optional<double> mean_gap, mean_staleness;
+  double updates_per_second = 0;
 };
 
 class CoordinatorState {
@@ -289,6 +305,11 @@ class CoordinatorState {
   // master_timeout_seconds fails the job with the error of the one
   // unreachable longest. A shard >= config.master_shards is ignored.
   void ReportMasterHealth(double now, uint32_t shard, bool reachable, const std::string& error);
+  // A shard's training so far, as its SetMembers reply said
+  // (master_training.h); kept for the status, not saved.
+  void ObserveMasterTotals(double now, uint32_t shard, const ShardTotals& totals) {
+    training_.Observe(now, shard, totals);
+  }
   // One master: shard 0.
   void ReportMasterHealth(double now, bool reachable, const std::string& error) {
     ReportMasterHealth(now, 0, reachable, error);
@@ -410,6 +431,7 @@ class CoordinatorState {
   };
   std::vector<ShardHealth> master_health_;
   std::vector<uint64_t> shard_versions_;  // per master shard
+  MasterTraining training_;
   uint64_t master_version_ = 0;           // the least of shard_versions_
   std::optional<double> last_accuracy_;
   double last_eval_loss_ = 0;

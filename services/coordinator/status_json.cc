@@ -83,6 +83,20 @@ std::string JobStatusToJson(const JobStatus& s) {
         {"version", s.last_eval_version},
         {"target", s.target.empty() ? json(nullptr) : json(s.target)}}},
   };
+  json masters = json::array();
+  for (const MasterShardStatus& m : s.masters) {
+    masters.push_back({{"shard", m.shard},
+                       {"address", m.address},
+                       {"reachable", m.reachable},
+                       {"version", m.version},
+                       {"run", m.run.id},
+                       {"updates", m.totals.updates},
+                       {"parameters", m.totals.parameters}});
+  }
+  j["masters"] = masters;
+  j["meanGap"] = s.mean_gap ? json(*s.mean_gap) : json(nullptr);
+  j["meanStaleness"] = s.mean_staleness ? json(*s.mean_staleness) : json(nullptr);
+  j["updatesPerSecond"] = s.updates_per_second;
   if (s.data_unavailable) {
     const DataUnavailable& d = *s.data_unavailable;
     j["dataUnavailable"] = {{"since", Rfc3339(d.since)},

@@ -80,6 +80,7 @@ MasterService::MasterService(std::unique_ptr<UpdateEngine> engine, Options optio
                    : std::make_shared<ModelBuffers>(BufferLayout(), std::string())),
       engine_(std::move(engine)) {
   metrics_->SetModel(engine_->version(), engine_->learning_rate(), engine_->num_workers());
+  totals_.set_parameters(engine_->store().size());
 }
 
 void MasterService::WithEngine(const std::function<void(UpdateEngine*)>& fn) {
@@ -101,8 +102,16 @@ void MasterService::MarkServing() {
   serving_since_ns_.store(Clock::now().time_since_epoch().count());
 }
 
-void MasterService::NoteAcceptedLocked(uint64_t version, bool applied) {
+void MasterService::NoteAcceptedLocked(uint64_t version, const ApplyStats& stats) {
   if (options_.ledger != nullptr) options_.ledger->RecordAccepted(version);
+  const bool applied = stats.outcome == ApplyStats::Outcome::kApplied;
+  if (applied) totals_.set_updates(totals_.updates() + 1);
+  totals_.set_staleness_sum(totals_.staleness_sum() + static_cast<double>(stats.staleness));
+  totals_.set_staleness_count(totals_.staleness_count() + 1);
+  if (stats.has_gap) {
+    totals_.set_gap_sum(totals_.gap_sum() + stats.gap.gap_mean);
+    totals_.set_gap_count(totals_.gap_count() + 1);
+  }
   if (!applied || first_update_seen_.exchange(true)) return;
   const int64_t since = serving_since_ns_.load();
   if (since == 0) return;
@@ -492,8 +501,7 @@ class MasterService::PushReceiver {
           // as refused (asynchronously, updates = pushes - rejected).
           if (service_->options_.ledger != nullptr) service_->options_.ledger->RecordRejected();
         } else {
-          service_->NoteAcceptedLocked(version,
-                                       stats_.outcome == ApplyStats::Outcome::kApplied);
+          service_->NoteAcceptedLocked(version, stats_);
         }
       }
     }
@@ -708,6 +716,10 @@ grpc::Status MasterService::SetMembers(grpc::ServerContext* context,
   response->set_version(version);
   *response->mutable_incarnation() = options_.incarnation;
   response->set_durable_version(durable_version_.load());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    *response->mutable_totals() = totals_;
+  }
   return grpc::Status::OK;
 }
 

@@ -155,8 +155,9 @@ class MasterService final : public MasterServiceBase {
   grpc::Status NoBuffersOnThisShard() const;
   grpc::Status RejectPull(RejectReason reason, grpc::Status status);
   // An accepted push's bookkeeping outside the engine: the ledger (under
-  // the engine's mutex, with `version` after it), the first update.
-  void NoteAcceptedLocked(uint64_t version, bool applied);
+  // the engine's mutex, with `version` after it), the totals, the first
+  // update.
+  void NoteAcceptedLocked(uint64_t version, const ApplyStats& stats);
   // Resumes the PushPull calls whose step is out (not under mu_).
   void ReleaseStepWaiters();
 
@@ -182,8 +183,10 @@ class MasterService final : public MasterServiceBase {
   };
 
   StepWaiters step_waiters_;
-  std::mutex mu_;  // guards engine_ and shared_replies_
+  std::mutex mu_;  // guards engine_, shared_replies_ and totals_
   std::unique_ptr<UpdateEngine> engine_;
+  // This run's training for SetMembers (the coordinator sums shards).
+  proto::MasterTotals totals_;
   SharedReply shared_replies_[2];  // [0]: workers' reply, [1]: θ for observers
 };
 

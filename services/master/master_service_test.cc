@@ -662,6 +662,18 @@ TEST(MasterServiceTest, GapAwareWithEchoedCopy) {
       client.Push(1, r.version, g.data(), 1000, 0, &p, echo.data(), proto::BFLOAT16).ok());
   EXPECT_GT(p.gap_mean(), 2.0);
   EXPECT_LT(p.penalty_mean(), 0.5);
+  const double last_gap = p.gap_mean();
+
+  // SetMembers reports the run's totals for the coordinator: 7 applied
+  // pushes (the refused ones are not), their Gaps and staleness summed.
+  ASSERT_TRUE(client.SetMembers({1, 2}, &m).ok());
+  const proto::MasterTotals& t = m.totals();
+  EXPECT_EQ(t.parameters(), 1000u);
+  EXPECT_EQ(t.updates(), 7u);
+  EXPECT_EQ(t.gap_count(), 7u);
+  EXPECT_GT(t.gap_sum(), last_gap + 6 * 0.9);
+  EXPECT_EQ(t.staleness_count(), 7u);
+  EXPECT_EQ(t.staleness_sum(), 0.0) << "worker 1 always pushed on the newest version";
 }
 
 // The evaluator's observer pull: θ itself, while a member computes on
