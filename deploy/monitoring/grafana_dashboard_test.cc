@@ -65,7 +65,7 @@ TEST(ShippedDashboardsTest, TheJobDashboardShowsEverythingTheIssueAsksFor) {
            "gaptrain_job:gaptrain_master_penalty_factor:mean2m",
            "gaptrain_master_pushes_total{namespace=\"$namespace\", "
            "gaptrain_io_job_name=\"$job\", outcome=\"applied\"}",  // update rate
-           "sum by (outcome) (rate(gaptrain_master_pushes_total",  // pushes by outcome
+           "sum by (outcome, pod) (rate(gaptrain_master_pushes_total",  // pushes by outcome, per shard
            "gaptrain_master_pushes_rejected_total",          // by reason
            "gaptrain_master_learning_rate",
            "gaptrain_master_model_version",
