@@ -24,6 +24,7 @@ TSAN_TESTS=(
   //services/base:process_test
   //services/engine:helping_pool_test
   //services/engine:update_engine_test
+  //services/worker:shard_calls_test
   //services/master:master_service_test
   //services/coordinator:coordinator_service_test
   //services/coordinator:membership_feed_test

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstring>
 #include <map>
-#include <thread>
 
 #include "services/engine/rules/dana_slim_worker.h"
 
@@ -40,14 +39,8 @@ MasterSession::MasterSession(const TrainingJob& job, MasterLink::Connector conne
       metrics_(metrics) {}
 
 void MasterSession::ForEachShard(const std::function<void(Shard&)>& fn) {
-  if (shards_.size() == 1) return fn(shards_[0]);
-  // Shard 0 on this thread; one thread per other shard, each with its own
-  // client and its own slice of the model's buffers.
-  std::vector<std::thread> others;
-  others.reserve(shards_.size() - 1);
-  for (size_t i = 1; i < shards_.size(); ++i) others.emplace_back([&fn, this, i] { fn(shards_[i]); });
-  fn(shards_[0]);
-  for (std::thread& t : others) t.join();
+  // Each call has its own client and its own slice of the model's buffers.
+  calls_->Run([&](size_t shard) { fn(shards_[shard]); });
 }
 
 Status MasterSession::FirstFailure() const {
@@ -117,6 +110,7 @@ Status MasterSession::Connect(const std::vector<std::string>& addresses, Model* 
   model_ = model;
   p_ = model->layout().size();
   if (shards_.size() != addresses.size()) {
+    calls_ = std::make_unique<ShardCalls>(addresses.size());
     shards_.clear();
     shards_.reserve(addresses.size());
     for (size_t i = 0; i < addresses.size(); ++i) {

@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,7 @@
 #include "services/worker/master_link.h"
 #include "services/worker/moving_duration.h"
 #include "services/worker/retry.h"
+#include "services/worker/shard_calls.h"
 #include "services/worker/worker_metrics.h"
 
 namespace gaptrain {
@@ -196,6 +198,7 @@ class MasterSession {
   const TrainingJob& job_;
   MasterLink::Connector connect_;
   std::vector<Shard> shards_;
+  std::unique_ptr<ShardCalls> calls_;  // one thread per shard past the first
   std::vector<std::string> addresses_;
   CoordinatorSession* const coordinator_;
   StopFlag* const stop_;
