@@ -367,6 +367,11 @@ void FakeCoordinator::SetTask(const proto::DataTask& task) {
   task_ = task;
 }
 
+void FakeCoordinator::SetMasterAddresses(const std::vector<std::string>& addresses) {
+  std::lock_guard<std::mutex> lock(mu_);
+  master_addresses_ = addresses;
+}
+
 void FakeCoordinator::SetPhaseAfterEvaluation(proto::JobPhase phase) {
   std::lock_guard<std::mutex> lock(mu_);
   phase_after_evaluation_ = phase;
@@ -412,6 +417,7 @@ grpc::Status FakeCoordinator::Register(grpc::ServerContext*, const proto::Regist
   response->set_resumed(request->previous_id() == 1);
   response->set_job_name("fake-job");
   response->set_master_address(master_address_);
+  for (const std::string& a : master_addresses_) response->add_master_addresses(a);
   response->set_lease_seconds(30);
   response->set_train_samples(train_samples_);
   response->set_shuffle_seed(1);

@@ -147,6 +147,9 @@ class FakeCoordinator final : public proto::Coordinator::Service {
 
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   void SetTask(const proto::DataTask& task);
+  // Registration names these masters (shard i's address at i) beside the
+  // constructor's.
+  void SetMasterAddresses(const std::vector<std::string>& addresses);
   // ReportEvaluation answers this phase.
   void SetPhaseAfterEvaluation(proto::JobPhase phase);
 
@@ -186,6 +189,7 @@ class FakeCoordinator final : public proto::Coordinator::Service {
   bool task_given_ = false;
   bool finished_ = false;
   proto::JobPhase phase_after_evaluation_ = proto::JOB_PHASE_RUNNING;
+  std::vector<std::string> master_addresses_;
   proto::WorkerRole role_ = proto::WORKER_ROLE_TRAINER;
   int registrations_ = 0, completions_ = 0, heartbeats_ = 0;
   proto::CompleteTaskRequest last_completion_;

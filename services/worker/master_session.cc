@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "services/engine/rules/dana_slim_worker.h"
 
@@ -139,22 +140,20 @@ Status MasterSession::Connect(const std::vector<std::string>& addresses, Model* 
 
 Status MasterSession::TakeLost(RetryLoop* loop, std::vector<SampleRange>* lost) {
   lost->clear();
-  std::vector<TaskPush> kept;
-  std::vector<bool> batch_lost(task_pushes_.size(), false);
-  uint32_t samples = 0;
+  // Batches (by their positions) some shard's new run lost.
+  std::set<std::pair<uint32_t, uint32_t>> lost_batches;
   for (uint32_t i = 0; i < shards_.size(); ++i) {
     Shard& shard = shards_[i];
     if (!shard.run_changed) continue;
     GAPTRAIN_RETURN_IF_ERROR(ConnectShard(&shard, addresses_[i], loop));
     const proto::MasterIncarnation run = shard.link.run();
     shard.base_version = shard.link.description().version();
-    for (size_t k = 0; k < task_pushes_.size(); ++k) {
-      TaskPush& p = task_pushes_[k];
+    for (TaskPush& p : task_pushes_) {
       if (p.shard != i || p.incarnation == 0 || p.incarnation == run.id()) continue;
       if (p.incarnation == run.restored_from_id() && p.version <= run.restored_from_version()) {
         p.incarnation = 0;  // in the checkpoint the new run resumed from
       } else {
-        batch_lost[k] = true;  // applied after that checkpoint
+        lost_batches.insert({p.positions.begin, p.positions.end});  // applied after it
       }
     }
     spdlog::warn("master{}: a new run ({}) resumed from version {}",
@@ -163,20 +162,16 @@ Status MasterSession::TakeLost(RetryLoop* loop, std::vector<SampleRange>* lost) 
   }
   GAPTRAIN_RETURN_IF_ERROR(CheckShardRanges());
   coordinator_->ResetMasterVersion(LowestVersion());
-  // A batch lost on any shard is trained again on all: its pushes leave
-  // the record, once each.
-  for (size_t k = 0; k < task_pushes_.size(); ++k) {
-    const TaskPush& p = task_pushes_[k];
-    bool lost_anywhere = false;
-    for (size_t j = 0; j < task_pushes_.size(); ++j) {
-      if (batch_lost[j] && task_pushes_[j].positions.begin == p.positions.begin &&
-          task_pushes_[j].positions.end == p.positions.end) {
-        lost_anywhere = true;
-      }
-    }
-    if (!lost_anywhere) {
+  // A batch lost on any shard is trained again on all: its pushes to every
+  // shard leave the record, and it is listed once, in push order.
+  std::vector<TaskPush> kept;
+  uint32_t samples = 0;
+  for (const TaskPush& p : task_pushes_) {
+    const auto batch = std::make_pair(p.positions.begin, p.positions.end);
+    if (lost_batches.count(batch) == 0) {
       kept.push_back(p);
-    } else if (batch_lost[k] && (lost->empty() || lost->back().begin != p.positions.begin)) {
+    } else if (lost->empty() || lost->back().begin != p.positions.begin ||
+               lost->back().end != p.positions.end) {
       lost->push_back(p.positions);
       samples += p.positions.size();
     }

@@ -160,6 +160,24 @@ class Harness {
   }
 
   FakeMaster& master() { return *master_; }
+  // spec.master.shards: `count` fake masters, each holding its range of
+  // the mlp (PlanShards), numbering its runs from 10 + its index; the
+  // registration names them instead of master().
+  void UseShards(uint32_t count) {
+    std::vector<ParameterShard> plan;
+    ASSERT_TRUE(PlanShards(layout_, count, &plan).ok());
+    std::vector<std::string> addresses;
+    for (const ParameterShard& r : plan) {
+      shards_.push_back(std::make_unique<FakeMaster>(ShardLayout(layout_, r)));
+      shards_.back()->SetDescribedLayout(layout_);
+      shards_.back()->SetShard(r.index, r.count, r.begin, r.end);
+      shards_.back()->SetPushPull(true);
+      shards_.back()->SetRun(10 + r.index);
+      addresses.push_back(shards_.back()->address());
+    }
+    coordinator_->SetMasterAddresses(addresses);
+  }
+  FakeMaster& shard(size_t index) { return *shards_.at(index); }
   FakeCoordinator& coordinator() { return *coordinator_; }
   Trainer& trainer() { return *trainer_; }
   StopFlag& stop() { return stop_; }
@@ -191,6 +209,7 @@ class Harness {
   TrainingJob job_;
   ParameterLayout layout_;
   std::unique_ptr<FakeMaster> master_;
+  std::vector<std::unique_ptr<FakeMaster>> shards_;
   std::unique_ptr<FakeCoordinator> coordinator_;
   std::unique_ptr<CoordinatorClient> client_;
   StopFlag stop_;
@@ -249,6 +268,29 @@ TEST(TrainerTest, RetrainsTheBatchesWhoseUpdatesAMasterRestartLost) {
   ASSERT_EQ(c.reached_size(), 1);
   EXPECT_EQ(c.reached(0).incarnation(), 20u);
   EXPECT_EQ(c.reached(0).version(), 3u + (kBatches - 3));
+}
+
+// Two master shards; shard 1 restarts after 6 pushes from its checkpoint
+// at version 3: the batches behind it are trained again on both shards,
+// and the completion names each shard's run.
+TEST(TrainerTest, RetrainsTheBatchesOneMasterShardsRestartLost) {
+  Harness h;
+  ASSERT_NO_FATAL_FAILURE(h.UseShards(2));
+  h.shard(1).RestartAfter(6, 20, 3);
+  Status s = h.RunTrainer();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(h.master().pushes_received(), 0) << "the registration names the shards";
+  EXPECT_EQ(h.shard(0).pushes_applied(), kBatches + 3);
+  EXPECT_EQ(h.shard(1).pushes_applied(), kBatches + 3);
+  EXPECT_EQ(h.trainer().samples_retrained(), 3u * kBatch);
+  const proto::CompleteTaskRequest c = h.coordinator().last_completion();
+  ASSERT_EQ(c.reached_size(), 2);
+  EXPECT_EQ(c.reached(0).shard(), 0u);
+  EXPECT_EQ(c.reached(0).incarnation(), 10u);
+  EXPECT_EQ(c.reached(0).version(), static_cast<uint64_t>(kBatches + 3));
+  EXPECT_EQ(c.reached(1).shard(), 1u);
+  EXPECT_EQ(c.reached(1).incarnation(), 20u);
+  EXPECT_EQ(c.reached(1).version(), 3u + (kBatches - 3));
 }
 
 TEST(TrainerTest, EchoesTheCopyTheGradientWasComputedOn) {
@@ -531,18 +573,11 @@ TEST(MasterSessionTest, ALoopOfItsOwnPullsOnceAndLearnsWhatRefusalsMean) {
 // positions name both shards.
 TEST(MasterSessionTest, TwoShardsTakeTheirSlicesAndARefusalIsResentToItsShardOnly) {
   Harness h;
+  ASSERT_NO_FATAL_FAILURE(h.UseShards(2));
   std::vector<ParameterShard> plan;
   ASSERT_TRUE(PlanShards(h.layout(), 2, &plan).ok());
-  std::vector<std::unique_ptr<FakeMaster>> shards;
-  for (const ParameterShard& r : plan) {
-    shards.push_back(std::make_unique<FakeMaster>(ShardLayout(h.layout(), r)));
-    shards.back()->SetDescribedLayout(h.layout());
-    shards.back()->SetShard(r.index, r.count, r.begin, r.end);
-    shards.back()->SetPushPull(true);
-    shards.back()->SetRun(7 + r.index);  // each shard numbers its own runs
-  }
-  shards[1]->SetPush(FakeMaster::PushMode::kStale, 1);
-  h.WithSessionOf({shards[0]->address(), shards[1]->address()}, [&](MasterSession& master,
+  h.shard(1).SetPush(FakeMaster::PushMode::kStale, 1);
+  h.WithSessionOf({h.shard(0).address(), h.shard(1).address()}, [&](MasterSession& master,
                                                                      Model& model) {
     const Dataset& d = h.data();
     std::vector<float> images(kBatch * d.image_size());
@@ -559,19 +594,19 @@ TEST(MasterSessionTest, TwoShardsTakeTheirSlicesAndARefusalIsResentToItsShardOnl
     ASSERT_TRUE(master.Pull().ok());
     s = master.Push(model.ComputeGradient(images.data(), labels.data(), kBatch), batch, &reply);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    EXPECT_EQ(shards[0]->pushes_received(), 1) << "shard 0 had the batch already";
-    EXPECT_EQ(shards[1]->pushes_received(), 2);
-    EXPECT_EQ(shards[0]->pushes_applied(), 1);
-    EXPECT_EQ(shards[1]->pushes_applied(), 1);
+    EXPECT_EQ(h.shard(0).pushes_received(), 1) << "shard 0 had the batch already";
+    EXPECT_EQ(h.shard(1).pushes_received(), 2);
+    EXPECT_EQ(h.shard(0).pushes_applied(), 1);
+    EXPECT_EQ(h.shard(1).pushes_applied(), 1);
     // Each got a gradient of its own slice's size.
-    EXPECT_EQ(shards[0]->first_gradient().size(), plan[0].size());
+    EXPECT_EQ(h.shard(0).first_gradient().size(), plan[0].size());
     proto::CompleteTaskRequest report;
     master.AddReached(&report);
     ASSERT_EQ(report.reached_size(), 2);
     EXPECT_EQ(report.reached(0).shard(), 0u);
-    EXPECT_EQ(report.reached(0).incarnation(), 7u);
+    EXPECT_EQ(report.reached(0).incarnation(), 10u);
     EXPECT_EQ(report.reached(1).shard(), 1u);
-    EXPECT_EQ(report.reached(1).incarnation(), 8u);
+    EXPECT_EQ(report.reached(1).incarnation(), 11u);
   });
 }
 
