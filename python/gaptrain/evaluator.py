@@ -18,7 +18,7 @@ from gaptrain import job_role
 from gaptrain import options as options_mod
 from gaptrain.coordinator_client import CoordinatorSession
 from gaptrain.http_server import HttpServer
-from gaptrain.master_session import MasterSession
+from gaptrain.master_session import MasterSession, master_addresses
 from gaptrain.metrics import WorkerMetrics
 from gaptrain.parameter_mirror import parameter_device
 from gaptrain.preemption import PreemptionSignals
@@ -144,7 +144,7 @@ class Evaluator:
             torch.set_num_threads(self.opts.threads)
         self.master = MasterSession(self.opts, self.stop, self.session, self.metrics,
                                     self.model.named_parameters(), self.model.named_buffers())
-        if not self.master.connect(reg.master_address, declare=False):
+        if not self.master.connect(master_addresses(reg), declare=False):
             return False
         log.info("evaluator ready: %d test samples, every %d master updates", len(self.dataset),
                  self.opts.eval_every_updates)
