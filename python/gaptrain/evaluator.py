@@ -1,8 +1,9 @@
 """The job's evaluator from the user's own code: gaptrain-worker --role
 evaluator's part (services/worker/evaluation_loop.cc) with the user's model,
 test set and evaluation function. It registers as the job's evaluator,
-watches the master's version, and every spec.training.evalEveryUpdates
-updates reads θ (an observer pull) and the module's buffers, evaluates, and
+watches the master's version (with spec.master.shards, the lowest of the
+shards'), and every spec.training.evalEveryUpdates updates reads θ (an
+observer pull of every shard) and the module's buffers, evaluates, and
 reports the accuracy, the loss and eval_fn's other metrics to the
 coordinator, which may end the job on spec.training.target. When the job ends it evaluates the final
 model once more, so the job's last accuracy is the final model's."""

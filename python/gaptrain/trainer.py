@@ -2,7 +2,8 @@
 caller's, and train(), that loop written once for a model, a dataset and a
 loss. The protocol and fault semantics are gaptrain-worker's
 (docs/worker.md): tasks from the coordinator (coordinator_client.py),
-parameters and gradients to and from the master (master_client.py), each
+parameters and gradients to and from the master, or every shard of θ's
+masters at once (master_session.py, master_client.py), each
 task's next batch collated while the current one trains
 (batch_prefetch.py), the batch in flight finished only if it fits the grace
 period after SIGTERM (preemption.py), /healthz and /metrics served meanwhile

@@ -179,10 +179,12 @@ class Job:
         self._master = self.master_stubs[0]
         self._md = md
 
-    def _start(self, name, path, args):
+    def _start(self, name, path, args, listen="127.0.0.1:0"):
         ports = os.path.join(self.run, name + ".ports")
-        with open(os.path.join(self.run, name + ".log"), "w") as log:
-            p = subprocess.Popen([path, "--job", self.job, "--listen", "127.0.0.1:0",
+        if os.path.exists(ports):
+            os.remove(ports)
+        with open(os.path.join(self.run, name + ".log"), "a") as log:
+            p = subprocess.Popen([path, "--job", self.job, "--listen", listen,
                                   "--http-address", "127.0.0.1", "--http-port", "0",
                                   "--ports-file", ports] + args,
                                  env=self.env, stdout=log, stderr=subprocess.STDOUT)
@@ -201,6 +203,18 @@ class Job:
                 pass
             time.sleep(0.05)
         raise AssertionError("%s did not start within 60 s" % name)
+
+    def restart_master_shard(self, i):
+        """SIGKILLs master-I (of a job with shards) and starts it again on
+        its address, as a pod's restart does (self.processes holds
+        master-0 .. master-(S-1) first)."""
+        self.processes[i].kill()
+        self.processes[i].wait()
+        self._start("master-%d" % i, binary("GAPTRAIN_MASTER_BIN",
+                                            "services/master/gaptrain-master"),
+                    ["--checkpoint-dir", os.path.join(self.run, "checkpoints"), "--shard",
+                     str(i)], listen=self.masters[i])
+        self.processes[i] = self.processes.pop()
 
     def ports(self, name):
         """NAME's (gRPC port, HTTP port) from its ports file."""

@@ -5,11 +5,14 @@ the lowest version reported, while_waiting once every shard's bytes are
 out); and two real `gaptrain-master --shard I` processes with a real
 coordinator (test_integration.py's Job): a Python trainer declares a
 BatchNorm CNN to both and trains it, both shards' versions advance, the
-buffers live on shard 0, and a Python evaluator reads both shards."""
+buffers live on shard 0, and a Python evaluator reads both shards; shard 1
+SIGKILLed and started again, the trainer goes on with its new run and the
+coordinator trains again what it lost."""
 
 import os
 import sys
 import threading
+import time
 import types
 import unittest
 
@@ -268,6 +271,35 @@ class TwoMasterShardsTest(unittest.TestCase):
             self.assertGreater(e["accuracy"], 0.3)
             self.assertLessEqual(e["version"], min(versions))
             self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
+        finally:
+            job.close()
+
+    def test_a_shard_restarted_loses_only_its_own_training(self):
+        # master-1 SIGKILLed at version 100 and started again on its address
+        # with no checkpoint: the trainer notices the new run, pulls a whole
+        # copy of that shard, reports the positions of both runs, and the
+        # coordinator trains again what shard 1 lost; the job succeeds.
+        from test_integration import Job, read_result
+        job = Job(self.dir.name, "fp32", updates=300, shards=2)
+        try:
+            trainer, result = job.trainer("py-trainer")
+            deadline = time.monotonic() + 120
+            while job._call(job.master_stubs[1].Describe, pb.DescribeRequest()).version < 100:
+                self.assertIsNone(trainer.poll(), job.log("py-trainer"))
+                self.assertLess(time.monotonic(), deadline, job.log("py-trainer"))
+                time.sleep(0.05)
+            job.restart_master_shard(1)
+            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-trainer"))
+            self.assertEqual(read_result(result)["reason"], "finished")
+            st = job.status()
+            self.assertEqual((st.phase, st.reason), (pb.JOB_PHASE_SUCCEEDED, "MaxUpdatesReached"))
+            self.assertEqual(st.master_restores, 1)
+            self.assertGreater(st.tasks_retrained, 0)
+            for stub in job.master_stubs:
+                self.assertGreaterEqual(job._call(stub.Describe, pb.DescribeRequest()).version,
+                                        300)
+            self.assertIn("master shard 1 (%s): a new run" % job.masters[1],
+                          job.log("py-trainer", tail=None))
         finally:
             job.close()
 
