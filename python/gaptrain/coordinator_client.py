@@ -295,7 +295,9 @@ class CoordinatorSession:
             message=text))
 
     def complete_task(self, task_id, reached):
-        """`reached`: {incarnation: newest master version a push of the task reached}."""
+        """`reached`: {(master shard, incarnation): newest version a push of
+        the task reached there} (MasterSession.reached())."""
         return self.call("CompleteTask", lambda wid: pb.CompleteTaskRequest(
             worker_id=wid, task_id=task_id,
-            reached=[pb.MasterPosition(incarnation=i, version=v) for i, v in reached.items()]))
+            reached=[pb.MasterPosition(shard=s, incarnation=i, version=v)
+                     for (s, i), v in sorted(reached.items())]))

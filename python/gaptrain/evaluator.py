@@ -1,8 +1,9 @@
 """The job's evaluator from the user's own code: gaptrain-worker --role
 evaluator's part (services/worker/evaluation_loop.cc) with the user's model,
 test set and evaluation function. It registers as the job's evaluator,
-watches the master's version, and every spec.training.evalEveryUpdates
-updates reads θ (an observer pull) and the module's buffers, evaluates, and
+watches the master's version (with spec.master.shards, the lowest of the
+shards'), and every spec.training.evalEveryUpdates updates reads θ (an
+observer pull of every shard) and the module's buffers, evaluates, and
 reports the accuracy, the loss and eval_fn's other metrics to the
 coordinator, which may end the job on spec.training.target. When the job ends it evaluates the final
 model once more, so the job's last accuracy is the final model's."""
@@ -18,7 +19,7 @@ from gaptrain import job_role
 from gaptrain import options as options_mod
 from gaptrain.coordinator_client import CoordinatorSession
 from gaptrain.http_server import HttpServer
-from gaptrain.master_session import MasterSession
+from gaptrain.master_session import MasterSession, master_addresses
 from gaptrain.metrics import WorkerMetrics
 from gaptrain.parameter_mirror import parameter_device
 from gaptrain.preemption import PreemptionSignals
@@ -144,7 +145,7 @@ class Evaluator:
             torch.set_num_threads(self.opts.threads)
         self.master = MasterSession(self.opts, self.stop, self.session, self.metrics,
                                     self.model.named_parameters(), self.model.named_buffers())
-        if not self.master.connect(reg.master_address, declare=False):
+        if not self.master.connect(master_addresses(reg), declare=False):
             return False
         log.info("evaluator ready: %d test samples, every %d master updates", len(self.dataset),
                  self.opts.eval_every_updates)

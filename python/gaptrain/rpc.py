@@ -64,6 +64,7 @@ class Error(Exception):
     def __init__(self, code, message):
         super().__init__("%s: %s" % (code.name, message))
         self.code = code
+        self.message = message
 
 
 def error(e):

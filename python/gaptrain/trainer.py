@@ -2,7 +2,8 @@
 caller's, and train(), that loop written once for a model, a dataset and a
 loss. The protocol and fault semantics are gaptrain-worker's
 (docs/worker.md): tasks from the coordinator (coordinator_client.py),
-parameters and gradients to and from the master (master_client.py), each
+parameters and gradients to and from the master, or every shard of θ's
+masters at once (master_session.py, master_client.py), each
 task's next batch collated while the current one trains
 (batch_prefetch.py), the batch in flight finished only if it fits the grace
 period after SIGTERM (preemption.py), /healthz and /metrics served meanwhile
@@ -309,7 +310,7 @@ class Trainer:
         self._order = None
         if self.opts.threads > 0:
             torch.set_num_threads(self.opts.threads)
-        if not self.master.connect(reg.master_address):
+        if not self.master.connect(master_session.master_addresses(reg)):
             return False
         self.master.adopt_buffers()
         return True
@@ -342,9 +343,9 @@ class Trainer:
 
     def _loop(self):
         while not self.stop.stopped:
-            address = self.session.registration.master_address
-            if address != self.master.address:
-                if not self.master.connect(address):
+            addresses = master_session.master_addresses(self.session.registration)
+            if addresses != self.master.addresses:
+                if not self.master.connect(addresses):
                     return
             try:
                 nxt = self.session.next_task()
@@ -376,9 +377,9 @@ class Trainer:
             self._order_epoch = task.epoch
         generation = self.session.generation
         self.master.forget_pulled()
+        self.master.begin_task()  # where its pushes land: master.reached()
         self._task = task
         self._task_done = 0
-        reached = {}  # incarnation -> newest version a push of this task reached
         last_loss = None
         self.session.set_progress(task.task_id, 0)
         if self.session.registration.train_shards:
@@ -412,16 +413,13 @@ class Trainer:
             # Positions of the task trained once this batch is: samples
             # up to it, or the shards it finished.
             done = (cursor[0] if isinstance(cursor, tuple) else cursor - task.begin)
-            outcome, loss, reply = yield from self._train_batch(samples, batch, generation)
+            outcome, loss, _ = yield from self._train_batch(samples, batch, generation)
             if outcome == _STOPPED:
                 continue
             if outcome == _SKIPPED:
                 self.result.skipped += 1
             else:
                 last_loss = loss
-                if reply.incarnation:
-                    reached[reply.incarnation] = max(reached.get(reply.incarnation, 0),
-                                                     reply.version)
             self._task_done = done
             self.session.set_progress(task.task_id, self._task_done, last_loss)
         if self.stop.stopped and self._task_done < task.end - task.begin:
@@ -429,7 +427,7 @@ class Trainer:
         if self.master.buffers_behind:
             self.master.send_buffers()
         try:
-            self.session.complete_task(task.task_id, reached)
+            self.session.complete_task(task.task_id, self.master.reached())
             self.result.tasks += 1
         except Error as e:
             if self.stop.stopped:
@@ -516,6 +514,7 @@ class Trainer:
         master = self.master
         batch = to_device(batch, master.device)
         self._recomputes = 0
+        master.new_batch()  # every shard gets this batch's gradient
         while True:
             if not self._fits_in_grace(master.pull_seconds + self._compute_seconds +
                                        master.push_seconds):

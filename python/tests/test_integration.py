@@ -130,18 +130,18 @@ spec:
     staleness: {{rule: {rule}, gapSource: {gap_source}}}
   workers: {{replicas: {trainers}, minReplicas: {trainers}}}
   master:
-    checkpoint: {{intervalSeconds: 3600, keep: 2, path: {run}/checkpoints}}
+    checkpoint: {{intervalSeconds: 3600, keep: 2, path: {run}/checkpoints}}{shards}
   coordinator: {{leaseSeconds: 3}}
 """
 
 
 class Job:
-    """The master and the coordinator of one job, as cli/run/local_job.cc
-    starts them."""
+    """The master (with `shards` > 1, one per shard: master-I) and the
+    coordinator of one job, as cli/run/local_job.cc starts them."""
 
     def __init__(self, run_dir, wire, updates, gap_source="snapshot", model="{builtin: mlp}",
                  mode="async", rule="gap-aware", trainers=1, eval_every=100000,
-                 target_accuracy=None, target=None, data_spec=None, epochs=None):
+                 target_accuracy=None, target=None, data_spec=None, epochs=None, shards=1):
         self.run = run_dir
         self.job = os.path.join(run_dir, "job.yaml")
         with open(self.job, "w") as f:
@@ -152,32 +152,39 @@ class Job:
                                                       "shuffleSeed: 3}" % data_dir(),
                                gap_source=gap_source, model=model, mode=mode, rule=rule,
                                trainers=trainers, eval_every=eval_every,
+                               shards="\n    shards: %d" % shards if shards > 1 else "",
                                target=("\n    target: %s" % target) if target else
                                "" if target_accuracy is None else
                                "\n    targetAccuracy: %g" % target_accuracy))
         self.env = dict(os.environ, GAPTRAIN_TOKEN=TOKEN)
         self.processes = []
-        master_port = self._start("master", binary(
-            "GAPTRAIN_MASTER_BIN", "services/master/gaptrain-master"),
-            ["--checkpoint-dir", os.path.join(run_dir, "checkpoints")])
-        self.master = "127.0.0.1:%d" % master_port
+        self.masters = []  # shard i's address at i
+        for i in range(shards):
+            port = self._start("master" if shards == 1 else "master-%d" % i, binary(
+                "GAPTRAIN_MASTER_BIN", "services/master/gaptrain-master"),
+                ["--checkpoint-dir", os.path.join(run_dir, "checkpoints")] +
+                (["--shard", str(i)] if shards > 1 else []))
+            self.masters.append("127.0.0.1:%d" % port)
+        self.master = self.masters[0]
         coordinator_port = self._start("coordinator", binary(
             "GAPTRAIN_COORDINATOR_BIN", "services/coordinator/gaptrain-coordinator"),
-            ["--state-dir", os.path.join(run_dir, "coordinator"), "--master", self.master,
-             "--task-batches", "20"])
+            ["--state-dir", os.path.join(run_dir, "coordinator"), "--master",
+             ",".join(self.masters), "--task-batches", "20"])
         self.coordinator = "127.0.0.1:%d" % coordinator_port
         self.http_port = self.ports("coordinator")[1]  # /status, /metrics
         md = (("authorization", "Bearer " + TOKEN),)
-        self._channels = [grpc.insecure_channel(self.coordinator),
-                          grpc.insecure_channel(self.master)]
+        self._channels = [grpc.insecure_channel(a) for a in [self.coordinator] + self.masters]
         self._coordinator = pb_grpc.CoordinatorStub(self._channels[0])
-        self._master = pb_grpc.MasterStub(self._channels[1])
+        self.master_stubs = [pb_grpc.MasterStub(c) for c in self._channels[1:]]
+        self._master = self.master_stubs[0]
         self._md = md
 
-    def _start(self, name, path, args):
+    def _start(self, name, path, args, listen="127.0.0.1:0"):
         ports = os.path.join(self.run, name + ".ports")
-        with open(os.path.join(self.run, name + ".log"), "w") as log:
-            p = subprocess.Popen([path, "--job", self.job, "--listen", "127.0.0.1:0",
+        if os.path.exists(ports):
+            os.remove(ports)
+        with open(os.path.join(self.run, name + ".log"), "a") as log:
+            p = subprocess.Popen([path, "--job", self.job, "--listen", listen,
                                   "--http-address", "127.0.0.1", "--http-port", "0",
                                   "--ports-file", ports] + args,
                                  env=self.env, stdout=log, stderr=subprocess.STDOUT)
@@ -196,6 +203,18 @@ class Job:
                 pass
             time.sleep(0.05)
         raise AssertionError("%s did not start within 60 s" % name)
+
+    def restart_master_shard(self, i):
+        """SIGKILLs master-I (of a job with shards) and starts it again on
+        its address, as a pod's restart does (self.processes holds
+        master-0 .. master-(S-1) first)."""
+        self.processes[i].kill()
+        self.processes[i].wait()
+        self._start("master-%d" % i, binary("GAPTRAIN_MASTER_BIN",
+                                            "services/master/gaptrain-master"),
+                    ["--checkpoint-dir", os.path.join(self.run, "checkpoints"), "--shard",
+                     str(i)], listen=self.masters[i])
+        self.processes[i] = self.processes.pop()
 
     def ports(self, name):
         """NAME's (gRPC port, HTTP port) from its ports file."""

@@ -17,7 +17,7 @@ from torch import nn  # noqa: E402
 from gaptrain import rpc  # noqa: E402
 from gaptrain import wire  # noqa: E402
 from gaptrain._proto import gaptrain_pb2 as pb  # noqa: E402
-from gaptrain.master_client import MasterClient  # noqa: E402
+from gaptrain.master_client import FlatModel, MasterClient  # noqa: E402
 from gaptrain.module_buffers import ModuleBuffers  # noqa: E402
 
 
@@ -37,7 +37,7 @@ class MasterClientTest(unittest.TestCase):
         x = torch.randn(5, 3)
         out_before = model(x).detach()
         client = MasterClient(types.SimpleNamespace(token="t"), None, _Session(),
-                              model.named_parameters())
+                              FlatModel(model.named_parameters()))
         # Same values, now stored in client.flat.
         self.assertTrue(torch.equal(client.flat, before))
         self.assertTrue(torch.equal(model(x).detach(), out_before))
@@ -80,7 +80,7 @@ class ChannelRenewalTest(unittest.TestCase):
     def test_the_master_client_makes_its_channel_again(self):
         model = nn.Linear(2, 2)
         opts = types.SimpleNamespace(token="t", master_ca="")
-        client = MasterClient(opts, None, _Session(), model.named_parameters())
+        client = MasterClient(opts, None, _Session(), FlatModel(model.named_parameters()))
         client._open("127.0.0.1:1")
         first = client._channel
         client.note_outcome(grpc.StatusCode.UNAVAILABLE, now=100.0)
