@@ -119,8 +119,9 @@ controller::Result JobReconciler::Reconcile(const std::string& key) {
     // Used only where the job's pods are made with TLS and its Secret is
     // missing; an ECDSA key and a signature cost well under a millisecond.
     JobCertificate certificate;
-    s = IssueJobCertificate(trainingjob::JobTlsNames(observed.job), kJobCertificateDays,
-                            &certificate);
+    s = IssueJobCertificate(
+        trainingjob::JobTlsNames(observed.job, trainingjob::MasterShardsOf(observed)),
+        kJobCertificateDays, &certificate);
     if (s.ok()) {
       observed.tls = trainingjob::JobTls{certificate.cert_pem, certificate.key_pem};
     } else {

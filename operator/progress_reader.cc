@@ -78,8 +78,11 @@ void ProgressReader::Read(const std::string& job_key, trainingjob::ObservedJob* 
     problems->push_back("coordinator status: " + why);
   }
 
-  const std::string master_ip =
-      PodIp(*observed, trainingjob::ReplicaName(name, ReplicaType::kMaster), &why);
+  // Shard 0's, with several (docs/operator.md): a trainer pushes every
+  // shard at once, so shard 0's version and Gap stand for the job's; the
+  // others' are not read yet.
+  const std::string master_ip = PodIp(
+      *observed, trainingjob::MasterName(name, 0, trainingjob::MasterShardsOf(*observed)), &why);
   if (master_ip.empty()) {
     problems->push_back("master metrics: " + why);
     return;

@@ -10,7 +10,8 @@
 //   - Read() fills observed->coordinator, observed->master and
 //     observed->master_scrape (the master's totals as read, with the time
 //     of the read) from the pods in observed->pods: the job's (controlled by its uid) running
-//     NAME-coordinator and NAME-master with a status.podIP. A pod that is
+//     NAME-coordinator and master shard 0 (MasterName: NAME-master, or
+//     NAME-master-0 with several shards) with a status.podIP. A pod that is
 //     missing, not running, unreachable within the timeout, or answering
 //     something that does not parse leaves its reading absent; the reason
 //     goes to *problems (for a log line), never to the caller as an error.

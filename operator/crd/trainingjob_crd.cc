@@ -204,8 +204,6 @@ std::vector<CrdValidationRule> TrainingJobValidationRules() {
            "self.training.mode != 'sync' || self.training.sync.backupWorkers < "
            "self.workers.replicas",
            kRuleBackupWorkers),
-      // The master section's default {} has no shards.
-      Rule("spec.master", "!has(self.shards) || self.shards == 1", kRuleClusterShards),
       Rule("spec.data", "!has(self.claimName) || (has(self.path) && self.path.startsWith('/'))",
            kRuleClaimPathAbsolute),
       // format has a default, which the API server applies first.

@@ -216,8 +216,6 @@ std::vector<Broken> BrokenJobs() {
        "{data: {path: /data}, training: {epochs: 1, mode: sync, sync: {backupWorkers: 2}}, "
        "workers: {replicas: 2}}",
        kRuleBackupWorkers},
-      {"two masters, which the operator does not run yet", "two-masters",
-       "{data: {path: /data}, training: {epochs: 1}, master: {shards: 2}}", kRuleClusterShards},
   };
 }
 
@@ -324,6 +322,8 @@ TEST_F(TrainingJobCrdApiTest, JobsOnEachRulesEdgeAreAccepted) {
                       "target: {metric: loss, atMost: 0.2}}}"},
       // backupWorkers is ignored in async mode.
       {"async-backups", "{data: {path: /data}, training: {epochs: 1, sync: {backupWorkers: 5}}}"},
+      // θ over the most master shards the operator runs.
+      {"sixty-four-shards", "{data: {path: /data}, training: {epochs: 1}, master: {shards: 64}}"},
   };
   for (const auto& [name, spec] : jobs) {
     SCOPED_TRACE(name);

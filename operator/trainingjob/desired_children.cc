@@ -20,6 +20,10 @@ using nlohmann::json;
 constexpr size_t kLongestLabelSuffix = sizeof("-coordinator") - 1;
 static_assert(63 - kLongestLabelSuffix == kMaxClusterJobNameLength,
               "kRuleClusterJobName (and the CRD's rule) state this limit");
+// A master shard's Service, NAME-master-63 at most (spec.master.shards is
+// at most 64), is shorter.
+static_assert(sizeof("-master-63") - 1 <= kLongestLabelSuffix,
+              "a master shard's Service name must fit the job name's limit");
 
 json Labels(const std::string& job) { return json{{kJobNameLabel, job}}; }
 
@@ -37,13 +41,13 @@ json Port(const char* name, int port) {
   return json{{"name", name}, {"containerPort", port}, {"protocol", "TCP"}};
 }
 
-json Mount(const char* volume, const std::string& path, bool read_only) {
+json Mount(const std::string& volume, const std::string& path, bool read_only) {
   json m{{"name", volume}, {"mountPath", path}};
   if (read_only) m["readOnly"] = true;
   return m;
 }
 
-json ClaimVolume(const char* volume, const std::string& claim, bool read_only) {
+json ClaimVolume(const std::string& volume, const std::string& claim, bool read_only) {
   json source{{"claimName", claim}};
   if (read_only) source["readOnly"] = true;
   return json{{"name", volume}, {"persistentVolumeClaim", source}};
@@ -67,21 +71,38 @@ json Claim(const json& job, const std::string& name, const std::string& size,
               {"spec", spec}};
 }
 
-json HeadlessService(const json& job, ReplicaType type, int grpc_port, int http_port) {
+// `service` selects the job's pods of `type`; with `index`, only the one of
+// that replica index (a master shard's).
+json HeadlessService(const json& job, const std::string& service, ReplicaType type,
+                     std::optional<uint32_t> index, int grpc_port, int http_port) {
   const std::string name = NameOf(job);
   json selector{{kJobNameLabel, name}, {kReplicaTypeLabel, ReplicaTypeLabelValue(type)}};
+  if (index) selector[kReplicaIndexLabel] = std::to_string(*index);
   json ports = json::array(
       {json{{"name", "grpc"}, {"port", grpc_port}, {"targetPort", grpc_port}, {"protocol", "TCP"}},
        json{{"name", "metrics"}, {"port", http_port}, {"targetPort", http_port},
             {"protocol", "TCP"}}});
   return json{{"apiVersion", "v1"},
               {"kind", "Service"},
-              {"metadata", ObjectMeta(job, ReplicaName(name, type), selector, true)},
+              {"metadata", ObjectMeta(job, service, selector, true)},
               {"spec",
                {{"clusterIP", "None"},
                 {"selector", selector},
                 {"publishNotReadyAddresses", true},
                 {"ports", ports}}}};
+}
+
+// "-SHARD" with several master shards, "" with one: what each shard's own
+// names add to the one master's.
+std::string ShardSuffix(uint32_t shard, uint32_t shards) {
+  return shards > 1 ? "-" + std::to_string(shard) : "";
+}
+
+// The export pod's volume of shard `shard`'s claim: gaptrain-checkpoints
+// with one shard (the master's name for it), gaptrain-checkpoints-SHARD
+// with several, which the one pod mounts side by side.
+std::string CheckpointsVolumeName(uint32_t shard, uint32_t shards) {
+  return "gaptrain-checkpoints" + ShardSuffix(shard, shards);
 }
 
 // The manifest the services read: what the parser accepts, without the
@@ -174,10 +195,14 @@ class PodBuilder {
     GAPTRAIN_RETURN_IF_ERROR(CheckPodTemplate(pod_template, template_path));
 
     GaptrainPodParts parts;
-    const std::string pod_name = ReplicaName(name_, type, index);
+    const uint32_t shards = spec_.master.shards;
+    const std::string pod_name = type == ReplicaType::kMaster
+                                     ? MasterName(name_, static_cast<uint32_t>(index), shards)
+                                     : ReplicaName(name_, type, index);
     json labels = Labels(name_);
     labels[kReplicaTypeLabel] = ReplicaTypeLabelValue(type);
-    labels[kReplicaIndexLabel] = std::to_string(type == ReplicaType::kTrainer ? index : 0);
+    const bool indexed = type == ReplicaType::kTrainer || type == ReplicaType::kMaster;
+    labels[kReplicaIndexLabel] = std::to_string(indexed ? index : 0);
     parts.metadata = ObjectMeta(job_, pod_name, labels, true);
     parts.default_image = image_;
     parts.image_pull_secrets = config_.image_pull_secrets;
@@ -231,11 +256,17 @@ class PodBuilder {
         master.listen = "0.0.0.0:" + std::to_string(kMasterGrpcPort);
         master.http_port = http_port;
         master.checkpoint_dir = kCheckpointDir;
+        master.shard = static_cast<uint32_t>(index);
+        master.shards = shards;
         parts.command = command("gaptrain-master", MasterArgs(files, master));
         parts.ports = json::array({Port("grpc", kMasterGrpcPort), Port("metrics", http_port)});
-        parts.own_mounts.push_back(Mount("gaptrain-checkpoints", kCheckpointDir, false));
-        parts.volumes.push_back(
-            ClaimVolume("gaptrain-checkpoints", CheckpointsClaimName(name_), false));
+        // The shard's own claim where it writes: each shard's checkpoints
+        // survive its pod apart from the others' (shards may land on
+        // different nodes, and a ReadWriteOnce claim follows one).
+        parts.own_mounts.push_back(
+            Mount("gaptrain-checkpoints", CheckpointMountPath(master.shard, shards), false));
+        parts.volumes.push_back(ClaimVolume(
+            "gaptrain-checkpoints", CheckpointsClaimName(name_, master.shard, shards), false));
         break;
       }
       case ReplicaType::kCoordinator: {
@@ -244,8 +275,13 @@ class PodBuilder {
         coordinator.listen = "0.0.0.0:" + std::to_string(kCoordinatorGrpcPort);
         coordinator.http_port = http_port;
         coordinator.state_dir = kCoordinatorStateDir;
-        coordinator.master = ReplicaName(name_, ReplicaType::kMaster) + service_suffix +
-                             std::to_string(kMasterGrpcPort);
+        // Every shard's address, in shard order (the coordinator's and
+        // the workers' shard I is the I-th).
+        for (uint32_t shard = 0; shard < shards; ++shard) {
+          if (shard > 0) coordinator.master += ",";
+          coordinator.master += MasterName(name_, shard, shards) + service_suffix +
+                                std::to_string(kMasterGrpcPort);
+        }
         if (status_token_) coordinator.status_token_file = kStatusTokenFile;
         parts.command = command("gaptrain-coordinator", CoordinatorArgs(files, coordinator));
         parts.ports =
@@ -338,11 +374,15 @@ const char* TemplateKey(ReplicaType type) {
 std::string TokenSecretName(const std::string& job) { return job + "-token"; }
 std::string TlsSecretName(const std::string& job) { return job + "-tls"; }
 
-std::vector<std::string> JobTlsNames(const json& job) {
+std::vector<std::string> JobTlsNames(const json& job, uint32_t master_shards) {
   const std::string ns = NamespaceOf(job);
+  std::vector<std::string> services;
+  for (uint32_t shard = 0; shard < std::max<uint32_t>(master_shards, 1); ++shard) {
+    services.push_back(MasterName(NameOf(job), shard, master_shards));
+  }
+  services.push_back(ReplicaName(NameOf(job), ReplicaType::kCoordinator));
   std::vector<std::string> names;
-  for (ReplicaType type : {ReplicaType::kMaster, ReplicaType::kCoordinator}) {
-    const std::string service = ReplicaName(NameOf(job), type);
+  for (const std::string& service : services) {
     for (const std::string& suffix :
          {std::string(), "." + ns, "." + ns + ".svc", "." + ns + ".svc.cluster.local"}) {
       names.push_back(service + suffix);
@@ -353,7 +393,16 @@ std::vector<std::string> JobTlsNames(const json& job) {
 std::string NetworkPolicyName(const std::string& job) { return job + "-ingress"; }
 std::string ExportPodName(const std::string& job) { return job + "-export"; }
 std::string JobConfigMapName(const std::string& job) { return job + "-job"; }
-std::string CheckpointsClaimName(const std::string& job) { return job + "-checkpoints"; }
+std::string CheckpointsClaimName(const std::string& job, uint32_t shard, uint32_t shards) {
+  return job + "-checkpoints" + ShardSuffix(shard, shards);
+}
+std::string MasterName(const std::string& job, uint32_t shard, uint32_t shards) {
+  return ReplicaName(job, ReplicaType::kMaster) + ShardSuffix(shard, shards);
+}
+std::string CheckpointMountPath(uint32_t shard, uint32_t shards) {
+  const std::string dir = kCheckpointDir;
+  return shards > 1 ? dir + "/shard-" + std::to_string(shard) : dir;
+}
 std::string CoordinatorStateClaimName(const std::string& job) {
   return job + "-coordinator-state";
 }
@@ -426,10 +475,6 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
       name.size() > kMaxClusterJobNameLength) {
     return Status::InvalidArgument(kRuleClusterJobName.Text() + ", got '" + name + "'");
   }
-  if (spec.master.shards != 1) {
-    return Status::InvalidArgument(kRuleClusterShards.Text() + ", got " +
-                                   std::to_string(spec.master.shards));
-  }
   if (UidOf(job).empty()) return Status::InvalidArgument("metadata.uid: is required");
   if (spec.model.from_trainer) {
     // Every replica that holds a model runs the user's code (the SDK).
@@ -477,16 +522,26 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
                       {"metadata", ObjectMeta(job, JobConfigMapName(name), Labels(name), true)},
                       {"data", {{"job.yaml", JobYaml(job)}}}};
   const bool owned_volumes = spec.run_policy.volume_retention_policy == "Delete";
-  d.persistent_volume_claims.push_back(
-      Claim(job, CheckpointsClaimName(name), spec.master.checkpoint.volume_size,
-            spec.master.checkpoint.storage_class_name, owned_volumes));
+  const uint32_t shards = spec.master.shards;
+  for (uint32_t shard = 0; shard < shards; ++shard) {
+    d.persistent_volume_claims.push_back(
+        Claim(job, CheckpointsClaimName(name, shard, shards), spec.master.checkpoint.volume_size,
+              spec.master.checkpoint.storage_class_name, owned_volumes));
+  }
   d.persistent_volume_claims.push_back(
       Claim(job, CoordinatorStateClaimName(name), spec.coordinator.state_volume_size,
             spec.coordinator.storage_class_name, owned_volumes));
-  d.services.push_back(
-      HeadlessService(job, ReplicaType::kMaster, kMasterGrpcPort, kMasterHttpPort));
-  d.services.push_back(HeadlessService(job, ReplicaType::kCoordinator, kCoordinatorGrpcPort,
-                                       kCoordinatorHttpPort));
+  for (uint32_t shard = 0; shard < shards; ++shard) {
+    // One shard's Service selects every master pod, as before sharding (a
+    // running job's Service is not rewritten); several select theirs only.
+    d.services.push_back(HeadlessService(
+        job, MasterName(name, shard, shards), ReplicaType::kMaster,
+        shards > 1 ? std::optional<uint32_t>(shard) : std::nullopt, kMasterGrpcPort,
+        kMasterHttpPort));
+  }
+  d.services.push_back(HeadlessService(job, ReplicaName(name, ReplicaType::kCoordinator),
+                                       ReplicaType::kCoordinator, std::nullopt,
+                                       kCoordinatorGrpcPort, kCoordinatorHttpPort));
 
   if (config.network_policy.enabled) {
     d.network_policy = JobNetworkPolicy(job, config.network_policy);
@@ -494,8 +549,12 @@ Status BuildDesiredChildren(const json& job, const TrainingJob& spec,
 
   const PodBuilder builder(job, spec, config, image, tls != nullptr,
                           !credentials.status_token.empty());
-  for (ReplicaType type : {ReplicaType::kMaster, ReplicaType::kCoordinator,
-                           ReplicaType::kEvaluator}) {
+  for (uint32_t shard = 0; shard < shards; ++shard) {
+    json pod;
+    GAPTRAIN_RETURN_IF_ERROR(builder.Build(ReplicaType::kMaster, shard, &pod));
+    d.pods.push_back(std::move(pod));
+  }
+  for (ReplicaType type : {ReplicaType::kCoordinator, ReplicaType::kEvaluator}) {
     json pod;
     GAPTRAIN_RETURN_IF_ERROR(builder.Build(type, 0, &pod));
     d.pods.push_back(std::move(pod));
@@ -543,13 +602,19 @@ Status BuildExportPod(const json& job, const TrainingJob& spec, const OperatorCo
   }
   // The job file names the model in the card; the checkpoints are only
   // read (the master has stopped; a read-only claim cannot be damaged).
+  // Each shard's claim where its master wrote it (kCheckpointDir/shard-I
+  // with several), which is where `gaptrain export` looks for the shards.
   parts.shared_mounts = json::array({Mount("gaptrain-job", kJobDir, true)});
-  parts.own_mounts = json::array({Mount("gaptrain-checkpoints", kCheckpointDir, true),
-                                  Mount("gaptrain-output", kOutputDir, false)});
   parts.volumes = json::array(
-      {json{{"name", "gaptrain-job"}, {"configMap", {{"name", JobConfigMapName(name)}}}},
-       ClaimVolume("gaptrain-checkpoints", CheckpointsClaimName(name), true),
-       ClaimVolume("gaptrain-output", output.claim_name, false)});
+      {json{{"name", "gaptrain-job"}, {"configMap", {{"name", JobConfigMapName(name)}}}}});
+  const uint32_t shards = spec.master.shards;
+  for (uint32_t shard = 0; shard < shards; ++shard) {
+    const std::string volume = CheckpointsVolumeName(shard, shards);
+    parts.own_mounts.push_back(Mount(volume, CheckpointMountPath(shard, shards), true));
+    parts.volumes.push_back(ClaimVolume(volume, CheckpointsClaimName(name, shard, shards), true));
+  }
+  parts.own_mounts.push_back(Mount("gaptrain-output", kOutputDir, false));
+  parts.volumes.push_back(ClaimVolume("gaptrain-output", output.claim_name, false));
   parts.preferred_node_terms = AwayFromSpot(config.spot);
   SetRestrictedSecurity(config, &parts);
   GAPTRAIN_RETURN_IF_ERROR(MergePodTemplate(pod_template, template_path,

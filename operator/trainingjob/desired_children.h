@@ -11,6 +11,10 @@
 //   Service    NAME-coordinator        headless; grpc 7071, metrics 9091
 //   Pod        NAME-master, NAME-coordinator, NAME-evaluator,
 //              NAME-trainer-0 .. NAME-trainer-(replicas-1)
+//   With spec.master.shards S > 1 the master is S masters, shard I having
+//   its own Pod and Service NAME-master-I and claim NAME-checkpoints-I
+//   (MasterName, CheckpointsClaimName), in shard order where NAME-master
+//   stands above; one shard names them as above.
 //   Pod        NAME-export, only once the job has succeeded and only with
 //              spec.output (BuildExportPod; the reconcile decides when)
 //   NetworkPolicy NAME-ingress         with OperatorConfig::network_policy
@@ -92,13 +96,27 @@ constexpr int64_t kImageUser = 65532;
 std::string TokenSecretName(const std::string& job);       // NAME-token
 std::string TlsSecretName(const std::string& job);         // NAME-tls
 std::string JobConfigMapName(const std::string& job);      // NAME-job
-std::string CheckpointsClaimName(const std::string& job);  // NAME-checkpoints
+// NAME-checkpoints; with several master shards NAME-checkpoints-SHARD.
+std::string CheckpointsClaimName(const std::string& job, uint32_t shard = 0,
+                                 uint32_t shards = 1);
 std::string CoordinatorStateClaimName(const std::string& job);  // NAME-coordinator-state
 std::string ExportPodName(const std::string& job);         // NAME-export
 std::string NetworkPolicyName(const std::string& job);     // NAME-ingress
 // NAME-master, NAME-coordinator, NAME-evaluator, NAME-trainer-INDEX; also
-// the master's and coordinator's Service.
+// the master's and coordinator's Service. The master's is its name with one
+// shard: MasterName names any shard.
 std::string ReplicaName(const std::string& job, ReplicaType type, int64_t index = 0);
+// Master shard `shard` of `shards` (spec.master.shards), its Pod's and its
+// Service's name: NAME-master with one shard (a job from before sharding
+// keeps its names), NAME-master-SHARD with several. Its pod's
+// gaptrain.io/replica-index is SHARD.
+std::string MasterName(const std::string& job, uint32_t shard, uint32_t shards);
+// Where a master shard's claim is mounted: kCheckpointDir with one shard;
+// with several kCheckpointDir/shard-SHARD, the directory gaptrain-master
+// --shard SHARD writes under --checkpoint-dir kCheckpointDir
+// (services/master/master_process.cc), and where `gaptrain export
+// --checkpoint-dir kCheckpointDir` reads each shard.
+std::string CheckpointMountPath(uint32_t shard, uint32_t shards);
 
 // What every child of the job carries.
 nlohmann::json OwnerReference(const nlohmann::json& job);
@@ -107,9 +125,9 @@ nlohmann::json OwnerReference(const nlohmann::json& job);
 // "master", "coordinator", "evaluator", "workers".
 const char* TemplateKey(ReplicaType type);
 
-// The DNS names the job's master and coordinator are dialled by (their
-// Services', short and qualified).
-std::vector<std::string> JobTlsNames(const nlohmann::json& job);
+// The DNS names the job's masters (each of `master_shards`) and its
+// coordinator are dialled by (their Services', short and qualified).
+std::vector<std::string> JobTlsNames(const nlohmann::json& job, uint32_t master_shards);
 
 struct DesiredChildren {
   nlohmann::json secret;
@@ -117,9 +135,10 @@ struct DesiredChildren {
   // itself), created as the token is: create-only, with the pods.
   std::optional<nlohmann::json> tls_secret;
   nlohmann::json config_map;
-  std::vector<nlohmann::json> persistent_volume_claims;  // checkpoints, coordinator state
-  std::vector<nlohmann::json> services;                  // master, coordinator
-  // master, coordinator, evaluator, then trainers by index.
+  // checkpoints (each master shard's, in shard order), coordinator state
+  std::vector<nlohmann::json> persistent_volume_claims;
+  std::vector<nlohmann::json> services;  // master (each shard's), coordinator
+  // master (each shard's), coordinator, evaluator, then trainers by index.
   std::vector<nlohmann::json> pods;
   // JobNetworkPolicy; absent when OperatorConfig::network_policy is off.
   std::optional<nlohmann::json> network_policy;
@@ -173,7 +192,9 @@ std::string OutputTarget(const OutputSpec& output);
 // stopped, with a final checkpoint) to kOutputDir/PATH on the output claim,
 // creating PATH's directories, with the model card PATH.json beside it
 // (the job's name, model and dataset from job.yaml, and `test_accuracy`,
-// the evaluator's final one, when known). Its template is the master's,
+// the evaluator's final one, when known). With several master shards each
+// shard's claim is mounted read-only at CheckpointMountPath, and `gaptrain
+// export --checkpoint-dir kCheckpointDir` reads the shards there. Its template is the master's,
 // less the master's args, probes and sidecars; restartPolicy Never,
 // PodSecurity "restricted" as every job pod, no token (it talks to no
 // service), the master's affinity away from spot nodes, labelled

@@ -168,6 +168,81 @@ TEST(DesiredChildrenTest, MasterCoordinatorAndEvaluator) {
             "evaluator");
 }
 
+// spec.master.shards: 2: each shard is a master of its own (pod, Service,
+// claim, --shard), its claim where `--shard I` writes; the coordinator
+// dials both in shard order; nothing else changes.
+TEST(DesiredChildrenTest, TwoMasterShardsAreTwoMastersEachWithItsOwnClaim) {
+  json job = BaseJob();
+  job["spec"]["master"] = {{"shards", 2}, {"checkpoint", {{"volumeSize", "20Gi"}}}};
+  const Built b = Build(job);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  std::vector<std::string> pods;
+  for (const json& pod : b.children.pods) pods.push_back(pod["metadata"]["name"]);
+  EXPECT_EQ(pods, (std::vector<std::string>{"mnist-master-0", "mnist-master-1",
+                                            "mnist-coordinator", "mnist-evaluator",
+                                            "mnist-trainer-0", "mnist-trainer-1"}));
+  for (uint32_t shard : {0u, 1u}) {
+    const std::string i = std::to_string(shard);
+    SCOPED_TRACE("shard " + i);
+    const json& pod = PodNamed(b, "mnist-master-" + i);
+    EXPECT_EQ(pod["metadata"]["labels"]["gaptrain.io/replica-type"], "master");
+    EXPECT_EQ(pod["metadata"]["labels"]["gaptrain.io/replica-index"], i);
+    const json& master = pod["spec"]["containers"][0];
+    json command = json::parse(R"j(["gaptrain-master", "--job", "/etc/gaptrain/job.yaml",
+        "--listen", "0.0.0.0:7070", "--http-port", "9090",
+        "--token-file", "/var/run/gaptrain/token",
+        "--checkpoint-dir", "/var/lib/gaptrain/checkpoints", "--shard"])j");
+    command.push_back(i);
+    EXPECT_EQ(master["command"], command);
+    EXPECT_EQ(master["volumeMounts"].back(),
+              (json{{"name", "gaptrain-checkpoints"},
+                    {"mountPath", "/var/lib/gaptrain/checkpoints/shard-" + i}}));
+    EXPECT_EQ(pod["spec"]["volumes"].back(),
+              (json{{"name", "gaptrain-checkpoints"},
+                    {"persistentVolumeClaim", {{"claimName", "mnist-checkpoints-" + i}}}}));
+
+    const json& service = b.children.services[shard];
+    EXPECT_EQ(service["metadata"]["name"], "mnist-master-" + i);
+    EXPECT_EQ(service["spec"]["selector"],
+              (json{{"gaptrain.io/job-name", "mnist"},
+                    {"gaptrain.io/replica-type", "master"},
+                    {"gaptrain.io/replica-index", i}}));
+    EXPECT_EQ(service["spec"]["ports"][0]["port"], 7070);
+
+    const json& claim = b.children.persistent_volume_claims[shard];
+    EXPECT_EQ(claim["metadata"]["name"], "mnist-checkpoints-" + i);
+    EXPECT_EQ(claim["spec"]["resources"]["requests"]["storage"], "20Gi");
+    EXPECT_EQ(claim["metadata"]["ownerReferences"][0], kOwner);
+  }
+  ASSERT_EQ(b.children.services.size(), 3u);
+  EXPECT_EQ(b.children.services[2]["metadata"]["name"], "mnist-coordinator");
+  ASSERT_EQ(b.children.persistent_volume_claims.size(), 3u);
+  EXPECT_EQ(b.children.persistent_volume_claims[2]["metadata"]["name"],
+            "mnist-coordinator-state");
+
+  const json& coordinator = PodNamed(b, "mnist-coordinator")["spec"]["containers"][0]["command"];
+  ASSERT_GE(coordinator.size(), 2u);
+  EXPECT_EQ(coordinator[coordinator.size() - 2], "--master");
+  EXPECT_EQ(coordinator.back(), "mnist-master-0.team-a.svc:7070,mnist-master-1.team-a.svc:7070");
+  // The workers still dial the coordinator only (it hands them the shards).
+  EXPECT_EQ(PodNamed(b, "mnist-trainer-0"), PodNamed(Build(BaseJob()), "mnist-trainer-0"));
+}
+
+// "-master-63" fits under the job name's limit, which "-coordinator" sets.
+TEST(DesiredChildrenTest, SixtyFourShardsFitTheLongestJobName) {
+  json job = BaseJob();
+  job["metadata"]["name"] = "a" + std::string(kMaxClusterJobNameLength - 1, 'b');
+  job["spec"]["master"] = {{"shards", 64}};
+  const Built b = Build(job);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  ASSERT_EQ(b.children.services.size(), 65u);
+  for (const json& service : b.children.services) {
+    EXPECT_LE(service["metadata"]["name"].get<std::string>().size(), 63u);
+  }
+  EXPECT_EQ(b.children.services[63]["metadata"]["name"].get<std::string>(),
+            job["metadata"]["name"].get<std::string>() + "-master-63");
+}
+
 TEST(DesiredChildrenTest, SpotPresetsOnPreemptibleWorkers) {
   struct Case {
     const char* preset;
@@ -801,6 +876,30 @@ TEST(DesiredChildrenTest, GoldenExportPod) {
   EXPECT_EQ(command.back(), "/etc/gaptrain/job.yaml");
 }
 
+// With two shards each claim is mounted where its master wrote it, under
+// the one --checkpoint-dir `gaptrain export` is given.
+TEST(DesiredChildrenTest, ExportPodMountsEveryShardsClaim) {
+  json job = OutputJob();
+  job["spec"]["master"] = {{"shards", 2}};
+  const json pod = ExportPodOf(job);
+  const json& container = pod["spec"]["containers"][0];
+  EXPECT_EQ(container["command"][3], "/var/lib/gaptrain/checkpoints");
+  EXPECT_EQ(container["volumeMounts"], json::parse(R"j([
+      {"name": "gaptrain-job", "mountPath": "/etc/gaptrain", "readOnly": true},
+      {"name": "gaptrain-checkpoints-0", "mountPath": "/var/lib/gaptrain/checkpoints/shard-0",
+       "readOnly": true},
+      {"name": "gaptrain-checkpoints-1", "mountPath": "/var/lib/gaptrain/checkpoints/shard-1",
+       "readOnly": true},
+      {"name": "gaptrain-output", "mountPath": "/var/lib/gaptrain/output"}])j"));
+  EXPECT_EQ(pod["spec"]["volumes"], json::parse(R"j([
+      {"name": "gaptrain-job", "configMap": {"name": "mnist-job"}},
+      {"name": "gaptrain-checkpoints-0",
+       "persistentVolumeClaim": {"claimName": "mnist-checkpoints-0", "readOnly": true}},
+      {"name": "gaptrain-checkpoints-1",
+       "persistentVolumeClaim": {"claimName": "mnist-checkpoints-1", "readOnly": true}},
+      {"name": "gaptrain-output", "persistentVolumeClaim": {"claimName": "models"}}])j"));
+}
+
 // The master's template fits a pod that reads the master's volume (image,
 // resources, placement, extra volumes); what only a master needs goes.
 TEST(DesiredChildrenTest, ExportPodTakesTheMastersTemplateLessItsArgsProbesAndSidecars) {
@@ -1053,9 +1152,18 @@ TEST(DesiredChildrenTest, WithTlsEveryGrpcHopIsTls) {
     EXPECT_EQ(env, type == "trainer" || type == "evaluator") << pod["metadata"]["name"];
   }
   // The names the pods dial, short and qualified.
-  const std::vector<std::string> names = JobTlsNames(job);
+  const std::vector<std::string> names = JobTlsNames(job, 1);
   EXPECT_NE(std::find(names.begin(), names.end(), "mnist-master.team-a.svc"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "mnist-coordinator.team-a.svc"), names.end());
+  // Each master shard's Service, in every form, and no unsharded master.
+  EXPECT_EQ(JobTlsNames(job, 2),
+            (std::vector<std::string>{
+                "mnist-master-0", "mnist-master-0.team-a", "mnist-master-0.team-a.svc",
+                "mnist-master-0.team-a.svc.cluster.local", "mnist-master-1",
+                "mnist-master-1.team-a", "mnist-master-1.team-a.svc",
+                "mnist-master-1.team-a.svc.cluster.local", "mnist-coordinator",
+                "mnist-coordinator.team-a", "mnist-coordinator.team-a.svc",
+                "mnist-coordinator.team-a.svc.cluster.local"}));
 
   // Without: plaintext, no Secret, no flag.
   const Built plain = Build(job);

@@ -170,7 +170,7 @@ const StatusFields<JobStatus>& JobStatusFields() {
       F::Time("completionTime", &JobStatus::completion_time, "when it succeeded or failed"),
       F::Sections("replicaStatuses", &JobStatus::replica_statuses, ReplicaCountsFields(),
                   "pods by replica type",
-                  {{"Master", "the master"},
+                  {{"Master", "the master (every shard's pod)"},
                    {"Coordinator", "the coordinator"},
                    {"Evaluator", "the evaluator"},
                    {"Trainer", "the trainers"}}),

@@ -135,6 +135,21 @@ TEST(KueueWorkloadTest, HasAPodSetPerRoleWithThePodsOwnTemplates) {
   EXPECT_EQ(grows["minCount"], 1);
 }
 
+// Master shards (spec.master.shards) are the master PodSet's pods, all
+// admitted together: none may be left out, so no minCount.
+TEST(KueueWorkloadTest, EveryMasterShardIsInTheMasterPodSet) {
+  DesiredChildren d = Children(2);
+  d.pods.insert(d.pods.begin() + 1, Pod("master", 1, "1"));
+  TrainingJob spec = Spec(2, 2);
+  spec.master.shards = 2;
+  const json w = Desired(Job(), spec, d, nullptr);
+  const json& sets = w["spec"]["podSets"];
+  ASSERT_EQ(sets.size(), 4u) << sets.dump(2);
+  EXPECT_EQ(sets[0]["name"], "master");
+  EXPECT_EQ(sets[0]["count"], 2);
+  EXPECT_FALSE(sets[0].contains("minCount"));
+}
+
 TEST(KueueWorkloadTest, KeepsThePodSetsKueueHoldsQuotaFor) {
   const json admitted = AdmittedWorkload();
   ASSERT_TRUE(HoldsQuota(admitted));

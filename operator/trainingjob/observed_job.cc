@@ -150,5 +150,9 @@ ObservedJob ObserveJob(nlohmann::json job_object) {
   return o;
 }
 
+uint32_t MasterShardsOf(const ObservedJob& observed) {
+  return observed.parse_status.ok() ? observed.spec.master.shards : 1;
+}
+
 }  // namespace trainingjob
 }  // namespace gaptrain

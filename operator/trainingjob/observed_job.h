@@ -142,6 +142,10 @@ struct ObservedJob {
 // An ObservedJob holding `job_object` and its parse.
 ObservedJob ObserveJob(nlohmann::json job_object);
 
+// spec.master.shards of a job that parses; 1 for one that does not (it has
+// no pods: the reconcile fails it).
+uint32_t MasterShardsOf(const ObservedJob& observed);
+
 }  // namespace trainingjob
 }  // namespace gaptrain
 

@@ -231,9 +231,19 @@ class Reconciler {
     return nullptr;
   }
 
-  bool ReadyAndHealthy(ReplicaType type) const {
-    const ObservedPod* p = PodNamed(ReplicaName(name_, type));
+  bool ReadyAndHealthy(const std::string& pod) const {
+    const ObservedPod* p = PodNamed(pod);
     return p != nullptr && p->state.running() && p->state.ready && p->state.loss == PodLoss::kNone;
+  }
+
+  // The master (every shard of it) and the coordinator are ready: the job
+  // can train. A spec that parses only.
+  bool ControlReady() const {
+    const uint32_t shards = o_.spec.master.shards;
+    for (uint32_t shard = 0; shard < shards; ++shard) {
+      if (!ReadyAndHealthy(MasterName(name_, shard, shards))) return false;
+    }
+    return ReadyAndHealthy(ReplicaName(name_, ReplicaType::kCoordinator));
   }
 
   // --- plan building -------------------------------------------------------
@@ -505,8 +515,7 @@ class Reconciler {
     }
 
     // The phase.
-    const bool control_ready =
-        ReadyAndHealthy(ReplicaType::kMaster) && ReadyAndHealthy(ReplicaType::kCoordinator);
+    const bool control_ready = ControlReady();
     const bool has_run = conditions_.Get("Running").has_value();
     const bool restarting =
         !control_ready && (restarted_now_ || has_run || conditions_.IsTrue("Restarting"));
@@ -971,11 +980,23 @@ plan_.requeue_after = config_.progress_poll_interval;
     return phase == "Succeeded" || phase == "Failed";
   }
 
-  // The master has exited (its pod finished: it wrote a final checkpoint
-  // on SIGTERM) or is gone; a master still terminating may be writing it.
+  // Every master shard has exited (its pod finished: it wrote a final
+  // checkpoint on SIGTERM) or is gone; a master still terminating may be
+  // writing it. The master's pods are the job's of that type, whatever
+  // their names.
   bool MasterStopped() const {
-    const ObservedPod* master = PodNamed(ReplicaName(name_, ReplicaType::kMaster));
-    return master == nullptr || master->state.finished();
+    for (const ObservedPod& p : pods_) {
+      if (p.state.type == ReplicaType::kMaster && !p.state.finished()) return false;
+    }
+    return true;
+  }
+
+  // `name(0, 1)` with one master shard; "`name(0, S)` .. `name(S-1, S)`"
+  // with several.
+  std::string ShardNames(std::string (*name)(const std::string&, uint32_t, uint32_t)) const {
+    const uint32_t shards = o_.spec.master.shards;
+    if (shards <= 1) return name(name_, 0, 1);
+    return name(name_, 0, shards) + " .. " + name(name_, shards - 1, shards);
   }
 
   // Plans the export pod and sets output_ (status.output) and condition
@@ -1013,7 +1034,7 @@ plan_.requeue_after = config_.progress_poll_interval;
         const std::string said = TerminationMessage(*pod->object);
         message = "the export pod " + pod_name + " failed (" + p.loss_reason + ")" +
                   (said.empty() ? "" : ": " + said) +
-                  "; the checkpoints stay in " + CheckpointsClaimName(name_) +
+                  "; the checkpoints stay in " + ShardNames(CheckpointsClaimName) +
                   " (kubectl logs " + pod_name + ")";
       } else if (p.loss == PodLoss::kPreempted) {
         // Lost with its node, evicted, deleted: the export is run again.
@@ -1034,7 +1055,7 @@ plan_.requeue_after = config_.progress_poll_interval;
       message = StringAt(old, {"message"});
     } else if (!MasterStopped()) {
       phase = "Pending";
-      message = "waiting for the master " + ReplicaName(name_, ReplicaType::kMaster) +
+      message = "waiting for the master " + ShardNames(MasterName) +
                 " to stop with its final checkpoint";
     } else if (occupied_.count(pod_name) > 0) {
       phase = "Pending";

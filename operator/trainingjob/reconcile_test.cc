@@ -778,6 +778,90 @@ TEST(ReconcileTest, MasterOrCoordinatorLossRestartsTheJob) {
   }
 }
 
+json ShardedJob() {
+  json job = BaseJob();
+  job["spec"]["master"] = {{"shards", 2}};
+  return job;
+}
+
+// spec.master.shards: 2 plans two masters, each a pod, a Service and a
+// claim of its own, and a coordinator that dials both in shard order.
+TEST(ReconcileTest, TwoMasterShardsArePlannedAsTwoMasters) {
+  Cluster c(ShardedJob());
+  const ReconcilePlan plan = c.Plan();
+  std::vector<std::string> created;
+  for (const ChildApply& a : plan.applies) created.push_back(ChildKey(a.resource, NameOf(a.object)));
+  EXPECT_EQ(created,
+            (std::vector<std::string>{
+                "ConfigMap/mnist-job", "PersistentVolumeClaim/mnist-checkpoints-0",
+                "PersistentVolumeClaim/mnist-checkpoints-1",
+                "PersistentVolumeClaim/mnist-coordinator-state", "Service/mnist-master-0",
+                "Service/mnist-master-1", "Service/mnist-coordinator",
+                "NetworkPolicy/mnist-ingress", "Secret/mnist-token", "Pod/mnist-master-0",
+                "Pod/mnist-master-1", "Pod/mnist-coordinator", "Pod/mnist-evaluator",
+                "Pod/mnist-trainer-0", "Pod/mnist-trainer-1"}));
+  c.Carry(plan);
+  const json& coordinator = (*c.Pod("mnist-coordinator"))["spec"]["containers"][0]["command"];
+  const auto flag = std::find(coordinator.begin(), coordinator.end(), "--master");
+  ASSERT_NE(flag, coordinator.end());
+  EXPECT_EQ(*std::next(flag), "mnist-master-0.default.svc:7070,mnist-master-1.default.svc:7070");
+  for (const char* shard : {"0", "1"}) {
+    const json& command =
+        (*c.Pod(std::string("mnist-master-") + shard))["spec"]["containers"][0]["command"];
+    EXPECT_EQ(command[command.size() - 2], "--shard");
+    EXPECT_EQ(command.back(), shard);
+  }
+  c.Settle();
+  ExpectQuietLater(&c);
+
+  // Running only once both shards are ready; replicaStatuses counts both.
+  c.RunAll();
+  c.SetPodStatus("mnist-master-1", json::parse(R"j({"phase": "Running"})j"));  // not ready
+  c.coordinator = CoordinatorIn("Running");
+  c.Settle();
+  EXPECT_EQ(c.status()["phase"], "Pending");
+  EXPECT_EQ(c.status()["replicaStatuses"]["Master"],
+            json::parse(R"j({"active": 2, "ready": 1, "succeeded": 0, "failed": 0})j"));
+  c.RunAll();
+  c.Settle();
+  EXPECT_EQ(c.status()["phase"], "Running");
+  EXPECT_EQ(c.status()["replicaStatuses"]["Master"],
+            json::parse(R"j({"active": 2, "ready": 2, "succeeded": 0, "failed": 0})j"));
+  ExpectQuietLater(&c);
+}
+
+// A shard's pod lost (SIGKILLed: exit 137) is counted as the master's is,
+// recreated under its own name, and the job is Restarting until it is
+// ready again; the other shard is left alone.
+TEST(ReconcileTest, ALostMasterShardIsRecreatedAndTheOtherKept) {
+  Cluster c = RunningCluster(ShardedJob());
+  const std::string kept = UidOf(*c.Pod("mnist-master-0"));
+  const std::string lost = UidOf(*c.Pod("mnist-master-1"));
+  c.SetPodStatus("mnist-master-1", FailedWith(137));
+  const ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.ledger.has_value());
+  EXPECT_EQ(plan.ledger->restarts, 1u);
+  const PlannedEvent* event = EventWith(plan, "MasterRestarting");
+  ASSERT_NE(event, nullptr);
+  EXPECT_NE(event->note.find("the master mnist-master-1 failed"), std::string::npos)
+      << event->note;
+  ASSERT_EQ(plan.deletes.size(), 1u);
+  EXPECT_EQ(plan.deletes[0].name, "mnist-master-1");
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["phase"], "Restarting");
+  c.Settle();
+  ASSERT_NE(c.Pod("mnist-master-1"), nullptr);
+  EXPECT_NE(UidOf(*c.Pod("mnist-master-1")), lost);
+  EXPECT_EQ(UidOf(*c.Pod("mnist-master-0")), kept);
+  EXPECT_EQ(c.status()["phase"], "Restarting");
+  EXPECT_EQ(c.status()["restarts"], 1);
+  ExpectQuietLater(&c);
+  c.RunAll();
+  c.Settle();
+  EXPECT_EQ(c.status()["phase"], "Running");
+  EXPECT_EQ(c.status()["restarts"], 1);
+}
+
 TEST(ReconcileTest, AMasterNotReadyAfterTheJobRanIsRestarting) {
   Cluster c = RunningCluster();
   c.pods().erase(c.pods().begin());  // the master, gone without a trace
@@ -1650,6 +1734,38 @@ TEST(ReconcileTest, TheExportWaitsForATerminatingMaster) {
   EXPECT_EQ(c.status()["output"]["phase"], "Running");
 }
 
+// The export waits for every shard to stop with its final checkpoint, and
+// mounts every shard's claim.
+TEST(ReconcileTest, TheExportWaitsForEveryMasterShard) {
+  json job = OutputJob();
+  job["spec"]["master"] = {{"shards", 2}};
+  Cluster c = SucceededNow(job);
+  c.Terminate("mnist-master-0");
+  c.Terminate("mnist-master-1");
+  c.Carry(c.Plan());
+  c.SetPodStatus("mnist-master-0", Exited(0));  // shard 1 still writing
+  ReconcilePlan plan = c.Plan();
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ((*plan.status)["output"]["message"],
+            "waiting for the master mnist-master-0 .. mnist-master-1 to stop with its final "
+            "checkpoint");
+  for (const ChildApply& a : plan.applies) EXPECT_NE(NameOf(a.object), "mnist-export");
+  c.Carry(plan);
+  c.SetPodStatus("mnist-master-1", Exited(0));
+  plan = c.Plan();
+  const json* export_pod = nullptr;
+  for (const ChildApply& a : plan.applies) {
+    if (NameOf(a.object) == "mnist-export") export_pod = &a.object;
+  }
+  ASSERT_NE(export_pod, nullptr);
+  std::vector<std::string> claims;
+  for (const json& v : (*export_pod)["spec"]["volumes"]) {
+    if (v.contains("persistentVolumeClaim")) claims.push_back(v["persistentVolumeClaim"]["claimName"]);
+  }
+  EXPECT_EQ(claims, (std::vector<std::string>{"mnist-checkpoints-0", "mnist-checkpoints-1",
+                                              "models"}));
+}
+
 TEST(ReconcileTest, AFailedExportLeavesTheJobSucceededAndSaysWhy) {
   Cluster c = SucceededNow(OutputJob());
   c.Settle();
@@ -1985,9 +2101,9 @@ TEST(ReconcileTest, AnInvalidSpecFailsWithTheParsersMessage) {
       {"a template of the wrong shape",
        [](json* j) { (*j)["spec"]["workers"]["template"] = {{"spec", {{"containers", 3}}}}; },
        "spec.workers.template.spec.containers: must be a list"},
-      {"several masters, which only gaptrain run starts so far",
-       [](json* j) { (*j)["spec"]["master"]["shards"] = 2; },
-       "spec.master.shards: on a cluster it must be 1 for now"},
+      {"more master shards than the parser allows",
+       [](json* j) { (*j)["spec"]["master"]["shards"] = 65; },
+       "spec.master.shards"},
       {"a name too long for its services",
        [](json* j) { (*j)["metadata"]["name"] = std::string(60, 'a'); },
        "metadata.name: on a cluster"},

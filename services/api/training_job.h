@@ -91,12 +91,6 @@ inline constexpr JobRule kRuleClusterJobName{
     "metadata.name",
     "on a cluster it must start with a letter and have at most 51 characters "
     "(NAME-coordinator names a Service, a DNS label)"};
-// On a cluster: the operator runs one master pod so far; `gaptrain run`
-// runs spec.master.shards master processes.
-inline constexpr JobRule kRuleClusterShards{
-    "spec.master.shards",
-    "on a cluster it must be 1 for now (the operator runs one master pod; gaptrain run runs "
-    "several)"};
 // Files gaptrain reads have a path and their own size; data the trainers'
 // code reads (format custom or shards) has a size, and its path is the
 // user's.
