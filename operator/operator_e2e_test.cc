@@ -855,9 +855,6 @@ TEST_F(OperatorE2eTest, TwoMasterShardsSurviveAKilledShard) {
   job_object["spec"]["training"]["epochs"] = 6;
   job_object["spec"]["master"]["shards"] = 2;
   job_object["spec"]["master"]["checkpoint"]["intervalSeconds"] = 3;
-  // The export of a sharded checkpoint directory is `gaptrain export`'s
-  // part (another change); this test is about the training.
-  job_object["spec"].erase("output");
   s = admin()->Create(kube::kTrainingJobs, kNs, job_object, nullptr);
   ASSERT_TRUE(s.ok()) << s.ToString();
   const std::string shard0 = std::string(kJob) + "-master-0";
@@ -939,6 +936,32 @@ TEST_F(OperatorE2eTest, TwoMasterShardsSurviveAKilledShard) {
       status.value("phase", "").c_str(), 100 * accuracy, status.value("restarts", -1),
       status.value("failures", -1));
   EXPECT_LT(first_update, 5.0);
+
+  // spec.output: the export pod joins both shards' final checkpoints; the
+  // model loads strictly in plain PyTorch and scores what the job reported.
+  json exported;
+  ASSERT_NO_FATAL_FAILURE(AwaitOutput(&exported));
+  const json output = JobStatus(exported)["output"];
+  ASSERT_EQ(output.value("phase", ""), "Succeeded") << output.dump(2) << Diagnostics();
+  std::string claim, data;
+  ASSERT_TRUE(node()->ClaimPath(kNs, output.value("claimName", ""), &claim).ok());
+  ASSERT_TRUE(FindSharedDataDir(&data).ok());
+  const std::string model = claim + "/" + output.value("path", "");
+  std::string scored;
+  EXPECT_EQ(RunShell("/usr/bin/python3 scripts/score_state_dict.py '" + model + "' '" + data +
+                         "/mnist'",
+                     &scored),
+            0)
+      << scored;
+  const size_t at = scored.find("test accuracy ");
+  ASSERT_NE(at, std::string::npos) << scored;
+  const double plain = std::atof(scored.c_str() + at + 14);
+  std::printf("FIGURE operator e2e two master shards: the export scores %.2f%% in plain "
+              "PyTorch (the job reported %.2f%%)\n",
+              100 * plain, 100 * accuracy);
+  EXPECT_NEAR(plain, accuracy, 0.005) << scored;
+  const json card = json::parse(ReadRaw(model + ".json"), nullptr, false);
+  EXPECT_TRUE(card.is_object() && card["checkpoints"].size() == 2) << card.dump(2);
 }
 
 // Issue 39: the operator upgraded while a job trains (a new image in its
