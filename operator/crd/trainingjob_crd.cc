@@ -204,6 +204,12 @@ std::vector<CrdValidationRule> TrainingJobValidationRules() {
            "self.training.mode != 'sync' || self.training.sync.backupWorkers < "
            "self.workers.replicas",
            kRuleBackupWorkers),
+      // A transition rule: checked on updates only. The section's default
+      // {} (checked against its rules too) has no shards: 1 then, as the
+      // field's default.
+      Rule("spec.master",
+           "(has(self.shards) ? self.shards : 1) == (has(oldSelf.shards) ? oldSelf.shards : 1)",
+           kRuleShardsFixed),
       Rule("spec.data", "!has(self.claimName) || (has(self.path) && self.path.startsWith('/'))",
            kRuleClaimPathAbsolute),
       // format has a default, which the API server applies first.

@@ -182,7 +182,7 @@ TEST(TrainingJobCrdTest, EveryRuleBetweenFieldsIsACelRuleWithTheParsersMessage) 
                            kRuleFromTrainerWithoutTorchscript,
                            kRuleTargetBound,        kRuleOneTarget,
                            kRuleDataPath,           kRuleCustomDataSize,  kRuleShardCount,
-                           kRuleCustomDataFromTrainer};
+                           kRuleCustomDataFromTrainer, kRuleShardsFixed};
   std::map<std::string, int> stated;
   const YAML::Node root = RootSchema();
   for (const CrdValidationRule& r : TrainingJobValidationRules()) {

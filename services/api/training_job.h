@@ -106,6 +106,14 @@ inline constexpr JobRule kRuleCustomDataFromTrainer{
     "spec.model.fromTrainer",
     "must be true with spec.data.format custom or shards (your trainers read the data and "
     "declare the model)"};
+// On a cluster, on an update: each master shard's checkpoints hold its
+// range of θ (a master refuses another range's), so a job keeps the shards
+// it was made with. The CRD states it as a transition rule; no manifest on
+// its own breaks it.
+inline constexpr JobRule kRuleShardsFixed{
+    "spec.master.shards",
+    "cannot change once the job exists (each shard's checkpoints hold its range of the "
+    "parameters)"};
 // The coordinator counts a task's positions in 32 bits.
 inline constexpr char kTrainSamplesWhy[] = "positions are counted in 32 bits";
 // On a cluster: the claim is mounted at the data path.
