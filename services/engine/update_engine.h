@@ -155,6 +155,8 @@ class UpdateEngine {
   uint64_t applied() const { return applied_; }
   uint64_t discarded_late() const { return discarded_late_; }
   uint64_t discarded_finished() const { return discarded_finished_; }
+  // θ is at the job's maxUpdates: nothing more is applied.
+  bool finished() const { return max_updates_ > 0 && store_->version() >= max_updates_; }
 
  private:
   struct WorkerRecord {

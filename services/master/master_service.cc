@@ -744,6 +744,14 @@ grpc::Status MasterService::PushBuffers(grpc::ServerContext* context,
                           "buffers from worker " + std::to_string(request->worker_id()) +
                               ", which is not a member");
     }
+    // θ no longer moves: the buffers stay as they were with it, so the
+    // final evaluation and the final checkpoint hold the same model (a
+    // trainer goes on computing, and sending, until it hears of the end).
+    if (engine_->finished()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "θ is at the job's maxUpdates (" + std::to_string(engine_->version()) +
+                              "): the module's buffers stay as they are with it");
+    }
     trainers = engine_->num_workers();
   }
   uint64_t merges = 0;

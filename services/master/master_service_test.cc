@@ -31,9 +31,11 @@ class MasterServer {
  public:
   MasterServer(size_t size, RuleConfig rule, double lr = 1.0,
                const proto::MasterIncarnation& run = proto::MasterIncarnation(),
-               PushLedger* ledger = nullptr, std::shared_ptr<ModelBuffers> buffers = nullptr) {
+               PushLedger* ledger = nullptr, std::shared_ptr<ModelBuffers> buffers = nullptr,
+               uint64_t max_updates = 0) {
     UpdateEngine::Options options;
     options.rule = rule;
+    options.max_updates = max_updates;
     options.schedule.learning_rate = lr;
     std::unique_ptr<UpdateEngine> engine;
     Status s = UpdateEngine::Create(Layout(size), options, &engine);
@@ -940,6 +942,38 @@ TEST(MasterServiceTest, BuffersAreFoldedFromMembersAndReadByAnyone) {
       << wrong.ToString();
   ASSERT_TRUE(client.PullBuffers(&read).ok());
   EXPECT_EQ(read.values(), pack(3, 2, 5));
+}
+
+// Once θ is at maxUpdates its buffers freeze with it: the final evaluation
+// and the final checkpoint hold one model, whatever a trainer still sends
+// before it hears the job ended.
+TEST(MasterServiceTest, BuffersFreezeWithThetaAtMaxUpdates) {
+  BufferLayout layout;
+  ASSERT_TRUE(layout.Add("bn.running_mean", {2}, BufferDType::kFloat32).ok());
+  auto pack = [](float a, float b) {
+    std::string bytes(8, '\0');
+    std::memcpy(&bytes[0], &a, 4);
+    std::memcpy(&bytes[4], &b, 4);
+    return bytes;
+  };
+  MasterServer master(10, PlainSgd(), 1.0, proto::MasterIncarnation(), nullptr,
+                      std::make_shared<ModelBuffers>(layout, pack(0, 0)), /*max_updates=*/1);
+  MasterClient client = master.Client();
+  proto::SetMembersResponse m;
+  ASSERT_TRUE(client.SetMembers({1}, &m).ok());
+  ASSERT_TRUE(client.PushBuffers(1, pack(1, 2)).ok());
+  std::vector<float> theta(10), g(10, 0.1f);
+  MasterClient::PullResult r;
+  ASSERT_TRUE(client.Pull(1, -1, theta.data(), 10, &r).ok());
+  proto::PushResponse p;
+  ASSERT_TRUE(client.Push(1, r.version, g.data(), 10, 0, &p).ok());
+  ASSERT_EQ(master.Version(), 1u);
+  const Status late = client.PushBuffers(1, pack(9, 9));
+  EXPECT_EQ(late.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(late.message().find("maxUpdates"), std::string::npos) << late.ToString();
+  proto::PullBuffersResponse read;
+  ASSERT_TRUE(client.PullBuffers(&read).ok());
+  EXPECT_EQ(read.values(), pack(1, 2));
 }
 
 TEST(MasterServiceTest, CheckpointWithoutDirectoryIsAClearError) {
