@@ -78,27 +78,34 @@ void ProgressReader::Read(const std::string& job_key, trainingjob::ObservedJob* 
     problems->push_back("coordinator status: " + why);
   }
 
-  // Shard 0's, with several (docs/operator.md): a trainer pushes every
-  // shard at once, so shard 0's version and Gap stand for the job's; the
-  // others' are not read yet.
-  const std::string master_ip = PodIp(
-      *observed, trainingjob::MasterName(name, 0, trainingjob::MasterShardsOf(*observed)), &why);
-  if (master_ip.empty()) {
-    problems->push_back("master metrics: " + why);
-    return;
-  }
-  const std::optional<std::string> text =
-      Fetch(master_ip, options_.master_port, "/metrics", options_.timeout_seconds, &why);
-  if (!text) {
-    problems->push_back("master metrics: " + why);
-    return;
-  }
   trainingjob::MasterScrape scrape;
-  const Status s =
-      trainingjob::ParseMasterMetrics(*text, std::chrono::system_clock::now(), &scrape);
-  if (!s.ok()) {
-    problems->push_back("master metrics: " + s.message());
-    return;
+  if (trainingjob::MasterShardsOf(*observed) > 1) {
+    // Several masters: the coordinator's status holds every shard's totals
+    // (its membership feed reads them each second); one reading for all.
+    if (!observed->coordinator || observed->coordinator->masters.empty()) {
+      problems->push_back("master totals: the coordinator's status lists no master shard");
+      return;
+    }
+    scrape = trainingjob::ScrapeOfShards(*observed->coordinator, std::chrono::system_clock::now());
+  } else {
+    const std::string master_ip =
+        PodIp(*observed, trainingjob::MasterName(name, 0, 1), &why);
+    if (master_ip.empty()) {
+      problems->push_back("master metrics: " + why);
+      return;
+    }
+    const std::optional<std::string> text =
+        Fetch(master_ip, options_.master_port, "/metrics", options_.timeout_seconds, &why);
+    if (!text) {
+      problems->push_back("master metrics: " + why);
+      return;
+    }
+    const Status s =
+        trainingjob::ParseMasterMetrics(*text, std::chrono::system_clock::now(), &scrape);
+    if (!s.ok()) {
+      problems->push_back("master metrics: " + s.message());
+      return;
+    }
   }
   const std::string job_uid = trainingjob::UidOf(observed->job);
   std::lock_guard<std::mutex> lock(mu_);

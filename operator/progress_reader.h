@@ -9,9 +9,11 @@
 // What callers may rely on:
 //   - Read() fills observed->coordinator, observed->master and
 //     observed->master_scrape (the master's totals as read, with the time
-//     of the read) from the pods in observed->pods: the job's (controlled by its uid) running
-//     NAME-coordinator and master shard 0 (MasterName: NAME-master, or
-//     NAME-master-0 with several shards) with a status.podIP. A pod that is
+//     of the read) from the pods in observed->pods: the job's (controlled
+//     by its uid) running NAME-coordinator and NAME-master with a
+//     status.podIP. With several master shards (spec.master.shards) the
+//     totals are every shard's as the coordinator's /status lists them
+//     (observed_job.h's ScrapeOfShards), and no master is asked. A pod that is
 //     missing, not running, unreachable within the timeout, or answering
 //     something that does not parse leaves its reading absent; the reason
 //     goes to *problems (for a log line), never to the caller as an error.

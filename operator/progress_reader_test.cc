@@ -122,6 +122,49 @@ TEST_F(ProgressReaderTest, ReadsBothAndMeasuresAgainstThePreviousScrape) {
   EXPECT_DOUBLE_EQ(*other.master->mean_gap, 1.6);  // 400 / 250
 }
 
+// Several master shards (spec.master.shards): their totals come from the
+// coordinator's /status, each shard's weighted by its share of θ, and no
+// master is asked.
+TEST_F(ProgressReaderTest, SeveralShardsAreReadFromTheCoordinatorsStatus) {
+  json status = json::parse(coordinator_status_examples::kRunning);
+  status["masterVersion"] = 500;
+  status["masters"] = json::array(
+      {{{"shard", 0}, {"parameters", 300}, {"version", 510}, {"updates", 510},
+        {"gapSum", 600.0}, {"gapCount", 300}, {"stalenessSum", 900.0}, {"stalenessCount", 300}},
+       {{"shard", 1}, {"parameters", 100}, {"version", 500}, {"updates", 500},
+        {"gapSum", 1200.0}, {"gapCount", 300}, {"stalenessSum", 900.0},
+        {"stalenessCount", 300}}});
+  status_body_ = status.dump();
+  metrics_body_ = "not metrics";  // would not parse: must not be read
+  trainingjob::ObservedJob o = Observe();
+  o.spec.master.shards = 2;
+  std::vector<std::string> problems;
+  reader_->Read("default/mnist", &o, &problems);
+  EXPECT_TRUE(problems.empty()) << problems[0];
+  ASSERT_TRUE(o.coordinator.has_value());
+  ASSERT_EQ(o.coordinator->masters.size(), 2u);
+  EXPECT_EQ(o.coordinator->masters[1].version, 500u);
+  ASSERT_TRUE(o.master_scrape.has_value());
+  EXPECT_EQ(o.master_scrape->model_version, 500) << "the least shard's";
+  // Shard 0: mean Gap 2 over 3/4 of θ; shard 1: 4 over 1/4: 2.5 per parameter,
+  // over one master's 300 pushes.
+  EXPECT_DOUBLE_EQ(o.master_scrape->gap_count, 300);
+  ASSERT_TRUE(o.master.has_value());
+  EXPECT_DOUBLE_EQ(*o.master->mean_gap, 2.5);
+  EXPECT_DOUBLE_EQ(*o.master->mean_staleness, 3.0);
+
+  // A coordinator that lists no shard yet: the reason, no totals.
+  status.erase("masters");
+  status_body_ = status.dump();
+  trainingjob::ObservedJob early = Observe("early-uid");
+  early.spec.master.shards = 2;
+  problems.clear();
+  reader_->Read("default/early", &early, &problems);
+  EXPECT_FALSE(early.master_scrape.has_value());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "master totals: the coordinator's status lists no master shard");
+}
+
 TEST_F(ProgressReaderTest, MissingReadingsAreAbsentWithTheReason) {
   std::vector<std::string> problems;
   trainingjob::ObservedJob pending = Observe("job-uid", "Pending");

@@ -102,6 +102,18 @@ void JobRunner::Observe() {
     max_live_trainers_ = std::max(max_live_trainers_, status_.live_trainers());
   }
   master_reachable_ = false;
+  if (local_.master_count() > 1) {
+    // Several masters: every shard's totals are in the coordinator's status
+    // (as the operator reads them), the job's version the least shard's.
+    if (!coordinator_reachable_ || status_.masters_size() == 0) return;
+    master_reachable_ = true;
+    for (const proto::MasterShardStatus& m : status_.masters()) {
+      master_reachable_ = master_reachable_ && m.reachable();
+    }
+    master_counters_ = MasterCountersOfShards(status_);
+    totals_.ObserveShards(status_);
+    return;
+  }
   if (local_.master() != nullptr && local_.master()->Running()) {
     HttpClientResponse response;
     if (HttpGet("127.0.0.1", local_.master_http_port(), "/metrics", 2, &response).ok() &&

@@ -51,14 +51,81 @@ MasterCounters ReadMasterCounters(const MetricsSample& m) {
   return c;
 }
 
+namespace {
+
+// Each shard's share of θ; equal shares when the totals name none.
+std::vector<double> ShardWeights(const proto::CoordinatorStatusResponse& status) {
+  double parameters = 0;
+  for (const proto::MasterShardStatus& m : status.masters()) {
+    parameters += static_cast<double>(m.totals().parameters());
+  }
+  std::vector<double> weights;
+  for (const proto::MasterShardStatus& m : status.masters()) {
+    weights.push_back(parameters > 0 ? static_cast<double>(m.totals().parameters()) / parameters
+                                     : 1.0 / status.masters_size());
+  }
+  return weights;
+}
+
+MasterCounters CountersOf(const proto::MasterTotals& t) {
+  MasterCounters c;
+  // Every accepted push (applied or accumulated) counts one staleness.
+  c.pushes_accepted = static_cast<double>(t.staleness_count());
+  c.staleness_sum = t.staleness_sum();
+  c.staleness_count = static_cast<double>(t.staleness_count());
+  c.gap_sum = t.gap_sum();
+  c.gap_count = static_cast<double>(t.gap_count());
+  return c;
+}
+
+}  // namespace
+
+MasterCounters MasterCountersOfShards(const proto::CoordinatorStatusResponse& status) {
+  MasterCounters c;
+  if (status.masters_size() == 0) return c;
+  c.model_version = static_cast<double>(status.master_version());
+  const std::vector<double> weights = ShardWeights(status);
+  for (int i = 0; i < status.masters_size(); ++i) {
+    const MasterCounters shard = CountersOf(status.masters(i).totals());
+    c.pushes_accepted += weights[i] * shard.pushes_accepted;
+    c.staleness_sum += weights[i] * shard.staleness_sum;
+    c.staleness_count += weights[i] * shard.staleness_count;
+    c.gap_sum += weights[i] * shard.gap_sum;
+    c.gap_count += weights[i] * shard.gap_count;
+  }
+  return c;
+}
+
+void MasterTotals::Shard::Observe(const MasterCounters& c) {
+  pushes.Observe(c.pushes_accepted);
+  staleness_sum.Observe(c.staleness_sum);
+  staleness_count.Observe(c.staleness_count);
+  gap_sum.Observe(c.gap_sum);
+  gap_count.Observe(c.gap_count);
+}
+
 void MasterTotals::Observe(const MetricsSample& m) {
   const MasterCounters c = ReadMasterCounters(m);
-  pushes_.Observe(c.pushes_accepted);
-  staleness_sum_.Observe(c.staleness_sum);
-  staleness_count_.Observe(c.staleness_count);
-  gap_sum_.Observe(c.gap_sum);
-  gap_count_.Observe(c.gap_count);
+  shards_.resize(1);
+  shards_[0].Observe(c);
   if (c.model_version >= 0) version_ = static_cast<uint64_t>(c.model_version);
+}
+
+void MasterTotals::ObserveShards(const proto::CoordinatorStatusResponse& status) {
+  if (status.masters_size() == 0) return;
+  shards_.resize(status.masters_size());
+  const std::vector<double> weights = ShardWeights(status);
+  for (int i = 0; i < status.masters_size(); ++i) {
+    shards_[i].weight = weights[i];
+    shards_[i].Observe(CountersOf(status.masters(i).totals()));
+  }
+  version_ = status.master_version();
+}
+
+double MasterTotals::Total(Counter Shard::*counter) const {
+  double total = 0;
+  for (const Shard& s : shards_) total += s.weight * (s.*counter).total();
+  return total;
 }
 
 double MasterTotals::mean_staleness() const {

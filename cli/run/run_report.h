@@ -30,18 +30,29 @@ struct MasterCounters {
 // (NaN included).
 MasterCounters ReadMasterCounters(const MetricsSample& master_metrics);
 
+// The same of a job whose θ several masters hold (spec.master.shards),
+// from every shard's totals in the coordinator's status: its version (the
+// least shard's), and the pushes, staleness and Gap sums weighted by each
+// shard's share of θ, so they read as one master's (every push reaches
+// every shard). An empty `masters`: nothing known (version -1).
+MasterCounters MasterCountersOfShards(const proto::CoordinatorStatusResponse& status);
+
 // The master's counters over the whole run. A restarted master's counters
 // start again from zero; a drop is taken as a restart and what was seen
-// before it is kept.
+// before it is kept. With several masters (spec.master.shards) each
+// shard's are kept so, from the coordinator's status, and the totals are
+// their sums weighted by each shard's share of θ: one master's, as
+// MasterCountersOfShards says.
 class MasterTotals {
  public:
   void Observe(const MetricsSample& master_metrics);
+  void ObserveShards(const proto::CoordinatorStatusResponse& status);
 
-  double pushes_accepted() const { return pushes_.total(); }  // applied or accumulated
-  double staleness_sum() const { return staleness_sum_.total(); }
-  double staleness_count() const { return staleness_count_.total(); }
-  double gap_sum() const { return gap_sum_.total(); }
-  double gap_count() const { return gap_count_.total(); }
+  double pushes_accepted() const { return Total(&Shard::pushes); }  // applied or accumulated
+  double staleness_sum() const { return Total(&Shard::staleness_sum); }
+  double staleness_count() const { return Total(&Shard::staleness_count); }
+  double gap_sum() const { return Total(&Shard::gap_sum); }
+  double gap_count() const { return Total(&Shard::gap_count); }
   uint64_t model_version() const { return version_; }
   // Means over the run; NaN before the first observation (and for the Gap
   // under rules that compute none).
@@ -54,7 +65,14 @@ class MasterTotals {
     void Observe(double value);
     double total() const { return base + last; }
   };
-  Counter pushes_, staleness_sum_, staleness_count_, gap_sum_, gap_count_;
+  struct Shard {
+    double weight = 1;
+    Counter pushes, staleness_sum, staleness_count, gap_sum, gap_count;
+    void Observe(const MasterCounters& c);
+  };
+  double Total(Counter Shard::*counter) const;
+
+  std::vector<Shard> shards_ = std::vector<Shard>(1);
   uint64_t version_ = 0;
 };
 

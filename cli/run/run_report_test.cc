@@ -92,6 +92,45 @@ TEST(MasterTotalsTest, KeepsTheTotalsAcrossAMasterRestart) {
   EXPECT_EQ(totals.staleness_sum(), 552);
 }
 
+// spec.master.shards: the coordinator's status lists every shard's run
+// totals. Shard 0 holds 3/4 of θ, shard 1 1/4; every push reaches both.
+proto::CoordinatorStatusResponse TwoShards(uint64_t version, double pushes0, double gap0,
+                                           double pushes1, double gap1) {
+  proto::CoordinatorStatusResponse st;
+  st.set_master_version(version);
+  const double pushes[2] = {pushes0, pushes1}, gaps[2] = {gap0, gap1};
+  for (int i = 0; i < 2; ++i) {
+    proto::MasterTotals* t = st.add_masters()->mutable_totals();
+    t->set_parameters(i == 0 ? 300 : 100);
+    t->set_updates(static_cast<uint64_t>(pushes[i]));
+    t->set_staleness_count(static_cast<uint64_t>(pushes[i]));
+    t->set_staleness_sum(2 * pushes[i]);
+    t->set_gap_count(static_cast<uint64_t>(pushes[i]));
+    t->set_gap_sum(gaps[i] * pushes[i]);
+  }
+  return st;
+}
+
+TEST(MasterTotalsTest, ShardsWeightedByTheirShareAcrossOneShardsRestart) {
+  MasterTotals t;
+  // 100 pushes each; mean Gap 2 on 3/4 of θ, 4 on 1/4: 2.5 per parameter.
+  t.ObserveShards(TwoShards(100, 100, 2.0, 100, 4.0));
+  EXPECT_EQ(t.model_version(), 100u);
+  EXPECT_DOUBLE_EQ(t.pushes_accepted(), 100);
+  EXPECT_DOUBLE_EQ(t.mean_gap(), 2.5);
+  EXPECT_DOUBLE_EQ(t.mean_staleness(), 2.0);
+  const MasterCounters c = MasterCountersOfShards(TwoShards(100, 100, 2.0, 100, 4.0));
+  EXPECT_DOUBLE_EQ(c.gap_sum / c.gap_count, 2.5);
+  EXPECT_EQ(c.model_version, 100);
+  // Shard 1 restarts: its run counts from 0 (30 pushes since); shard 0
+  // goes on to 130. The run's totals keep what shard 1 did before.
+  t.ObserveShards(TwoShards(95, 130, 2.0, 30, 4.0));
+  EXPECT_DOUBLE_EQ(t.pushes_accepted(), 0.75 * 130 + 0.25 * (100 + 30));
+  EXPECT_DOUBLE_EQ(t.mean_gap(), 2.5);
+  EXPECT_EQ(t.model_version(), 95u) << "the least shard's, as the coordinator says";
+  EXPECT_EQ(MasterCountersOfShards(proto::CoordinatorStatusResponse()).model_version, -1);
+}
+
 TEST(MasterTotalsTest, NoGapUnderARuleThatComputesNone) {
   MasterTotals totals;
   totals.Observe(ParseMetricsText(

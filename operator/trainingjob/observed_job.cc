@@ -76,8 +76,47 @@ Status ParseCoordinatorStatus(const std::string& body, CoordinatorStatus* out) {
     }
     s.test_metrics[name] = value.get<double>();
   }
+  for (const nlohmann::json& m : ArrayAt(j, {"masters"})) {
+    // A total that is not a finite number >= 0 reads as 0: the reading of
+    // that shard is then as of a run that has not trained yet.
+    auto total = [&m](const char* key) {
+      const std::optional<double> v = NumberAt(m, {key});
+      return v && std::isfinite(*v) && *v >= 0 ? *v : 0.0;
+    };
+    MasterShardReading r;
+    const std::optional<int64_t> version = IntegerAt(m, {"version"});
+    r.version = version && *version > 0 ? static_cast<uint64_t>(*version) : 0;
+    r.parameters = total("parameters");
+    r.updates = total("updates");
+    r.gap_sum = total("gapSum");
+    r.gap_count = total("gapCount");
+    r.staleness_sum = total("stalenessSum");
+    r.staleness_count = total("stalenessCount");
+    s.masters.push_back(r);
+  }
   *out = std::move(s);
   return Status::OK();
+}
+
+MasterScrape ScrapeOfShards(const CoordinatorStatus& status,
+                            std::chrono::system_clock::time_point at) {
+  MasterScrape scrape;
+  scrape.at = at;
+  scrape.model_version = static_cast<double>(status.master_version);
+  double parameters = 0;
+  for (const MasterShardReading& m : status.masters) parameters += m.parameters;
+  const double shards = static_cast<double>(status.masters.size());
+  for (const MasterShardReading& m : status.masters) {
+    // A shard's weight is its share of θ: every push reaches every shard,
+    // so the weighted counts are one master's, and the Gap's mean is one
+    // parameter's.
+    const double weight = parameters > 0 ? m.parameters / parameters : 1.0 / shards;
+    scrape.gap_sum += weight * m.gap_sum;
+    scrape.gap_count += weight * m.gap_count;
+    scrape.staleness_sum += weight * m.staleness_sum;
+    scrape.staleness_count += weight * m.staleness_count;
+  }
+  return scrape;
 }
 
 Status ParseMasterMetrics(const std::string& text, std::chrono::system_clock::time_point at,

@@ -44,6 +44,15 @@ struct DataUnavailableStatus {
 };
 
 // The fields of the coordinator's GET /status the operator uses.
+// One master shard as the coordinator's /status lists it: its run's
+// totals (proto MasterTotals) from the membership feed's last reply.
+struct MasterShardReading {
+  uint64_t version = 0;
+  double parameters = 0, updates = 0;
+  double gap_sum = 0, gap_count = 0;
+  double staleness_sum = 0, staleness_count = 0;
+};
+
 struct CoordinatorStatus {
   std::string phase;  // "Pending" | "Running" | "Succeeded" | "Failed"
   std::string reason;
@@ -62,6 +71,9 @@ struct CoordinatorStatus {
   // that condition), when the coordinator says.
   std::optional<std::chrono::system_clock::time_point> finished_at;
   std::optional<DataUnavailableStatus> data_unavailable;  // absent: the data is available
+  // The master shards (spec.master.shards), in shard order; empty from a
+  // coordinator from before shards.
+  std::vector<MasterShardReading> masters;
 
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
   // Epochs done, fractional.
@@ -80,6 +92,14 @@ struct MasterScrape {
 
 Status ParseMasterMetrics(const std::string& text, std::chrono::system_clock::time_point at,
                           MasterScrape* out);
+
+// The job's totals over its master shards as the coordinator read them at
+// `at`: its version (the least shard's), and the Gap's and staleness's
+// sums and counts weighted by each shard's share of the parameters, so
+// they read as one master's (every push reaches every shard) and the
+// Gap's mean is one parameter's.
+MasterScrape ScrapeOfShards(const CoordinatorStatus& status,
+                            std::chrono::system_clock::time_point at);
 
 // What the status's progress shows of the master; absent values are not
 // known (no push yet, or a single reading for the rate).

@@ -90,8 +90,12 @@ std::string JobStatusToJson(const JobStatus& s) {
                        {"reachable", m.reachable},
                        {"version", m.version},
                        {"run", m.run.id},
+                       {"parameters", m.totals.parameters},
                        {"updates", m.totals.updates},
-                       {"parameters", m.totals.parameters}});
+                       {"gapSum", m.totals.gap_sum},
+                       {"gapCount", m.totals.gap_count},
+                       {"stalenessSum", m.totals.staleness_sum},
+                       {"stalenessCount", m.totals.staleness_count}});
   }
   j["masters"] = masters;
   j["meanGap"] = s.mean_gap ? json(*s.mean_gap) : json(nullptr);
