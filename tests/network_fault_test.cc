@@ -269,8 +269,16 @@ TEST(NetworkFaultTest, TrainerCutOffLosesItsLeaseAndRejoinsAfterTheHeal) {
   NetworkedJob job;
   START_OR_SKIP(job, "trainer_cut");
   WaitUntilTraining(&job);
+  // Cut it while it holds a task, so the task has to move (a trainer
+  // between tasks holds none: seen once under the whole suite's load).
   proto::CoordinatorStatusResponse before;
-  ASSERT_TRUE(job.GetStatus(&before));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return job.GetStatus(&before) && TrainerOn(before, "trainer-0") != nullptr &&
+               TrainerOn(before, "trainer-0")->task_id() != 0;
+      },
+      std::chrono::seconds(30)))
+      << before.DebugString();
   const uint32_t cut_id = TrainerOn(before, "trainer-0")->worker_id();
 
   // The cut: trainer-0's veth down on the bridge. Its packets go nowhere

@@ -744,10 +744,13 @@ grpc::Status MasterService::PushBuffers(grpc::ServerContext* context,
                           "buffers from worker " + std::to_string(request->worker_id()) +
                               ", which is not a member");
     }
-    // θ no longer moves: the buffers stay as they were with it, so the
-    // final evaluation and the final checkpoint hold the same model (a
-    // trainer goes on computing, and sending, until it hears of the end).
-    if (engine_->finished()) {
+    // θ is at maxUpdates and a trainer has computed past it (a push was
+    // discarded): its module's statistics now hold batches θ never took,
+    // and the final evaluation may have read the buffers already. They
+    // stay as they are, so the final checkpoint holds the model the job
+    // reported. (A send right after the last update, before any discard,
+    // still counts: those statistics are the model's.)
+    if (engine_->finished() && engine_->discarded_finished() > 0) {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                           "θ is at the job's maxUpdates (" + std::to_string(engine_->version()) +
                               "): the module's buffers stay as they are with it");

@@ -126,7 +126,8 @@ class MasterService final : public MasterServiceBase {
                           proto::CheckpointResponse* response) override;
   // A member's buffers (NOT_FOUND from a worker that is no member, as for a
   // push; INVALID_ARGUMENT for values that do not fit the model's buffers;
-  // FAILED_PRECONDITION once θ is at the job's maxUpdates).
+  // FAILED_PRECONDITION once θ is at the job's maxUpdates and a push past
+  // it was discarded).
   grpc::Status PushBuffers(grpc::ServerContext* context, const proto::PushBuffersRequest* request,
                            proto::PushBuffersResponse* response) override;
   grpc::Status PullBuffers(grpc::ServerContext* context, const proto::PullBuffersRequest* request,

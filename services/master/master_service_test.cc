@@ -944,9 +944,10 @@ TEST(MasterServiceTest, BuffersAreFoldedFromMembersAndReadByAnyone) {
   EXPECT_EQ(read.values(), pack(3, 2, 5));
 }
 
-// Once θ is at maxUpdates its buffers freeze with it: the final evaluation
-// and the final checkpoint hold one model, whatever a trainer still sends
-// before it hears the job ended.
+// Once θ is at maxUpdates and a trainer computed past it (its push was
+// discarded) the buffers freeze: the final evaluation and the final
+// checkpoint hold one model, whatever a trainer still sends before it
+// hears the job ended. A send right after the last update still counts.
 TEST(MasterServiceTest, BuffersFreezeWithThetaAtMaxUpdates) {
   BufferLayout layout;
   ASSERT_TRUE(layout.Add("bn.running_mean", {2}, BufferDType::kFloat32).ok());
@@ -968,6 +969,10 @@ TEST(MasterServiceTest, BuffersFreezeWithThetaAtMaxUpdates) {
   proto::PushResponse p;
   ASSERT_TRUE(client.Push(1, r.version, g.data(), 10, 0, &p).ok());
   ASSERT_EQ(master.Version(), 1u);
+  ASSERT_TRUE(client.PushBuffers(1, pack(1, 2)).ok()) << "the last update's statistics";
+  ASSERT_TRUE(client.Pull(1, -1, theta.data(), 10, &r).ok());
+  ASSERT_TRUE(client.Push(1, r.version, g.data(), 10, 0, &p).ok());
+  ASSERT_EQ(p.outcome(), proto::PushResponse::DISCARDED_FINISHED);
   const Status late = client.PushBuffers(1, pack(9, 9));
   EXPECT_EQ(late.code(), Status::Code::kFailedPrecondition);
   EXPECT_NE(late.message().find("maxUpdates"), std::string::npos) << late.ToString();
