@@ -62,6 +62,7 @@
 #include "services/net/http_client.h"
 #include "services/net/metrics_text.h"
 #include "services/testing/missing_requirement.h"
+#include "services/testing/plain_pytorch_score.h"
 #include "services/testing/prometheus_test_server.h"
 #include "services/testing/test_files.h"
 #include "services/testing/test_processes.h"
@@ -120,16 +121,6 @@ std::vector<std::string> EntriesStartingWith(const std::string& dir, const std::
   }
   closedir(d);
   return names;
-}
-
-// Runs the shell line `command`; *output gets what it printed (stdout and
-// stderr). Returns its exit status as pclose gives it (-1: not started).
-int RunShell(const std::string& command, std::string* output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buf[512];
-  while (fgets(buf, sizeof buf, pipe) != nullptr) *output += buf;
-  return pclose(pipe);
 }
 
 class OperatorE2eTest : public ::testing::Test {
@@ -577,14 +568,9 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
   ASSERT_TRUE(node()->ClaimPath(kNs, "models", &claim).ok());
   ASSERT_TRUE(FindSharedDataDir(&data).ok());
   const std::string model = claim + "/" + kJob + ".pt";
-  const std::string command = "/usr/bin/python3 scripts/score_state_dict.py '" + model + "' '" +
-                              data + "/mnist' --min-accuracy 0.97";
-  std::string scored;
-  EXPECT_EQ(RunShell(command, &scored), 0) << scored;
-  double plain_accuracy = -1;
-  const size_t at = scored.find("test accuracy ");
-  if (at != std::string::npos) plain_accuracy = std::atof(scored.c_str() + at + 14);
-  EXPECT_GE(plain_accuracy, 0.97) << scored;
+  const PlainPytorchScore scored = ScoreStateDict(model, data + "/mnist", "--min-accuracy 0.97");
+  EXPECT_EQ(scored.exit_code, 0) << scored.output;
+  EXPECT_GE(scored.accuracy, 0.97) << scored.output;
   const json card = json::parse(ReadRaw(model + ".json"), nullptr, false);
   EXPECT_TRUE(card.is_object() && card["job"].value("name", "") == kJob) << card.dump(2);
 
@@ -687,7 +673,7 @@ void OperatorE2eTest::TrainThroughTwoPreemptions(Install install) {
       "%.2f%%), preemptions %d, failures %d, %zu API writes\n",
       install == Install::kDeploy ? "deploy/" : "chart", Seconds(installed - installing),
       Seconds(running - applied), Seconds(preempted - applied), Seconds(recovered - preempted),
-      Seconds(succeeded - applied), 100 * accuracy, 100 * plain_accuracy,
+      Seconds(succeeded - applied), 100 * accuracy, 100 * scored.accuracy,
       status.value("preemptions", -1),
       status.value("failures", -1), JobWrites());
 
@@ -947,19 +933,14 @@ TEST_F(OperatorE2eTest, TwoMasterShardsSurviveAKilledShard) {
   ASSERT_TRUE(node()->ClaimPath(kNs, output.value("claimName", ""), &claim).ok());
   ASSERT_TRUE(FindSharedDataDir(&data).ok());
   const std::string model = claim + "/" + output.value("path", "");
-  std::string scored;
-  EXPECT_EQ(RunShell("/usr/bin/python3 scripts/score_state_dict.py '" + model + "' '" + data +
-                         "/mnist'",
-                     &scored),
-            0)
-      << scored;
-  const size_t at = scored.find("test accuracy ");
-  ASSERT_NE(at, std::string::npos) << scored;
-  const double plain = std::atof(scored.c_str() + at + 14);
+  const PlainPytorchScore scored = ScoreStateDict(model, data + "/mnist");
+  EXPECT_EQ(scored.exit_code, 0) << scored.output;
+  ASSERT_GE(scored.accuracy, 0) << scored.output;
+  const double plain = scored.accuracy;
   std::printf("FIGURE operator e2e two master shards: the export scores %.2f%% in plain "
               "PyTorch (the job reported %.2f%%)\n",
               100 * plain, 100 * accuracy);
-  EXPECT_NEAR(plain, accuracy, 0.005) << scored;
+  EXPECT_NEAR(plain, accuracy, 0.005) << scored.output;
   const json card = json::parse(ReadRaw(model + ".json"), nullptr, false);
   EXPECT_TRUE(card.is_object() && card["checkpoints"].size() == 2) << card.dump(2);
 }

@@ -53,15 +53,6 @@ std::string WriteJobFile(const std::string& dir, const E2eJob& job) {
   return path;
 }
 
-int RunShell(const std::string& command, std::string* output) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output->append(buf, n);
-  return ::pclose(pipe);
-}
-
 std::unique_ptr<Process> StartGaptrain(const std::vector<std::string>& args,
                                        const std::string& log_file) {
   Process::Spec spec;

@@ -54,10 +54,6 @@ std::unique_ptr<Process> StartGaptrain(const std::vector<std::string>& args,
 int RunGaptrain(const std::vector<std::string>& args, std::string* output,
                 std::chrono::seconds timeout = std::chrono::seconds(120));
 
-// Runs the shell line `command`; *output gets what it printed (stdout and
-// stderr, appended). Returns its exit status as pclose gives it: 0 when it
-// exited 0.
-int RunShell(const std::string& command, std::string* output);
 
 // <run_dir>/endpoints.json once it exists (null JSON on timeout).
 nlohmann::json WaitForEndpoints(const std::string& run_dir, std::chrono::seconds timeout);

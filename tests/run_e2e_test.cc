@@ -28,6 +28,7 @@
 #include "services/coordinator/coordinator_client.h"
 #include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
+#include "services/testing/plain_pytorch_score.h"
 #include "services/testing/prometheus_test_server.h"
 #include "services/testing/testdata_dir.h"
 #include "tests/gaptrain_run_fixture.h"
@@ -347,18 +348,13 @@ TEST(RunE2eTest, TwoAndFourMasterShardsTrainLenet5AsOneMasterDoes) {
     EXPECT_NE(out.find("61706 parameters"), std::string::npos) << out;
     const nlohmann::json card = nlohmann::json::parse(ReadRaw(dir + "/model.json"));
     EXPECT_EQ(card["checkpoints"].size(), 2u) << card.dump(2);
-    std::string data, scored;
+    std::string data;
     ASSERT_TRUE(FindSharedDataDir(&data).ok());
-    ASSERT_EQ(RunShell("/usr/bin/python3 scripts/score_state_dict.py '" + model + "' '" + data +
-                           "/mnist'",
-                       &scored),
-              0)
-        << scored;
-    const size_t at = scored.find("test accuracy ");
-    ASSERT_NE(at, std::string::npos) << scored;
-    const double plain = std::atof(scored.c_str() + at + 14);
+    const PlainPytorchScore scored = ScoreStateDict(model, data + "/mnist");
+    ASSERT_EQ(scored.exit_code, 0) << scored.output;
+    const double plain = scored.accuracy;
     std::printf("FIGURE shards 2: exported model scores %.4f in plain PyTorch\n", plain);
-    EXPECT_NEAR(plain, accuracy[2], 0.003) << scored;
+    EXPECT_NEAR(plain, accuracy[2], 0.003) << scored.output;
   }
   for (uint32_t shards : {2u, 4u}) {
     EXPECT_GE(accuracy[shards], 0.95) << shards;

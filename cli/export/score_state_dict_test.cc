@@ -26,6 +26,7 @@
 #include "services/master/checkpoint_torch.h"
 #include "services/testing/missing_requirement.h"
 #include "services/testing/test_files.h"
+#include "services/testing/test_processes.h"
 #include "services/testing/testdata_dir.h"
 
 namespace gaptrain {
@@ -41,14 +42,8 @@ struct Scored {
 
 Scored Score(const std::string& args) {
   Scored r;
-  const std::string cmd = std::string(kPython) + " " + kScript + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const int status = RunShell(std::string(kPython) + " " + kScript + " " + args, &r.output);
+  r.code = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
 

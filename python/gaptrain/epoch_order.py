@@ -55,8 +55,27 @@ class Xoshiro256:
 def epoch_permutation(seed, epoch, n):
     """Entry p is the sample read at position p of `epoch`."""
     order = list(range(n))
-    rng = Xoshiro256(seed, epoch)
+    # Xoshiro256.next() and below() inlined, the state in locals: a trainer
+    # draws one order per epoch on its training thread (60,000 samples:
+    # several times faster than through the methods).
+    s0, s1, s2, s3 = Xoshiro256(seed, epoch).s
+    mask = _MASK
     for i in range(n, 1, -1):
-        j = rng.below(i)
+        while True:
+            x = (s1 * 5) & mask
+            result = ((((x << 7) | (x >> 57)) & mask) * 9) & mask
+            t = (s1 << 17) & mask
+            s2 ^= s0
+            s3 ^= s1
+            s1 ^= s2
+            s0 ^= s3
+            s2 ^= t
+            s3 = ((s3 << 45) | (s3 >> 19)) & mask
+            m = (result >> 32) * i
+            # Lemire: m's low word below the threshold is rejected, and the
+            # threshold is only computed when the low word is below i.
+            if (m & 0xFFFFFFFF) >= i or (m & 0xFFFFFFFF) >= ((1 << 32) - i) % i:
+                break
+        j = m >> 32
         order[i - 1], order[j] = order[j], order[i - 1]
     return order

@@ -51,12 +51,17 @@ from gaptrain._proto import gaptrain_pb2 as pb
 
 log = logging.getLogger("gaptrain")
 
-# What the training loop does after a failed pull or push.
-RETRY = "retry"          # after a wait: the master is away, or does not know this worker yet
-RECOMPUTE = "recompute"  # pull again and compute again: refused as stale, from the future,
-#                          without its copy, not a member
-SKIP = "skip"            # drop the batch: a bug's INVALID_ARGUMENT, a sync step that has it
+# What the training loop does after a failed pull or push; the session has
+# waited where the retry policy asks for it.
+AGAIN = "again"          # pull, compute and push the batch again: after a wait when the
+#                          master was away or does not know this worker yet, at once after
+#                          a refusal as stale, from the future or without its copy
+SKIP = "skip"            # drop the batch: a bug's INVALID_ARGUMENT, a sync step that has it,
+#                          or refused MAX_RECOMPUTES times
+STOPPED = "stopped"      # the worker is stopping: the wait was cut short
 FAIL = "fail"            # nothing to retry: the token refused, another model
+
+MAX_RECOMPUTES = 3       # a batch's refusals (stale, not a member) before it is skipped
 
 
 def master_addresses(registration):
@@ -81,6 +86,8 @@ class MasterSession:
         self._failing = False  # the next answer is a reconnect
         self._pushes_since_buffers = 0
         self._reached = {}  # (shard, incarnation) -> newest version the task's pushes reached
+        self._backoff = rpc.Backoff(opts.host_name)  # the batch in hand's retries
+        self._recomputes = 0  # the batch in hand's refusals
 
     # The flat buffer the model's parameters follow, and where they compute.
     @property
@@ -155,9 +162,12 @@ class MasterSession:
 
     def new_batch(self):
         """The next push is a new batch's: every shard gets it (a batch
-        pushed again after a refusal goes to the shards without it)."""
+        pushed again after a refusal goes to the shards without it), and
+        its retries and refusals are counted afresh."""
         for c in self.clients:
             c.has_batch = False
+        self._backoff = rpc.Backoff(self.opts.host_name)
+        self._recomputes = 0
 
     def begin_task(self):
         """Forgets the last task's positions (reached())."""
@@ -303,29 +313,36 @@ class MasterSession:
         return self._pushes_since_buffers > 0
 
     def after_pull_failure(self, err):
-        """RETRY or FAIL after pull() raised `err` (an Error)."""
+        """AGAIN (after the backoff's wait), STOPPED or FAIL after pull()
+        raised `err` (an Error)."""
         if err.code in TRANSIENT:
             self._failing = True
             log.debug("master: Pull failed (%s); retrying", err)
-            return RETRY
+            return self._wait()
         if err.code == grpc.StatusCode.NOT_FOUND:  # the membership feed is catching up
             log.debug("master: not a member yet (%s); retrying", err)
-            return RETRY
+            return self._wait()
         return FAIL
 
     def after_push_failure(self, err):
-        """What the loop does after push() raised `err` (an Error): RETRY,
-        RECOMPUTE, SKIP or FAIL; refusals are counted in the metrics."""
+        """What the loop does after push() raised `err` (an Error): AGAIN,
+        SKIP, STOPPED or FAIL; refusals are counted in the metrics."""
         if err.code in TRANSIENT:
             # Whether it was applied is unknown: recompute on fresh
             # parameters rather than apply the same gradient twice.
             self._failing = True
             log.debug("master: push failed (%s); pulling again", err)
-            return RETRY
+            return self._wait()
         self.metrics.record_push_rejected(err.code.name.lower())
         if err.code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.OUT_OF_RANGE,
                         grpc.StatusCode.NOT_FOUND):
-            return RECOMPUTE
+            if self._recomputes >= MAX_RECOMPUTES:
+                log.warning("batch skipped: the master refused it %d times, last: %s",
+                            self._recomputes + 1, err)
+                return SKIP
+            self._recomputes += 1
+            # Not a member: the membership feed catches up meanwhile.
+            return self._wait() if err.code == grpc.StatusCode.NOT_FOUND else AGAIN
         if err.code == grpc.StatusCode.ALREADY_EXISTS:  # sync: the step has ours
             log.warning("master: %s; batch skipped", err)
             return SKIP
@@ -333,6 +350,10 @@ class MasterSession:
             log.error("master refused the push: %s; batch skipped", err)
             return SKIP
         return FAIL
+
+    def _wait(self):
+        """AGAIN after the backoff's next delay, STOPPED if stopped meanwhile."""
+        return AGAIN if self.stop.sleep(self._backoff.next()) else STOPPED
 
     # -- the evaluator's side -------------------------------------------------
     def observe(self, deadline=None):

@@ -54,13 +54,14 @@ from gaptrain._proto import gaptrain_pb2 as pb
 
 log = logging.getLogger("gaptrain")
 
-MAX_RECOMPUTES = 3
-
 # What _take_batch() returns once a task's batches are all read.
 _TASK_READ = "task read"
 
 # What step() made of a batch.
 _TRAINED, _SKIPPED, _AGAIN, _STOPPED = "trained", "skipped", "again", "stopped"
+# A batch's outcome after the master session's answer to a failed push.
+_AFTER_FAILURE = {master_session.AGAIN: _AGAIN, master_session.SKIP: _SKIPPED,
+                  master_session.STOPPED: _STOPPED}
 
 
 class TrainResult:
@@ -149,7 +150,7 @@ class Trainer:
         # The pause after a store that is away before asking for a task again.
         self._data_backoff = rpc.Backoff(self.opts.host_name, initial=0.5, cap=10.0)
         self._release_unsupported = False  # the coordinator predates ReleaseTask
-        self._pending = None  # the yielded batch's (samples, backoff, start)
+        self._pending = None  # the yielded batch's (samples, start)
         self._outcome = None  # step()'s (what, loss, reply) for it
 
     # -- the process around the loop ---------------------------------------
@@ -510,10 +511,8 @@ class Trainer:
     def _train_batch(self, samples, batch, generation):
         """Yields `batch` on fresh parameters until step() trained or
         skipped it: (outcome, loss, reply)."""
-        backoff = rpc.Backoff(self.opts.host_name)
         master = self.master
         batch = to_device(batch, master.device)
-        self._recomputes = 0
         master.new_batch()  # every shard gets this batch's gradient
         while True:
             if not self._fits_in_grace(master.pull_seconds + self._compute_seconds +
@@ -524,16 +523,17 @@ class Trainer:
             try:
                 master.pull()
             except Error as e:
-                if master.after_pull_failure(e) == master_session.FAIL:
+                then = master.after_pull_failure(e)
+                if then == master_session.FAIL:
                     raise
-                if not self.stop.sleep(backoff.next()):
+                if then == master_session.STOPPED:
                     return _STOPPED, None, None
                 continue
             if not self._fits_in_grace(self._compute_seconds + master.push_seconds):
                 return _STOPPED, None, None
             self.model.train()
             self._gradient.zero(self.model)
-            self._pending = (samples, backoff, time.monotonic())
+            self._pending = (samples, time.monotonic())
             self._outcome = None
             yield batch
             outcome, self._pending, self._outcome = self._outcome, None, None
@@ -554,7 +554,7 @@ class Trainer:
     def _push(self, loss_value):
         """step(): the gradient of the pending batch pushed; (outcome, loss,
         reply) with outcome _AGAIN when the batch must be computed again."""
-        samples, backoff, started = self._pending
+        samples, started = self._pending
         master = self.master
         loss = float(loss_value.detach()) if isinstance(loss_value, torch.Tensor) else (
             math.nan if loss_value is None else float(loss_value))
@@ -572,23 +572,9 @@ class Trainer:
             reply = master.push(gradient, loss, while_waiting=self._while_the_master_applies)
         except Error as err:
             then = master.after_push_failure(err)
-            if then == master_session.RETRY:
-                if not self.stop.sleep(backoff.next()):
-                    return _STOPPED, None, None
-                return _AGAIN, None, None
-            if then == master_session.RECOMPUTE:
-                if self._recomputes >= MAX_RECOMPUTES:
-                    log.warning("batch skipped: the master refused it %d times, last: %s",
-                                self._recomputes + 1, err)
-                    return _SKIPPED, None, None
-                self._recomputes += 1
-                if err.code == grpc.StatusCode.NOT_FOUND and not self.stop.sleep(
-                        backoff.next()):
-                    return _STOPPED, None, None
-                return _AGAIN, None, None
-            if then == master_session.SKIP:
-                return _SKIPPED, None, None
-            raise GaptrainError("master refused the push: %s" % err)
+            if then == master_session.FAIL:
+                raise GaptrainError("master refused the push: %s" % err)
+            return _AFTER_FAILURE[then], None, None
         self.metrics.record_batch(samples, loss)
         self.result.batches += 1
         self.result.samples += samples

@@ -159,7 +159,7 @@ class ShardedSessionTest(unittest.TestCase):
         waited = []
         with self.assertRaisesRegex(Error, r"master shard 1 \(fake\): too stale") as caught:
             s.push(gradient, 0.5, while_waiting=lambda: waited.append(1))
-        self.assertEqual(s.after_push_failure(caught.exception), master_session.RECOMPUTE)
+        self.assertEqual(s.after_push_failure(caught.exception), master_session.AGAIN)
         self.assertEqual(len(waited), 1)  # once both shards' bytes were out
         self.assertTrue(first.has_batch)
         # The same batch recomputed: only shard 1 gets it.

@@ -22,6 +22,11 @@ namespace gaptrain {
 // $TEST_TMPDIR/<name>, emptied.
 std::string TestTempDir(const std::string& name);
 
+// Runs the shell line `command`; *output gets what it printed (stdout and
+// stderr, appended). Returns its wait status as pclose gives it: 0 when it
+// exited 0; -1 when it could not start.
+int RunShell(const std::string& command, std::string* output);
+
 // Polls `condition` every 20 ms until it holds or `timeout` passes;
 // returns its last value.
 bool Eventually(const std::function<bool()>& condition,

@@ -32,12 +32,13 @@ std::vector<std::string> MasterAddressesOf(const proto::RegisterResponse& regist
 
 MasterSession::MasterSession(const TrainingJob& job, MasterLink::Connector connect,
                              CoordinatorSession* coordinator, StopFlag* stop,
-                             WorkerMetrics* metrics)
+                             WorkerMetrics* metrics, int max_recomputes)
     : job_(job),
       connect_(std::move(connect)),
       coordinator_(coordinator),
       stop_(stop),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      max_recomputes_(max_recomputes) {}
 
 void MasterSession::ForEachShard(const std::function<void(Shard&)>& fn) {
   // Each call has its own client and its own slice of the model's buffers.
@@ -492,7 +493,7 @@ void MasterSession::NoteFailures(const char* verb) {
   }
 }
 
-MasterSession::Next MasterSession::AfterPullFailure(const Status& failure) {
+MasterSession::Next MasterSession::AfterPullFailure(const Status& failure, RetryLoop* loop) {
   if (failure.code() == Status::Code::kNotFound) {
     if (!not_member_logged_) {
       spdlog::info("master: worker {} is not a member yet ({}); waiting for the coordinator's "
@@ -500,28 +501,36 @@ MasterSession::Next MasterSession::AfterPullFailure(const Status& failure) {
                    coordinator_->worker_id(), failure.message());
       not_member_logged_ = true;
     }
-    return Next::kRetry;
+    return AfterWaiting(loop);
   }
   if (IsTransient(failure)) {
     NoteFailures("Pull");
-    return Next::kRetry;
+    return AfterWaiting(loop);
   }
   return Next::kFail;  // e.g. the master's model has another size: nothing to retry
 }
 
-MasterSession::Next MasterSession::AfterPushFailure(const Status& failure) {
+MasterSession::Next MasterSession::AfterPushFailure(const Status& failure, RetryLoop* loop) {
   if (IsTransient(failure)) {
     // Whether it was applied is unknown: recompute on fresh parameters
     // rather than risk applying the same gradient twice.
     NoteFailures("Push");
-    return Next::kRetry;
+    return AfterWaiting(loop);
   }
   if (metrics_ != nullptr) metrics_->RecordPushRejected(LowerCodeName(failure.code()));
   switch (failure.code()) {
     case Status::Code::kFailedPrecondition:  // too stale, or no matching copy
     case Status::Code::kOutOfRange:          // from the future: the master went back
     case Status::Code::kNotFound:            // not a member (yet, or any more)
-      return Next::kRecompute;
+      if (batch_refusals_++ >= max_recomputes_) {
+        spdlog::warn("batch skipped: the master refused it {} times, last: {}", batch_refusals_,
+                     failure.ToString());
+        return Next::kSkip;
+      }
+      spdlog::debug("master refused the push ({}); pulling again and recomputing",
+                    failure.ToString());
+      // Not a member: the membership feed catches up meanwhile.
+      return failure.code() == Status::Code::kNotFound ? AfterWaiting(loop) : Next::kAgain;
     case Status::Code::kInvalidArgument:
       spdlog::error("master refused the push as invalid, which is a bug: {}; batch skipped",
                     failure.ToString());

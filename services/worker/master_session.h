@@ -23,9 +23,12 @@
 //     others is sent again, recomputed, to that shard only. The version the
 //     coordinator hears of is the lowest of the shards'. A batch a shard's
 //     restart lost is trained again on all shards (the others apply it
-//     twice, as a retrained task does).
-// The training loop keeps the data, the model's compute, the retry loop
-// and the grace period. The evaluator uses its observer side (Observe).
+//     twice, as a retrained task does);
+//   - what a failed call means (AfterPullFailure, AfterPushFailure): the
+//     wait a retry wants, through the batch's retry loop, and the batch's
+//     refusals, up to max_recomputes.
+// The training loop keeps the data, the model's compute, the retry loop's
+// policy and the grace period. The evaluator uses its observer side (Observe).
 // Not thread-safe: one training or evaluation loop owns it.
 
 #ifndef GAPTRAIN_SERVICES_WORKER_MASTER_SESSION_H_
@@ -63,22 +66,29 @@ std::vector<std::string> MasterAddressesOf(const proto::RegisterResponse& regist
 
 class MasterSession {
  public:
-  // What the training loop does after a failed Pull or Push.
+  // What the training loop does after a failed Pull or Push; the session
+  // has waited where the batch's retry loop asks for it.
   enum class Next {
-    kRetry,      // after the retry loop's wait: the master is away, or
-                 // does not know this worker yet (the membership feed)
-    kRecompute,  // pull again and compute the batch again (refused as
-                 // stale, without its copy, from the future, not a member)
-    kSkip,       // drop this batch (a bug's INVALID_ARGUMENT, a sync step
-                 // that has this worker's gradient already)
-    kFail,       // nothing to retry (the token refused, another model)
+    kAgain,   // pull, compute and push the batch again: after the retry
+              // loop's wait when the master was away or does not know this
+              // worker yet (the membership feed), at once after a refusal
+              // as stale, without its copy or from the future
+    kSkip,    // drop this batch (a bug's INVALID_ARGUMENT, a sync step that
+              // has this worker's gradient already, refused
+              // max_recomputes times)
+    kGiveUp,  // the retry loop would not wait again (stopped, out of
+              // attempts or time): the failure stands
+    kFail,    // nothing to retry (the token refused, another model)
   };
 
   // Borrowed: all must outlive the session; `metrics` may be null. The
   // coordinator session hears of every version seen and is asked to
   // heartbeat when the master discards pushes past maxUpdates.
+  // A batch the master refuses (stale, not a member) is computed again at
+  // most `max_recomputes` times, then skipped.
   MasterSession(const TrainingJob& job, MasterLink::Connector connect,
-                CoordinatorSession* coordinator, StopFlag* stop, WorkerMetrics* metrics);
+                CoordinatorSession* coordinator, StopFlag* stop, WorkerMetrics* metrics,
+                int max_recomputes = 3);
 
   // Connects to the masters at `addresses` (shard i at i; one address: one
   // master) for `model` (its layout and buffers must be the masters') and
@@ -116,10 +126,13 @@ class MasterSession {
   Status ObserveBuffers(RetryLoop* loop);
   Status Version(RetryLoop* loop, uint64_t* version);
 
-  // What the caller does after Pull() or Push() failed with `failure`
-  // (a Push's non-transient refusals are counted in the metrics).
-  Next AfterPullFailure(const Status& failure);
-  Next AfterPushFailure(const Status& failure);
+  // A new batch: its refusals are counted from zero.
+  void BeginBatch() { batch_refusals_ = 0; }
+  // What the caller does after Pull() or Push() failed with `failure`,
+  // having waited through `loop` (the batch's) where a retry wants it; a
+  // Push's non-transient refusals are counted in the metrics.
+  Next AfterPullFailure(const Status& failure, RetryLoop* loop);
+  Next AfterPushFailure(const Status& failure, RetryLoop* loop);
 
   // At start: the master's module buffers once trainers have sent any, so
   // a replacement trainer starts from the job's statistics.
@@ -194,6 +207,8 @@ class MasterSession {
   uint64_t LowestVersion() const;
   void WaitForNextStep(Shard* shard, uint64_t pushed_on);
   uint64_t NextSeed() { return ++seed_counter_ * 7927u; }
+  // kAgain after the loop's wait, kGiveUp when it would not wait.
+  static Next AfterWaiting(RetryLoop* loop) { return loop->Wait() ? Next::kAgain : Next::kGiveUp; }
 
   const TrainingJob& job_;
   MasterLink::Connector connect_;
@@ -203,6 +218,8 @@ class MasterSession {
   CoordinatorSession* const coordinator_;
   StopFlag* const stop_;
   WorkerMetrics* const metrics_;
+  const int max_recomputes_;
+  int batch_refusals_ = 0;  // the batch in hand's, since BeginBatch()
   Model* model_ = nullptr;
   size_t p_ = 0;
   uint64_t seed_counter_ = 0;

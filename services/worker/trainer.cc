@@ -24,7 +24,7 @@ Trainer::Trainer(const TrainingJob& job, const Dataset& train, CoordinatorSessio
     : job_(job),
       train_(train),
       session_(session),
-      master_(job, std::move(connect), session, stop, metrics),
+      master_(job, std::move(connect), session, stop, metrics, options.max_recomputes),
       stop_(stop),
       metrics_(metrics),
       options_(options) {}
@@ -216,7 +216,7 @@ Status Trainer::TrainBatch(SampleRange positions, uint64_t generation, BatchOutc
                            float* loss) {
   const size_t samples = positions.size();
   RetryLoop loop(options_.retry, NextSeed(), stop_);
-  int recomputes = 0;
+  master_.BeginBatch();
   auto give_up = [&](const Status& s) {
     if (stop_->stopped()) {
       *outcome = BatchOutcome::kStopped;
@@ -243,8 +243,9 @@ Status Trainer::TrainBatch(SampleRange positions, uint64_t generation, BatchOutc
 
     Status s = master_.Pull();
     if (!s.ok()) {
-      if (master_.AfterPullFailure(s) == MasterSession::Next::kFail) return s;
-      if (!loop.Wait()) return give_up(s);
+      const MasterSession::Next next = master_.AfterPullFailure(s, &loop);
+      if (next == MasterSession::Next::kFail) return s;
+      if (next == MasterSession::Next::kGiveUp) return give_up(s);
       continue;
     }
 
@@ -270,21 +271,13 @@ Status Trainer::TrainBatch(SampleRange positions, uint64_t generation, BatchOutc
       *loss = l;
       return Status::OK();
     }
-    switch (master_.AfterPushFailure(s)) {
-      case MasterSession::Next::kRetry:
-        if (!loop.Wait()) return give_up(s);
-        continue;
-      case MasterSession::Next::kRecompute:
-        if (recomputes++ >= options_.max_recomputes) {
-          spdlog::warn("batch skipped: the master refused it {} times, last: {}", recomputes,
-                       s.ToString());
-          return skipped();
-        }
-        spdlog::debug("master refused the push ({}); pulling again and recomputing", s.ToString());
-        if (s.code() == Status::Code::kNotFound && !loop.Wait()) return give_up(s);
+    switch (master_.AfterPushFailure(s, &loop)) {
+      case MasterSession::Next::kAgain:
         continue;
       case MasterSession::Next::kSkip:
         return skipped();
+      case MasterSession::Next::kGiveUp:
+        return give_up(s);
       case MasterSession::Next::kFail:
         return s;
     }

@@ -553,17 +553,30 @@ TEST(MasterSessionTest, ALoopOfItsOwnPullsOnceAndLearnsWhatRefusalsMean) {
     EXPECT_EQ(h.master().pulls() - h.master().push_pulls(), 1) << "the first step's Pull only";
     EXPECT_FALSE(master.run_changed());
 
+    // After a failure: again once the batch's retry loop has waited, again
+    // at once after a refusal, until the batch's refusals run out.
     using Next = MasterSession::Next;
-    EXPECT_EQ(master.AfterPushFailure(Status::Unavailable("down")), Next::kRetry);
-    EXPECT_EQ(master.AfterPushFailure(Status::FailedPrecondition("stale")), Next::kRecompute);
-    EXPECT_EQ(master.AfterPushFailure(Status::OutOfRange("future")), Next::kRecompute);
-    EXPECT_EQ(master.AfterPushFailure(Status::NotFound("member")), Next::kRecompute);
-    EXPECT_EQ(master.AfterPushFailure(Status::InvalidArgument("bug")), Next::kSkip);
-    EXPECT_EQ(master.AfterPushFailure(Status::AlreadyExists("in step")), Next::kSkip);
-    EXPECT_EQ(master.AfterPushFailure(Status::Unauthenticated("token")), Next::kFail);
-    EXPECT_EQ(master.AfterPullFailure(Status::NotFound("member")), Next::kRetry);
-    EXPECT_EQ(master.AfterPullFailure(Status::Unavailable("down")), Next::kRetry);
-    EXPECT_EQ(master.AfterPullFailure(Status::FailedPrecondition("size")), Next::kFail);
+    RetryLoop loop(FastRetry(4), 1, nullptr);
+    master.BeginBatch();
+    EXPECT_EQ(master.AfterPushFailure(Status::Unavailable("down"), &loop), Next::kAgain);
+    EXPECT_EQ(loop.failures(), 1) << "a transient failure waits";
+    EXPECT_EQ(master.AfterPushFailure(Status::FailedPrecondition("stale"), &loop), Next::kAgain);
+    EXPECT_EQ(master.AfterPushFailure(Status::OutOfRange("future"), &loop), Next::kAgain);
+    EXPECT_EQ(loop.failures(), 1) << "a refusal as stale or from the future does not wait";
+    EXPECT_EQ(master.AfterPushFailure(Status::NotFound("member"), &loop), Next::kAgain);
+    EXPECT_EQ(loop.failures(), 2) << "not a member yet: the membership feed catches up";
+    EXPECT_EQ(master.AfterPushFailure(Status::FailedPrecondition("stale"), &loop), Next::kSkip)
+        << "the fourth refusal of one batch (max_recomputes 3)";
+    master.BeginBatch();
+    EXPECT_EQ(master.AfterPushFailure(Status::FailedPrecondition("stale"), &loop), Next::kAgain)
+        << "a new batch's refusals count from zero";
+    EXPECT_EQ(master.AfterPushFailure(Status::InvalidArgument("bug"), &loop), Next::kSkip);
+    EXPECT_EQ(master.AfterPushFailure(Status::AlreadyExists("in step"), &loop), Next::kSkip);
+    EXPECT_EQ(master.AfterPushFailure(Status::Unauthenticated("token"), &loop), Next::kFail);
+    EXPECT_EQ(master.AfterPullFailure(Status::NotFound("member"), &loop), Next::kAgain);
+    EXPECT_EQ(master.AfterPullFailure(Status::Unavailable("down"), &loop), Next::kGiveUp)
+        << "the loop's fourth consecutive failure: it will not wait again";
+    EXPECT_EQ(master.AfterPullFailure(Status::FailedPrecondition("size"), &loop), Next::kFail);
   });
 }
 
@@ -590,7 +603,8 @@ TEST(MasterSessionTest, TwoShardsTakeTheirSlicesAndARefusalIsResentToItsShardOnl
     Status s = master.Push(model.ComputeGradient(images.data(), labels.data(), kBatch), batch,
                            &reply);
     ASSERT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.ToString();
-    EXPECT_EQ(master.AfterPushFailure(s), MasterSession::Next::kRecompute);
+    RetryLoop loop(FastRetry(1), 1, nullptr);
+    EXPECT_EQ(master.AfterPushFailure(s, &loop), MasterSession::Next::kAgain);
     ASSERT_TRUE(master.Pull().ok());
     s = master.Push(model.ComputeGradient(images.data(), labels.data(), kBatch), batch, &reply);
     ASSERT_TRUE(s.ok()) << s.ToString();
