@@ -166,13 +166,17 @@ Status OperatorProcess::Wire(const kube::ClusterConfig& config) {
   const controller::KeyMapper owner =
       controller::OwnerKey({"gaptrain.io", "TrainingJob", trainingjob::kJobNameLabel});
   // A child's update that changes nothing its cache keeps (a field the
-  // reconcile does not read, managedFields) wakes nothing.
+  // reconcile does not read, managedFields) wakes nothing. Not so for
+  // Workloads: the reconcile reads their managedFields (kueue_workload.h).
   for (controller::Informer* child :
        {caches.pods, caches.services, caches.config_maps, caches.persistent_volume_claims,
-        caches.network_policies, caches.workloads}) {
+        caches.network_policies}) {
     if (child != nullptr) {
       GAPTRAIN_RETURN_IF_ERROR(controller_->Watch(child, owner, controller::ContentChanged));
     }
+  }
+  if (caches.workloads != nullptr) {
+    GAPTRAIN_RETURN_IF_ERROR(controller_->Watch(caches.workloads, owner));
   }
   return Status::OK();
 }
