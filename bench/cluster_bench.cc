@@ -29,11 +29,11 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/process_stats.h"
 #include "tests/cluster/cluster_testbed.h"
 #include "services/api/master_metric_names.h"
 #include "services/base/available_cpus.h"
@@ -55,24 +55,6 @@ constexpr char kJobName[] = "mnist-gap-aware-dana";
 constexpr auto kSampleEvery = std::chrono::milliseconds(200);
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// utime + stime of process `pid` in seconds; 0 when it is gone.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return 0;
-  // Fields after the command (which may hold spaces) start after ") ".
-  const size_t close = line.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(line.substr(close + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  return static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
-}
 
 std::string RealPath(const std::string& path) {
   char resolved[PATH_MAX];
@@ -217,7 +199,7 @@ bool RunInCluster(ClusterTestbed* bed, int round, ClusterRun* run) {
   }
   auto cpu_of = [](const std::vector<pid_t>& pids) {
     double total = 0;
-    for (pid_t pid : pids) total += CpuSeconds(pid);
+    for (pid_t pid : pids) total += ProcessCpuSeconds(pid);
     return total;
   };
   std::vector<pid_t> cp_pids;
@@ -235,9 +217,9 @@ bool RunInCluster(ClusterTestbed* bed, int round, ClusterRun* run) {
       started = true;
       cp_start = cpu_of(cp_pids);
       op_start = cpu_of(operators);
-      node_start = CpuSeconds(getpid());
+      node_start = ProcessCpuSeconds(getpid());
       for (const std::string& binary : job_binaries) {
-        for (pid_t pid : ProcessesRunning({binary})) jobs_start[pid] = CpuSeconds(pid);
+        for (pid_t pid : ProcessesRunning({binary})) jobs_start[pid] = ProcessCpuSeconds(pid);
       }
     }
     return v;
@@ -254,9 +236,9 @@ bool RunInCluster(ClusterTestbed* bed, int round, ClusterRun* run) {
       last_seen = static_cast<int64_t>(v);
       cp_end = cpu_of(cp_pids);
       op_end = cpu_of(operators);
-      node_end = CpuSeconds(getpid());
+      node_end = ProcessCpuSeconds(getpid());
       jobs = 0;
-      for (const auto& [pid, at_start] : jobs_start) jobs += CpuSeconds(pid) - at_start;
+      for (const auto& [pid, at_start] : jobs_start) jobs += ProcessCpuSeconds(pid) - at_start;
     }
     return phase == "Succeeded" || phase == "Failed";
   };

@@ -133,12 +133,16 @@ void OperatorMetrics::SetQueueDepth(size_t depth) {
 }
 
 void OperatorMetrics::SetJobsByPhase(const std::vector<nlohmann::json>& jobs) {
+  std::vector<std::string> phases;
+  phases.reserve(jobs.size());
+  for (const nlohmann::json& job : jobs) phases.push_back(trainingjob::StringAt(job, {"status", "phase"}));
+  SetJobPhases(phases);
+}
+
+void OperatorMetrics::SetJobPhases(const std::vector<std::string>& phases) {
   std::map<std::string, double> counts;
   for (const char* phase : kPhases) counts[phase] = 0;
-  for (const nlohmann::json& job : jobs) {
-    const std::string phase = trainingjob::StringAt(job, {"status", "phase"});
-    counts[phase.empty() ? "Pending" : phase] += 1;
-  }
+  for (const std::string& phase : phases) counts[phase.empty() ? "Pending" : phase] += 1;
   for (const auto& [phase, count] : counts) jobs_by_phase_->Add({{"phase", phase}}).Set(count);
 }
 

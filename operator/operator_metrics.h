@@ -75,6 +75,9 @@ class OperatorMetrics : public controller::ControllerObserver {
   // Sets gaptrain_operator_jobs from the cached TrainingJobs (a job
   // without a phase yet counts as Pending).
   void SetJobsByPhase(const std::vector<nlohmann::json>& jobs);
+  // The same from each job's status.phase ("" counts as Pending), for a
+  // caller that reads the phases without copying the jobs.
+  void SetJobPhases(const std::vector<std::string>& phases);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "operator/controller/enqueue.h"
@@ -10,7 +11,9 @@
 #include "operator/job_pod_ids.h"
 #include "operator/kube/cluster_config.h"
 #include "operator/kube/resource.h"
+#include "operator/trainingjob/cached_fields.h"
 #include "operator/trainingjob/job_changes.h"
+#include "operator/trainingjob/object_fields.h"
 #include "operator/trainingjob/pod_state.h"
 #include "services/net/metrics_endpoint.h"
 #include "services/net/ports_file.h"
@@ -112,25 +115,30 @@ Status OperatorProcess::Wire(const kube::ClusterConfig& config) {
 
   const std::string ns =
       options_.watch_namespace.empty() ? kube::kAllNamespaces : options_.watch_namespace;
-  auto informer = [&](const kube::Resource& resource, bool children) {
+  // The caches keep only what the reconcile reads (cached_fields.h):
+  // `trim` is the informer's transform, none for Kueue's kinds.
+  using Trim = std::function<void(nlohmann::json*)>;
+  auto informer = [&](const kube::Resource& resource, bool children, Trim trim = nullptr) {
     controller::Informer::Options o;
     if (children) {
       o.reflector.label_selector = trainingjob::kJobNameLabel;  // has the label
       o.index_labels = {trainingjob::kJobNameLabel};
     }
+    o.reflector.transform = std::move(trim);
     informers_.push_back(
         std::make_unique<controller::Informer>(cache_client_.get(), resource, ns, o));
     return informers_.back().get();
   };
   JobCaches caches;
-  caches.jobs = informer(kube::kTrainingJobs, false);
+  const Trim trim = trainingjob::TrimCachedObject;
+  caches.jobs = informer(kube::kTrainingJobs, false, trim);
   jobs_ = caches.jobs;
-  caches.pods = informer(kube::kPods, true);
-  caches.services = informer(kube::kServices, true);
-  caches.config_maps = informer(kube::kConfigMaps, true);
-  caches.persistent_volume_claims = informer(kube::kPersistentVolumeClaims, true);
+  caches.pods = informer(kube::kPods, true, trainingjob::TrimCachedPod);
+  caches.services = informer(kube::kServices, true, trim);
+  caches.config_maps = informer(kube::kConfigMaps, true, trim);
+  caches.persistent_volume_claims = informer(kube::kPersistentVolumeClaims, true, trim);
   if (options_.job.network_policy.enabled) {
-    caches.network_policies = informer(kube::kNetworkPolicies, true);
+    caches.network_policies = informer(kube::kNetworkPolicies, true, trim);
   }
   if (options_.job.kueue) {
     caches.workloads = informer(kube::kWorkloads, true);
@@ -157,10 +165,18 @@ Status OperatorProcess::Wire(const kube::ClusterConfig& config) {
                                               trainingjob::JobChangedBeyondOwnWrites));
   const controller::KeyMapper owner =
       controller::OwnerKey({"gaptrain.io", "TrainingJob", trainingjob::kJobNameLabel});
+  // A child's update that changes nothing its cache keeps (a field the
+  // reconcile does not read, managedFields) wakes nothing. Not so for
+  // Workloads: the reconcile reads their managedFields (kueue_workload.h).
   for (controller::Informer* child :
        {caches.pods, caches.services, caches.config_maps, caches.persistent_volume_claims,
-        caches.network_policies, caches.workloads}) {
-    if (child != nullptr) GAPTRAIN_RETURN_IF_ERROR(controller_->Watch(child, owner));
+        caches.network_policies}) {
+    if (child != nullptr) {
+      GAPTRAIN_RETURN_IF_ERROR(controller_->Watch(child, owner, controller::ContentChanged));
+    }
+  }
+  if (caches.workloads != nullptr) {
+    GAPTRAIN_RETURN_IF_ERROR(controller_->Watch(caches.workloads, owner));
   }
   return Status::OK();
 }
@@ -180,7 +196,13 @@ Status OperatorProcess::ServeEndpoints() {
   ServeMetrics(metrics_server_.get(), metrics_->registry(),
                [this] {
                  metrics_->SetQueueDepth(controller_->queue()->Len());
-                 metrics_->SetJobsByPhase(jobs_->List(""));  // every namespace
+                 // Every namespace; the phases only (a copy of every job
+                 // per scrape was 40 MB at a thousand jobs).
+                 std::vector<std::string> phases;
+                 jobs_->Visit("", [&phases](const nlohmann::json& job) {
+                   phases.push_back(trainingjob::StringAt(job, {"status", "phase"}));
+                 });
+                 metrics_->SetJobPhases(phases);
                });
   ServeHealth(health, nullptr);
   health->Handle("/readyz", [this](const HttpRequest&) {

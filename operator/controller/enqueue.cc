@@ -38,7 +38,36 @@ std::string ControllerOwnerName(const nlohmann::json& object, const OwnerMatch& 
   return "";
 }
 
+// Whether two metadata objects are equal but for the server's bookkeeping.
+bool SameMetadata(const nlohmann::json& a, const nlohmann::json& b) {
+  if (!a.is_object() || !b.is_object()) return a == b;
+  auto bookkeeping = [](const std::string& key) {
+    return key == "resourceVersion" || key == "managedFields";
+  };
+  size_t compared = 0;
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    if (bookkeeping(it.key())) continue;
+    auto other = b.find(it.key());
+    if (other == b.end() || *other != *it) return false;
+    ++compared;
+  }
+  size_t others = 0;
+  for (auto it = b.begin(); it != b.end(); ++it) others += !bookkeeping(it.key());
+  return compared == others;
+}
+
 }  // namespace
+
+bool ContentChanged(const nlohmann::json& old_object, const nlohmann::json& new_object) {
+  if (!old_object.is_object() || !new_object.is_object()) return old_object != new_object;
+  if (old_object.size() != new_object.size()) return true;
+  for (auto it = old_object.begin(); it != old_object.end(); ++it) {
+    auto other = new_object.find(it.key());
+    if (other == new_object.end()) return true;
+    if (it.key() == "metadata" ? !SameMetadata(*it, *other) : *it != *other) return true;
+  }
+  return false;
+}
 
 KeyMapper OwnKey() {
   return [](const nlohmann::json& object) {

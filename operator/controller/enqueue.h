@@ -53,6 +53,13 @@ using UpdateFilter =
 
 EventHandlers EnqueueHandlers(WorkQueue* queue, KeyMapper mapper, UpdateFilter filter = nullptr);
 
+// An UpdateFilter: whether the objects differ in anything besides the
+// server's bookkeeping (metadata.resourceVersion and managedFields). With
+// an Informer whose transform keeps only what the reconcile reads, an
+// update that changes nothing it reads enqueues nothing. Objects that are
+// not JSON objects count as changed when unequal.
+bool ContentChanged(const nlohmann::json& old_object, const nlohmann::json& new_object);
+
 }  // namespace controller
 }  // namespace gaptrain
 

@@ -166,6 +166,39 @@ TEST(EnqueueHandlersTest, EnqueueTheKeysOfEveryChange) {
   EXPECT_EQ(drain(), Keys{"default/mnist-trainer-0"});
 }
 
+// ContentChanged: the server's bookkeeping alone is no change; anything
+// else in metadata, spec or status is, and so is a field added or gone.
+TEST(ContentChangedTest, IgnoresOnlyTheServersBookkeeping) {
+  const nlohmann::json pod = {
+      {"metadata",
+       {{"name", "p"}, {"resourceVersion", "1"}, {"managedFields", {{{"manager", "a"}}}}}},
+      {"status", {{"phase", "Pending"}}}};
+  nlohmann::json bookkeeping = pod;
+  bookkeeping["metadata"]["resourceVersion"] = "2";
+  bookkeeping["metadata"]["managedFields"] = {{{"manager", "b"}}};
+  EXPECT_FALSE(ContentChanged(pod, bookkeeping));
+  nlohmann::json trimmed = pod;
+  trimmed["metadata"].erase("managedFields");
+  EXPECT_FALSE(ContentChanged(pod, trimmed));
+
+  nlohmann::json status = bookkeeping;
+  status["status"]["phase"] = "Running";
+  EXPECT_TRUE(ContentChanged(pod, status));
+  nlohmann::json labelled = pod;
+  labelled["metadata"]["labels"] = {{"a", "b"}};
+  EXPECT_TRUE(ContentChanged(pod, labelled));
+  EXPECT_TRUE(ContentChanged(labelled, pod));
+  nlohmann::json no_status = pod;
+  no_status.erase("status");
+  EXPECT_TRUE(ContentChanged(pod, no_status));
+  nlohmann::json spec = pod;
+  spec["spec"] = {{"nodeName", "n"}};
+  no_status["spec"] = {{"nodeName", "n"}};
+  EXPECT_TRUE(ContentChanged(spec, no_status));  // same size, another key
+  EXPECT_TRUE(ContentChanged(pod, nlohmann::json("not an object")));
+  EXPECT_FALSE(ContentChanged(nlohmann::json(1), nlohmann::json(1)));
+}
+
 }  // namespace
 }  // namespace controller
 }  // namespace gaptrain

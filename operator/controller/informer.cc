@@ -136,6 +136,14 @@ std::vector<nlohmann::json> Informer::CopiesLocked(const std::set<std::string>& 
   return out;
 }
 
+void Informer::Visit(const std::string& ns,
+                     const std::function<void(const nlohmann::json& object)>& visit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, object] : objects_) {
+    if (ns.empty() || ObjectNamespace(*object) == ns) visit(*object);
+  }
+}
+
 std::vector<std::string> Informer::ListKeys() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> keys;

@@ -26,6 +26,10 @@
 //     without a scan) and scans for any other key.
 //   - Objects that have no key (object_key.h) are skipped and counted in
 //     stats().skipped.
+//   - Options::reflector.transform, when set, edits each object as it is
+//     listed or watched, before it is cached or handed to handlers
+//     (client-go's SetTransform): a cache that keeps only the fields its
+//     readers use. Get/List and the handlers see transformed objects only.
 //   - Stop() is prompt (the list or watch in flight is cancelled) and
 //     idempotent; the destructor calls it. Thread-safe otherwise.
 //   - `ns` kube::kAllNamespaces watches every namespace (one list and one
@@ -72,7 +76,8 @@ class Informer {
  public:
   struct Options {
     // Selectors (label_selector "gaptrain.io/job-name" selects the objects
-    // that have the label), watch timeouts and the retry backoff.
+    // that have the label), watch timeouts, the retry backoff and the
+    // transform of each object.
     kube::Reflector::Options reflector;
     // Label keys to index for ListByLabel, e.g. {"gaptrain.io/job-name"}.
     std::vector<std::string> index_labels;
@@ -116,6 +121,11 @@ class Informer {
   std::vector<nlohmann::json> ListByLabel(const std::string& ns, const std::string& key,
                                           const std::string& value) const;
   std::vector<std::string> ListKeys() const;
+  // Calls `visit` with each cached object in `ns` ("" every), in key
+  // order, without copying them: under the informer's lock, so `visit`
+  // must be quick and must not call this informer.
+  void Visit(const std::string& ns,
+             const std::function<void(const nlohmann::json& object)>& visit) const;
 
   const kube::Resource& resource() const { return resource_; }
   // The namespace watched ("" for cluster-scoped resources,

@@ -216,6 +216,18 @@ TEST_F(InformerTest, WatchesEveryNamespaceAtOnce) {
   EXPECT_EQ(informer_->ListKeys(), (std::vector<std::string>{"x/a", "y/a", "z/c"}));
   EXPECT_EQ(Names(informer_->ListByLabel("y", kJobLabel, "j")), std::vector<std::string>{"a"});
   EXPECT_EQ(informer_->ListByLabel("", kJobLabel, "j").size(), 3u);
+  // Visit sees what List copies, in key order, per namespace or all.
+  std::vector<std::string> visited;
+  informer_->Visit("", [&](const nlohmann::json& o) {
+    visited.push_back(o["metadata"]["namespace"].get<std::string>() + "/" +
+                      o["metadata"]["resourceVersion"].get<std::string>());
+  });
+  EXPECT_EQ(visited, (std::vector<std::string>{"x/1", "y/2", "z/6"}));
+  visited.clear();
+  informer_->Visit("y", [&](const nlohmann::json& o) {
+    visited.push_back(o["metadata"]["name"].get<std::string>());
+  });
+  EXPECT_EQ(visited, std::vector<std::string>{"a"});
   EXPECT_EQ(informer_->stats().skipped, 1u);
   EXPECT_NE(informer_->stats().last_skipped.message().find("metadata.namespace"),
             std::string::npos);

@@ -231,6 +231,7 @@ Status Client::ListOnce(const Resource& resource, const std::string& ns, const s
         if (!item.is_object()) return Status::DataLoss(what + ": a list item is not an object");
         if (!item.contains("apiVersion")) item["apiVersion"] = resource.ApiVersion();
         if (!item.contains("kind")) item["kind"] = std::string(resource.kind);
+        if (options.transform) options.transform(&item);
         out->items.push_back(std::move(item));
       }
     }

@@ -71,6 +71,10 @@ struct ListOptions {
   std::string field_selector;  // "status.phase=Running"
   int64_t page_size = 500;     // the "limit" of each page; 0 asks for everything at once
   Cancellation* cancel = nullptr;
+  // When set, edits each item as its page arrives (after apiVersion and
+  // kind are filled in), so a long list never holds more than one page of
+  // whole objects (an informer's transform: reflector.h). Must not throw.
+  std::function<void(nlohmann::json* item)> transform;
 };
 
 struct ObjectList {

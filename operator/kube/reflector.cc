@@ -86,6 +86,7 @@ bool Reflector::ListAll() {
   list_options.field_selector = options_.field_selector;
   list_options.page_size = options_.page_size;
   list_options.cancel = &stop_;
+  list_options.transform = options_.transform;
   ObjectList list;
   Status s = client_->List(resource_, ns_, list_options, &list);
   if (!s.ok()) {
@@ -141,6 +142,9 @@ Reflector::WatchEnd Reflector::WatchOnce() {
       ++stats_.failures;
       stats_.last_error = error;
       return WatchEnd::kFailed;  // the lock is released before the wait
+    }
+    if (options_.transform && event.type != WatchEvent::Type::kBookmark) {
+      options_.transform(&event.object);
     }
     switch (event.type) {
       case WatchEvent::Type::kAdded: handler_->OnAdd(event.object); break;

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -63,6 +64,11 @@ class Reflector {
     Backoff::Options backoff{std::chrono::milliseconds(800), std::chrono::milliseconds(30000),
                              2.0, 0.5};
     uint64_t backoff_seed = 1;  // tests fix it to see the same delays
+    // When set, edits every listed item (as its page arrives) and every
+    // watched object before the handler sees it, e.g. drops the fields no
+    // reader uses (client-go's SetTransform). Must not throw, and must keep
+    // metadata.name, namespace and resourceVersion.
+    std::function<void(nlohmann::json* object)> transform;
   };
 
   struct Stats {

@@ -32,7 +32,10 @@ class RecordingHandler : public ReflectorHandler {
  public:
   void OnReplace(std::vector<nlohmann::json> items, const std::string& rv) override {
     std::string line = "replace@" + rv + ":";
-    for (const auto& item : items) line += " " + item["metadata"]["name"].get<std::string>();
+    for (const auto& item : items) {
+      line += " " + item["metadata"]["name"].get<std::string>() +
+              (show_spec && item.contains("spec") ? "+spec" : "");
+    }
     Record(line);
   }
   void OnAdd(const nlohmann::json& o) override { Record("add " + Describe(o)); }
@@ -43,11 +46,14 @@ class RecordingHandler : public ReflectorHandler {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
   }
+  // Calls then say which objects came with a spec.
+  bool show_spec = false;
 
  private:
-  static std::string Describe(const nlohmann::json& o) {
+  std::string Describe(const nlohmann::json& o) const {
     return o["metadata"]["name"].get<std::string>() + "@" +
-           o["metadata"]["resourceVersion"].get<std::string>();
+           o["metadata"]["resourceVersion"].get<std::string>() +
+           (show_spec && o.contains("spec") ? "+spec" : "");
   }
   void Record(const std::string& line) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -143,6 +149,45 @@ TEST_F(ReflectorTest, ResumesFromABookmarksResourceVersion) {
                                                              {"allowWatchBookmarks", "true"},
                                                              {"resourceVersion", "10"},
                                                              {"timeoutSeconds", "60"}}));
+}
+
+// Options::transform edits every listed item (page by page) and every
+// watched object before the handler sees it; never a BOOKMARK.
+TEST_F(ReflectorTest, TheTransformEditsEveryObjectBeforeTheHandler) {
+  std::vector<nlohmann::json> items;
+  for (const char* n : {"a", "b", "c"}) {
+    items.push_back({{"metadata", {{"name", n}, {"resourceVersion", "10"}}}, {"spec", 1}});
+  }
+  ScriptedReply first = ListReply("TrainingJobList", "gaptrain.io/v1alpha1", {items[0], items[1]}, "");
+  nlohmann::json page = nlohmann::json::parse(first.body);
+  page["metadata"]["continue"] = "next";
+  first.body = page.dump();
+  server_->Push(first);
+  server_->Push(ListReply("TrainingJobList", "gaptrain.io/v1alpha1", {items[2]}, "10"));
+  server_->Push(WatchReply(
+      {R"({"type":"ADDED","object":{"metadata":{"name":"d","resourceVersion":"11"},"spec":2}})",
+       R"({"type":"MODIFIED","object":{"metadata":{"name":"d","resourceVersion":"12"},"spec":3}})",
+       R"({"type":"BOOKMARK","object":{"kind":"TrainingJob","metadata":{"resourceVersion":"13"}}})",
+       R"({"type":"DELETED","object":{"metadata":{"name":"d","resourceVersion":"14"},"spec":3}})"},
+      /*end=*/true));
+  server_->Push(QuietWatch());
+  std::mutex mu;
+  std::vector<std::string> transformed;
+  options_.page_size = 2;
+  options_.transform = [&](nlohmann::json* object) {
+    std::lock_guard<std::mutex> lock(mu);
+    transformed.push_back((*object)["metadata"].value("name", "?"));
+    object->erase("spec");
+  };
+  handler_.show_spec = true;
+  StartReflector();
+  // The second watch comes once the first's events were all handed over.
+  ASSERT_TRUE(server_->WaitForRequests(4, milliseconds(10000)));
+  EXPECT_EQ(Sent(), (std::vector<std::string>{"list", "list", "watch@10", "watch@14"}));
+  EXPECT_EQ(handler_.calls(),
+            (std::vector<std::string>{"replace@10: a b c", "add d@11", "update d@12", "delete d@14"}));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(transformed, (std::vector<std::string>{"a", "b", "c", "d", "d", "d"}));
 }
 
 // kube-apiserver 1.26 answers a too-old resourceVersion with 200 and an

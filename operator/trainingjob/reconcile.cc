@@ -166,8 +166,9 @@ class Reconciler {
       occupied_.insert(name);
       observed_uids_.insert(UidOf(pod));
       // Another job's pod of the same name (an earlier job that is still
-      // going away) only blocks the name.
-      if (!IsControlledBy(pod, uid_)) continue;
+      // going away) only blocks the name; so does one without a uid (no
+      // server sends one): a delete must name the uid it saw.
+      if (!IsControlledBy(pod, uid_) || UidOf(pod).empty()) continue;
       pods_.push_back(ObservedPod{&pod, ReadPodState(pod, job_ended)});
     }
     std::sort(pods_.begin(), pods_.end(), [](const ObservedPod& a, const ObservedPod& b) {
@@ -568,18 +569,24 @@ class Reconciler {
                 std::to_string(spec.workers.replicas),
             PlannedEvent::After::kStatus);
     }
-plan_.requeue_after = config_.progress_poll_interval;
+    // Progress is polled while the coordinator or the master can answer
+    // (their pods ready, or a reading came): the coordinator's phase, the
+    // evaluation and the Gap change without any event. Until then only
+    // the job's and its pods' events change what the plan reads, and they
+    // wake it: a job waiting for nodes costs nothing between events (a
+    // thousand Pending jobs polled every 15 s took a fifth of a core).
+    if (control_ready || o_.coordinator || o_.master) {
+      RequeueWithin(config_.progress_poll_interval);
+    }
     if (gang.wake_after) {
-      plan_.requeue_after =
-          std::min(*plan_.requeue_after,
-                   std::max(std::chrono::seconds(1),
-                            std::chrono::ceil<std::chrono::seconds>(*gang.wake_after)));
+      RequeueWithin(std::max(std::chrono::seconds(1),
+                             std::chrono::ceil<std::chrono::seconds>(*gang.wake_after)));
     }
     if (spec.run_policy.active_deadline_seconds > 0) {
       if (const auto start = ParseTime(start_time_)) {
         const Clock::time_point deadline =
             *start + std::chrono::seconds(spec.run_policy.active_deadline_seconds);
-        plan_.requeue_after = std::min(*plan_.requeue_after, CeilSeconds(deadline - o_.now));
+        RequeueWithin(CeilSeconds(deadline - o_.now));
       }
     }
     PlanAutoscaling(working_trainers);
@@ -604,10 +611,12 @@ plan_.requeue_after = config_.progress_poll_interval;
       plan_.scale_to = autoscale.scale_to;
       Event("Normal", autoscale.reason, "Scale", autoscale.message, PlannedEvent::After::kScale);
     }
-    if (autoscale.next_check) {
-      const std::chrono::seconds next = CeilSeconds(*autoscale.next_check);
-      plan_.requeue_after = plan_.requeue_after ? std::min(*plan_.requeue_after, next) : next;
-    }
+    if (autoscale.next_check) RequeueWithin(CeilSeconds(*autoscale.next_check));
+  }
+
+  // Reconcile again within `d` (the soonest of what asks).
+  void RequeueWithin(std::chrono::seconds d) {
+    plan_.requeue_after = plan_.requeue_after ? std::min(*plan_.requeue_after, d) : d;
   }
 
   // Condition PodsUnschedulable: the pods the scheduler cannot place, with

@@ -186,7 +186,10 @@ struct ReconcilePlan {
   std::optional<uint32_t> scale_to;
   bool delete_job = false;  // ttlSecondsAfterFinished has passed
   // Reconcile again after this long even if nothing changes: progress
-  // polling while the job runs, its deadline, its TTL.
+  // polling while the coordinator or the master can answer (their pods
+  // ready), its deadline, its TTL, a gang release's wait. A job whose
+  // master and coordinator are not ready (Pending on nodes) has none:
+  // only events change what the plan reads, and they wake it.
   std::optional<std::chrono::seconds> requeue_after;
   // The observation's time: what the executor stamps the conditions it
   // sets with (ReplicaFailure), as the plan stamps its own.

@@ -26,6 +26,7 @@
 #include "operator/crd/schema_check.h"
 #include "operator/crd/trainingjob_crd.h"
 #include "operator/testing/coordinator_status_examples.h"
+#include "operator/trainingjob/cached_fields.h"
 #include "operator/trainingjob/desired_children.h"
 #include "operator/trainingjob/kueue_admission_example.h"
 #include "operator/trainingjob/object_fields.h"
@@ -73,13 +74,22 @@ class Cluster {
   std::optional<MasterProgress> master;
   std::optional<MasterScrape> master_scrape;
 
+  // The job and its children as the operator's caches hold them
+  // (cached_fields.h): every case plans from trimmed objects.
   ObservedJob Observe() const {
-    ObservedJob o = ObserveJob(job_);
+    json job = job_;
+    TrimCachedObject(&job);
+    ObservedJob o = ObserveJob(std::move(job));
     o.pods = pods_;
+    for (json& pod : o.pods) TrimCachedPod(&pod);
     o.services = services_;
     o.config_maps = config_maps_;
     o.persistent_volume_claims = claims_;
     o.network_policies = policies_;  // never the Secrets: the operator reads none
+    for (auto* list : {&o.services, &o.config_maps, &o.persistent_volume_claims,
+                       &o.network_policies}) {
+      for (json& object : *list) TrimCachedObject(&object);
+    }
     o.workloads = workloads_;
     o.resource_flavors = resource_flavors;
     o.coordinator = coordinator;
@@ -305,7 +315,8 @@ TEST(ReconcileTest, CreatesEveryChildAndThenNothing) {
   EXPECT_TRUE(HasReason(plan, "TrainingJobCreated"));
   EXPECT_TRUE(HasReason(plan, "SuccessfulCreatePod"));
   EXPECT_EQ(EventWith(plan, "SuccessfulCreatePod")->after, PlannedEvent::After::kChild);
-  EXPECT_EQ(plan.requeue_after, seconds(15));
+  // Nothing of it runs yet: no progress to poll, its pods' events wake it.
+  EXPECT_EQ(plan.requeue_after, std::nullopt);
 
   c.Carry(plan);
   const ReconcilePlan second = c.Plan();
@@ -1272,7 +1283,9 @@ TEST(ReconcileTest, AJobWaitingTooLongForItsTrainersGivesTheirNodesBack) {
   ASSERT_TRUE(release.status.has_value());
   EXPECT_EQ((*release.status)["gang"],
             json::parse(R"j({"releasedAt": "2026-11-23T06:01:00Z", "releases": 1})j"));
-  EXPECT_EQ(release.requeue_after, seconds(15));  // the progress poll comes before its end
+  // No trainer is ready, the master and coordinator are not: nothing to
+  // poll, the release's end wakes it.
+  EXPECT_EQ(release.requeue_after, seconds(backoff));
   c.Carry(release);
 
   // Backing off: the master, coordinator and evaluator stay, no trainer is made.

@@ -15,7 +15,8 @@ constexpr double kHttpTimeoutSeconds = 5;
 Status RunningOperator::Start(const std::string& dir, const std::string& name,
                               const std::string& kubeconfig, const std::vector<std::string>& args,
                               std::unique_ptr<RunningOperator>* out,
-                              const std::vector<std::pair<std::string, std::string>>& env) {
+                              const std::vector<std::pair<std::string, std::string>>& env,
+                              const std::string& binary) {
   std::unique_ptr<RunningOperator> op(new RunningOperator());
   op->name_ = name;
   op->log_file_ = dir + "/" + name + ".log";
@@ -28,7 +29,7 @@ Status RunningOperator::Start(const std::string& dir, const std::string& name,
     if (!file) return Status::Internal("cannot write " + kubeconfig_file);
   }
   Process::Spec spec;
-  spec.binary = "operator/gaptrain-operator";  // runfiles-relative
+  spec.binary = binary;
   spec.args = {"--kubeconfig", kubeconfig_file, "--pod-name", name, "--metrics-address",
                "127.0.0.1", "--metrics-port", "0", "--health-port", "0", "--ports-file",
                ports_file};

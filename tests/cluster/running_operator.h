@@ -35,11 +35,14 @@ class RunningOperator {
   // --kubeconfig, --pod-name `name`, ephemeral ports, a ports file and
   // `args` (e.g. short lease durations), and `env` added to its
   // environment (e.g. POD_NAME and POD_NAMESPACE, as the downward API
-  // gives them in a cluster); its log is dir/NAME.log.
+  // gives them in a cluster); its log is dir/NAME.log. `binary` is the
+  // operator's path (runfiles-relative by default; a benchmark may compare
+  // another build).
   static Status Start(const std::string& dir, const std::string& name,
                       const std::string& kubeconfig, const std::vector<std::string>& args,
                       std::unique_ptr<RunningOperator>* out,
-                      const std::vector<std::pair<std::string, std::string>>& env = {});
+                      const std::vector<std::pair<std::string, std::string>>& env = {},
+                      const std::string& binary = "operator/gaptrain-operator");
 
   const std::string& name() const { return name_; }
   Process* process() { return process_.get(); }
