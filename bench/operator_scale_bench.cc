@@ -16,10 +16,10 @@
 //   - settled: from the end of the apply until the operator's log fell
 //     silent (for 10 s: the scheduler's reasons written to every job);
 //   - idle: the operator's CPU share of one core over `--idle-seconds`
-//     (60) once settled, with the
-//     reconciles it ran meanwhile, and the API server's share beside it
-//     (in the planning window as well: the limit that binds when the
-//     operator is not);
+//     (60) once settled, with the reconciles it ran meanwhile, and the API
+//     server's share beside it (in the planning window as well: the limit
+//     that binds when the operator is not); reconciles per job while
+//     planning;
 // and each of N's figures as a ratio to the base size's of the same run, so
 // that growth per job shows (N/100 = 10 would be linear).
 //
@@ -36,15 +36,12 @@
 // Needs $KUBEBUILDER_ASSETS (scripts/test-cluster.sh). docs/performance.md
 // records the results.
 
-#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/types.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -280,9 +277,15 @@ Status Run(const std::string& work_dir, size_t jobs, double idle_seconds, const 
       break;
     }
     if (Clock::now() - t0 > kPlanTimeout) {
-      return Status(Status::Code::kDeadlineExceeded, std::to_string(phased) + " of " + std::to_string(jobs) +
-                                      " jobs planned, " + std::to_string(pods) + " pods, after " +
-                                      std::to_string(Seconds(Clock::now() - t0)) + " s");
+      char so_far[160];
+      std::snprintf(so_far, sizeof so_far,
+                    "; the operator so far: %.1f s of CPU, %.0f MB resident, %.1f reconciles",
+                    ProcessCpuSeconds(pid) - cpu0, ProcessMemoryMb(pid, "VmRSS"),
+                    Reconciles(*op) - plan_reconciles0);
+      return Status(Status::Code::kDeadlineExceeded,
+                    std::to_string(phased) + " of " + std::to_string(jobs) + " jobs planned, " +
+                        std::to_string(pods) + " pods, after " +
+                        std::to_string(Seconds(Clock::now() - t0)) + " s" + so_far);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // reads the cache
   }
