@@ -193,13 +193,14 @@ class CoordinatorSession:
         if self._hb_thread is not None:
             self._hb_thread.join(timeout=1.0)  # a heartbeat in flight is not awaited longer
 
-    def _period(self):
+    def heartbeat_period(self):
+        """Seconds between heartbeats: a third of the lease, 0.2-10 s."""
         lease = self.registration.lease_seconds if self.registration else 3
         return min(max(lease / 3.0, 0.2), 10.0)
 
     def _heartbeat_loop(self):
         backoff = rpc.Backoff(self._opts.host_name)
-        wait = self._period()
+        wait = self.heartbeat_period()
         while True:
             self._hb_wake.wait(wait)
             self._hb_wake.clear()
@@ -211,27 +212,27 @@ class CoordinatorSession:
                 request.worker_id = self.worker_id
                 resync = self._failing
             if request.worker_id == 0:
-                wait = self._period()
+                wait = self.heartbeat_period()
                 continue
             try:
-                reply = self._call("Heartbeat", request, timeout=max(self._period(), 1))
+                reply = self._call("Heartbeat", request, timeout=max(self.heartbeat_period(), 1))
             except grpc.RpcError as e:
                 err = rpc.error(e)
                 if self._hb_stop.is_set():
                     return
                 if err.code in rpc.TRANSIENT:
                     self._note_failure("Heartbeat", err)
-                    wait = min(self._period(), backoff.next())
+                    wait = min(self.heartbeat_period(), backoff.next())
                 elif err.code in rpc.LOST_MEMBERSHIP:
                     log.warning("coordinator: heartbeat refused (%s); registering again", err)
                     try:
                         self._reregister(request.worker_id)
-                        wait = self._period()
+                        wait = self.heartbeat_period()
                     except grpc.RpcError:
-                        wait = min(self._period(), backoff.next())
+                        wait = min(self.heartbeat_period(), backoff.next())
                 else:
                     log.error("coordinator: heartbeat refused: %s", err)
-                    wait = self._period()
+                    wait = self.heartbeat_period()
                 continue
             backoff.reset()
             if resync:  # after an outage: register again with the same id
@@ -243,7 +244,7 @@ class CoordinatorSession:
                 log.info("coordinator: the job has %s", "succeeded"
                          if reply.phase == pb.JOB_PHASE_SUCCEEDED else "failed")
                 self._stop.stop(rpc.Stop.JOB_ENDED)
-            wait = self._period()
+            wait = self.heartbeat_period()
 
     def leave(self, reason, message, deadline):
         """Leave by the monotonic `deadline`; True when the coordinator answered."""

@@ -166,7 +166,7 @@ class MasterSession:
         its retries and refusals are counted afresh."""
         for c in self.clients:
             c.has_batch = False
-        self._backoff = rpc.Backoff(self.opts.host_name)
+        self._backoff.reset()
         self._recomputes = 0
 
     def begin_task(self):
@@ -266,8 +266,11 @@ class MasterSession:
         self.session.set_master_version(reply.version)
         if reply.outcome == pb.PushResponse.DISCARDED_FINISHED:
             # Past the job's maxUpdates: the coordinator ends the job once a
-            # heartbeat reports the version, so report it now.
+            # heartbeat reports the version, so report it now, and wait for
+            # its answer (the stop flag) rather than compute batches the
+            # master will discard; a heartbeat period at most.
             self.session.heartbeat_now()
+            self.stop.sleep(self.session.heartbeat_period())
         if self.slim is not None:
             self.slim.accept()
         # The master holds a sync PushPull until the step is out; an older

@@ -89,6 +89,9 @@ class _Coordinator:
     def heartbeat_now(self):
         pass
 
+    def heartbeat_period(self):
+        return 0.2
+
 
 class _Metrics:
     def __getattr__(self, name):

@@ -288,13 +288,15 @@ void CoordinatorSession::StopHeartbeats() {
   if (t.joinable()) t.join();
 }
 
+std::chrono::milliseconds CoordinatorSession::HeartbeatPeriod() const {
+  double seconds = std::clamp(registration().lease_seconds() / 3.0, 0.2, 10.0);
+  if (options_.heartbeat_seconds > 0) seconds = std::min(seconds, options_.heartbeat_seconds);
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 void CoordinatorSession::HeartbeatLoop() {
   Backoff backoff(options_.retry.backoff, NextSeed());
-  auto period = [&] {
-    double seconds = std::clamp(registration().lease_seconds() / 3.0, 0.2, 10.0);
-    if (options_.heartbeat_seconds > 0) seconds = std::min(seconds, options_.heartbeat_seconds);
-    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  };
+  auto period = [&] { return HeartbeatPeriod(); };
   auto next = Clock::now() + period();
   while (true) {
     {

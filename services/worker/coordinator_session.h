@@ -81,6 +81,9 @@ class CoordinatorSession {
   // said the job's length is reached, which the coordinator learns from
   // the version a heartbeat reports (its answer then ends the job).
   void HeartbeatNow();
+  // The heartbeat period: a third of the registration's lease (0.2-10 s),
+  // or Options::heartbeat_seconds when shorter.
+  std::chrono::milliseconds HeartbeatPeriod() const;
   // What the next heartbeat reports. `task_id` 0: none.
   void SetProgress(uint64_t task_id, uint32_t samples_done, std::optional<float> loss);
   void SetMasterVersion(uint64_t version);

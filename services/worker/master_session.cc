@@ -394,8 +394,13 @@ Status MasterSession::Push(float loss, SampleRange positions, proto::PushRespons
   coordinator_->SetMasterVersion(reply->version());
   if (++pushes_since_buffers_ >= kPushesPerBufferSend) SendBuffers();
   // Past the job's maxUpdates: the coordinator ends the job once a
-  // heartbeat reports the version, so report it now.
-  if (reply->outcome() == proto::PushResponse::DISCARDED_FINISHED) coordinator_->HeartbeatNow();
+  // heartbeat reports the version, so report it now, and wait for its
+  // answer (the stop flag) rather than compute batches the master will
+  // discard; a heartbeat period at most.
+  if (reply->outcome() == proto::PushResponse::DISCARDED_FINISHED) {
+    coordinator_->HeartbeatNow();
+    stop_->SleepFor(coordinator_->HeartbeatPeriod());
+  }
   // The master holds a sync PushPull until the step is out; an older
   // master (or a step slower than its limit) answers before: poll.
   if (sync_) {
