@@ -132,13 +132,6 @@ void OperatorMetrics::SetQueueDepth(size_t depth) {
   queue_depth_->Set(static_cast<double>(depth));
 }
 
-void OperatorMetrics::SetJobsByPhase(const std::vector<nlohmann::json>& jobs) {
-  std::vector<std::string> phases;
-  phases.reserve(jobs.size());
-  for (const nlohmann::json& job : jobs) phases.push_back(trainingjob::StringAt(job, {"status", "phase"}));
-  SetJobPhases(phases);
-}
-
 void OperatorMetrics::SetJobPhases(const std::vector<std::string>& phases) {
   std::map<std::string, double> counts;
   for (const char* phase : kPhases) counts[phase] = 0;

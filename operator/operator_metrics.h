@@ -72,11 +72,8 @@ class OperatorMetrics : public controller::ControllerObserver {
   void RecordTransitions(const JobTransitions& transitions);
   void SetLeader(bool leader);
   void SetQueueDepth(size_t depth);
-  // Sets gaptrain_operator_jobs from the cached TrainingJobs (a job
-  // without a phase yet counts as Pending).
-  void SetJobsByPhase(const std::vector<nlohmann::json>& jobs);
-  // The same from each job's status.phase ("" counts as Pending), for a
-  // caller that reads the phases without copying the jobs.
+  // Sets gaptrain_operator_jobs from each cached TrainingJob's
+  // status.phase ("": no phase yet, counts as Pending).
   void SetJobPhases(const std::vector<std::string>& phases);
 
  private:
