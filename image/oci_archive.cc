@@ -171,17 +171,10 @@ Status OciArchive::Open(const std::string& path, std::unique_ptr<OciArchive>* ar
 }
 
 Status OciArchive::ReadMembers(std::map<std::string, std::string>* small_files) {
-  std::unique_ptr<FileSource> file;
-  GAPTRAIN_RETURN_IF_ERROR(FileSource::Open(path_, &file));
-  TarReader tar(file.get());
-  for (;;) {
-    TarEntry entry;
-    bool end = false;
-    GAPTRAIN_RETURN_IF_ERROR(tar.Next(&entry, &end));
-    if (end) return Status::OK();
+  return ForEachTarEntry(path_, [this, small_files](const TarEntry& entry, TarReader* tar) {
     const std::string name = NormalizeTarName(entry.name);
     if (entry.type == TarEntry::kDirectory && (name == "blobs" || name == "blobs/sha256")) {
-      continue;
+      return Status::OK();
     }
     const bool small = name == "oci-layout" || name == "index.json" || name == "manifest.json";
     const bool blob = name.rfind(kBlobPrefix, 0) == 0;
@@ -192,9 +185,7 @@ Status OciArchive::ReadMembers(std::map<std::string, std::string>* small_files) 
       if (small_files->count(name) != 0) return Invalid(path_, name + " appears twice");
       if (entry.size > kMaxJsonBytes) return Invalid(path_, name + " is too large");
       std::string& text = (*small_files)[name];
-      GAPTRAIN_RETURN_IF_ERROR(
-          tar.ReadData([&text](const char* data, size_t size) { text.append(data, size); }));
-      continue;
+      return tar->ReadData([&text](const char* data, size_t size) { text.append(data, size); });
     }
     const std::string hex = name.substr(sizeof(kBlobPrefix) - 1);
     if (!IsHexDigest(hex)) {
@@ -203,13 +194,14 @@ Status OciArchive::ReadMembers(std::map<std::string, std::string>* small_files) 
     if (blobs_.count(hex) != 0) return Invalid(path_, entry.name + " appears twice");
     Sha256 sha;
     GAPTRAIN_RETURN_IF_ERROR(
-        tar.ReadData([&sha](const char* data, size_t size) { sha.Update(data, size); }));
+        tar->ReadData([&sha](const char* data, size_t size) { sha.Update(data, size); }));
     const std::string actual = sha.HexDigest();
     if (actual != hex) {
       return Status::DataLoss(path_ + ": " + entry.name + " hashes to sha256:" + actual);
     }
     blobs_[hex] = Blob{entry.offset, entry.size};
-  }
+    return Status::OK();
+  });
 }
 
 Status OciArchive::CheckDescriptor(const json& descriptor, const std::string& where,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 namespace gaptrain {
 namespace {
@@ -248,6 +249,20 @@ std::string NormalizeTarName(std::string name) {
   while (!name.empty() && name.back() == '/') name.pop_back();
   if (name == ".") name.clear();
   return name;
+}
+
+Status ForEachTarEntry(const std::string& path,
+                       const std::function<Status(const TarEntry&, TarReader*)>& visit) {
+  std::unique_ptr<FileSource> file;
+  GAPTRAIN_RETURN_IF_ERROR(FileSource::Open(path, &file));
+  TarReader tar(file.get());
+  for (;;) {
+    TarEntry entry;
+    bool end = false;
+    GAPTRAIN_RETURN_IF_ERROR(tar.Next(&entry, &end));
+    if (end) return Status::OK();
+    GAPTRAIN_RETURN_IF_ERROR(visit(entry, &tar));
+  }
 }
 
 }  // namespace gaptrain

@@ -76,6 +76,13 @@ class TarReader {
   std::vector<char> chunk_;
 };
 
+// Reads the tar file at `path` front to back, calling `visit` with each
+// entry and the reader (whose ReadData reads that entry's data, if `visit`
+// wants it) until the archive ends: OK, or the first error of the file, the
+// format or `visit`.
+Status ForEachTarEntry(const std::string& path,
+                       const std::function<Status(const TarEntry&, TarReader*)>& visit);
+
 }  // namespace gaptrain
 
 #endif  // GAPTRAIN_IMAGE_TAR_READER_H_

@@ -51,21 +51,15 @@ struct Listing {
 };
 
 Status List(const std::string& path, Listing* listing) {
-  std::unique_ptr<FileSource> file;
-  GAPTRAIN_RETURN_IF_ERROR(FileSource::Open(path, &file));
-  TarReader tar(file.get());
-  for (;;) {
-    TarEntry entry;
-    bool end = false;
-    GAPTRAIN_RETURN_IF_ERROR(tar.Next(&entry, &end));
-    if (end) return Status::OK();
+  return ForEachTarEntry(path, [listing](const TarEntry& entry, TarReader* tar) {
     // Read only some files' data: Next() must skip the rest.
     if (entry.name == "./data" || entry.name.size() > 100) {
       std::string& d = listing->data[entry.name];
-      GAPTRAIN_RETURN_IF_ERROR(tar.ReadData([&d](const char* p, size_t n) { d.append(p, n); }));
+      GAPTRAIN_RETURN_IF_ERROR(tar->ReadData([&d](const char* p, size_t n) { d.append(p, n); }));
     }
     listing->entries[entry.name] = entry;
-  }
+    return Status::OK();
+  });
 }
 
 class TarReaderFormatTest : public ::testing::TestWithParam<const char*> {};
