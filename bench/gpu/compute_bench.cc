@@ -40,29 +40,12 @@
 #include "services/learn/compute_threads.h"
 #include "services/learn/device.h"
 #include "services/learn/model.h"
+#include "services/learn/synthetic_batch.h"
 
 namespace gaptrain {
 namespace {
 
-struct Batch {
-  std::vector<float> images;
-  std::vector<int64_t> labels;
-  int64_t size = 0;
-};
-
-// Pixels uniform with mean 0 and std 1 (an LCG), labels cycling.
-Batch RandomBatch(const ModelInput& in, int64_t size, uint32_t seed) {
-  Batch b;
-  b.size = size;
-  b.images.resize(static_cast<size_t>(size * in.channels * in.height * in.width));
-  uint64_t state = 0x9E3779B97F4A7C15ull * (seed + 1);
-  for (float& v : b.images) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    v = (static_cast<float>(state >> 40) * (1.0f / 16777216.0f) - 0.5f) * 3.4641f;
-  }
-  for (int64_t i = 0; i < size; ++i) b.labels.push_back((i * 7 + seed) % in.num_classes);
-  return b;
-}
+using Batch = SyntheticBatch;
 
 ModelInput InputFor(const std::string& model) {
   return model == "resnet20" ? ModelInput{3, 32, 32, 10} : ModelInput{1, 28, 28, 10};

@@ -30,6 +30,7 @@
 
 #include "services/base/available_cpus.h"
 #include "services/learn/compute_threads.h"
+#include "services/learn/synthetic_batch.h"
 
 namespace gaptrain {
 
@@ -101,30 +102,8 @@ std::string Runfile(const std::string& path) {
 
 const std::string kScripted = "services/learn/testdata/tiny_convnet.pt";
 
-// A deterministic batch: pixels uniform in [-1.73, 1.73) (mean 0, std 1),
-// labels cycling through the classes. A bare LCG rather than <random>'s
-// distributions: this test builds at -O0, where those are the slow part.
-struct Batch {
-  std::vector<float> images;
-  std::vector<int64_t> labels;
-  int64_t size = 0;
-};
+using Batch = SyntheticBatch;
 
-Batch RandomBatch(const ModelInput& in, int64_t size, uint32_t seed) {
-  Batch b;
-  b.size = size;
-  b.images.resize(static_cast<size_t>(size * in.channels * in.height * in.width));
-  uint64_t state = 0x9E3779B97F4A7C15ull * (seed + 1);
-  for (float& v : b.images) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    v = (static_cast<float>(state >> 40) * (1.0f / 16777216.0f) - 0.5f) * 3.4641f;
-  }
-  for (int64_t i = 0; i < size; ++i) b.labels.push_back((i * 7 + seed) % in.num_classes);
-  return b;
-}
-
-// A learnable batch: class k has a bright 4x4 square at a class-specific
-// spot, on top of noise.
 Batch PatternBatch(const ModelInput& in, int64_t size, uint32_t seed) {
   Batch b = RandomBatch(in, size, seed);
   const int64_t plane = in.height * in.width;
