@@ -25,6 +25,7 @@
 #include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
 #include "services/testing/test_files.h"
+#include "services/testing/tiny_mlp_store.h"
 
 namespace gaptrain {
 namespace {
@@ -40,22 +41,6 @@ void Damage(const std::string& path, long offset) {
   ASSERT_EQ(std::fclose(f), 0);
 }
 
-// fc1: Linear(3, 4), fc2: Linear(4, 2); values depend on `seed`, so stores
-// of different versions differ everywhere.
-std::unique_ptr<ParameterStore> MlpStore(uint64_t version, float seed) {
-  ParameterLayout layout;
-  EXPECT_TRUE(layout.Add("fc1.weight", {4, 3}).ok());
-  EXPECT_TRUE(layout.Add("fc1.bias", {4}).ok());
-  EXPECT_TRUE(layout.Add("fc2.weight", {2, 4}).ok());
-  EXPECT_TRUE(layout.Add("fc2.bias", {2}).ok());
-  auto store = std::make_unique<ParameterStore>(std::move(layout));  // P = 26
-  for (size_t i = 0; i < store->size(); ++i) {
-    store->params()[i] = std::sin(seed + 0.7f * i) * (i % 3 == 0 ? -1.5f : 0.8f);
-  }
-  store->AddBuffer("momentum", DType::kFloat32)->Fill(42.0f);  // not exported
-  store->set_version(version);
-  return store;
-}
 
 struct Result {
   int code;
@@ -100,7 +85,7 @@ void ExpectExportOf(const std::string& path, const ParameterStore& store) {
 
 TEST(ExportCommandTest, ExportsACheckpointFile) {
   const std::string dir = TestDir("export_command_test");
-  std::unique_ptr<ParameterStore> store = MlpStore(321, 1.0f);
+  std::unique_ptr<ParameterStore> store = TinyMlpStore(321, 1.0f);
   const std::string checkpoint = dir + "/model.gtc";
   ASSERT_TRUE(WriteCheckpoint(*store, CheckpointMeta(), checkpoint).ok());
   const std::string checkpoint_bytes = ReadRaw(checkpoint);
@@ -117,7 +102,7 @@ TEST(ExportCommandTest, ExportsACheckpointFile) {
   EXPECT_EQ(ReadRaw(checkpoint), checkpoint_bytes);  // only read
 
   // --output, before CHECKPOINT, replacing an existing file.
-  std::unique_ptr<ParameterStore> other = MlpStore(7, 2.5f);
+  std::unique_ptr<ParameterStore> other = TinyMlpStore(7, 2.5f);
   ASSERT_TRUE(WriteCheckpoint(*other, CheckpointMeta(), checkpoint).ok());
   r = Export({"--output", out, checkpoint});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -129,7 +114,7 @@ TEST(ExportCommandTest, ExportsACheckpointFile) {
 // its dtype, and the state_dict holds them after the parameters.
 TEST(ExportCommandTest, BuffersAreExportedAndListedOnTheCard) {
   const std::string dir = TestDir("export_command_test");
-  std::unique_ptr<ParameterStore> store = MlpStore(5, 1.0f);
+  std::unique_ptr<ParameterStore> store = TinyMlpStore(5, 1.0f);
   CheckpointMeta meta;
   ASSERT_TRUE(meta.buffer_layout.Add("bn.running_mean", {2}, BufferDType::kFloat32).ok());
   ASSERT_TRUE(meta.buffer_layout.Add("bn.num_batches_tracked", {}, BufferDType::kInt64).ok());
@@ -160,7 +145,7 @@ TEST(ExportCommandTest, RunDirTakesTheNewestValidCheckpoint) {
   CheckpointDirectory checkpoints(run + "/checkpoints", 5);
   std::vector<std::unique_ptr<ParameterStore>> stores;
   for (uint64_t version : {100, 200, 300}) {
-    stores.push_back(MlpStore(version, 0.1f * version));
+    stores.push_back(TinyMlpStore(version, 0.1f * version));
     ASSERT_TRUE(checkpoints.Save(*stores.back(), CheckpointMeta(), nullptr).ok());
   }
   const std::string newest = run + "/checkpoints/" + CheckpointDirectory::FileName(300);
@@ -189,8 +174,8 @@ TEST(ExportCommandTest, CheckpointDirWithCardIntoNewDirectories) {
   const std::string dir = TestDir("export_command_test");
   const std::string volume = dir + "/checkpoints";  // the claim's root
   CheckpointDirectory checkpoints(volume, 5);
-  std::unique_ptr<ParameterStore> older = MlpStore(40, 0.5f);
-  std::unique_ptr<ParameterStore> newest = MlpStore(90, 1.5f);
+  std::unique_ptr<ParameterStore> older = TinyMlpStore(40, 0.5f);
+  std::unique_ptr<ParameterStore> newest = TinyMlpStore(90, 1.5f);
   ASSERT_TRUE(checkpoints.Save(*older, CheckpointMeta(), nullptr).ok());
   ASSERT_TRUE(checkpoints.Save(*newest, CheckpointMeta(), nullptr).ok());
   const std::string job = dir + "/job.yaml";
@@ -260,7 +245,7 @@ void ExpectFails(const BadCase& c, const std::string& out) {
 TEST(ExportCommandTest, BadUsageIsRefused) {
   const std::string dir = TestDir("export_command_test");
   const std::string checkpoint = dir + "/model.gtc";
-  ASSERT_TRUE(WriteCheckpoint(*MlpStore(1, 1.0f), CheckpointMeta(), checkpoint).ok());
+  ASSERT_TRUE(WriteCheckpoint(*TinyMlpStore(1, 1.0f), CheckpointMeta(), checkpoint).ok());
   const std::string out = dir + "/model.pt";
   const std::vector<BadCase> cases = {
       {{}, 2, "give a CHECKPOINT file or --run-dir DIR"},
@@ -321,8 +306,8 @@ TEST(ExportCommandTest, MissingOrCorruptCheckpointIsAnError) {
   const std::string out = dir + "/model.pt";
   const std::string flipped = dir + "/flipped.gtc";
   const std::string torn = dir + "/torn.gtc";
-  ASSERT_TRUE(WriteCheckpoint(*MlpStore(5, 1.0f), CheckpointMeta(), flipped).ok());
-  ASSERT_TRUE(WriteCheckpoint(*MlpStore(5, 1.0f), CheckpointMeta(), torn).ok());
+  ASSERT_TRUE(WriteCheckpoint(*TinyMlpStore(5, 1.0f), CheckpointMeta(), flipped).ok());
+  ASSERT_TRUE(WriteCheckpoint(*TinyMlpStore(5, 1.0f), CheckpointMeta(), torn).ok());
   Damage(flipped, 20);  // a parameter byte: only the CRC notices
   ASSERT_EQ(::truncate(torn.c_str(), 60), 0);
 
@@ -342,7 +327,7 @@ TEST(ExportCommandTest, RunDirWithoutAValidCheckpointIsAnError) {
   const std::string bad_run = dir + "/bad";
   CheckpointDirectory checkpoints(bad_run + "/checkpoints", 5);
   for (uint64_t version : {10, 20}) {
-    ASSERT_TRUE(checkpoints.Save(*MlpStore(version, 1.0f), CheckpointMeta(), nullptr).ok());
+    ASSERT_TRUE(checkpoints.Save(*TinyMlpStore(version, 1.0f), CheckpointMeta(), nullptr).ok());
     Damage(bad_run + "/checkpoints/" + CheckpointDirectory::FileName(version), 20);
   }
 

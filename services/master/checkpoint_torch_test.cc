@@ -25,6 +25,7 @@
 #include "services/engine/parameter_store.h"
 #include "services/master/checkpoint.h"
 #include "services/testing/test_files.h"
+#include "services/testing/tiny_mlp_store.h"
 
 namespace gaptrain {
 namespace {
@@ -32,22 +33,6 @@ namespace {
 using Code = Status::Code;
 using Named = std::vector<std::pair<std::string, at::Tensor>>;
 
-// fc1: Linear(3, 4), fc2: Linear(4, 2), as torch.nn names them.
-std::unique_ptr<ParameterStore> MlpStore() {
-  ParameterLayout layout;
-  EXPECT_TRUE(layout.Add("fc1.weight", {4, 3}).ok());
-  EXPECT_TRUE(layout.Add("fc1.bias", {4}).ok());
-  EXPECT_TRUE(layout.Add("fc2.weight", {2, 4}).ok());
-  EXPECT_TRUE(layout.Add("fc2.bias", {2}).ok());
-  auto store = std::make_unique<ParameterStore>(std::move(layout));  // P = 26
-  for (size_t i = 0; i < store->size(); ++i) {
-    // Values with full mantissas, both signs: only an exact copy matches.
-    store->params()[i] = std::sin(1.0f + 0.7f * i) * (i % 3 == 0 ? -1.5f : 0.8f);
-  }
-  store->AddBuffer("momentum", DType::kFloat32)->Fill(42.0f);  // not exported
-  store->set_version(321);
-  return store;
-}
 
 // fc2(relu(fc1(x))) for x = (1, -2, 0.5), from the flat parameters.
 std::vector<float> MlpForward(const float* p) {
@@ -119,7 +104,7 @@ print("OK")
 
 TEST(CheckpointTorchTest, LoadsNamedTensorsWithTheLayoutsShapes) {
   const std::string dir = TestDir("checkpoint_torch_test");
-  std::unique_ptr<ParameterStore> store = MlpStore();
+  std::unique_ptr<ParameterStore> store = TinyMlpStore(321, 1.0f);
   const std::string path = dir + "/model.gtc";
   ASSERT_TRUE(WriteCheckpoint(*store, CheckpointMeta(), path).ok());
 
@@ -167,7 +152,7 @@ TEST(CheckpointTorchTest, ZeroDimensionalTensor) {
 TEST(CheckpointTorchTest, CorruptOrMissingCheckpointIsAnError) {
   const std::string dir = TestDir("checkpoint_torch_test");
   const std::string path = dir + "/model.gtc";
-  ASSERT_TRUE(WriteCheckpoint(*MlpStore(), CheckpointMeta(), path).ok());
+  ASSERT_TRUE(WriteCheckpoint(*TinyMlpStore(321, 1.0f), CheckpointMeta(), path).ok());
   FILE* f = std::fopen(path.c_str(), "r+b");
   ASSERT_NE(f, nullptr);
   ASSERT_EQ(std::fseek(f, -20, SEEK_END), 0);
@@ -189,7 +174,7 @@ TEST(CheckpointTorchTest, CorruptOrMissingCheckpointIsAnError) {
 
 TEST(CheckpointTorchTest, PythonTorchLoadReadsTheExport) {
   const std::string dir = TestDir("checkpoint_torch_test");
-  std::unique_ptr<ParameterStore> store = MlpStore();
+  std::unique_ptr<ParameterStore> store = TinyMlpStore(321, 1.0f);
   const std::string checkpoint = dir + "/model.gtc";
   ASSERT_TRUE(WriteCheckpoint(*store, CheckpointMeta(), checkpoint).ok());
   const std::string out = dir + "/model.pt";
