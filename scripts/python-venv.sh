@@ -22,16 +22,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 requirements="$here/../python/requirements-current.txt"
 
-make=1
-case "${1:-}" in
-  "") ;;
-  --installed) make=0 ;;
-  *) echo "python-venv: unknown argument '$1' (usage: scripts/python-venv.sh [--installed])" >&2
-     exit 2 ;;
-esac
-
-home="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
-dir="${GAPTRAIN_PYTHON_VENV_DIR:-${XDG_CACHE_HOME:-$home/.cache}/gaptrain-python-current}"
+source "$(dirname "${BASH_SOURCE[0]}")/cached_tool.sh"
+parse_installed_flag python-venv "$@"
+dir="${GAPTRAIN_PYTHON_VENV_DIR:-$(cache_dir gaptrain-python-current)}"
 python="$dir/bin/python3"
 stamp="$dir/.requirements.sha256"
 want="$(sha256sum "$requirements" | cut -d' ' -f1)"
@@ -57,7 +50,7 @@ if current; then
   echo "$python"
   exit 0
 fi
-if [[ $make -eq 0 ]]; then
+if [[ $build -eq 0 ]]; then
   echo "python-venv: no current environment in $dir (run scripts/python-venv.sh)" >&2
   exit 1
 fi

@@ -18,16 +18,9 @@ set -euo pipefail
 
 readonly RCLONE_VERSION=v1.76.0
 
-build=1
-case "${1:-}" in
-  "") ;;
-  --installed) build=0 ;;
-  *) echo "s3-server: unknown argument '$1' (usage: scripts/s3-server.sh [--installed])" >&2
-     exit 2 ;;
-esac
-
-home="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
-dir="${GAPTRAIN_TOOLS_DIR:-${XDG_CACHE_HOME:-$home/.cache}/gaptrain-tools}"
+source "$(dirname "${BASH_SOURCE[0]}")/cached_tool.sh"
+parse_installed_flag s3-server "$@"
+dir="${GAPTRAIN_TOOLS_DIR:-$(cache_dir gaptrain-tools)}"
 rclone="$dir/bin/rclone"
 
 current() {

@@ -41,16 +41,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 modules="$here/test-cluster"
 
-build=1
-case "${1:-}" in
-  "") ;;
-  --installed) build=0 ;;
-  *) echo "test-cluster: unknown argument '$1' (usage: scripts/test-cluster.sh [--installed])" >&2
-     exit 2 ;;
-esac
-
-home="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
-dir="${GAPTRAIN_TEST_CLUSTER_DIR:-${XDG_CACHE_HOME:-$home/.cache}/gaptrain-test-cluster}"
+source "$(dirname "${BASH_SOURCE[0]}")/cached_tool.sh"
+parse_installed_flag test-cluster "$@"
+dir="${GAPTRAIN_TEST_CLUSTER_DIR:-$(cache_dir gaptrain-test-cluster)}"
 mkdir -p "$dir/.stamps"
 
 if ! command -v go >/dev/null 2>&1; then

@@ -27,46 +27,33 @@ else
   echo "test.sh: //image:image_test left out (GAPTRAIN_IMAGE_TEST=0; docs/image.md)"
 fi
 
+# use_tool VARIABLE SCRIPT WHAT: unless VARIABLE is set, exports it as what
+# SCRIPT prints (a tool it builds once into a cache and finds after); when
+# SCRIPT fails, WHAT skips (fails with CI=true).
+use_tool() {
+  local variable=$1 script=$2 what=$3 value start=$SECONDS
+  [[ -n "${!variable:-}" ]] && return
+  if value="$("$script")"; then
+    export "$variable=$value"
+    echo "test.sh: $variable=$value ($((SECONDS - start)) s)"
+  else
+    echo "test.sh: $script failed; $what will skip (fail with CI=true)"
+    unset "$variable"
+  fi
+}
+
 # The real Kubernetes control plane, Helm and Kueue the operator's tests
-# run against (operator/envtest), built from their Go modules by
-# scripts/test-cluster.sh (about 10 minutes on a fresh machine, a second
-# after) and found as controller-runtime's envtest finds them.
-if [[ -z "${KUBEBUILDER_ASSETS:-}" ]]; then
-  cluster_start=$SECONDS
-  if KUBEBUILDER_ASSETS="$(scripts/test-cluster.sh)"; then
-    export KUBEBUILDER_ASSETS
-    echo "test.sh: test cluster in $KUBEBUILDER_ASSETS ($((SECONDS - cluster_start)) s)"
-  else
-    echo "test.sh: scripts/test-cluster.sh failed; the control-plane tests will skip (fail with CI=true)"
-    unset KUBEBUILDER_ASSETS
-  fi
-fi
-
+# run against (operator/envtest), built from their Go modules (about 10
+# minutes on a fresh machine, a second after) and found as
+# controller-runtime's envtest finds them.
+use_tool KUBEBUILDER_ASSETS scripts/test-cluster.sh "the control-plane tests"
 # The Python SDK's tests run with Debian's PyTorch and again with today's
-# from PyPI, in a virtual environment scripts/python-venv.sh makes (about a
-# minute on a fresh machine, a second after).
-if [[ -z "${GAPTRAIN_CURRENT_TORCH_PYTHON:-}" ]]; then
-  if GAPTRAIN_CURRENT_TORCH_PYTHON="$(scripts/python-venv.sh)"; then
-    export GAPTRAIN_CURRENT_TORCH_PYTHON
-    echo "test.sh: today's PyTorch in $GAPTRAIN_CURRENT_TORCH_PYTHON"
-  else
-    echo "test.sh: scripts/python-venv.sh failed; //python:python_sdk_current_torch_test will skip (fail with CI=true)"
-    unset GAPTRAIN_CURRENT_TORCH_PYTHON
-  fi
-fi
-
+# from PyPI, in a virtual environment (about a minute on a fresh machine).
+use_tool GAPTRAIN_CURRENT_TORCH_PYTHON scripts/python-venv.sh \
+  //python:python_sdk_current_torch_test
 # The S3-compatible server the data tests read objects from: rclone's
-# `serve s3`, built from its Go module by scripts/s3-server.sh (about 3
-# minutes on a fresh machine, a second after).
-if [[ -z "${GAPTRAIN_RCLONE:-}" ]]; then
-  if GAPTRAIN_RCLONE="$(scripts/s3-server.sh)"; then
-    export GAPTRAIN_RCLONE
-    echo "test.sh: S3 server $GAPTRAIN_RCLONE"
-  else
-    echo "test.sh: scripts/s3-server.sh failed; the object-store tests will skip (fail with CI=true)"
-    unset GAPTRAIN_RCLONE
-  fi
-fi
+# `serve s3`, built from its Go module (about 3 minutes on a fresh machine).
+use_tool GAPTRAIN_RCLONE scripts/s3-server.sh "the object-store tests"
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
