@@ -657,6 +657,19 @@ Status ExpectRejectedUnchanged(UpdateEngine* e, const PushRequest& req, RejectRe
   return s;
 }
 
+// `n` updates from worker `id`, each on the version it pulled just before
+// (staleness 0), with their outcomes appended to `outcomes` if given.
+void PushFresh(UpdateEngine* e, WorkerId id, int n, std::mt19937* rng,
+               std::vector<Outcome>* outcomes = nullptr) {
+  for (int i = 0; i < n; ++i) {
+    uint64_t v = 0;
+    Pull(e, id, &v);
+    ApplyStats stats;
+    ASSERT_TRUE(e->Push(Request(id, v, RandomVec(rng, kP, 1.0f)), &stats).ok());
+    if (outcomes != nullptr) outcomes->push_back(stats.outcome);
+  }
+}
+
 // Runs `check` on a warm engine of each rule that keeps a copy of every
 // worker's θ, the copy taken from `source`.
 template <typename Check>
@@ -826,12 +839,7 @@ TEST(BadInputSpecificTest, TooStale) {
   UpdateEngine* e = w.engine.get();
   // Worker 0 holds version 0; worker 1 pushes three fresh updates.
   std::mt19937 rng(4);
-  for (int i = 0; i < 3; ++i) {
-    uint64_t v = 0;
-    Pull(e, 1, &v);
-    ApplyStats stats;
-    ASSERT_TRUE(e->Push(Request(1, v, RandomVec(&rng, kP, 1.0f)), &stats).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(PushFresh(e, 1, 3, &rng));
   ASSERT_EQ(e->version(), 3u);
   const Vec g = RandomVec(&rng, kP, 1.0f);
   Status s = ExpectRejectedUnchanged(e, Request(0, 0, g), RejectReason::kTooStale);  // τ = 3 > 2
@@ -854,12 +862,7 @@ TEST(BadInputSpecificTest, StalenessAtTheLimitIsAccepted) {
   std::mt19937 rng(4);
   uint64_t base0 = 0;
   Pull(e.get(), 0, &base0);
-  for (int i = 0; i < 2; ++i) {
-    uint64_t v = 0;
-    Pull(e.get(), 1, &v);
-    ApplyStats stats;
-    ASSERT_TRUE(e->Push(Request(1, v, RandomVec(&rng, kP, 1.0f)), &stats).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(PushFresh(e.get(), 1, 2, &rng));
   ApplyStats stats;
   ASSERT_TRUE(e->Push(Request(0, base0, RandomVec(&rng, kP, 1.0f)), &stats).ok());  // τ = 2
   EXPECT_EQ(stats.staleness, 2u);
@@ -881,13 +884,9 @@ TEST(BadInputSpecificTest, MaxStalenessDoesNotApplyToSync) {
   std::mt19937 rng(2);
   uint64_t stale = 0;
   Pull(e.get(), 0, &stale);
-  for (int i = 0; i < 3; ++i) {
-    uint64_t v = 0;
-    Pull(e.get(), 0, &v);
-    ApplyStats stats;
-    ASSERT_TRUE(e->Push(Request(0, v, RandomVec(&rng, kP, 1.0f)), &stats).ok());
-    EXPECT_EQ(stats.outcome, Outcome::kApplied);
-  }
+  std::vector<Outcome> outcomes;
+  ASSERT_NO_FATAL_FAILURE(PushFresh(e.get(), 0, 3, &rng, &outcomes));
+  EXPECT_EQ(outcomes, std::vector<Outcome>(3, Outcome::kApplied));
   ASSERT_EQ(e->version(), 3u);
   const Image before = Capture(*e);
   ApplyStats stats;
