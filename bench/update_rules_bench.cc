@@ -167,6 +167,16 @@ std::vector<RuleVariant> AllVariants() {
                  double bytes) { out.push_back(RuleVariant{rule, variant, c, copy, bytes}); };
   const DType f32 = DType::kFloat32;
   const DType bf16 = DType::kBfloat16;
+  // The gap-aware rules are measured with the workers' snapshot copies in
+  // both precisions a job may choose (GapPrecision).
+  auto add_snapshots = [&](const char* rule, RuleKind kind, double fp32_bytes,
+                           double bf16_bytes) {
+    RuleConfig c = BaseConfig(kind);
+    c.gap_precision = GapPrecision::kFloat32;
+    add(rule, "snapshot fp32", c, f32, fp32_bytes);
+    c.gap_precision = GapPrecision::kBfloat16;
+    add(rule, "snapshot bf16", c, bf16, bf16_bytes);
+  };
 
   // ASGD. plain: g(4) + θ(8). heavy ball / Nesterov: + v(8).
   RuleConfig plain = BaseConfig(RuleKind::kAsgd);
@@ -181,11 +191,7 @@ std::vector<RuleVariant> AllVariants() {
   add("staleness-aware", "heavy-ball", BaseConfig(RuleKind::kStalenessAware), f32, 20);
 
   // GA: g(4) + copy(4|2) + θ(8) + v(8) + r(8).
-  RuleConfig ga = BaseConfig(RuleKind::kGapAware);
-  ga.gap_precision = GapPrecision::kFloat32;
-  add("gap-aware", "snapshot fp32", ga, f32, 32);
-  ga.gap_precision = GapPrecision::kBfloat16;
-  add("gap-aware", "snapshot bf16", ga, bf16, 30);
+  add_snapshots("gap-aware", RuleKind::kGapAware, 32, 30);
 
   // DANA-Zero: g(4) + θ(8) + S(8) + v⁽ⁱ⁾(8).
   add("dana-zero", "", BaseConfig(RuleKind::kDanaZero), f32, 28);
@@ -193,11 +199,7 @@ std::vector<RuleVariant> AllVariants() {
   add("dana-slim", "", BaseConfig(RuleKind::kDanaSlim), f32, 12);
 
   // GA + DANA: g(4) + copy(4|2) + θ(8) + v⁽ⁱ⁾(8) + S(8) + r(8).
-  RuleConfig gad = BaseConfig(RuleKind::kGapAwareDana);
-  gad.gap_precision = GapPrecision::kFloat32;
-  add("gap-aware-dana", "snapshot fp32", gad, f32, 40);
-  gad.gap_precision = GapPrecision::kBfloat16;
-  add("gap-aware-dana", "snapshot bf16", gad, bf16, 38);
+  add_snapshots("gap-aware-dana", RuleKind::kGapAwareDana, 40, 38);
 
   // DC-ASGD: g(4) + copy(4) + θ(8) + v(8); adaptive: + MeanSquare(8).
   RuleConfig dc = BaseConfig(RuleKind::kDcAsgd);

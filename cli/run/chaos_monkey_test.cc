@@ -27,14 +27,20 @@ using Kind = ChaosAction::Kind;
 
 // ---- ParseChaosOptions ----
 
+// A spec on the seconds clock, as every key of it parsed.
+void ExpectSecondsSpec(const ChaosOptions& o, double every, double restart,
+                       const std::vector<double>& master_at, uint64_t seed) {
+  EXPECT_EQ(o.kill_every_seconds, every);
+  EXPECT_EQ(o.restart_after_seconds, restart);
+  EXPECT_EQ(o.kill_master_at_seconds, master_at);
+  EXPECT_EQ(o.seed, seed);
+  EXPECT_TRUE(o.enabled());
+}
+
 TEST(ParseChaosOptionsTest, FullSpec) {
   ChaosOptions o;
   ASSERT_TRUE(ParseChaosOptions("every=20s,restart=5s,master=45s,seed=3", &o).ok());
-  EXPECT_EQ(o.kill_every_seconds, 20);
-  EXPECT_EQ(o.restart_after_seconds, 5);
-  EXPECT_EQ(o.kill_master_at_seconds, std::vector<double>{45});
-  EXPECT_EQ(o.seed, 3u);
-  EXPECT_TRUE(o.enabled());
+  ExpectSecondsSpec(o, 20, 5, {45}, 3);
 }
 
 TEST(ParseChaosOptionsTest, ShardPicksTheMasterShardTheMasterKillsHit) {
@@ -64,11 +70,7 @@ TEST(ParseChaosOptionsTest, TheSecondsSuffixIsOptional) {
 TEST(ParseChaosOptionsTest, DefaultsForKeysNotGiven) {
   ChaosOptions o;
   ASSERT_TRUE(ParseChaosOptions("master=30", &o).ok());
-  EXPECT_EQ(o.kill_every_seconds, 0);
-  EXPECT_EQ(o.restart_after_seconds, 5);
-  EXPECT_EQ(o.kill_master_at_seconds, std::vector<double>{30});
-  EXPECT_EQ(o.seed, 1u);
-  EXPECT_TRUE(o.enabled());
+  ExpectSecondsSpec(o, 0, 5, {30}, 1);
 
   ASSERT_TRUE(ParseChaosOptions("every=7", &o).ok());
   EXPECT_EQ(o.kill_every_seconds, 7);

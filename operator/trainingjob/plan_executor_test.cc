@@ -82,7 +82,12 @@ ReconcilePlan FullPlan() {
 
 class PlanExecutorTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartServer(); }
+
+  // A test that checks a second case starts again with a server that has
+  // seen no request.
+  void StartServer() {
+    server_ = nullptr;
     ASSERT_TRUE(kube::ScriptedServer::Start({}, &server_).ok());
     kube::ClusterConfig config;
     config.server = server_->url();
@@ -268,11 +273,7 @@ TEST_F(PlanExecutorTest, GoneReplacedOrExistingObjectsAreFine) {
   EXPECT_EQ(EventReasons(), (std::vector<std::string>{"WorkerPreempted", "SuccessfulCreatePod",
                                                       "TrainingJobRunning"}));
 
-  server_ = nullptr;
-  ASSERT_TRUE(kube::ScriptedServer::Start({}, &server_).ok());
-  kube::ClusterConfig config;
-  config.server = server_->url();
-  ASSERT_TRUE(kube::Client::New(config, kube::ClientOptions(), &client_).ok());
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   Answer([](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
     if (r.method == "DELETE") return Error(404, "NotFound", "not found");
     return std::nullopt;
@@ -397,11 +398,7 @@ TEST_F(PlanExecutorTest, TheSameRefusalAgainIsNoNews) {
   EXPECT_FALSE(ExecutePlan(client_.get(), job, CreateTrainerPlan(), "op").ok());
   EXPECT_EQ(server_->requests().size(), 1u) << "only the pod's apply";
 
-  server_ = nullptr;
-  ASSERT_TRUE(kube::ScriptedServer::Start({}, &server_).ok());
-  kube::ClusterConfig config;
-  config.server = server_->url();
-  ASSERT_TRUE(kube::Client::New(config, kube::ClientOptions(), &client_).ok());
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   Answer([](const ReceivedRequest& r) -> std::optional<ScriptedReply> {
     if (r.path.find("/pods/") != std::string::npos) return Error(503, "ServiceUnavailable", "x");
     return std::nullopt;
@@ -430,11 +427,7 @@ TEST_F(PlanExecutorTest, AcceptedChildrenClearTheFailure) {
   EXPECT_EQ(EventReasons(), std::vector<std::string>{"SuccessfulCreatePod"});
 
   // With no failure to clear, an accepted write touches no status.
-  server_ = nullptr;
-  ASSERT_TRUE(kube::ScriptedServer::Start({}, &server_).ok());
-  kube::ClusterConfig config;
-  config.server = server_->url();
-  ASSERT_TRUE(kube::Client::New(config, kube::ClientOptions(), &client_).ok());
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   Answer([](const ReceivedRequest&) { return std::nullopt; });
   ASSERT_TRUE(ExecutePlan(client_.get(), Job(), CreateTrainerPlan(), "op").ok());
   EXPECT_TRUE(StatusPatches(server_->requests()).empty());

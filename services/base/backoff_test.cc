@@ -10,6 +10,15 @@ namespace {
 
 using std::chrono::milliseconds;
 
+Backoff::Options Options(int initial_ms, int max_ms, double multiplier, double jitter) {
+  Backoff::Options o;
+  o.initial = milliseconds(initial_ms);
+  o.max = milliseconds(max_ms);
+  o.multiplier = multiplier;
+  o.jitter = jitter;
+  return o;
+}
+
 std::vector<int64_t> Delays(Backoff* b, int n) {
   std::vector<int64_t> out;
   for (int i = 0; i < n; ++i) out.push_back(b->Next().count());
@@ -17,11 +26,7 @@ std::vector<int64_t> Delays(Backoff* b, int n) {
 }
 
 TEST(BackoffTest, WithoutJitterDoublesUpToTheCap) {
-  Backoff::Options o;
-  o.initial = milliseconds(100);
-  o.max = milliseconds(1000);
-  o.jitter = 0;
-  Backoff b(o, 1);
+  Backoff b(Options(100, 1000, 2, 0), 1);
   EXPECT_EQ(Delays(&b, 7), (std::vector<int64_t>{100, 200, 400, 800, 1000, 1000, 1000}));
   EXPECT_EQ(b.failures(), 7);
   b.Reset();
@@ -29,10 +34,7 @@ TEST(BackoffTest, WithoutJitterDoublesUpToTheCap) {
 }
 
 TEST(BackoffTest, JitterStaysWithinItsBandAndIsDeterministic) {
-  Backoff::Options o;
-  o.initial = milliseconds(100);
-  o.max = milliseconds(5000);
-  o.jitter = 0.5;
+  const Backoff::Options o = Options(100, 5000, 2, 0.5);
   Backoff a(o, 42), again(o, 42), other(o, 43);
   const std::vector<int64_t> da = Delays(&a, 40);
   EXPECT_EQ(da, Delays(&again, 40));
@@ -46,12 +48,7 @@ TEST(BackoffTest, JitterStaysWithinItsBandAndIsDeterministic) {
 }
 
 TEST(BackoffTest, FullJitterCanReachZeroButNeverExceedsTheCap) {
-  Backoff::Options o;
-  o.initial = milliseconds(10);
-  o.max = milliseconds(80);
-  o.multiplier = 3;
-  o.jitter = 1;
-  Backoff b(o, 7);
+  Backoff b(Options(10, 80, 3, 1), 7);
   EXPECT_LE(b.Next().count(), 10);
   EXPECT_LE(b.Next().count(), 30);
   // Capped from the third delay on: uniform over (0, 80], so with full
@@ -71,12 +68,7 @@ TEST(BackoffTest, FullJitterCanReachZeroButNeverExceedsTheCap) {
 }
 
 TEST(BackoffTest, ManyFailuresDoNotOverflow) {
-  Backoff::Options o;
-  o.initial = milliseconds(1);
-  o.max = milliseconds(60000);
-  o.multiplier = 10;
-  o.jitter = 0;
-  Backoff b(o, 1);
+  Backoff b(Options(1, 60000, 10, 0), 1);
   for (int i = 0; i < 10000; ++i) b.Next();
   EXPECT_EQ(b.Next().count(), 60000);
 }

@@ -644,6 +644,47 @@ Warm MakeWarm(const RuleConfig& rule, int pushes = 6) {
   return w;
 }
 
+// Pushes `req` and expects a rejection, counted once under `reason`, that
+// leaves the store as it was.
+Status ExpectRejectedUnchanged(UpdateEngine* e, const PushRequest& req, RejectReason reason) {
+  const Image before = Capture(*e);
+  ApplyStats stats;
+  Status s = e->Push(req, &stats);
+  EXPECT_FALSE(s.ok()) << RejectReasonName(reason);
+  const Image after = Capture(*e);
+  EXPECT_TRUE(SameStore(before, after)) << RejectReasonName(reason) << ": " << s.ToString();
+  EXPECT_TRUE(CountedOnce(before, after, reason)) << s.ToString();
+  return s;
+}
+
+// `n` updates from worker `id`, each on the version it pulled just before
+// (staleness 0), with their outcomes appended to `outcomes` if given.
+void PushFresh(UpdateEngine* e, WorkerId id, int n, std::mt19937* rng,
+               std::vector<Outcome>* outcomes = nullptr) {
+  for (int i = 0; i < n; ++i) {
+    uint64_t v = 0;
+    Pull(e, id, &v);
+    ApplyStats stats;
+    ASSERT_TRUE(e->Push(Request(id, v, RandomVec(rng, kP, 1.0f)), &stats).ok());
+    if (outcomes != nullptr) outcomes->push_back(stats.outcome);
+  }
+}
+
+// Runs `check` on a warm engine of each rule that keeps a copy of every
+// worker's θ, the copy taken from `source`.
+template <typename Check>
+void ForEachWorkerCopyRule(GapSource source, const Check& check) {
+  for (RuleKind kind : {RuleKind::kGapAware, RuleKind::kGapAwareDana, RuleKind::kDcAsgd}) {
+    SCOPED_TRACE(RuleKindName(kind));
+    RuleConfig rule = Rule(kind, 0.9f);
+    rule.gap_source = source;
+    Warm w = MakeWarm(rule);
+    ASSERT_TRUE(w.engine);
+    check(w);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 struct BadInputCase {
   std::string name;
   RuleConfig rule;
@@ -669,17 +710,11 @@ class BadInputTest : public ::testing::TestWithParam<BadInputCase> {
   // Pushes `req`, expects rejection with `code` (or any error when
   // `code` is kOk), counted under `reason`, and an unchanged store.
   Status ExpectRejected(const PushRequest& req, RejectReason reason, Code code) {
-    const Image before = Capture(*warm_.engine);
-    ApplyStats stats;
-    Status s = warm_.engine->Push(req, &stats);
-    EXPECT_FALSE(s.ok()) << RejectReasonName(reason);
+    Status s = ExpectRejectedUnchanged(warm_.engine.get(), req, reason);
     if (code != Code::kOk) {
       EXPECT_EQ(s.code(), code) << s.ToString();
     }
     EXPECT_FALSE(s.message().empty());
-    const Image after = Capture(*warm_.engine);
-    EXPECT_TRUE(SameStore(before, after)) << RejectReasonName(reason) << ": " << s.ToString();
-    EXPECT_TRUE(CountedOnce(before, after, reason)) << s.ToString();
     return s;
   }
 
@@ -804,26 +839,16 @@ TEST(BadInputSpecificTest, TooStale) {
   UpdateEngine* e = w.engine.get();
   // Worker 0 holds version 0; worker 1 pushes three fresh updates.
   std::mt19937 rng(4);
-  for (int i = 0; i < 3; ++i) {
-    uint64_t v = 0;
-    Pull(e, 1, &v);
-    ApplyStats stats;
-    ASSERT_TRUE(e->Push(Request(1, v, RandomVec(&rng, kP, 1.0f)), &stats).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(PushFresh(e, 1, 3, &rng));
   ASSERT_EQ(e->version(), 3u);
   const Vec g = RandomVec(&rng, kP, 1.0f);
-  const Image before = Capture(*e);
-  ApplyStats stats;
-  Status s = e->Push(Request(0, 0, g), &stats);  // τ = 3 > 2
-  EXPECT_FALSE(s.ok());
+  Status s = ExpectRejectedUnchanged(e, Request(0, 0, g), RejectReason::kTooStale);  // τ = 3 > 2
   EXPECT_TRUE(Contains(s.message(), "3")) << s.message();
-  const Image after = Capture(*e);
-  EXPECT_TRUE(SameStore(before, after));
-  EXPECT_TRUE(CountedOnce(before, after, RejectReason::kTooStale));
   // Worker 0's snapshot is still the one of version 0: after a new pull it
   // may push again.
   uint64_t v = 0;
   Pull(e, 0, &v);
+  ApplyStats stats;
   ASSERT_TRUE(e->Push(Request(0, v, g), &stats).ok());
   EXPECT_EQ(e->version(), 4u);
 }
@@ -837,12 +862,7 @@ TEST(BadInputSpecificTest, StalenessAtTheLimitIsAccepted) {
   std::mt19937 rng(4);
   uint64_t base0 = 0;
   Pull(e.get(), 0, &base0);
-  for (int i = 0; i < 2; ++i) {
-    uint64_t v = 0;
-    Pull(e.get(), 1, &v);
-    ApplyStats stats;
-    ASSERT_TRUE(e->Push(Request(1, v, RandomVec(&rng, kP, 1.0f)), &stats).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(PushFresh(e.get(), 1, 2, &rng));
   ApplyStats stats;
   ASSERT_TRUE(e->Push(Request(0, base0, RandomVec(&rng, kP, 1.0f)), &stats).ok());  // τ = 2
   EXPECT_EQ(stats.staleness, 2u);
@@ -864,13 +884,9 @@ TEST(BadInputSpecificTest, MaxStalenessDoesNotApplyToSync) {
   std::mt19937 rng(2);
   uint64_t stale = 0;
   Pull(e.get(), 0, &stale);
-  for (int i = 0; i < 3; ++i) {
-    uint64_t v = 0;
-    Pull(e.get(), 0, &v);
-    ApplyStats stats;
-    ASSERT_TRUE(e->Push(Request(0, v, RandomVec(&rng, kP, 1.0f)), &stats).ok());
-    EXPECT_EQ(stats.outcome, Outcome::kApplied);
-  }
+  std::vector<Outcome> outcomes;
+  ASSERT_NO_FATAL_FAILURE(PushFresh(e.get(), 0, 3, &rng, &outcomes));
+  EXPECT_EQ(outcomes, std::vector<Outcome>(3, Outcome::kApplied));
   ASSERT_EQ(e->version(), 3u);
   const Image before = Capture(*e);
   ApplyStats stats;
@@ -886,24 +902,12 @@ TEST(BadInputSpecificTest, MaxStalenessDoesNotApplyToSync) {
 }
 
 TEST(BadInputSpecificTest, SnapshotNeedsAPullOfThatVersion) {
-  for (RuleKind kind : {RuleKind::kGapAware, RuleKind::kGapAwareDana, RuleKind::kDcAsgd}) {
-    SCOPED_TRACE(RuleKindName(kind));
-    RuleConfig rule = Rule(kind, 0.9f);
-    rule.gap_source = GapSource::kSnapshot;
-    Warm w = MakeWarm(rule);
-    ASSERT_TRUE(w.engine);
+  ForEachWorkerCopyRule(GapSource::kSnapshot, [](Warm& w) {
     UpdateEngine* e = w.engine.get();
     const Vec g(kP, 0.5f);
     // A worker that never pulled.
     ASSERT_TRUE(e->Join(9).ok());
-    {
-      const Image before = Capture(*e);
-      ApplyStats stats;
-      EXPECT_FALSE(e->Push(Request(9, e->version(), g), &stats).ok());
-      const Image after = Capture(*e);
-      EXPECT_TRUE(SameStore(before, after));
-      EXPECT_TRUE(CountedOnce(before, after, RejectReason::kNoWorkerCopy));
-    }
+    ExpectRejectedUnchanged(e, Request(9, e->version(), g), RejectReason::kNoWorkerCopy);
     // A base version other than the one of the worker's last pull.
     {
       ApplyStats stats;
@@ -911,78 +915,56 @@ TEST(BadInputSpecificTest, SnapshotNeedsAPullOfThatVersion) {
       ASSERT_GT(e->version(), w.base[0]);
       uint64_t v = 0;
       Pull(e, 0, &v);  // worker 0 now holds the newest version
-      const Image before = Capture(*e);
-      EXPECT_FALSE(e->Push(Request(0, w.base[0], g), &stats).ok());  // older base
-      const Image after = Capture(*e);
-      EXPECT_TRUE(SameStore(before, after));
-      EXPECT_TRUE(CountedOnce(before, after, RejectReason::kNoWorkerCopy));
+      ExpectRejectedUnchanged(e, Request(0, w.base[0], g),  // older base
+                              RejectReason::kNoWorkerCopy);
       // The right base is accepted.
       ASSERT_TRUE(e->Push(Request(0, v, g), &stats).ok());
     }
     // A worker that left and rejoined must pull again.
-    {
-      ASSERT_TRUE(e->Leave(2).ok());
-      ASSERT_TRUE(e->Join(2).ok());
-      const Image before = Capture(*e);
-      ApplyStats stats;
-      EXPECT_FALSE(e->Push(Request(2, e->version(), g), &stats).ok());
-      const Image after = Capture(*e);
-      EXPECT_TRUE(SameStore(before, after));
-      EXPECT_TRUE(CountedOnce(before, after, RejectReason::kNoWorkerCopy));
-    }
-  }
+    ASSERT_TRUE(e->Leave(2).ok());
+    ASSERT_TRUE(e->Join(2).ok());
+    ExpectRejectedUnchanged(e, Request(2, e->version(), g), RejectReason::kNoWorkerCopy);
+  });
 }
 
 TEST(BadInputSpecificTest, EchoChecks) {
-  for (RuleKind kind : {RuleKind::kGapAware, RuleKind::kGapAwareDana, RuleKind::kDcAsgd}) {
-    SCOPED_TRACE(RuleKindName(kind));
-    RuleConfig rule = Rule(kind, 0.9f);
-    rule.gap_source = GapSource::kEcho;
-    Warm w = MakeWarm(rule);
-    ASSERT_TRUE(w.engine);
+  ForEachWorkerCopyRule(GapSource::kEcho, [](Warm& w) {
     UpdateEngine* e = w.engine.get();
     const Vec g(kP, 0.5f);
-    auto rejected = [&](const PushRequest& r, RejectReason reason) {
-      const Image before = Capture(*e);
-      ApplyStats stats;
-      Status s = e->Push(r, &stats);
-      EXPECT_FALSE(s.ok());
-      const Image after = Capture(*e);
-      EXPECT_TRUE(SameStore(before, after)) << s.ToString();
-      EXPECT_TRUE(CountedOnce(before, after, reason)) << s.ToString();
-      return s;
-    };
     // No echo at all.
-    rejected(Request(0, w.base[0], g), RejectReason::kNoWorkerCopy);
+    ExpectRejectedUnchanged(e, Request(0, w.base[0], g), RejectReason::kNoWorkerCopy);
     // Echo of the wrong length.
     Vec short_echo(w.point[0].begin(), w.point[0].end() - 1);
-    Status s = rejected(WithEcho(Request(0, w.base[0], g), short_echo), RejectReason::kWrongSize);
+    Status s = ExpectRejectedUnchanged(e, WithEcho(Request(0, w.base[0], g), short_echo),
+                                       RejectReason::kWrongSize);
     EXPECT_EQ(s.code(), Code::kInvalidArgument);
     {
       PushRequest r = WithEcho(Request(0, w.base[0], g), w.point[0]);
       r.echo_size = kP + 3;
-      rejected(r, RejectReason::kWrongSize);
+      ExpectRejectedUnchanged(e, r, RejectReason::kWrongSize);
     }
     // Non-finite echo, fp32 and bf16.
     Vec bad_echo = w.point[0];
     bad_echo[640] = std::numeric_limits<float>::quiet_NaN();
-    s = rejected(WithEcho(Request(0, w.base[0], g), bad_echo), RejectReason::kNonFinite);
+    s = ExpectRejectedUnchanged(e, WithEcho(Request(0, w.base[0], g), bad_echo),
+                                RejectReason::kNonFinite);
     EXPECT_EQ(s.code(), Code::kInvalidArgument);
     EXPECT_TRUE(Contains(s.message(), "dec.weight")) << s.message();
     EXPECT_TRUE(Contains(s.message(), "640") || Contains(s.message(), "33")) << s.message();
     std::vector<bf16_t> bf(kP);
     FloatsToBf16(w.point[0].data(), kP, bf.data());
     bf[605] = 0x7F80;  // +Inf
-    s = rejected(WithEcho(Request(0, w.base[0], g), bf), RejectReason::kNonFinite);
+    s = ExpectRejectedUnchanged(e, WithEcho(Request(0, w.base[0], g), bf),
+                                RejectReason::kNonFinite);
     EXPECT_TRUE(Contains(s.message(), "enc.bias")) << s.message();
     bf[605] = 0xFFC1;  // NaN
-    rejected(WithEcho(Request(0, w.base[0], g), bf), RejectReason::kNonFinite);
+    ExpectRejectedUnchanged(e, WithEcho(Request(0, w.base[0], g), bf), RejectReason::kNonFinite);
     // A good bf16 echo is accepted.
     FloatsToBf16(w.point[0].data(), kP, bf.data());
     ApplyStats stats;
     s = e->Push(WithEcho(Request(0, w.base[0], g), bf), &stats);
     EXPECT_TRUE(s.ok()) << s.ToString();
-  }
+  });
 }
 
 TEST(BadInputSpecificTest, SyncDuplicate) {
@@ -994,12 +976,7 @@ TEST(BadInputSpecificTest, SyncDuplicate) {
   ApplyStats stats;
   ASSERT_TRUE(e->Push(Request(0, w.base[0], g), &stats).ok());
   EXPECT_EQ(stats.outcome, Outcome::kAccumulated);
-  const Image before = Capture(*e);
-  Status s = e->Push(Request(0, w.base[0], g), &stats);
-  EXPECT_FALSE(s.ok());
-  const Image after = Capture(*e);
-  EXPECT_TRUE(SameStore(before, after));
-  EXPECT_TRUE(CountedOnce(before, after, RejectReason::kDuplicate));
+  ExpectRejectedUnchanged(e, Request(0, w.base[0], g), RejectReason::kDuplicate);
   // The step still needs exactly the other two workers.
   ASSERT_TRUE(e->Push(Request(1, w.base[1], g), &stats).ok());
   EXPECT_EQ(stats.outcome, Outcome::kAccumulated);

@@ -15,6 +15,17 @@ namespace {
 
 std::string LedgerPath() { return TestDir("ledger") + "/" + PushLedger::kFileName; }
 
+// The updates applied, lost to restores and the restores themselves, and the
+// identity the chaos test checks: the version is what was applied less what
+// was lost.
+void ExpectUpdates(const PushLedger::Totals& t, uint64_t updates, uint64_t updates_lost,
+                   uint64_t restores) {
+  EXPECT_EQ(t.updates, updates);
+  EXPECT_EQ(t.updates_lost, updates_lost);
+  EXPECT_EQ(t.restores, restores);
+  EXPECT_EQ(t.version, t.updates - t.updates_lost);
+}
+
 TEST(PushLedgerTest, CountsPushesAcrossRunsAndTheUpdatesARestartLost) {
   const std::string path = LedgerPath();
   std::remove(path.c_str());
@@ -42,12 +53,7 @@ TEST(PushLedgerTest, CountsPushesAcrossRunsAndTheUpdatesARestartLost) {
   EXPECT_EQ(t.version, 26u);
   EXPECT_EQ(t.pushes, 37u);
   EXPECT_EQ(t.rejected, 2u);
-  EXPECT_EQ(t.updates, 36u);
-  EXPECT_EQ(t.updates_lost, 10u);
-  EXPECT_EQ(t.restores, 1u);
-  // The identity the chaos test checks: the version is what was applied
-  // less what was lost.
-  EXPECT_EQ(t.version, t.updates - t.updates_lost);
+  ExpectUpdates(t, 36, 10, 1);
 }
 
 TEST(PushLedgerTest, ANewLedgerBesideAnOldCheckpointCountsItsUpdatesAsApplied) {
@@ -57,11 +63,7 @@ TEST(PushLedgerTest, ANewLedgerBesideAnOldCheckpointCountsItsUpdatesAsApplied) {
   ASSERT_TRUE(PushLedger::Open(path, &ledger).ok());
   ledger->BeginRun(7, 500);
   ledger->RecordAccepted(501);
-  const PushLedger::Totals t = ledger->totals();
-  EXPECT_EQ(t.updates, 501u);
-  EXPECT_EQ(t.updates_lost, 0u);
-  EXPECT_EQ(t.restores, 0u);
-  EXPECT_EQ(t.version, t.updates - t.updates_lost);
+  ExpectUpdates(ledger->totals(), 501, 0, 0);
 }
 
 TEST(PushLedgerTest, SurvivesAProcessKilledBySigkill) {

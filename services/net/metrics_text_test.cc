@@ -29,14 +29,15 @@ TEST(ParseMetricsTextTest, ReadsPrometheusCppOutput) {
       "gaptrain_master_staleness_sum 4321.25\n"
       "gaptrain_master_staleness_count 2000\n";
   const MetricsSample sample = ParseMetricsText(text);
-  EXPECT_EQ(sample.size(), 7u);
-  EXPECT_EQ(MetricValue(sample, "gaptrain_master_pushes_total{outcome=\"applied\"}"), 120);
-  EXPECT_EQ(MetricValue(sample, "gaptrain_master_pushes_total{outcome=\"accumulated\"}"), 3);
-  EXPECT_EQ(MetricValue(sample, "gaptrain_master_model_version"), 4210);
-  EXPECT_EQ(MetricValue(sample, "gaptrain_master_staleness_bucket{le=\"0.5\"}"), 1500);
-  EXPECT_EQ(MetricValue(sample, "gaptrain_master_staleness_bucket{le=\"+Inf\"}"), 2000);
-  EXPECT_EQ(MetricValue(sample, "gaptrain_master_staleness_sum"), 4321.25);
-  EXPECT_EQ(MetricValue(sample, "gaptrain_master_staleness_count"), 2000);
+  EXPECT_EQ(sample, (MetricsSample{
+                        {"gaptrain_master_pushes_total{outcome=\"applied\"}", 120},
+                        {"gaptrain_master_pushes_total{outcome=\"accumulated\"}", 3},
+                        {"gaptrain_master_model_version", 4210},
+                        {"gaptrain_master_staleness_bucket{le=\"0.5\"}", 1500},
+                        {"gaptrain_master_staleness_bucket{le=\"+Inf\"}", 2000},
+                        {"gaptrain_master_staleness_sum", 4321.25},
+                        {"gaptrain_master_staleness_count", 2000},
+                    }));
   // Comments are not series.
   for (const auto& [series, value] : sample) EXPECT_NE(series[0], '#') << series;
 }
@@ -49,12 +50,13 @@ TEST(ParseMetricsTextTest, LabelValuesMayHoldSpacesBracesAndEscapedQuotes) {
       "two{a=\"x y\",b=\"} {\"} 4\n"
       "escaped_then_space{msg=\"\\\" x\"} 5\n";
   const MetricsSample sample = ParseMetricsText(text);
-  EXPECT_EQ(sample.size(), 5u);
-  EXPECT_EQ(MetricValue(sample, "info{host=\"spot node 7\",version=\"1.2 beta\"}", -1), 1);
-  EXPECT_EQ(MetricValue(sample, "quoted{msg=\"say \\\"hi there\\\" }\"}", -1), 2);
-  EXPECT_EQ(MetricValue(sample, "backslash{path=\"C:\\\\tmp\\\\\"}", -1), 3);
-  EXPECT_EQ(MetricValue(sample, "two{a=\"x y\",b=\"} {\"}", -1), 4);
-  EXPECT_EQ(MetricValue(sample, "escaped_then_space{msg=\"\\\" x\"}", -1), 5);
+  EXPECT_EQ(sample, (MetricsSample{
+                        {"info{host=\"spot node 7\",version=\"1.2 beta\"}", 1},
+                        {"quoted{msg=\"say \\\"hi there\\\" }\"}", 2},
+                        {"backslash{path=\"C:\\\\tmp\\\\\"}", 3},
+                        {"two{a=\"x y\",b=\"} {\"}", 4},
+                        {"escaped_then_space{msg=\"\\\" x\"}", 5},
+                    }));
 }
 
 TEST(ParseMetricsTextTest, NaNAndInfinities) {
