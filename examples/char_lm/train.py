@@ -10,8 +10,6 @@ perplexity (e^loss), the metric the job's target names
   python3 examples/char_lm/train.py [--result PATH]"""
 
 import argparse
-import json
-import logging
 import math
 import os
 import sys
@@ -20,12 +18,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path.insert(0, HERE)
 try:
     import gaptrain
 except ImportError:  # run from a checkout without `pip install ./python`
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..",
+                                    "python"))
     import gaptrain
 
 from corpus import VOCABULARY, CharWindows  # noqa: E402
@@ -64,32 +61,17 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--result", default="", help="write the result as JSON here")
     args, rest = parser.parse_known_args(argv)
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    role = gaptrain.role(rest)
-    try:
-        options = gaptrain.parse_options(rest, role=role)
-    except gaptrain.OptionsError as e:
-        print("train.py: %s" % e, file=sys.stderr)
-        return 2
+    options = gaptrain.parse_options(rest, role=gaptrain.role(rest))
     torch.manual_seed(0)  # the first trainer's initial values become the job's
     model = CharLSTM()
-    try:
-        if role == "evaluator":
-            result = gaptrain.evaluate(model, CharWindows(train=False), evaluate,
-                                       options=options)
-        else:
-            result = gaptrain.train(model, CharWindows(train=True), next_char_loss,
-                                    options=options)
-    except gaptrain.GaptrainError as e:
-        print("train.py: %s" % e, file=sys.stderr)
-        return 1
+    if options.role == "evaluator":
+        result = gaptrain.evaluate(model, CharWindows(train=False), evaluate, options=options)
+    else:
+        result = gaptrain.train(model, CharWindows(train=True), next_char_loss, options=options)
     print(result)
     if args.result:
-        with open(args.result, "w") as f:
-            json.dump(result.as_dict(), f)
-    return 0
+        result.save(args.result)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    gaptrain.run_main(main)

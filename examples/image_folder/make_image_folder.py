@@ -41,26 +41,36 @@ def read_idx(directory, stem):
     return shape, data[4 + 4 * ndim:]
 
 
-def write_split(data, out, split, limit):
-    """The first `limit` images of `split` (0: all) as PNG files; how many."""
+def split_images(data, split, limit):
+    """(index, PIL image, label) of the first `limit` images of `split`
+    (0: all), as this script and examples/shards/make_shards.py write them.
+    Both files are read and checked before the first is yielded."""
     images_stem, labels_stem = SPLITS[split]
     (count, rows, cols), pixels = read_idx(data, images_stem)
     (label_count,), labels = read_idx(data, labels_stem)
     if label_count != count:
         raise ValueError("%s: %d images, %d labels" % (split, count, label_count))
-    n = count if limit == 0 else min(limit, count)
-    for name in CLASSES:
-        os.makedirs(os.path.join(out, split, name), exist_ok=True)
     size = rows * cols
-    for i in range(n):
-        image = Image.frombytes("L", (cols, rows), pixels[i * size:(i + 1) * size])
-        image.save(os.path.join(out, split, CLASSES[labels[i]], "%05d.png" % i))
+    for i in range(count if limit == 0 else min(limit, count)):
+        yield i, Image.frombytes("L", (cols, rows), pixels[i * size:(i + 1) * size]), labels[i]
+
+
+def write_split(data, out, split, limit):
+    """The first `limit` images of `split` (0: all) as PNG files; how many."""
+    n = 0
+    for i, image, label in split_images(data, split, limit):
+        if n == 0:  # the data read: no empty folders left by a missing file
+            for name in CLASSES:
+                os.makedirs(os.path.join(out, split, name), exist_ok=True)
+        image.save(os.path.join(out, split, CLASSES[label], "%05d.png" % i))
+        n += 1
     return n
 
 
-def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="the image folder to write")
+def parse_with_data_arguments(parser, argv):
+    """argv parsed by `parser` with the source's arguments added (--data,
+    --train-samples, --test-samples), as this script and
+    examples/shards/make_shards.py take them; a bad one exits 2."""
     parser.add_argument("--data", default=os.path.join(HERE, "..", "..", "..", "shared", "data",
                                                        "fashion-mnist"),
                         help="the Fashion-MNIST IDX files [../shared/data/fashion-mnist]")
@@ -69,6 +79,13 @@ def main(argv):
     args = parser.parse_args(argv)
     if args.train_samples < 0 or args.test_samples < 0:
         parser.error("--train-samples and --test-samples: must be >= 0")
+    return args
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="the image folder to write")
+    args = parse_with_data_arguments(parser, argv)
     for split, limit in (("train", args.train_samples), ("test", args.test_samples)):
         if os.path.isdir(os.path.join(args.out, split)) and os.listdir(os.path.join(args.out,
                                                                                    split)):

@@ -12,8 +12,6 @@ $AWS_ENDPOINT_URL, boto3's credentials).
   python3 examples/image_folder/train.py [--store s3://BUCKET/PREFIX] [--result-dir DIR]"""
 
 import argparse
-import json
-import logging
 import os
 import sys
 
@@ -21,12 +19,11 @@ import torch
 from torch import nn
 from torchvision import datasets, transforms
 
-HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path.insert(0, HERE)
 try:
     import gaptrain
 except ImportError:  # run from a checkout without `pip install ./python`
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..",
+                                    "python"))
     import gaptrain
 
 MEAN, STD = 0.2860, 0.3530  # Fashion-MNIST's training pixels
@@ -61,42 +58,29 @@ def main(argv):
     parser.add_argument("--result-dir", default="",
                         help="write the result as JSON to DIR/<host name>.json")
     args, rest = parser.parse_known_args(argv)
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    role = gaptrain.role(rest)
-    try:
-        options = gaptrain.parse_options(rest, role=role)
-    except gaptrain.OptionsError as e:
-        print("train.py: %s" % e, file=sys.stderr)
-        return 2
-    split = "test" if role == "evaluator" else "train"
-    transform = TEST_TRANSFORM if role == "evaluator" else TRAIN_TRANSFORM
+    options = gaptrain.parse_options(rest, role=gaptrain.role(rest))
+    evaluator = options.role == "evaluator"
+    split = "test" if evaluator else "train"
+    transform = TEST_TRANSFORM if evaluator else TRAIN_TRANSFORM
     if args.store:
         from s3_image_folder import S3ImageFolder
         dataset = S3ImageFolder(args.store.rstrip("/") + "/" + split, transform)
     else:
         folder = os.path.join(options.data_path, split)
         if not os.path.isdir(folder):
-            print("train.py: spec.data.path: no %s folder at %s (make_image_folder.py writes it)"
-                  % (split, folder), file=sys.stderr)
-            return 2
+            raise gaptrain.OptionsError("spec.data.path: no %s folder at %s (make_image_folder.py "
+                                        "writes it)" % (split, folder))
         dataset = datasets.ImageFolder(folder, transform)
     torch.manual_seed(0)  # the first trainer's initial values become the job's
     model = SmallCNN()
-    try:
-        if role == "evaluator":
-            result = gaptrain.evaluate(model, dataset, options=options)
-        else:
-            result = gaptrain.train(model, dataset, nn.CrossEntropyLoss(), options=options)
-    except gaptrain.GaptrainError as e:
-        print("train.py: %s" % e, file=sys.stderr)
-        return 1
+    if evaluator:
+        result = gaptrain.evaluate(model, dataset, options=options)
+    else:
+        result = gaptrain.train(model, dataset, nn.CrossEntropyLoss(), options=options)
     print(result)
     if args.result_dir:
-        with open(os.path.join(args.result_dir, options.host_name + ".json"), "w") as f:
-            json.dump(result.as_dict(), f)
-    return 0
+        result.save(os.path.join(args.result_dir, options.host_name + ".json"))
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    gaptrain.run_main(main)

@@ -9,19 +9,16 @@ well). The data is the job's spec.data.path (--data-dir overrides it).
   python3 examples/python/train.py [--result PATH]"""
 
 import argparse
-import json
-import logging
 import os
 import sys
 
 from torch import nn
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 try:
     import gaptrain
 except ImportError:  # run from a checkout without `pip install ./python`
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..",
+                                    "python"))
     import gaptrain
 
 from dataset import FashionMNIST, RandomFlipAndCrop  # noqa: E402
@@ -32,28 +29,15 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--result", default="", help="write the TrainResult as JSON here")
     args, rest = parser.parse_known_args(argv)
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        options = gaptrain.parse_options(rest)
-    except gaptrain.OptionsError as e:
-        print("train.py: %s" % e, file=sys.stderr)
-        return 2
+    options = gaptrain.parse_options(rest)
     if not options.data_path:
-        print("train.py: the job has no spec.data.path", file=sys.stderr)
-        return 2
+        raise gaptrain.OptionsError("the job has no spec.data.path")
     dataset = FashionMNIST(options.data_path, train=True, transform=RandomFlipAndCrop(pad=2))
-    try:
-        result = gaptrain.train(FashionCNN(), dataset, nn.CrossEntropyLoss(), options=options)
-    except gaptrain.GaptrainError as e:
-        print("train.py: %s" % e, file=sys.stderr)
-        return 1
+    result = gaptrain.train(FashionCNN(), dataset, nn.CrossEntropyLoss(), options=options)
     print(result)
     if args.result:
-        with open(args.result, "w") as f:
-            json.dump(result.as_dict(), f)
-    return 0
+        result.save(args.result)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    gaptrain.run_main(main)

@@ -17,26 +17,17 @@ import random
 import sys
 import tarfile
 
-from PIL import Image
-
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "image_folder"))
-from make_image_folder import SPLITS, read_idx  # noqa: E402
+from make_image_folder import parse_with_data_arguments, split_images  # noqa: E402
 
 
 def images(data, split, limit):
     """(index, PNG bytes, label) of the first `limit` images (0: all)."""
-    images_stem, labels_stem = SPLITS[split]
-    (count, rows, cols), pixels = read_idx(data, images_stem)
-    (label_count,), labels = read_idx(data, labels_stem)
-    if label_count != count:
-        raise ValueError("%s: %d images, %d labels" % (split, count, label_count))
-    n = count if limit == 0 else min(limit, count)
-    size = rows * cols
-    for i in range(n):
+    for i, image, label in split_images(data, split, limit):
         png = io.BytesIO()
-        Image.frombytes("L", (cols, rows), pixels[i * size:(i + 1) * size]).save(png, "PNG")
-        yield i, png.getvalue(), labels[i]
+        image.save(png, "PNG")
+        yield i, png.getvalue(), label
 
 
 def add(tar, name, data):
@@ -66,14 +57,7 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="the directory to write the shards to")
     parser.add_argument("--shards", type=int, default=30, help="training shards [30]")
-    parser.add_argument("--data", default=os.path.join(HERE, "..", "..", "..", "shared", "data",
-                                                       "fashion-mnist"),
-                        help="the Fashion-MNIST IDX files [../shared/data/fashion-mnist]")
-    parser.add_argument("--train-samples", type=int, default=0, help="the first N (0: all)")
-    parser.add_argument("--test-samples", type=int, default=0, help="the first N (0: all)")
-    args = parser.parse_args(argv)
-    if args.train_samples < 0 or args.test_samples < 0:
-        parser.error("--train-samples and --test-samples: must be >= 0")
+    args = parse_with_data_arguments(parser, argv)
     if args.shards < 1:
         parser.error("--shards: must be >= 1")
     os.makedirs(args.out, exist_ok=True)

@@ -12,8 +12,6 @@ The shards are spec.data.path (make_shards.py writes them), or with
   python3 examples/shards/train.py [--store s3://BUCKET/PREFIX] [--result-dir DIR]"""
 
 import argparse
-import json
-import logging
 import os
 import sys
 
@@ -21,12 +19,11 @@ import torch
 from torch import nn
 from torchvision import transforms
 
-HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path.insert(0, HERE)
 try:
     import gaptrain
 except ImportError:  # run from a checkout without `pip install ./python`
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..",
+                                    "python"))
     import gaptrain
 
 from tar_shards import TarShards  # noqa: E402
@@ -47,33 +44,23 @@ def main(argv):
     parser.add_argument("--result-dir", default="",
                         help="write the result as JSON to DIR/<host name>.json")
     args, rest = parser.parse_known_args(argv)
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    role = gaptrain.role(rest)
+    options = gaptrain.parse_options(rest, role=gaptrain.role(rest))
+    evaluator = options.role == "evaluator"
     try:
-        options = gaptrain.parse_options(rest, role=role)
-        source = args.store or options.data_path
-        split = "test" if role == "evaluator" else "train"
-        dataset = TarShards(source, split, TRANSFORM)
-    except (gaptrain.OptionsError, OSError, ValueError) as e:
-        print("train.py: %s" % e, file=sys.stderr)
-        return 2
+        dataset = TarShards(args.store or options.data_path, "test" if evaluator else "train",
+                            TRANSFORM)
+    except (OSError, ValueError) as e:
+        raise gaptrain.OptionsError(e)
     torch.manual_seed(0)  # the first trainer's initial values become the job's
     model = mlp()
-    try:
-        if role == "evaluator":
-            result = gaptrain.evaluate(model, list(dataset), options=options)
-        else:
-            result = gaptrain.train(model, dataset, nn.CrossEntropyLoss(), options=options)
-    except gaptrain.GaptrainError as e:
-        print("train.py: %s" % e, file=sys.stderr)
-        return 1
+    if evaluator:
+        result = gaptrain.evaluate(model, list(dataset), options=options)
+    else:
+        result = gaptrain.train(model, dataset, nn.CrossEntropyLoss(), options=options)
     print(result)
     if args.result_dir:
-        with open(os.path.join(args.result_dir, options.host_name + ".json"), "w") as f:
-            json.dump(result.as_dict(), f)
-    return 0
+        result.save(os.path.join(args.result_dir, options.host_name + ".json"))
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    gaptrain.run_main(main)

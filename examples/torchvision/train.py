@@ -11,8 +11,6 @@ flags); the data is the job's spec.data.path.
       [--result PATH]"""
 
 import argparse
-import json
-import logging
 import os
 import sys
 
@@ -20,12 +18,11 @@ import torch
 import torch.nn.functional as F
 from torchvision import transforms
 
-HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path.insert(0, HERE)
 try:
     import gaptrain
 except ImportError:  # run from a checkout without `pip install ./python`
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..",
+                                    "python"))
     import gaptrain
 
 from fashion_mnist import MEAN, STD, FashionMNIST  # noqa: E402
@@ -73,39 +70,24 @@ def main(argv):
     parser.add_argument("--device", default="cpu",
                         help="where the trainer's model computes: cpu, cuda [cpu]")
     args, rest = parser.parse_known_args(argv)
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    role = gaptrain.role(rest)
-    try:
-        options = gaptrain.parse_options(rest, role=role)
-    except gaptrain.OptionsError as e:
-        print("train.py: %s" % e, file=sys.stderr)
-        return 2
+    options = gaptrain.parse_options(rest, role=gaptrain.role(rest))
     if not options.data_path:
-        print("train.py: the job has no spec.data.path", file=sys.stderr)
-        return 2
+        raise gaptrain.OptionsError("the job has no spec.data.path")
     torch.manual_seed(0)  # the first trainer's initial values become the job's
     model = resnet18_for_fashion_mnist()
-    if role != "evaluator":
-        model.to(args.device)
-    try:
-        if role == "evaluator":
-            test_set = FashionMNIST(options.data_path, train=False, transform=TEST_TRANSFORM)
-            if args.eval_samples > 0:
-                test_set = torch.utils.data.Subset(test_set, range(args.eval_samples))
-            result = gaptrain.evaluate(model, test_set, evaluate, options=options)
-        else:
-            result = train(model, FashionMNIST(options.data_path, transform=TRAIN_TRANSFORM),
-                           options, args.max_norm)
-    except gaptrain.GaptrainError as e:
-        print("train.py: %s" % e, file=sys.stderr)
-        return 1
+    if options.role == "evaluator":
+        test_set = FashionMNIST(options.data_path, train=False, transform=TEST_TRANSFORM)
+        if args.eval_samples > 0:
+            test_set = torch.utils.data.Subset(test_set, range(args.eval_samples))
+        result = gaptrain.evaluate(model, test_set, evaluate, options=options)
+    else:
+        result = train(model.to(args.device),
+                       FashionMNIST(options.data_path, transform=TRAIN_TRANSFORM), options,
+                       args.max_norm)
     print(result)
     if args.result:
-        with open(args.result, "w") as f:
-            json.dump(result.as_dict(), f)
-    return 0
+        result.save(args.result)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    gaptrain.run_main(main)

@@ -17,8 +17,6 @@ clipping the gradient with `--clip-norm N` and in mixed precision with
 `--autocast` (python/README.md, "Your own loop")."""
 
 import argparse
-import json
-import logging
 import os
 import sys
 
@@ -160,8 +158,6 @@ def main(argv):
     parser.add_argument("--top-k", type=int, default=0,
                         help="as the evaluator: also report topK_accuracy (0: not)")
     args, rest = parser.parse_known_args(argv)
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     model = MODELS[args.model]().to(args.device)
     if gaptrain.role(rest) == "evaluator":
         # The job's evaluator: the test split, top-1 accuracy and
@@ -178,10 +174,8 @@ def main(argv):
         else:
             result = gaptrain.train(model, train_set, nn.CrossEntropyLoss(), argv=rest)
     if args.result:
-        with open(args.result, "w") as f:
-            json.dump(result.as_dict(), f)
-    return 0
+        result.save(args.result)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    gaptrain.run_main(main)

@@ -8,6 +8,7 @@ reports the accuracy, the loss and eval_fn's other metrics to the
 coordinator, which may end the job on spec.training.target. When the job ends it evaluates the final
 model once more, so the job's last accuracy is the final model's."""
 
+import json
 import logging
 import math
 import re
@@ -67,6 +68,11 @@ class EvalResult:
 
     def as_dict(self):
         return dict(self.__dict__)
+
+    def save(self, path):
+        """Writes as_dict() to `path` as JSON."""
+        with open(path, "w") as f:
+            json.dump(self.as_dict(), f)
 
     def __repr__(self):
         return "EvalResult(%d evaluations, last accuracy %.4f, loss %.4f at version %d)" % (

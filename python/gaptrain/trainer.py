@@ -25,6 +25,7 @@ nothing of it and shows why in the job's status; the trainer waits (0.5 s
 doubling to 10 s) and asks for a task again, and the job goes on once the
 store returns. Any other error of the dataset ends the trainer (FAILED)."""
 
+import json
 import logging
 import math
 import time
@@ -83,6 +84,11 @@ class TrainResult:
                 "skipped": self.skipped, "tasks": self.tasks, "losses": self.losses,
                 "reason": self.reason, "master_version": self.master_version,
                 "data_errors": self.data_errors}
+
+    def save(self, path):
+        """Writes as_dict() to `path` as JSON."""
+        with open(path, "w") as f:
+            json.dump(self.as_dict(), f)
 
     def __repr__(self):
         return ("TrainResult(worker %d: %d batches, %d samples, %d skipped, %d tasks, last loss "

@@ -309,6 +309,17 @@ class PythonTrainerTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
+    def train_to_the_end(self, job, name, **trainer_args):
+        """Runs trainer `name` (job.trainer's arguments) to its end; its
+        result, once it finished with no batch skipped and the job
+        succeeded."""
+        trainer, result = job.trainer(name, **trainer_args)
+        self.assertEqual(trainer.wait(timeout=240), 0, job.log(name))
+        r = read_result(result)
+        self.assertEqual((r["reason"], r["skipped"]), ("finished", 0))
+        self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
+        return r
+
     def test_trains_is_preempted_and_a_second_trainer_finishes(self):
         job = Job(self.dir.name, "fp32", updates=300)
         try:
@@ -382,11 +393,7 @@ class PythonTrainerTest(unittest.TestCase):
     def test_bf16_wire_with_echoes(self):
         job = Job(self.dir.name, "bf16", updates=200, gap_source="echo")
         try:
-            trainer, result = job.trainer("py-trainer-bf16")
-            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-trainer-bf16"))
-            r = read_result(result)
-            self.assertEqual((r["reason"], r["skipped"]), ("finished", 0))
-            self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
+            r = self.train_to_the_end(job, "py-trainer-bf16")
             self.assertGreaterEqual(job.master_version(), 200)
             self.assertLess(mean(r["losses"][-20:]), 0.6 * mean(r["losses"][:20]))
         finally:
@@ -431,11 +438,7 @@ class PythonTrainerTest(unittest.TestCase):
     def test_dana_slim_keeps_momentum_on_the_trainer(self):
         job = Job(self.dir.name, "fp32", updates=200, rule="dana-slim")
         try:
-            trainer, result = job.trainer("py-slim")
-            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-slim"))
-            r = read_result(result)
-            self.assertEqual((r["reason"], r["skipped"]), ("finished", 0))
-            self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
+            r = self.train_to_the_end(job, "py-slim")
             self.assertIn("DANA-Slim momentum on this trainer (momentum 0.9, weight decay 0.0001)",
                           job.log("py-slim", tail=None))
             self.assertLess(mean(r["losses"][-20:]), 0.6 * mean(r["losses"][:20]))
@@ -665,13 +668,9 @@ class PythonTrainerTest(unittest.TestCase):
         # 1, scaler.step(trainer.optimizer) pushing it.
         job = Job(self.dir.name, "fp32", updates=200)
         try:
-            trainer, result = job.trainer("py-own-loop", extra=[
+            r = self.train_to_the_end(job, "py-own-loop", extra=[
                 "--own-loop", "--clip-norm", "1.0", "--autocast"])
-            self.assertEqual(trainer.wait(timeout=240), 0, job.log("py-own-loop"))
-            r = read_result(result)
-            self.assertEqual((r["reason"], r["skipped"]), ("finished", 0))
             self.assertGreaterEqual(r["batches"], 200)
-            self.assertEqual(job.status().phase, pb.JOB_PHASE_SUCCEEDED)
             self.assertLess(mean(r["losses"][-20:]), 0.7 * mean(r["losses"][:20]))
         finally:
             job.close()
