@@ -24,7 +24,13 @@ dir="${GAPTRAIN_TOOLS_DIR:-$(cache_dir gaptrain-tools)}"
 rclone="$dir/bin/rclone"
 
 current() {
-  [[ -x "$rclone" ]] && "$rclone" version 2>/dev/null | head -1 | grep -q "^rclone $RCLONE_VERSION\(-DEV\)\?$"
+  [[ -x "$rclone" ]] || return 1
+  local output first
+  # Read whole: `| head -1` could end rclone with SIGPIPE mid-output, which
+  # pipefail counts as a failure (one call in five here).
+  output="$("$rclone" version 2>/dev/null)" || return 1
+  first="${output%%$'\n'*}"
+  [[ "$first" == "rclone $RCLONE_VERSION" || "$first" == "rclone $RCLONE_VERSION-DEV" ]]
 }
 
 if current; then
