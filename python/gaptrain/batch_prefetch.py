@@ -1,6 +1,7 @@
-"""A task's batches built one ahead while the trainer computes and pushes
-the current one: the task's positions are known when it is assigned, and
-collating needs nothing from the model or the master.
+"""A task's batches built ahead (two; one of streamed shards) while the
+trainer computes and pushes the current one: the task's positions are known
+when it is assigned, and collating needs nothing from the model or the
+master.
 
 Collating is the user's Dataset.__getitem__ per sample, mostly Python and
 small torch ops (about half of a 5 ms step for the benchmark's MLP). Where
@@ -16,6 +17,7 @@ never used by two threads or processes at once. An error raised by the
 dataset is raised by take(), where its batch is wanted, as when batches
 were built on demand."""
 
+import collections
 import concurrent.futures
 import logging
 import sys
@@ -59,15 +61,21 @@ def start_builder(dataset, process=True):
 
 class BatchPrefetch:
     """The batches of positions [begin, end) of `order`, `batch_size` each;
-    take() returns one and starts building the next on `builder`, which
-    receive_ahead() may receive before it is taken. ShardPrefetch is its
-    twin for sharded data."""
+    take() returns one and keeps the next `ahead` building on `builder`, the
+    first of which receive_ahead() may receive before it is taken.
+    ShardPrefetch is its twin for sharded data (one ahead: where a shard's
+    next batch starts is known only once its previous one is read).
 
-    def __init__(self, order, begin, end, batch_size, builder):
+    Two ahead by default: the builder shares a core with the master and
+    gRPC, and a batch that started a whole step earlier is ready even when
+    the builder was kept waiting for part of one."""
+
+    def __init__(self, order, begin, end, batch_size, builder, ahead=2):
         self._order = order
         self._end, self._batch_size = end, batch_size
         self._builder = builder
-        self._pending = None  # (first position, indices, future)
+        self._ahead = ahead
+        self._pending = collections.deque()  # (first position, indices, future), in order
 
     def _submit(self, first):
         indices = [self._order[p] for p in range(first, min(self._end, first + self._batch_size))]
@@ -78,10 +86,10 @@ class BatchPrefetch:
         that wants it finds it here: work for a moment the trainer would
         otherwise idle (the master applying its push). Whatever went wrong
         is raised by take()."""
-        if self._pending is None:
+        if not self._pending:
             return
         try:
-            self._pending[2].result()
+            self._pending[0][2].result()
         except Exception:  # noqa: BLE001 (take() raises it)
             pass
 
@@ -91,14 +99,16 @@ class BatchPrefetch:
         now (by the builder too); None at `end`."""
         if first >= self._end:
             return None
-        pending, self._pending = self._pending, None
-        if pending is None or pending[0] != first:
-            pending = self._submit(first)
-        _, indices, future = pending
+        if not self._pending or self._pending[0][0] != first:
+            self._pending.clear()  # built for other positions: dropped
+            self._pending.append(self._submit(first))
+        _, indices, future = self._pending.popleft()
         batch = future.result()
         after = first + self._batch_size
-        if after < self._end:
-            self._pending = self._submit(after)
+        position = self._pending[-1][0] + self._batch_size if self._pending else after
+        while len(self._pending) < self._ahead and position < self._end:
+            self._pending.append(self._submit(position))
+            position += self._batch_size
         if isinstance(batch, Exception):
             raise batch
         return len(indices), batch, min(after, self._end)

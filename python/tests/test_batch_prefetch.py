@@ -1,4 +1,4 @@
-"""The trainer's batches built one ahead (batch_prefetch.py), by a thread
+"""The trainer's batches built ahead (batch_prefetch.py), by a thread
 and by a forked child process (batch_process.py): in the task's order, each once, nothing past
 the task, received ahead while the master works, a dataset's error raised where its batch is wanted, tensors of any
 dtype and shape back intact, the child gone after shutdown."""
@@ -192,6 +192,16 @@ class ThreadBuilderTest(Common, unittest.TestCase):
         self.assertEqual(data.reads, [7, 1, 0, 8, 2, 6, 5])
         self.assertEqual(len(data.threads), 1)
         self.assertNotIn(threading.get_ident(), data.threads)
+
+    def test_two_batches_are_built_ahead_by_default(self):
+        for ahead, reads in ((2, [9, 3, 7, 1, 0, 8]), (1, [9, 3, 7, 1])):
+            data = Recorded(10)
+            b = self.builder(data)
+            batches = batch_prefetch.BatchPrefetch(ORDER, 0, 10, 2, b, **(
+                {} if ahead == 2 else {"ahead": ahead}))
+            self.assertEqual(taken(batches, 0), [9, 3])
+            b._pool.shutdown(wait=True)  # whatever was asked for is built
+            self.assertEqual(data.reads, reads, "ahead %d" % ahead)
 
 
 @unittest.skipUnless(sys.platform.startswith("linux"), "fork: Linux only")
