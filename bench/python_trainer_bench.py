@@ -92,17 +92,20 @@ def job_model(model_name, directory):
     return "{torchscript: %s}" % scripted
 
 
-def write_job(path, data, epochs, model_name, profile=""):
-    model = job_model(model_name, os.path.dirname(path))
-    command = ["/usr/bin/python3"] + (["-m", "cProfile", "-o", profile] if profile else [])
-    command.append(os.path.join(ROOT, "python", "examples", "fashion_mnist_mlp.py"))
-    with open(path, "w") as f:
-        f.write("""apiVersion: gaptrain.io/v1alpha1
+def write_bench_job(path, name, model, data, epochs, trainer, evaluator=""):
+    """A job as the benchmarks run one: spec.model `model` and spec.data
+    `data` (flow-style YAML), batch BATCH, GA+DANA at lr 0.05, no
+    evaluation before the end; one trainer, whose container (command, args,
+    env, each a YAML line) is `trainer`, and the evaluator's, if any."""
+    def container(lines):  # under "- ", at the containers' indentation
+        return "\n          ".join(lines.strip().split("\n"))
+
+    text = """apiVersion: gaptrain.io/v1alpha1
 kind: TrainingJob
-metadata: {name: pybench}
+metadata: {name: %(name)s}
 spec:
   model: %(model)s
-  data: {format: mnist-idx, path: %(data)s, shuffleSeed: 1}
+  data: %(data)s
   training:
     batchSize: %(batch)d
     epochs: %(epochs)s
@@ -114,14 +117,30 @@ spec:
     template:
       spec:
         containers:
-        - command: [%(command)s]
-          args: [--data, %(data)s, --threads, "1", --model, %(model_name)s]
-          env:
-          - {name: PYTHONPATH, value: %(python)s}
-""" % {"data": data, "batch": BATCH, "epochs": epochs, "model": model,
-       "model_name": model_name,
-       "command": ", ".join(command),
-       "python": os.path.join(ROOT, "python")})
+        - %(trainer)s
+""" % {"name": name, "model": model, "data": data, "batch": BATCH, "epochs": epochs,
+       "trainer": container(trainer)}
+    if evaluator:
+        text += """  evaluator:
+    template:
+      spec:
+        containers:
+        - %s
+""" % container(evaluator)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def write_job(path, data, epochs, model_name, profile=""):
+    command = ["/usr/bin/python3"] + (["-m", "cProfile", "-o", profile] if profile else [])
+    command.append(os.path.join(ROOT, "python", "examples", "fashion_mnist_mlp.py"))
+    write_bench_job(path, "pybench", job_model(model_name, os.path.dirname(path)),
+                    "{format: mnist-idx, path: %s, shuffleSeed: 1}" % data, epochs, """
+command: [%s]
+args: [--data, %s, --threads, "1", --model, %s]
+env:
+- {name: PYTHONPATH, value: %s}""" % (", ".join(command), data, model_name,
+                                      os.path.join(ROOT, "python")))
 
 
 def master_pushes(url):

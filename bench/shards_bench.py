@@ -38,7 +38,7 @@ sys.path.insert(0, EXAMPLE)
 
 import torch  # noqa: E402
 
-from python_trainer_bench import job_rate, timed_steps  # noqa: E402
+from python_trainer_bench import job_rate, timed_steps, write_bench_job  # noqa: E402
 from tar_shards import TarShards  # noqa: E402
 
 # The example's train.py by its path: other examples have a train.py too.
@@ -63,34 +63,12 @@ def plain_loop(shards, steps, warmup=50):
 
 
 def write_job(path, shards, epochs):
-    with open(path, "w") as f:
-        f.write("""apiVersion: gaptrain.io/v1alpha1
-kind: TrainingJob
-metadata: {name: shardsbench}
-spec:
-  model: {fromTrainer: true}
-  data: {format: shards, path: %(shards)s, shards: %(count)d, trainSamples: %(samples)d}
-  training:
-    batchSize: %(batch)d
-    epochs: %(epochs)s
-    evalEveryUpdates: 100000
-    optimizer: {learningRate: 0.05, momentum: 0.9, weightDecay: 1.0e-4}
-    staleness: {rule: gap-aware-dana}
-  workers:
-    replicas: 1
-    template:
-      spec:
-        containers:
-        - command: [/usr/bin/python3, %(script)s]
-          args: [--threads, "1"]
-  evaluator:
-    template:
-      spec:
-        containers:
-        - command: [/usr/bin/python3, %(script)s]
-          args: [--threads, "1"]
-""" % {"shards": shards, "count": SHARDS, "samples": SAMPLES, "batch": BATCH,
-       "epochs": epochs, "script": os.path.join(EXAMPLE, "train.py")})
+    container = """
+command: [/usr/bin/python3, %s]
+args: [--threads, "1"]""" % os.path.join(EXAMPLE, "train.py")
+    write_bench_job(path, "shardsbench", "{fromTrainer: true}",
+                    "{format: shards, path: %s, shards: %d, trainSamples: %d}"
+                    % (shards, SHARDS, SAMPLES), epochs, container, evaluator=container)
 
 
 def main(argv):
