@@ -6,8 +6,11 @@
 # docs/results.md ("Large N") shows what it printed and what each
 # candidate is.
 #
-# Usage: scripts/large_n_screen.sh [OUT_DIR] [SEED]
-#   OUT_DIR defaults to results/large-n/screen, SEED to 1.
+# Usage: scripts/large_n_screen.sh [OUT_DIR] [SEEDS]
+#   OUT_DIR defaults to results/large-n/screen, SEEDS to 1 ("1, 2, 3": each
+#   candidate with three seeds). $GAPTRAIN_BIN: the gaptrain binary
+#   [bazel-bin/cli/gaptrain, which must be an opt build]. $CANDIDATES: a
+#   regular expression; only the candidates whose names match run.
 #
 # Candidates marked "(patch)" change the engine: they run only with a
 # binary built from examples/sim/large-n/prototypes.patch, which switches
@@ -24,7 +27,7 @@ cd "$(dirname "$0")/.."
 
 OUT=${1:-results/large-n/screen}
 SEED=${2:-1}
-BIN=bazel-bin/cli/gaptrain
+BIN=${GAPTRAIN_BIN:-bazel-bin/cli/gaptrain}
 BASE=examples/sim/large-n/fashion-mnist.yaml
 [ -x "$BIN" ] || { echo "build it first: bazel build -c opt //cli:gaptrain" >&2; exit 1; }
 mkdir -p "$OUT"
@@ -34,6 +37,7 @@ mkdir -p "$OUT"
 LABELS=()
 run() {
   local name=$1 env=$2 edit=$3
+  [[ -z "${CANDIDATES:-}" || $name =~ $CANDIDATES ]] || return 0
   if [ -n "$env" ] && [ -z "${GAPTRAIN_PROTOTYPES:-}" ]; then
     echo "skip $name (needs the prototypes patch)" >&2
     return
