@@ -296,8 +296,7 @@ std::chrono::milliseconds CoordinatorSession::HeartbeatPeriod() const {
 
 void CoordinatorSession::HeartbeatLoop() {
   Backoff backoff(options_.retry.backoff, NextSeed());
-  auto period = [&] { return HeartbeatPeriod(); };
-  auto next = Clock::now() + period();
+  auto next = Clock::now() + HeartbeatPeriod();
   while (true) {
     {
       std::unique_lock<std::mutex> lock(hb_mu_);
@@ -313,7 +312,7 @@ void CoordinatorSession::HeartbeatLoop() {
       id = id_;
     }
     if (id == 0) {  // not registered yet: nothing to keep alive
-      next = Clock::now() + period();
+      next = Clock::now() + HeartbeatPeriod();
       continue;
     }
     request.set_worker_id(id);
@@ -336,18 +335,19 @@ void CoordinatorSession::HeartbeatLoop() {
                      reply.phase() == proto::JOB_PHASE_SUCCEEDED ? "succeeded" : "failed");
         stop_->Stop(StopReason::kJobEnded);
       }
-      next = Clock::now() + period();
+      next = Clock::now() + HeartbeatPeriod();
     } else if (IsTransient(s)) {
       NoteFailure("Heartbeat", s);
-      next = Clock::now() + std::min(period(), backoff.Next());
+      next = Clock::now() + std::min(HeartbeatPeriod(), backoff.Next());
     } else if (LostMembership(s)) {
       spdlog::warn("coordinator: heartbeat refused ({}); registering again", s.ToString());
       Status r = Reregister(id);
       if (!r.ok() && IsTransient(r)) NoteFailure("Register", r);
-      next = Clock::now() + (r.ok() ? period() : std::min(period(), backoff.Next()));
+      next = Clock::now() +
+             (r.ok() ? HeartbeatPeriod() : std::min(HeartbeatPeriod(), backoff.Next()));
     } else {
       spdlog::error("coordinator: heartbeat refused: {}", s.ToString());
-      next = Clock::now() + period();
+      next = Clock::now() + HeartbeatPeriod();
     }
   }
 }
