@@ -17,9 +17,10 @@
 //     silent (for 10 s: the scheduler's reasons written to every job);
 //   - idle: the operator's CPU share of one core over `--idle-seconds`
 //     (60) once settled, with the reconciles it ran meanwhile, and the API
-//     server's share beside it (in the planning window as well: the limit
-//     that binds when the operator is not); reconciles per job while
-//     planning;
+//     server's share beside it; reconciles per job while planning;
+//   - while planning: how busy the machine's CPUs were, and each control
+//     plane component's and the operator's share of one core (the limit
+//     that binds when the operator is not);
 // and each of N's figures as a ratio to the base size's of the same run, so
 // that growth per job shows (N/100 = 10 would be linear).
 //
@@ -39,10 +40,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -87,7 +90,11 @@ struct Figures {
   double jobs_per_s = 0;  // from the apply's start
   double settled_s = 0;  // after the apply ended, until the operator's log fell silent
   double operator_cpu_s = 0;  // apply start -> planned
-  double apiserver_share = 0;  // of one core, apply start -> planned
+  // Apply start -> planned: each of the control plane's components' and
+  // the operator's CPU share of one core, and how busy the whole
+  // machine's CPUs were (0-1 of all of them): whether the machine binds.
+  std::map<std::string, double> planning_shares;
+  double machine_busy_share = 0;
   double reconciles_per_job = 0;  // apply start -> planned
   double peak_mb = 0;
   double settled_mb = 0;
@@ -261,7 +268,12 @@ Status Run(const std::string& work_dir, size_t jobs, double idle_seconds, const 
     return Status::Unavailable("cannot watch TrainingJobs");
   }
 
-  const double cpu0 = ProcessCpuSeconds(pid), api0 = ProcessCpuSeconds(apiserver);
+  const double cpu0 = ProcessCpuSeconds(pid);
+  std::map<std::string, pid_t> measured = cluster->ComponentPids();
+  measured["operator"] = pid;
+  std::map<std::string, double> measured_cpu0;
+  for (const auto& [name, process] : measured) measured_cpu0[name] = ProcessCpuSeconds(process);
+  const double machine0 = MachineBusyCpuSeconds();
   const double plan_reconciles0 = Reconciles(*op);
   const Clock::time_point t0 = Clock::now();
   GAPTRAIN_RETURN_IF_ERROR(KubectlApply(*cluster, jobs_file, work_dir + "/apply.log"));
@@ -293,7 +305,12 @@ Status Run(const std::string& work_dir, size_t jobs, double idle_seconds, const 
   f->planned_s = Seconds(t2 - t1);
   f->jobs_per_s = jobs / Seconds(t2 - t0);
   f->operator_cpu_s = ProcessCpuSeconds(pid) - cpu0;
-  f->apiserver_share = (ProcessCpuSeconds(apiserver) - api0) / Seconds(t2 - t0);
+  for (const auto& [name, process] : measured) {
+    f->planning_shares[name] =
+        (ProcessCpuSeconds(process) - measured_cpu0[name]) / Seconds(t2 - t0);
+  }
+  f->machine_busy_share = (MachineBusyCpuSeconds() - machine0) /
+                          (Seconds(t2 - t0) * sysconf(_SC_NPROCESSORS_ONLN));
   f->reconciles_per_job = (Reconciles(*op) - plan_reconciles0) / jobs;
 
   // Settled: the operator's log silent for kSettle (the scheduler marks
@@ -341,14 +358,22 @@ Status Run(const std::string& work_dir, size_t jobs, double idle_seconds, const 
 }
 
 void Print(const Figures& f) {
+  std::string shares;
+  for (const auto& [name, share] : f.planning_shares) {
+    char one[80];
+    std::snprintf(one, sizeof one, "%s%s %.0f%%", shares.empty() ? "" : ", ", name.c_str(),
+                  100 * share);
+    shares += one;
+  }
   std::printf(
       "%5zu jobs: apply %.1f s; planned %.1f s after it (%.1f jobs/s), settled %.1f s after it; "
-      "%.1f reconciles per job; operator CPU %.1f s, "
-      "API server %.0f%% of a core meanwhile; memory peak %.0f MB, settled %.0f MB; idle "
-      "%.2f%% of a core (%.2f reconciles/s, %zu log lines), API server %.1f%%\n",
-      f.jobs, f.apply_s, f.planned_s, f.jobs_per_s, f.settled_s, f.reconciles_per_job, f.operator_cpu_s, 100 * f.apiserver_share,
-      f.peak_mb, f.settled_mb, 100 * f.idle_share, f.idle_reconciles_per_s, f.idle_log_lines,
-      100 * f.idle_apiserver_share);
+      "%.1f reconciles per job; operator CPU %.1f s; memory peak %.0f MB, settled %.0f MB; idle "
+      "%.2f%% of a core (%.2f reconciles/s, %zu log lines), API server %.1f%%\n"
+      "       while planning: the machine's %ld CPUs %.0f%% busy; of one core: %s\n",
+      f.jobs, f.apply_s, f.planned_s, f.jobs_per_s, f.settled_s, f.reconciles_per_job,
+      f.operator_cpu_s, f.peak_mb, f.settled_mb, 100 * f.idle_share, f.idle_reconciles_per_s,
+      f.idle_log_lines, 100 * f.idle_apiserver_share, sysconf(_SC_NPROCESSORS_ONLN),
+      100 * f.machine_busy_share, shares.c_str());
   std::fflush(stdout);
 }
 

@@ -25,6 +25,20 @@ double ProcessCpuSeconds(pid_t pid) {
   return static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
 }
 
+double MachineBusyCpuSeconds() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  // "cpu  user nice system idle iowait irq softirq steal guest guest_nice";
+  // guest time is already counted in user.
+  unsigned long long v[8] = {0};
+  if (!(in >> cpu) || cpu != "cpu") return 0;
+  for (unsigned long long& x : v) {
+    if (!(in >> x)) return 0;
+  }
+  const unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+  return static_cast<double>(busy) / sysconf(_SC_CLK_TCK);
+}
+
 double ProcessMemoryMb(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;

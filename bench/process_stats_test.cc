@@ -1,5 +1,5 @@
 // ProcessCpuSeconds and ProcessMemoryMb of this test's own process, and of
-// one that is gone.
+// one that is gone; MachineBusyCpuSeconds counting this process's work.
 
 #include "bench/process_stats.h"
 
@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace gaptrain {
@@ -30,6 +31,20 @@ TEST(ProcessStatsTest, AProcessThatIsGoneReadsZero) {
   ASSERT_EQ(waitpid(child, &status, 0), child);  // reaped: /proc/PID is gone
   EXPECT_EQ(ProcessCpuSeconds(child), 0);
   EXPECT_EQ(ProcessMemoryMb(child, "VmRSS"), 0);
+}
+
+TEST(ProcessStatsTest, TheMachineCountsThisProcesssWork) {
+  const double machine0 = MachineBusyCpuSeconds(), own0 = ProcessCpuSeconds(getpid());
+  ASSERT_GT(machine0, 0);
+  // Spin until this process has used 0.3 s of CPU (clock ticks are 10 ms).
+  volatile uint64_t spin = 0;
+  while (ProcessCpuSeconds(getpid()) - own0 < 0.3) {
+    for (int i = 0; i < 1000000; ++i) spin = spin + i;
+  }
+  const double own = ProcessCpuSeconds(getpid()) - own0;
+  // The machine was busy at least while this process ran (less a tick of
+  // each reading's rounding).
+  EXPECT_GE(MachineBusyCpuSeconds() - machine0, own - 0.05);
 }
 
 }  // namespace
