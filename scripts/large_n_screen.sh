@@ -1,6 +1,6 @@
 #!/bin/bash
 # The screen of issue 42 ("Sixty-four workers as good as one"): every
-# candidate at N = 64, one seed, on Fashion-MNIST with the baseline job
+# candidate at N = 64 (or $WORKERS), one seed, on Fashion-MNIST with the baseline job
 # examples/sim/large-n/fashion-mnist.yaml (GA+DANA, lr 0.05, momentum 0.9,
 # warm-up 5 epochs, 30 epochs), then the table (scripts/large_n_table.py).
 # docs/results.md ("Large N") shows what it printed and what each
@@ -11,6 +11,9 @@
 #   candidate with three seeds). $GAPTRAIN_BIN: the gaptrain binary
 #   [bazel-bin/cli/gaptrain, which must be an opt build]. $CANDIDATES: a
 #   regular expression; only the candidates whose names match run.
+#   $WORKERS: the N of a candidate that does not name its own ["64"]; the
+#   sweep of docs/results.md runs WORKERS="1, 16, 32, 128" into another
+#   OUT_DIR and gives the table both directories' runs.
 #
 # Candidates marked "(patch)" change the engine: they run only with a
 # binary built from examples/sim/large-n/prototypes.patch, which switches
@@ -33,7 +36,7 @@ BASE=examples/sim/large-n/fashion-mnist.yaml
 mkdir -p "$OUT"
 
 # run NAME 'ENV ...' 'SED EXPRESSIONS' : one simulation of the baseline at
-# N = 64 (and the sweep's learning rates or momenta the sed adds).
+# N = $WORKERS (and the sweep's learning rates or momenta the sed adds).
 LABELS=()
 run() {
   local name=$1 env=$2 edit=$3
@@ -43,7 +46,7 @@ run() {
     return
   fi
   local job="$OUT/$name.yaml"
-  sed -e "s#^    workers: .*#    workers: [64]#" -e "s#^    seeds: .*#    seeds: [$SEED]#" \
+  sed -e "s#^    workers: .*#    workers: [${WORKERS:-64}]#" -e "s#^    seeds: .*#    seeds: [$SEED]#" \
       -e "s#^    output: .*#    output: $OUT/$name#" ${edit:+-e "$edit"} "$BASE" > "$job"
   env $env "$BIN" simulate -f "$job" --parallel 2 > "$OUT/$name.log" 2>&1
   LABELS+=("$name=$OUT/$name")
@@ -60,6 +63,8 @@ run epochs-60 "" "s#epochs: 30#epochs: 60#"
 run late-decay-75-90 "" "s#atFractions: \[0.5, 0.75\]#atFractions: [0.75, 0.9]#;s#^    workers: .*#    workers: [1, 64]#"
 run late-decay-85-95 "" "s#atFractions: \[0.5, 0.75\]#atFractions: [0.85, 0.95]#;s#^    workers: .*#    workers: [1, 64]#"
 run late-decay-90-97 "" "s#atFractions: \[0.5, 0.75\]#atFractions: [0.9, 0.97]#;s#^    workers: .*#    workers: [1, 64]#"
+run epochs-60-late-decay-85-95 "" "s#epochs: 30#epochs: 60#;s#atFractions: \[0.5, 0.75\]#atFractions: [0.85, 0.95]#;s#^    workers: .*#    workers: [1, 64]#"
+run epochs-90-late-decay-85-95 "" "s#epochs: 30#epochs: 90#;s#atFractions: \[0.5, 0.75\]#atFractions: [0.85, 0.95]#;s#^    workers: .*#    workers: [1, 64]#"
 run round-look-ahead "EXP_LOOKAHEAD=1" ""
 run round-look-ahead-at-N1-16 "EXP_LOOKAHEAD=1" "s#^    workers: .*#    workers: [1, 16]#"
 run dana-dc "EXP_DCC=2" "s#rule: gap-aware-dana#rule: dana-zero#"
