@@ -29,7 +29,8 @@ double MachineBusyCpuSeconds() {
   std::ifstream in("/proc/stat");
   std::string cpu;
   // "cpu  user nice system idle iowait irq softirq steal guest guest_nice";
-  // guest time is already counted in user.
+  // guest time is already counted in user. Steal (the hypervisor running
+  // other tenants) counts as busy: this machine could not use it either.
   unsigned long long v[8] = {0};
   if (!(in >> cpu) || cpu != "cpu") return 0;
   for (unsigned long long& x : v) {
