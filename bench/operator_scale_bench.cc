@@ -268,11 +268,11 @@ Status Run(const std::string& work_dir, size_t jobs, double idle_seconds, const 
     return Status::Unavailable("cannot watch TrainingJobs");
   }
 
-  const double cpu0 = ProcessCpuSeconds(pid);
   std::map<std::string, pid_t> measured = cluster->ComponentPids();
   measured["operator"] = pid;
   std::map<std::string, double> measured_cpu0;
   for (const auto& [name, process] : measured) measured_cpu0[name] = ProcessCpuSeconds(process);
+  const double cpu0 = measured_cpu0.at("operator");
   const double machine0 = MachineBusyCpuSeconds();
   const double plan_reconciles0 = Reconciles(*op);
   const Clock::time_point t0 = Clock::now();
