@@ -38,6 +38,7 @@ sys.path.insert(0, EXAMPLE)
 
 import torch  # noqa: E402
 
+from gaptrain.compute_threads import set_compute_threads  # noqa: E402
 from python_trainer_bench import job_rate, timed_steps, write_bench_job  # noqa: E402
 from tar_shards import TarShards  # noqa: E402
 
@@ -55,11 +56,11 @@ TARGET = 0.85
 
 def plain_loop(shards, steps, warmup=50):
     """Samples per second of a plain PyTorch loop over the shards."""
-    torch.set_num_threads(1)
+    set_compute_threads(1)  # torch's and OpenBLAS's (python_trainer_bench.plain_loop)
     torch.manual_seed(0)
     loader = torch.utils.data.DataLoader(TarShards(shards, "train", TRANSFORM),
                                          batch_size=BATCH, num_workers=1)
-    return timed_steps(mlp(), loader, steps, warmup) * BATCH
+    return timed_steps(mlp(), loader, steps, warmup)[0] * BATCH
 
 
 def write_job(path, shards, epochs):
@@ -92,7 +93,7 @@ def main(argv):
         plain.append(plain_loop(shards, args.steps))
         print("round %d: plain PyTorch loop:   %7.0f samples/s (%d batches of %d, DataLoader "
               "with 1 worker, 1 thread)" % (r + 1, plain[-1], args.steps, BATCH), flush=True)
-        steps, summary = job_rate(args.gaptrain, job, os.path.join(tmp, "run%d" % r), 1)
+        steps, summary, _ = job_rate(args.gaptrain, job, os.path.join(tmp, "run%d" % r), 1)
         sdk.append(steps * BATCH)
         print("round %d: gaptrain, 1 trainer: %7.0f samples/s (gaptrain run, %s epochs: %s, "
               "%d updates)" % (r + 1, sdk[-1], args.epochs, summary["outcome"],

@@ -9,7 +9,7 @@ in order: each message is a header, a protocol-5 pickle and its out-of-band
 buffers, the tensors' bytes as they are, read into one buffer that becomes
 the tensor (torch's own pickling for processes passes each tensor through
 shared memory and a descriptor handshake, which cost more than the
-collate). In the child, torch runs one thread, its random generator is
+collate). In the child, torch and OpenBLAS run one thread, its random generator is
 seeded apart from the parent's (as DataLoader seeds its workers), SIGINT
 and SIGTERM are left to the trainer, and the child dies with it
 (PR_SET_PDEATHSIG)."""
@@ -25,6 +25,7 @@ import struct
 import torch
 
 from gaptrain.collate import collate_or_error
+from gaptrain.compute_threads import set_compute_threads
 from gaptrain.shard_stream import ShardStream
 
 
@@ -105,7 +106,7 @@ def _read_message(fd):
 
 
 def _child_loop(dataset, requests, replies, seed):
-    torch.set_num_threads(1)  # no OpenMP pool after fork, as DataLoader workers
+    set_compute_threads(1)  # no OpenMP or OpenBLAS pool after fork, as DataLoader workers
     torch.manual_seed(seed)
     # The trainer handles SIGINT and SIGTERM, then closes the requests; a
     # trainer killed outright takes the child with it.

@@ -18,6 +18,7 @@ import torch
 
 from gaptrain import job_role
 from gaptrain import options as options_mod
+from gaptrain.compute_threads import set_compute_threads
 from gaptrain.coordinator_client import CoordinatorSession
 from gaptrain.http_server import HttpServer
 from gaptrain.master_session import MasterSession, master_addresses
@@ -148,7 +149,7 @@ class Evaluator:
                                 "as %s" % pb.WorkerRole.Name(reg.role))
         self.session.start_heartbeats()
         if self.opts.threads > 0:
-            torch.set_num_threads(self.opts.threads)
+            set_compute_threads(self.opts.threads)
         self.master = MasterSession(self.opts, self.stop, self.session, self.metrics,
                                     self.model.named_parameters(), self.model.named_buffers())
         if not self.master.connect(master_addresses(reg), declare=False):

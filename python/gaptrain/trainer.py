@@ -40,6 +40,7 @@ from gaptrain import job_role
 from gaptrain import master_session
 from gaptrain import options as options_mod
 from gaptrain import rpc
+from gaptrain.compute_threads import set_compute_threads
 from gaptrain.coordinator_client import CoordinatorSession
 from gaptrain.epoch_order import epoch_permutation
 from gaptrain.flat_gradient import FlatGradient
@@ -316,7 +317,7 @@ class Trainer:
         self._order_epoch = None
         self._order = None
         if self.opts.threads > 0:
-            torch.set_num_threads(self.opts.threads)
+            set_compute_threads(self.opts.threads)
         if not self.master.connect(master_session.master_addresses(reg)):
             return False
         self.master.adopt_buffers()
