@@ -194,7 +194,7 @@ def job_cpu(root):
     todo = [(root, None)] if root in stats else []
     while todo:
         pid, parent = todo.pop()
-        ppid, seconds, argv = stats[pid]
+        _, seconds, argv = stats[pid]
         names = " ".join(os.path.basename(a) for a in argv[:2])
         if "gaptrain-master" in names:
             role = "master"
