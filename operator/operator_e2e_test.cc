@@ -1486,11 +1486,11 @@ TEST_F(OperatorE2eTest, TorchvisionResnet18DeclaredByItsTrainersRunsThroughAPree
 // the test node needs (its image's train.py is the checkout's) and for
 // size: the images are 6,000 training and 500 test PNGs written by
 // make_image_folder.py onto the fashion-mnist-data claim (beside its IDX
-// files), 2 trainers for 3 epochs. gaptrain mounts the claim and never
+// files), 2 trainers for 8 epochs. gaptrain mounts the claim and never
 // reads it (`format: custom`, trainSamples 6000): torchvision's ImageFolder
 // does, in the trainers and the evaluator. One trainer is preempted as a
 // node shutdown does once the master is at version 10, and is replaced;
-// every position of the 3 epochs is completed (EpochsCompleted). The
+// every position of the 8 epochs is completed (EpochsCompleted). The
 // trainers and the evaluator run as a ServiceAccount annotated for IRSA and
 // get a Secret's keys through envFrom, as a job reading object storage
 // would.
@@ -1519,7 +1519,11 @@ TEST_F(OperatorE2eTest, AnImageFolderReadByTheTrainersRunsThroughAPreemption) {
   ASSERT_EQ(spec["data"].value("format", ""), "custom");
   spec["data"]["claimName"] = "fashion-mnist-data";
   spec["data"]["trainSamples"] = 6000;
-  spec["training"]["epochs"] = 3;
+  // Long enough for the replacement to be ready and train too: with one
+  // OpenBLAS thread (--threads 1) two trainers run 3 epochs in about 7 s,
+  // less than a replacement takes to start (the shards job's 6 s).
+  constexpr int kEpochs = 8;
+  spec["training"]["epochs"] = kEpochs;
   spec["training"]["evalEveryUpdates"] = 100000;  // the final evaluation only
   spec["workers"]["replicas"] = 2;
   spec["workers"]["minReplicas"] = 1;
@@ -1572,7 +1576,7 @@ TEST_F(OperatorE2eTest, AnImageFolderReadByTheTrainersRunsThroughAPreemption) {
     if (c.value("type", "") == "Succeeded") succeeded_message = c.value("message", "");
   }
   EXPECT_EQ(succeeded_message.rfind("EpochsCompleted", 0), 0u) << status.dump(2);
-  EXPECT_EQ(Number(status, {"progress", "epoch"}), 3) << status.dump(2);
+  EXPECT_EQ(Number(status, {"progress", "epoch"}), kEpochs) << status.dump(2);
   const double accuracy = Number(status, {"progress", "testAccuracy"});
   EXPECT_GE(accuracy, 0.5) << status.dump(2) << Diagnostics();
   EXPECT_EQ(status.value("preemptions", -1), 1) << status.dump(2);
